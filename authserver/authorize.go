@@ -1,0 +1,268 @@
+package authserver
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// singleParams may appear at most once in an authorization request
+// (RFC 6749 §3.1).
+var singleParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state",
+	"code_challenge", "code_challenge_method", "nonce", "prompt"}
+
+// authzError is an error sent back to the client's redirect URI.
+type authzError struct {
+	code, desc string
+}
+
+// handleAuthorize serves GET /oauth/authorize.
+func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		s.errorPage(w, http.StatusMethodNotAllowed, "The authorization endpoint accepts GET requests only.")
+		return
+	}
+	q := r.URL.Query()
+	client, redirectURI, ok := s.authorizeClient(w, q)
+	if !ok {
+		return
+	}
+	state := q.Get("state")
+	req, aerr := s.parseAuthRequest(q, client)
+	if aerr != nil {
+		s.redirectError(w, r, redirectURI, state, aerr.code, aerr.desc)
+		return
+	}
+	req.RedirectURI, req.State = redirectURI, state
+
+	id, err := s.lookupSession(r.Context(), r)
+	if err != nil {
+		s.cfg.Logger.Error("session lookup failed", "error", err)
+		s.redirectError(w, r, redirectURI, state, "temporarily_unavailable", "the school site could not confirm who is signed in")
+		return
+	}
+	if id == nil {
+		if q.Get("prompt") == "none" {
+			s.redirectError(w, r, redirectURI, state, "login_required", "nobody is signed in")
+			return
+		}
+		s.redirectToLogin(w, r)
+		return
+	}
+	if e := s.checkPerson(client, id); e != nil {
+		s.redirectError(w, r, redirectURI, state, e.code, e.desc)
+		return
+	}
+	if s.consentCovers(client.ID, id.Subject, req.Scopes) && q.Get("prompt") != "consent" {
+		s.issueCode(w, r, req, id, http.StatusFound)
+		return
+	}
+	if q.Get("prompt") == "none" {
+		s.redirectError(w, r, redirectURI, state, "consent_required", "the person has not approved this client")
+		return
+	}
+	s.showConsent(w, r, client, req, id)
+}
+
+// authorizeClient resolves the client and redirect URI. Failures here get
+// an error page, never a redirect: the redirect target is not trusted.
+func (s *Server) authorizeClient(w http.ResponseWriter, q url.Values) (*Client, string, bool) {
+	for _, p := range []string{"client_id", "redirect_uri"} {
+		if len(q[p]) > 1 {
+			s.errorPage(w, http.StatusBadRequest, "The request repeats the "+p+" parameter.")
+			return nil, "", false
+		}
+	}
+	clientID := q.Get("client_id")
+	if clientID == "" {
+		s.errorPage(w, http.StatusBadRequest, "The request has no client_id.")
+		return nil, "", false
+	}
+	client, err := s.client(clientID)
+	if err != nil {
+		if !errors.Is(err, errUnknownClient) {
+			s.cfg.Logger.Error("client lookup failed", "error", err)
+		}
+		s.errorPage(w, http.StatusBadRequest, "The application is not registered with this school.")
+		return nil, "", false
+	}
+	redirectURI := q.Get("redirect_uri")
+	if redirectURI == "" || !client.MatchRedirect(redirectURI) {
+		s.errorPage(w, http.StatusBadRequest, "The redirect_uri is not registered for this application.")
+		return nil, "", false
+	}
+	return client, redirectURI, true
+}
+
+// parseAuthRequest validates everything but the client and redirect URI.
+func (s *Server) parseAuthRequest(q url.Values, client *Client) (*AuthRequest, *authzError) {
+	for _, p := range singleParams {
+		if len(q[p]) > 1 {
+			return nil, &authzError{"invalid_request", "the " + p + " parameter is repeated"}
+		}
+	}
+	if q.Has("request") || q.Has("request_uri") {
+		return nil, &authzError{"request_not_supported", "request objects are not supported"}
+	}
+	switch rt := q.Get("response_type"); rt {
+	case "code":
+	case "":
+		return nil, &authzError{"invalid_request", "response_type is required"}
+	default:
+		return nil, &authzError{"unsupported_response_type", "only response_type=code is supported"}
+	}
+	if m := q.Get("response_mode"); m != "" && m != "query" {
+		return nil, &authzError{"invalid_request", "only response_mode=query is supported"}
+	}
+	switch m := q.Get("code_challenge_method"); m {
+	case "S256":
+	case "":
+		return nil, &authzError{"invalid_request", "code_challenge_method=S256 is required"}
+	default:
+		return nil, &authzError{"invalid_request", "code_challenge_method must be S256"}
+	}
+	challenge := q.Get("code_challenge")
+	if !validChallenge(challenge) {
+		return nil, &authzError{"invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)"}
+	}
+	scopes := strings.Fields(q.Get("scope"))
+	if len(scopes) == 0 {
+		return nil, &authzError{"invalid_request", "scope is required"}
+	}
+	if e := client.checkScopes(scopes); e != nil {
+		return nil, &authzError{e.Code, e.Description}
+	}
+	resource, e := s.checkResource(q["resource"], client.Audience)
+	if e != nil {
+		return nil, &authzError{e.Code, e.Description}
+	}
+	return &AuthRequest{
+		ClientID:      client.ID,
+		Scopes:        dedupe(scopes),
+		Resource:      resource,
+		Nonce:         q.Get("nonce"),
+		CodeChallenge: challenge,
+		Audience:      client.Audience,
+	}, nil
+}
+
+// checkResource applies RFC 8707: the only resource is this origin,
+// compared as an origin. Member tokens must name it; operator tokens are
+// bound to it either way.
+func (s *Server) checkResource(values []string, audience string) (string, *oauthError) {
+	switch len(values) {
+	case 0:
+		if audience == AudienceMember {
+			return "", errInvalidTarget("resource is required for member tokens; use " + s.cfg.Issuer)
+		}
+		return s.cfg.Issuer, nil
+	case 1:
+		if policy.SameOrigin(values[0], s.cfg.Issuer) {
+			return s.cfg.Issuer, nil
+		}
+		return "", errInvalidTarget("the only resource served here is " + s.cfg.Issuer)
+	default:
+		return "", errInvalidTarget("only one resource may be requested")
+	}
+}
+
+// checkPerson applies the audience rules to the signed-in person.
+func (s *Server) checkPerson(c *Client, id *Identity) *authzError {
+	if c.Audience == AudienceOperator && !id.IsOperator() {
+		return &authzError{"access_denied", "this application needs a site operator; the signed-in person is not one"}
+	}
+	if c.Audience == AudienceMember && len(id.Roles) == 0 {
+		return &authzError{"access_denied", "the signed-in person has no role at this school"}
+	}
+	return nil
+}
+
+func (s *Server) consentCovers(clientID, subject string, scopes []string) bool {
+	c, err := s.store.GetConsent(clientID, subject)
+	if err != nil {
+		return false
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(c.Scopes, sc) {
+			return false
+		}
+	}
+	return true
+}
+
+// redirectToLogin sends the browser to the legacy login page, which
+// returns it here once signed in.
+func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
+	back := s.url(PathAuthorize) + "?" + r.URL.RawQuery
+	login := s.cfg.LoginURL
+	if strings.HasPrefix(login, "/") {
+		login = s.url(login)
+	}
+	u, err := url.Parse(login)
+	if err != nil {
+		s.errorPage(w, http.StatusInternalServerError, "The sign-in page is misconfigured.")
+		return
+	}
+	q := u.Query()
+	q.Set("return_to", back)
+	u.RawQuery = q.Encode()
+	noStore(w)
+	http.Redirect(w, r, u.String(), http.StatusFound)
+}
+
+// issueCode stores a new authorization code and redirects with it.
+func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *AuthRequest, id *Identity, status int) {
+	now := s.cfg.Now()
+	raw := newToken(prefixCode)
+	err := s.store.PutCode(hashToken(raw), &Code{
+		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
+	})
+	if err != nil {
+		s.cfg.Logger.Error("storing authorization code", "error", err)
+		s.redirectError(w, r, req.RedirectURI, req.State, "server_error", "the code could not be stored")
+		return
+	}
+	s.redirectTo(w, r, req.RedirectURI, status, url.Values{"code": {raw}, "state": {req.State}})
+}
+
+// redirectError sends an authorization error to the client (RFC 6749
+// §4.1.2.1) with the issuer (RFC 9207).
+func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirectURI, state, code, desc string) {
+	s.redirectTo(w, r, redirectURI, http.StatusFound, url.Values{
+		"error": {code}, "error_description": {desc}, "state": {state},
+	})
+}
+
+func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirectURI string, status int, params url.Values) {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		s.errorPage(w, http.StatusBadRequest, "The redirect_uri is malformed.")
+		return
+	}
+	q := u.Query()
+	for k, v := range params {
+		if len(v) == 1 && v[0] != "" {
+			q.Set(k, v[0])
+		}
+	}
+	q.Set("iss", s.cfg.Issuer)
+	u.RawQuery = q.Encode()
+	noStore(w)
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, u.String(), status)
+}
+
+func dedupe(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package authserver
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestAuthorizeErrorPageNeverRedirects(t *testing.T) {
+	f := newFixture(t)
+	_, c := pkce()
+	cases := map[string]func(url.Values){
+		"unknown client":        func(q url.Values) { q.Set("client_id", "nope") },
+		"missing client":        func(q url.Values) { q.Del("client_id") },
+		"unregistered redirect": func(q url.Values) { q.Set("redirect_uri", "https://evil.example/cb") },
+		"redirect prefix only":  func(q url.Values) { q.Set("redirect_uri", memberRedirect+"/more") },
+		"redirect with query":   func(q url.Values) { q.Set("redirect_uri", memberRedirect+"?x=1") },
+		"missing redirect":      func(q url.Values) { q.Del("redirect_uri") },
+		"repeated redirect":     func(q url.Values) { q.Add("redirect_uri", memberRedirect) },
+		"case-changed redirect": func(q url.Values) { q.Set("redirect_uri", strings.ToUpper(memberRedirect)) },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := authParams(c)
+			mutate(q)
+			rec := f.authorize(q, "student")
+			if rec.Code != http.StatusBadRequest || rec.Header().Get("Location") != "" {
+				t.Fatalf("want a 400 error page, got %d Location=%q", rec.Code, rec.Header().Get("Location"))
+			}
+			if !strings.Contains(rec.Header().Get("Content-Type"), "text/html") ||
+				rec.Header().Get("X-Frame-Options") != "DENY" {
+				t.Errorf("error page headers: %v", rec.Header())
+			}
+		})
+	}
+}
+
+func TestAuthorizeErrorsRedirectWithStateAndIss(t *testing.T) {
+	f := newFixture(t)
+	_, c := pkce()
+	cases := []struct {
+		name   string
+		mutate func(url.Values)
+		code   string
+	}{
+		{"response type token", func(q url.Values) { q.Set("response_type", "token") }, "unsupported_response_type"},
+		{"missing response type", func(q url.Values) { q.Del("response_type") }, "invalid_request"},
+		{"missing PKCE", func(q url.Values) { q.Del("code_challenge"); q.Del("code_challenge_method") }, "invalid_request"},
+		{"plain PKCE", func(q url.Values) { q.Set("code_challenge_method", "plain") }, "invalid_request"},
+		{"missing method", func(q url.Values) { q.Del("code_challenge_method") }, "invalid_request"},
+		{"unknown method", func(q url.Values) { q.Set("code_challenge_method", "S512") }, "invalid_request"},
+		{"short challenge", func(q url.Values) { q.Set("code_challenge", "abc") }, "invalid_request"},
+		{"missing scope", func(q url.Values) { q.Del("scope") }, "invalid_request"},
+		{"unknown scope", func(q url.Values) { q.Set("scope", "openid wizardry") }, "invalid_scope"},
+		{"operator scope for member client", func(q url.Values) { q.Set("scope", "courses:write") }, "invalid_scope"},
+		{"missing resource", func(q url.Values) { q.Del("resource") }, "invalid_target"},
+		{"foreign resource", func(q url.Values) { q.Set("resource", "https://other.example") }, "invalid_target"},
+		{"resource with path", func(q url.Values) { q.Set("resource", issuer+"/mcp") }, "invalid_target"},
+		{"two resources", func(q url.Values) { q.Add("resource", issuer) }, "invalid_target"},
+		{"repeated scope", func(q url.Values) { q.Add("scope", "openid") }, "invalid_request"},
+		{"request object", func(q url.Values) { q.Set("request", "eyJ...") }, "request_not_supported"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := authParams(c)
+			tc.mutate(q)
+			p := redirectParams(t, f.authorize(q, "student"), memberRedirect)
+			if p.Get("error") != tc.code || p.Get("state") != "st-123" || p.Get("iss") != issuer ||
+				p.Get("error_description") == "" || p.Get("code") != "" {
+				t.Errorf("got %v, want error %s with state and iss", p, tc.code)
+			}
+		})
+	}
+}
+
+func TestOperatorClientRules(t *testing.T) {
+	f := newFixture(t)
+	_, c := pkce()
+	q := authParams(c)
+	q.Set("client_id", operatorClient)
+	q.Set("redirect_uri", "http://127.0.0.1:61000/cb") // loopback: any port
+	q.Del("resource")
+
+	q.Set("scope", "account:read")
+	if p := redirectParams(t, f.authorize(q, "owner"), "http://127.0.0.1:61000/cb"); p.Get("error") != "invalid_scope" {
+		t.Errorf("account:read for an operator client: %v", p)
+	}
+	q.Set("scope", "courses:read openid")
+	if p := redirectParams(t, f.authorize(q, "student"), "http://127.0.0.1:61000/cb"); p.Get("error") != "access_denied" {
+		t.Errorf("a student authorizing an operator client: %v", p)
+	}
+	if rec := f.authorize(q, "owner"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "courses:read") {
+		t.Errorf("an owner should see the consent page: %d", rec.Code)
+	}
+	q.Set("redirect_uri", "http://127.0.0.1:61000/other")
+	if rec := f.authorize(q, "owner"); rec.Code != http.StatusBadRequest {
+		t.Errorf("loopback path must still match exactly: %d", rec.Code)
+	}
+}
+
+func TestAuthorizeSendsStrangersToLogin(t *testing.T) {
+	f := newFixture(t)
+	_, c := pkce()
+	q := authParams(c)
+	for _, person := range []string{"", "unknown-cookie"} {
+		rec := f.authorize(q, person)
+		loc := rec.Header().Get("Location")
+		if rec.Code != http.StatusFound || !strings.HasPrefix(loc, issuer+"/login?return_to=") {
+			t.Fatalf("want a login redirect, got %d %q", rec.Code, loc)
+		}
+		u, _ := url.Parse(loc)
+		back := u.Query().Get("return_to")
+		if !strings.HasPrefix(back, issuer+PathAuthorize+"?") || !strings.Contains(back, "code_challenge="+c) {
+			t.Errorf("return_to does not come back to this request: %s", back)
+		}
+	}
+	q.Set("prompt", "none")
+	if p := redirectParams(t, f.authorize(q, ""), memberRedirect); p.Get("error") != "login_required" {
+		t.Errorf("prompt=none without a session: %v", p)
+	}
+	if p := redirectParams(t, f.authorize(q, "nobody"), memberRedirect); p.Get("error") != "access_denied" {
+		t.Errorf("a person without a role: %v", p)
+	}
+}
+
+func TestConsentPage(t *testing.T) {
+	f := newFixture(t)
+	_, c := pkce()
+	rec := f.authorize(authParams(c), "student")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("consent page: %d %s", rec.Code, rec.Body.String())
+	}
+	h := rec.Header()
+	for k, want := range map[string]string{
+		"X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
+	} {
+		if h.Get(k) != want {
+			t.Errorf("%s = %q, want %q", k, h.Get(k), want)
+		}
+	}
+	if !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Errorf("CSP: %q", h.Get("Content-Security-Policy"))
+	}
+	body := rec.Body.String()
+	for _, want := range []string{"Member App", "app.example", "Sam Student", "account:read", "csrf_token"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("consent page lacks %q", want)
+		}
+	}
+
+	// Deny.
+	p := redirectParams(t, f.consent(rec, "student", "deny"), memberRedirect)
+	if p.Get("error") != "access_denied" || p.Get("iss") != issuer || p.Get("state") != "st-123" {
+		t.Errorf("deny: %v", p)
+	}
+}
+
+func TestConsentFormIsProtected(t *testing.T) {
+	f := newFixture(t)
+	_, c := pkce()
+	post := func(form url.Values, person, origin string) int {
+		hdr := map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": "session=" + person}
+		if origin != "" {
+			hdr["Origin"] = origin
+		}
+		return f.serve("POST", PathConsent, strings.NewReader(form.Encode()), hdr).Code
+	}
+	page := f.authorize(authParams(c), "student").Body.String()
+	id, csrf := reRequest.FindStringSubmatch(page)[1], reCSRF.FindStringSubmatch(page)[1]
+
+	if code := post(url.Values{"request": {id}, "csrf_token": {csrf}, "decision": {"approve"}}, "student", "https://evil.example"); code != http.StatusForbidden {
+		t.Errorf("cross-site form: %d", code)
+	}
+	if code := post(url.Values{"request": {id}, "csrf_token": {"forged"}, "decision": {"approve"}}, "student", ""); code != http.StatusForbidden {
+		t.Errorf("forged CSRF token: %d", code)
+	}
+	// The request was consumed by the forged attempt: it cannot be replayed.
+	if code := post(url.Values{"request": {id}, "csrf_token": {csrf}, "decision": {"approve"}}, "student", ""); code != http.StatusBadRequest {
+		t.Errorf("replayed request: %d", code)
+	}
+	// Another person cannot answer someone else's request.
+	page = f.authorize(authParams(c), "student").Body.String()
+	id, csrf = reRequest.FindStringSubmatch(page)[1], reCSRF.FindStringSubmatch(page)[1]
+	if code := post(url.Values{"request": {id}, "csrf_token": {csrf}, "decision": {"approve"}}, "student2", ""); code != http.StatusForbidden {
+		t.Errorf("another person's session: %d", code)
+	}
+	if rec := f.serve("GET", PathConsent, nil, nil); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET consent: %d", rec.Code)
+	}
+}
+
+func TestRememberedConsent(t *testing.T) {
+	f := newFixture(t)
+	_, c := pkce()
+	q := authParams(c)
+	q.Set("scope", "openid account:read")
+	f.code(q, "")
+	// Same scopes: no page.
+	rec := f.authorize(q, "student")
+	if p := redirectParams(t, rec, memberRedirect); p.Get("code") == "" || p.Get("iss") != issuer {
+		t.Errorf("remembered consent should skip the page: %v", p)
+	}
+	// A new scope asks again.
+	q.Set("scope", "openid account:read email")
+	if rec := f.authorize(q, "student"); rec.Code != http.StatusOK {
+		t.Errorf("a new scope must ask again, got %d", rec.Code)
+	}
+	// prompt=consent always asks.
+	q.Set("scope", "openid")
+	q.Set("prompt", "consent")
+	if rec := f.authorize(q, "student"); rec.Code != http.StatusOK {
+		t.Errorf("prompt=consent must ask, got %d", rec.Code)
+	}
+}

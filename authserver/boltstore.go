@@ -1,0 +1,453 @@
+package authserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// schemaVersion is the layout of the bbolt file. Adding a bucket needs no
+// bump: every bucket of the list is created on open. Bump it only when the
+// meaning of stored data changes, and add the migration to migrate.
+const schemaVersion = 1
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketKeys     = []byte("keys")
+	bucketClients  = []byte("clients")
+	bucketPending  = []byte("pending")
+	bucketConsents = []byte("consents")
+	bucketCodes    = []byte("codes")
+	bucketGrants   = []byte("grants")
+	bucketTokens   = []byte("tokens")
+	bucketSettings = []byte("settings")
+	bucketCatalog  = []byte("catalog")
+
+	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
+		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog}
+
+	keySchemaVersion = []byte("schema_version")
+)
+
+// BoltStore is the embedded Store: one bbolt file per site.
+type BoltStore struct {
+	db *bolt.DB
+}
+
+// OpenBolt opens (creating if needed) the store file at path. The timeout
+// bounds the wait for the file lock, which another process or a config
+// that was not cleaned up may hold.
+func OpenBolt(path string, timeout time.Duration) (*BoltStore, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("opening %s: the file is locked by another process", path)
+		}
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	// Concurrent token endpoints share fsyncs through Batch; a short delay
+	// keeps a lone writer fast.
+	db.MaxBatchDelay = time.Millisecond
+	s := &BoltStore{db: db}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *BoltStore) migrate() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keySchemaVersion); v != nil {
+			var have int
+			if err := json.Unmarshal(v, &have); err != nil {
+				return fmt.Errorf("reading schema version: %w", err)
+			}
+			if have > schemaVersion {
+				return fmt.Errorf("store schema version %d is newer than this build supports (%d)", have, schemaVersion)
+			}
+		}
+		v, _ := json.Marshal(schemaVersion)
+		return meta.Put(keySchemaVersion, v)
+	})
+}
+
+// SaveCatalog keeps the last good catalog feed.
+func (s *BoltStore) SaveCatalog(raw []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCatalog).Put([]byte("feed"), raw)
+	})
+}
+
+// LoadCatalog returns the last good catalog feed, or nil.
+func (s *BoltStore) LoadCatalog() ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketCatalog).Get([]byte("feed")); v != nil {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Close closes the file.
+func (s *BoltStore) Close() error { return s.db.Close() }
+
+func getJSON(b *bolt.Bucket, key string, v any) error {
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return ErrNotFound
+	}
+	return json.Unmarshal(raw, v)
+}
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), raw)
+}
+
+// LoadKeys returns every stored signing key.
+func (s *BoltStore) LoadKeys() ([]StoredKey, error) {
+	var keys []StoredKey
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
+			var k StoredKey
+			if err := json.Unmarshal(v, &k); err != nil {
+				return err
+			}
+			keys = append(keys, k)
+			return nil
+		})
+	})
+	return keys, err
+}
+
+// SaveKey stores or updates a signing key.
+func (s *BoltStore) SaveKey(k StoredKey) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketKeys), k.KID, k)
+	})
+}
+
+// GetClient returns a stored client.
+func (s *BoltStore) GetClient(id string) (*Client, error) {
+	var c Client
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(bucketClients), id, &c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutClient stores a client.
+func (s *BoltStore) PutClient(c *Client) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketClients), c.ID, c)
+	})
+}
+
+// DeleteClient removes a client.
+func (s *BoltStore) DeleteClient(id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketClients)
+		if b.Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		return b.Delete([]byte(id))
+	})
+}
+
+// ListClients returns every stored client.
+func (s *BoltStore) ListClients() ([]*Client, error) {
+	var out []*Client
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketClients).ForEach(func(_, v []byte) error {
+			var c Client
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			out = append(out, &c)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// CountClientsByKind counts stored clients of one kind.
+func (s *BoltStore) CountClientsByKind(kind string) (int, error) {
+	clients, err := s.ListClients()
+	n := 0
+	for _, c := range clients {
+		if c.Kind == kind {
+			n++
+		}
+	}
+	return n, err
+}
+
+// PutPending stores a pending authorization request.
+func (s *BoltStore) PutPending(p *PendingAuth) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketPending), p.ID, p)
+	})
+}
+
+// TakePending returns and deletes a pending authorization request.
+func (s *BoltStore) TakePending(id string) (*PendingAuth, error) {
+	var p PendingAuth
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPending)
+		if err := getJSON(b, id, &p); err != nil {
+			return err
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func consentKey(clientID, subject string) string { return clientID + "\x00" + subject }
+
+// GetConsent returns what a person granted a client before.
+func (s *BoltStore) GetConsent(clientID, subject string) (*Consent, error) {
+	var c Consent
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), &c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutConsent remembers a person's grant to a client.
+func (s *BoltStore) PutConsent(clientID, subject string, c *Consent) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), c)
+	})
+}
+
+// PutCode stores an authorization code under its hash.
+func (s *BoltStore) PutCode(hash string, c *Code) error {
+	return s.db.Batch(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketCodes), hash, c)
+	})
+}
+
+// RedeemCode implements Store.
+func (s *BoltStore) RedeemCode(hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
+	var reused bool
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		reused = false
+		codes := tx.Bucket(bucketCodes)
+		var c Code
+		if err := getJSON(codes, hash, &c); err != nil {
+			return err
+		}
+		if c.Used {
+			reused = true
+			return revokeGrant(tx, c.GrantID)
+		}
+		g, toks, err := issue(&c)
+		if err != nil {
+			return err
+		}
+		c.Used, c.GrantID = true, g.ID
+		if err := putJSON(codes, hash, &c); err != nil {
+			return err
+		}
+		return putGrantAndTokens(tx, g, toks)
+	})
+	if err == nil && reused {
+		return ErrCodeReuse
+	}
+	return err
+}
+
+func putGrantAndTokens(tx *bolt.Tx, g *Grant, toks []IssuedToken) error {
+	if g != nil {
+		if err := putJSON(tx.Bucket(bucketGrants), g.ID, g); err != nil {
+			return err
+		}
+	}
+	tb := tx.Bucket(bucketTokens)
+	for _, t := range toks {
+		if err := putJSON(tb, t.Hash, t.Token); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func revokeGrant(tx *bolt.Tx, id string) error {
+	b := tx.Bucket(bucketGrants)
+	var g Grant
+	if err := getJSON(b, id, &g); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	g.Revoked = true
+	return putJSON(b, id, &g)
+}
+
+// GetToken implements Store.
+func (s *BoltStore) GetToken(hash string) (*Token, *Grant, error) {
+	var t Token
+	var g Grant
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if err := getJSON(tx.Bucket(bucketTokens), hash, &t); err != nil {
+			return err
+		}
+		return getJSON(tx.Bucket(bucketGrants), t.GrantID, &g)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &t, &g, nil
+}
+
+// RotateRefresh implements Store.
+func (s *BoltStore) RotateRefresh(hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
+	var reused bool
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		reused = false
+		tb := tx.Bucket(bucketTokens)
+		var t Token
+		var g Grant
+		if err := getJSON(tb, hash, &t); err != nil {
+			return err
+		}
+		if err := getJSON(tx.Bucket(bucketGrants), t.GrantID, &g); err != nil {
+			return err
+		}
+		if !t.RotatedAt.IsZero() && now.Sub(t.RotatedAt) > grace {
+			reused = true
+			return revokeGrant(tx, g.ID)
+		}
+		toks, err := rotate(&t, &g)
+		if err != nil {
+			return err
+		}
+		if t.RotatedAt.IsZero() {
+			t.RotatedAt = now
+			if err := putJSON(tb, hash, &t); err != nil {
+				return err
+			}
+		}
+		return putGrantAndTokens(tx, nil, toks)
+	})
+	if err == nil && reused {
+		return ErrRefreshReuse
+	}
+	return err
+}
+
+// RevokeToken revokes a token; a refresh token takes its whole grant along.
+func (s *BoltStore) RevokeToken(hash string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		tb := tx.Bucket(bucketTokens)
+		var t Token
+		if err := getJSON(tb, hash, &t); err != nil {
+			return err
+		}
+		if t.Kind == TokenRefresh {
+			return revokeGrant(tx, t.GrantID)
+		}
+		t.Revoked = true
+		return putJSON(tb, hash, &t)
+	})
+}
+
+// RevokeGrant revokes a grant and so every token issued under it.
+func (s *BoltStore) RevokeGrant(id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return revokeGrant(tx, id) })
+}
+
+// PurgeExpired implements Store.
+func (s *BoltStore) PurgeExpired(before time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := purge(tx.Bucket(bucketCodes), before, func(v []byte) time.Time {
+			var c Code
+			_ = json.Unmarshal(v, &c)
+			return c.ExpiresAt
+		}); err != nil {
+			return err
+		}
+		if err := purge(tx.Bucket(bucketPending), before, func(v []byte) time.Time {
+			var p PendingAuth
+			_ = json.Unmarshal(v, &p)
+			return p.ExpiresAt
+		}); err != nil {
+			return err
+		}
+		return purge(tx.Bucket(bucketTokens), before, func(v []byte) time.Time {
+			var t Token
+			_ = json.Unmarshal(v, &t)
+			return t.ExpiresAt
+		})
+	})
+}
+
+func purge(b *bolt.Bucket, before time.Time, expiry func([]byte) time.Time) error {
+	var dead [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if expiry(v).Before(before) {
+			dead = append(dead, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetSetting returns a site setting.
+func (s *BoltStore) GetSetting(key string) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSettings).Get([]byte(key))
+		if v == nil {
+			return ErrNotFound
+		}
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	return out, err
+}
+
+// PutSetting stores a site setting.
+func (s *BoltStore) PutSetting(key string, value []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSettings).Put([]byte(key), value)
+	})
+}

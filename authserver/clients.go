@@ -1,0 +1,153 @@
+package authserver
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// IdentityScopes are the OpenID Connect scopes every audience may request.
+var IdentityScopes = []string{"openid", "profile", "email"}
+
+// OperatorScopes are every scope of the seed but the member-only ones.
+func OperatorScopes() []string {
+	var out []string
+	for _, s := range policy.AllScopes {
+		if !slices.Contains(policy.MemberOnlyScopes, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// DefaultMemberScopes is what a member client may request unless the
+// operator chose otherwise.
+var DefaultMemberScopes = []string{"openid", "profile", "email", "account:read", "account:write"}
+
+func defaultScopes(audience string) []string {
+	if audience == AudienceOperator {
+		return OperatorScopes()
+	}
+	return DefaultMemberScopes
+}
+
+// vendorClients turns configured vendors into clients.
+func vendorClients(vendors []VendorClient) map[string]*Client {
+	out := make(map[string]*Client, len(vendors))
+	for _, v := range vendors {
+		aud := v.Audience
+		if aud == "" {
+			aud = AudienceMember
+		}
+		scopes := v.Scopes
+		if len(scopes) == 0 {
+			scopes = defaultScopes(aud)
+		}
+		c := &Client{ID: v.ClientID, Name: v.Name, Kind: KindVendor, Audience: aud,
+			RedirectURIs: v.RedirectURIs, Scopes: scopes, AuthMethod: "none"}
+		if v.Secret != "" {
+			c.SecretHash = hashSecret(v.Secret)
+			c.AuthMethod = "client_secret_post"
+		}
+		out[v.ClientID] = c
+	}
+	return out
+}
+
+// errUnknownClient means no client has the id.
+var errUnknownClient = errors.New("unknown client")
+
+// client finds a client by id: configured vendors first, then the store.
+func (s *Server) client(id string) (*Client, error) {
+	if id == "" {
+		return nil, errUnknownClient
+	}
+	if c, ok := s.vendors[id]; ok {
+		return c, nil
+	}
+	c, err := s.store.GetClient(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownClient
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.Kind == KindApp && !s.MCPConnectionsEnabled() {
+		// Member applications exist only while the beta feature is on.
+		return nil, errUnknownClient
+	}
+	return c, nil
+}
+
+// isLoopbackHost reports whether host names the local machine the way
+// RFC 8252 §7.3 native-app redirects do.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isLoopbackRedirect reports whether u is an http loopback redirect URI.
+func isLoopbackRedirect(u *url.URL) bool {
+	return u.Scheme == "http" && isLoopbackHost(u.Hostname())
+}
+
+// MatchRedirect reports whether uri is registered for the client: exact
+// string match, except that a loopback registration matches any port.
+func (c *Client) MatchRedirect(uri string) bool {
+	if slices.Contains(c.RedirectURIs, uri) {
+		return true
+	}
+	got, err := url.Parse(uri)
+	if err != nil || !isLoopbackRedirect(got) || got.Fragment != "" || got.User != nil {
+		return false
+	}
+	for _, reg := range c.RedirectURIs {
+		want, err := url.Parse(reg)
+		if err != nil || !isLoopbackRedirect(want) {
+			continue
+		}
+		if got.Hostname() == want.Hostname() && got.EscapedPath() == want.EscapedPath() &&
+			got.RawQuery == want.RawQuery {
+			return true
+		}
+	}
+	return false
+}
+
+// checkScopes validates requested scopes against the client.
+func (c *Client) checkScopes(scopes []string) *oauthError {
+	for _, sc := range scopes {
+		if !slices.Contains(policy.AllScopes, sc) {
+			return errInvalidScope("unknown scope " + sc)
+		}
+		if c.Audience == AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc) {
+			return errInvalidScope(sc + " is reserved to member clients")
+		}
+		if !slices.Contains(c.allowedScopes(), sc) {
+			return errInvalidScope("scope " + sc + " is not allowed for this client")
+		}
+	}
+	return nil
+}
+
+// allowedScopes applies the seed's limit on unreviewed metadata-document
+// clients: read and identity scopes only.
+func (c *Client) allowedScopes() []string {
+	if c.Kind != KindMetadata || c.Reviewed {
+		return c.Scopes
+	}
+	var out []string
+	for _, s := range c.Scopes {
+		if slices.Contains(IdentityScopes, s) || strings.HasSuffix(s, ":read") {
+			out = append(out, s)
+		}
+	}
+	return out
+}

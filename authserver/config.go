@@ -1,0 +1,85 @@
+package authserver
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Config is one site's authorization server configuration.
+type Config struct {
+	// Issuer is the site origin: the issuer, the resource indicator and
+	// the base of every URL the server publishes. Never taken from a request.
+	Issuer string
+	// SessionURL is the absolute URL of the legacy site's session endpoint.
+	SessionURL string
+	// LoginURL is where a browser that is not signed in is sent; a path is
+	// taken relative to the issuer.
+	LoginURL string
+	// AdminPrefix is the path prefix of the admin API (for documents).
+	AdminPrefix string
+	// Vendors are clients configured in the Caddyfile.
+	Vendors []VendorClient
+	// MCPConnections is the initial value of the beta feature switch.
+	MCPConnections bool
+
+	CodeTTL      time.Duration
+	AccessTTL    time.Duration
+	RefreshTTL   time.Duration
+	RefreshGrace time.Duration
+	ConsentTTL   time.Duration
+	// KeyPublishDelay is how long a rotated key is published before it signs.
+	KeyPublishDelay time.Duration
+
+	// SessionClient performs session lookups at the legacy site.
+	SessionClient *http.Client
+	Logger        *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// VendorClient is a client configured by the operator.
+type VendorClient struct {
+	ClientID     string
+	Name         string
+	RedirectURIs []string
+	// Audience is "member" (default) or "operator".
+	Audience string
+	// Scopes the client may request; default depends on the audience.
+	Scopes []string
+	// Secret makes the client confidential (client_secret_post).
+	Secret string
+}
+
+// Defaults for lifetimes the seed leaves open.
+const (
+	DefaultCodeTTL         = 60 * time.Second
+	DefaultAccessTTL       = time.Hour
+	DefaultRefreshTTL      = 30 * 24 * time.Hour
+	DefaultRefreshGrace    = 10 * time.Second
+	DefaultConsentTTL      = 10 * time.Minute
+	DefaultKeyPublishDelay = time.Hour
+)
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.CodeTTL, DefaultCodeTTL)
+	def(&c.AccessTTL, DefaultAccessTTL)
+	def(&c.RefreshTTL, DefaultRefreshTTL)
+	def(&c.RefreshGrace, DefaultRefreshGrace)
+	def(&c.ConsentTTL, DefaultConsentTTL)
+	def(&c.KeyPublishDelay, DefaultKeyPublishDelay)
+	if c.SessionClient == nil {
+		c.SessionClient = &http.Client{Timeout: 5 * time.Second}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}

@@ -1,0 +1,141 @@
+package authserver
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// showConsent parks the request server-side and shows the consent page.
+// The form carries the request id and a CSRF token whose hash is kept with
+// the request, so a forged form cannot approve anything.
+func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, req *AuthRequest, id *Identity) {
+	now := s.cfg.Now()
+	csrf := randomString()
+	p := &PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
+		Identity: *id, ExpiresAt: now.Add(s.cfg.ConsentTTL)}
+	if err := s.store.PutPending(p); err != nil {
+		s.cfg.Logger.Error("storing pending authorization", "error", err)
+		s.errorPage(w, http.StatusInternalServerError, "The request could not be saved; please try again.")
+		return
+	}
+	view := consentView{
+		School:       s.cfg.Issuer,
+		ClientName:   displayName(c),
+		ClientHost:   clientHost(c, req.RedirectURI),
+		RedirectHost: hostOf(req.RedirectURI),
+		Person:       personLabel(id),
+		Action:       PathConsent,
+		RequestID:    p.ID,
+		CSRF:         csrf,
+	}
+	for _, sc := range req.Scopes {
+		view.Scopes = append(view.Scopes, scopeView{sc, policy.ScopeDescription(sc)})
+	}
+	setPageHeaders(w, " "+originOf(req.RedirectURI))
+	_ = consentTmpl.Execute(w, view)
+}
+
+// handleConsent serves the consent form's POST.
+func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		s.errorPage(w, http.StatusMethodNotAllowed, "Use the consent form.")
+		return
+	}
+	// A browser names the page that submitted the form; anything but this
+	// site is a cross-site forgery.
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !policy.SameOrigin(o, s.cfg.Issuer) {
+		s.errorPage(w, http.StatusForbidden, "The form was submitted from another site.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		s.errorPage(w, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	p, err := s.store.TakePending(r.PostForm.Get("request"))
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.cfg.Logger.Error("loading pending authorization", "error", err)
+		}
+		s.errorPage(w, http.StatusBadRequest, "This authorization request has expired or was already answered. Start again from the application.")
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(hashToken(r.PostForm.Get("csrf_token"))), []byte(p.CSRFHash)) != 1 ||
+		s.cfg.Now().After(p.ExpiresAt) {
+		s.errorPage(w, http.StatusForbidden, "The form is not valid for this request. Start again from the application.")
+		return
+	}
+	id, err := s.lookupSession(r.Context(), r)
+	if err != nil || id == nil || id.Subject != p.Identity.Subject {
+		s.errorPage(w, http.StatusForbidden, "You are no longer signed in as the person who was asked. Start again from the application.")
+		return
+	}
+	req := &p.Request
+	if r.PostForm.Get("decision") != "approve" {
+		s.redirectTo(w, r, req.RedirectURI, http.StatusSeeOther, url.Values{
+			"error": {"access_denied"}, "error_description": {"the person denied the request"}, "state": {req.State}})
+		return
+	}
+	s.rememberConsent(req.ClientID, id.Subject, req.Scopes)
+	s.issueCode(w, r, req, id, http.StatusSeeOther)
+}
+
+func (s *Server) rememberConsent(clientID, subject string, scopes []string) {
+	granted := slices.Clone(scopes)
+	if prev, err := s.store.GetConsent(clientID, subject); err == nil {
+		granted = dedupe(append(prev.Scopes, scopes...))
+	}
+	if err := s.store.PutConsent(clientID, subject, &Consent{Scopes: granted, GrantedAt: s.cfg.Now()}); err != nil {
+		s.cfg.Logger.Warn("remembering consent", "error", err)
+	}
+}
+
+func displayName(c *Client) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.ID
+}
+
+// clientHost is the host that vouches for the client: the document host
+// of a metadata-document client, else the redirect host.
+func clientHost(c *Client, redirectURI string) string {
+	if c.Kind == KindMetadata {
+		return hostOf(c.ID)
+	}
+	return hostOf(redirectURI)
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Host
+}
+
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func personLabel(id *Identity) string {
+	switch {
+	case id.Name != "" && id.Email != "":
+		return id.Name + " <" + id.Email + ">"
+	case id.Email != "":
+		return id.Email
+	case id.Name != "":
+		return id.Name
+	}
+	return id.Subject
+}

@@ -1,0 +1,95 @@
+package authserver
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// ProtectedResourceScopes are the scopes advertised in the protected
+// resource metadata: what a member client needs for /mcp and the Account
+// API. Operator scopes are in the authorization server metadata; listing
+// them here would make clients that request everything advertised ask for
+// a mix no single client may hold.
+var ProtectedResourceScopes = []string{"openid", "profile", "email", "account:read"}
+
+func (s *Server) url(path string) string { return s.cfg.Issuer + path }
+
+// ResourceMetadataURL is where the protected-resource metadata lives.
+func (s *Server) ResourceMetadataURL() string { return s.url(PathProtectedResource) }
+
+func (s *Server) protectedResourceMetadata() map[string]any {
+	return map[string]any{
+		"resource":                 s.cfg.Issuer,
+		"resource_name":            "Account API and MCP server",
+		"authorization_servers":    []string{s.cfg.Issuer},
+		"scopes_supported":         ProtectedResourceScopes,
+		"bearer_methods_supported": []string{"header"},
+		"resource_documentation":   s.url("/auth.md"),
+	}
+}
+
+func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
+	m := map[string]any{
+		"issuer":                                         s.cfg.Issuer,
+		"authorization_endpoint":                         s.url(PathAuthorize),
+		"token_endpoint":                                 s.url(PathToken),
+		"userinfo_endpoint":                              s.url(PathUserInfo),
+		"revocation_endpoint":                            s.url(PathRevoke),
+		"introspection_endpoint":                         s.url(PathIntrospect),
+		"registration_endpoint":                          s.url(PathRegister),
+		"response_types_supported":                       []string{"code"},
+		"response_modes_supported":                       []string{"query"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_post"},
+		"introspection_endpoint_auth_methods_supported":  []string{"none", "client_secret_post"},
+		"scopes_supported":                               policy.AllScopes,
+		"client_id_metadata_document_supported":          true,
+		"authorization_response_iss_parameter_supported": true,
+		"subject_types_supported":                        []string{"public"},
+		"claims_supported": []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce",
+			"email", "name", "org_id", "roles"},
+		"service_documentation": s.url("/auth.md"),
+	}
+	// The seed: the ID-token fields appear only while a published key may
+	// sign, so a client falls back to UserInfo when they are absent.
+	if s.keys.CanSign(s.cfg.Now()) {
+		m["jwks_uri"] = s.url(PathJWKS)
+		m["id_token_signing_alg_values_supported"] = []string{"ES256"}
+	}
+	if oidc {
+		m["claims_parameter_supported"] = false
+		m["request_parameter_supported"] = false
+		m["request_uri_parameter_supported"] = false
+	}
+	return m
+}
+
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
+	var doc map[string]any
+	switch r.URL.Path {
+	case PathProtectedResource:
+		doc = s.protectedResourceMetadata()
+	case PathASMetadata:
+		doc = s.authorizationServerMetadata(false)
+	case PathOIDCConfig:
+		doc = s.authorizationServerMetadata(true)
+	}
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(doc)
+}
+
+func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {
+	body, err := s.keys.JWKS(s.cfg.Now())
+	if err != nil {
+		writeOAuthError(w, errServer("key set unavailable"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(body)
+}

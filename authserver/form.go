@@ -1,0 +1,71 @@
+package authserver
+
+import (
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+)
+
+const maxFormBytes = 64 << 10
+
+// readForm parses an application/x-www-form-urlencoded POST body with a
+// size cap, refusing repeated parameters (RFC 6749 §3.2) and query-string
+// parameters, which would leak into logs.
+func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		return nil, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use POST"}
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, errInvalidRequest("the body must be application/x-www-form-urlencoded")
+	}
+	if r.URL.RawQuery != "" {
+		return nil, errInvalidRequest("parameters belong in the body, not the query string")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return nil, errInvalidRequest("the body could not be parsed as a form")
+	}
+	for k, v := range r.PostForm {
+		if len(v) > 1 && k != "resource" {
+			return nil, errInvalidRequest("the " + k + " parameter is repeated")
+		}
+	}
+	return r.PostForm, nil
+}
+
+// authenticateClient applies the client's registered method: none for
+// public clients, client_secret_post for confidential ones.
+func (s *Server) authenticateClient(r *http.Request, form url.Values) (*Client, *oauthError) {
+	if _, _, ok := r.BasicAuth(); ok {
+		return nil, errInvalidClient("client_secret_basic is not supported; send client_id and client_secret in the body")
+	}
+	id := form.Get("client_id")
+	if id == "" {
+		return nil, errInvalidClient("client_id is required")
+	}
+	c, err := s.client(id)
+	if err != nil {
+		return nil, errInvalidClient("unknown client")
+	}
+	secret := form.Get("client_secret")
+	if c.Public() {
+		if secret != "" {
+			return nil, errInvalidClient("this client is public (auth method none) and must not send a secret")
+		}
+		return c, nil
+	}
+	if secret == "" {
+		return nil, errInvalidClient("this client must authenticate with client_secret_post")
+	}
+	if !secretMatches(secret, c.SecretHash) {
+		return nil, errInvalidClient("client authentication failed")
+	}
+	return c, nil
+}
+
+func readAllLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}

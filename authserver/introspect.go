@@ -1,0 +1,53 @@
+package authserver
+
+import (
+	"net/http"
+	"strings"
+)
+
+// handleIntrospect serves RFC 7662 introspection. A client sees its own
+// tokens only; every other answer is {"active": false}. The fields come
+// from the same view the protected resources enforce.
+func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+	form, e := readForm(w, r)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	client, e := s.authenticateClient(r, form)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	raw := form.Get("token")
+	if raw == "" {
+		writeOAuthError(w, errInvalidRequest("token is required"))
+		return
+	}
+	inactive := map[string]any{"active": false}
+	t, g, err := s.store.GetToken(hashToken(raw))
+	now := s.cfg.Now()
+	if err != nil || t.ClientID != client.ID || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) ||
+		(t.Kind == TokenRefresh && !t.RotatedAt.IsZero() && now.Sub(t.RotatedAt) > s.cfg.RefreshGrace) {
+		writeJSON(w, http.StatusOK, inactive)
+		return
+	}
+	pt := s.policyToken(t, g)
+	body := map[string]any{
+		"active":        true,
+		"scope":         strings.Join(pt.Scopes, " "),
+		"client_id":     pt.ClientID,
+		"sub":           pt.Subject,
+		"aud":           pt.Resource,
+		"iss":           pt.Issuer,
+		"exp":           pt.ExpiresAt.Unix(),
+		"iat":           pt.IssuedAt.Unix(),
+		"audience_type": pt.Audience,
+	}
+	if t.Kind == TokenAccess {
+		body["token_type"] = "Bearer"
+	} else {
+		body["token_type"] = "refresh_token"
+	}
+	writeJSON(w, http.StatusOK, body)
+}

@@ -1,0 +1,59 @@
+package authserver
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// oauthError is an RFC 6749 §5.2 error response.
+type oauthError struct {
+	Status      int    `json:"-"`
+	Code        string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
+
+func errInvalidRequest(desc string) *oauthError {
+	return &oauthError{http.StatusBadRequest, "invalid_request", desc}
+}
+func errInvalidGrant(desc string) *oauthError {
+	return &oauthError{http.StatusBadRequest, "invalid_grant", desc}
+}
+func errInvalidClient(desc string) *oauthError {
+	return &oauthError{http.StatusUnauthorized, "invalid_client", desc}
+}
+func errInvalidScope(desc string) *oauthError {
+	return &oauthError{http.StatusBadRequest, "invalid_scope", desc}
+}
+func errInvalidTarget(desc string) *oauthError {
+	return &oauthError{http.StatusBadRequest, "invalid_target", desc}
+}
+func errServer(desc string) *oauthError {
+	return &oauthError{http.StatusInternalServerError, "server_error", desc}
+}
+
+// writeJSON writes v as a JSON response that no cache may keep: every
+// OAuth endpoint answer may carry tokens or per-request state.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeOAuthError(w http.ResponseWriter, e *oauthError) {
+	if e.Status == http.StatusUnauthorized && e.Code == "invalid_client" {
+		// RFC 6749 §5.2: a 401 names the scheme the client should use.
+		w.Header().Set("WWW-Authenticate", `Basic realm="token", charset="UTF-8"`)
+	}
+	writeJSON(w, e.Status, e)
+}
+
+// WriteNotFound answers an unknown OAuth path with JSON, never the legacy
+// site's HTML: strict clients treat any 200 or HTML there as a broken server.
+func WriteNotFound(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, &oauthError{Code: "not_found", Description: "no such endpoint"})
+}

@@ -1,0 +1,132 @@
+package authserver
+
+import "time"
+
+// Audiences a client and its tokens belong to.
+const (
+	AudienceMember   = "member"
+	AudienceOperator = "operator"
+)
+
+// Identity is a signed-in person as the legacy site's session endpoint
+// describes them. It is snapshotted into a grant at approval so that
+// UserInfo, ID tokens and proxied identity headers need no upstream call.
+type Identity struct {
+	Subject string   `json:"sub"`
+	Email   string   `json:"email,omitempty"`
+	Name    string   `json:"name,omitempty"`
+	OrgID   string   `json:"org_id,omitempty"`
+	Roles   []string `json:"roles,omitempty"`
+}
+
+// IsOperator reports whether the person may act as a site operator.
+func (id *Identity) IsOperator() bool {
+	for _, r := range id.Roles {
+		switch r {
+		case "owner", "admin", "operator":
+			return true
+		}
+	}
+	return false
+}
+
+// Client kinds, which decide where a client comes from and what it may do.
+const (
+	KindVendor   = "vendor"   // configured in the Caddyfile
+	KindLoopback = "loopback" // registered dynamically with loopback redirects
+	KindApp      = "app"      // member application created by an operator
+	KindMetadata = "metadata" // Client ID Metadata Document
+)
+
+// Client is a registered OAuth client.
+type Client struct {
+	ID              string    `json:"client_id"`
+	Name            string    `json:"client_name"`
+	Kind            string    `json:"kind"`
+	Audience        string    `json:"audience"`
+	RedirectURIs    []string  `json:"redirect_uris"`
+	Scopes          []string  `json:"scopes"`
+	SecretHash      string    `json:"secret_hash,omitempty"`
+	AuthMethod      string    `json:"token_endpoint_auth_method"`
+	ApplicationType string    `json:"application_type,omitempty"`
+	IssuedAt        time.Time `json:"issued_at"`
+	Reviewed        bool      `json:"reviewed,omitempty"`
+	// RegistrationKey identifies an identical dynamic registration, so that
+	// repeating it returns the same client instead of piling up new ones.
+	RegistrationKey string `json:"registration_key,omitempty"`
+}
+
+// Public reports whether the client authenticates with method "none".
+func (c *Client) Public() bool { return c.SecretHash == "" }
+
+// PendingAuth is an authorization request waiting for the person's consent.
+// It lives server-side; the consent form carries only its id and CSRF token.
+type PendingAuth struct {
+	ID        string      `json:"id"`
+	CSRFHash  string      `json:"csrf_hash"`
+	Request   AuthRequest `json:"request"`
+	Identity  Identity    `json:"identity"`
+	ExpiresAt time.Time   `json:"expires_at"`
+}
+
+// AuthRequest is a validated authorization request.
+type AuthRequest struct {
+	ClientID      string   `json:"client_id"`
+	RedirectURI   string   `json:"redirect_uri"`
+	Scopes        []string `json:"scopes"`
+	Resource      string   `json:"resource"`
+	State         string   `json:"state,omitempty"`
+	Nonce         string   `json:"nonce,omitempty"`
+	CodeChallenge string   `json:"code_challenge"`
+	Audience      string   `json:"audience"`
+}
+
+// Code is an issued authorization code, stored under its hash.
+type Code struct {
+	Request   AuthRequest `json:"request"`
+	Identity  Identity    `json:"identity"`
+	AuthTime  time.Time   `json:"auth_time"`
+	ExpiresAt time.Time   `json:"expires_at"`
+	// Used and GrantID record a redemption so a replay can revoke its tokens.
+	Used    bool   `json:"used,omitempty"`
+	GrantID string `json:"grant_id,omitempty"`
+}
+
+// Grant is one authorization of a client by a person; every token issued
+// from a code and its refreshes belongs to it and dies with it.
+type Grant struct {
+	ID        string    `json:"id"`
+	ClientID  string    `json:"client_id"`
+	Audience  string    `json:"audience"`
+	Scopes    []string  `json:"scopes"`
+	Resource  string    `json:"resource"`
+	Identity  Identity  `json:"identity"`
+	AuthTime  time.Time `json:"auth_time"`
+	CreatedAt time.Time `json:"created_at"`
+	Revoked   bool      `json:"revoked,omitempty"`
+}
+
+// Token kinds.
+const (
+	TokenAccess  = "access"
+	TokenRefresh = "refresh"
+)
+
+// Token is an issued access or refresh token, stored under its hash.
+type Token struct {
+	Kind      string    `json:"kind"`
+	GrantID   string    `json:"grant_id"`
+	ClientID  string    `json:"client_id"`
+	Scopes    []string  `json:"scopes"`
+	IssuedAt  time.Time `json:"iat"`
+	ExpiresAt time.Time `json:"exp"`
+	Revoked   bool      `json:"revoked,omitempty"`
+	// RotatedAt is set on a refresh token once it has been exchanged.
+	RotatedAt time.Time `json:"rotated_at,omitempty"`
+}
+
+// Consent remembers which scopes a person granted a client.
+type Consent struct {
+	Scopes    []string  `json:"scopes"`
+	GrantedAt time.Time `json:"granted_at"`
+}

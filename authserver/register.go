@@ -1,0 +1,222 @@
+package authserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// maxLoopbackClients bounds dynamically registered clients per site, so
+// an anonymous endpoint cannot fill the disk.
+const maxLoopbackClients = 10000
+
+// registration is the RFC 7591 request; unknown fields are ignored.
+type registration struct {
+	ClientName              string   `json:"client_name"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	GrantTypes              []string `json:"grant_types"`
+	ResponseTypes           []string `json:"response_types"`
+	ApplicationType         string   `json:"application_type"`
+	Scope                   string   `json:"scope"`
+}
+
+func errMetadata(desc string) *oauthError {
+	return &oauthError{http.StatusBadRequest, "invalid_client_metadata", desc}
+}
+func errRedirect(desc string) *oauthError {
+	return &oauthError{http.StatusBadRequest, "invalid_redirect_uri", desc}
+}
+
+// handleRegister serves dynamic client registration with the seed's rules,
+// in order: a known vendor name, loopback redirects, anything else refused.
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	req, e := readRegistration(w, r)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	c, e := s.register(req)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusCreated, registrationResponse(c))
+}
+
+// parseRegistration decodes and checks the shape of a registration body.
+func parseRegistration(body []byte) (*registration, *oauthError) {
+	var req registration
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "redirect_uris" {
+			return nil, errRedirect("redirect_uris must be an array of strings")
+		}
+		return nil, errMetadata("the body must be a JSON object of client metadata")
+	}
+	if dec.More() {
+		return nil, errMetadata("the body must hold a single JSON object")
+	}
+	if len(req.RedirectURIs) == 0 {
+		return nil, errRedirect("redirect_uris is required")
+	}
+	if len(req.RedirectURIs) > 20 || len(req.ClientName) > 200 {
+		return nil, errMetadata("too many redirect_uris or client_name too long")
+	}
+	for _, ru := range req.RedirectURIs {
+		if e := checkRedirectSyntax(ru); e != nil {
+			return nil, e
+		}
+	}
+	return &req, nil
+}
+
+func readRegistration(w http.ResponseWriter, r *http.Request) (*registration, *oauthError) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		return nil, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use POST"}
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, errMetadata("the body must be application/json")
+	}
+	body, err := readAllLimited(w, r, 64<<10)
+	if err != nil {
+		return nil, errMetadata("the body is too large or unreadable")
+	}
+	return parseRegistration(body)
+}
+
+func checkRedirectSyntax(raw string) *oauthError {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "":
+		return errRedirect("redirect URI " + raw + " is not an absolute URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errRedirect("redirect URI " + raw + " must use https (or http on loopback)")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return errRedirect("redirect URI " + raw + " must not have a fragment")
+	case u.User != nil:
+		return errRedirect("redirect URI " + raw + " must not carry user information")
+	}
+	return nil
+}
+
+func (s *Server) register(req *registration) (*Client, *oauthError) {
+	if v := s.vendorByName(req.ClientName); v != nil {
+		for _, ru := range req.RedirectURIs {
+			if !slices.Contains(v.RedirectURIs, ru) {
+				return nil, errRedirect("redirect URI " + ru + " is not registered for " + v.Name)
+			}
+		}
+		return v, nil
+	}
+	if allLoopback(req.RedirectURIs) {
+		return s.registerLoopback(req)
+	}
+	for _, ru := range req.RedirectURIs {
+		if strings.HasPrefix(ru, "https://") {
+			return nil, errRedirect("a fixed https callback needs a registered integration; ask the school operator for a client_id")
+		}
+	}
+	if req.ClientName != "" {
+		return nil, errMetadata("client_name " + req.ClientName + " is not a known integration")
+	}
+	return nil, errRedirect("http redirect URIs are allowed on loopback addresses only")
+}
+
+func (s *Server) vendorByName(name string) *Client {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil
+	}
+	for _, v := range s.vendors {
+		if strings.EqualFold(v.Name, name) {
+			return v
+		}
+	}
+	return nil
+}
+
+func allLoopback(uris []string) bool {
+	for _, ru := range uris {
+		u, err := url.Parse(ru)
+		if err != nil || !isLoopbackRedirect(u) {
+			return false
+		}
+	}
+	return true
+}
+
+// registerLoopback creates (or finds, for an identical request) a public
+// operator-audience client for a CLI, desktop app or local agent.
+func (s *Server) registerLoopback(req *registration) (*Client, *oauthError) {
+	if m := req.TokenEndpointAuthMethod; m != "" && m != "none" {
+		return nil, errMetadata("loopback clients are public: token_endpoint_auth_method must be none")
+	}
+	for _, g := range req.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" {
+			return nil, errMetadata("grant type " + g + " is not supported")
+		}
+	}
+	for _, rt := range req.ResponseTypes {
+		if rt != "code" {
+			return nil, errMetadata("response type " + rt + " is not supported")
+		}
+	}
+	uris := slices.Clone(req.RedirectURIs)
+	sort.Strings(uris)
+	key := hashToken(req.ClientName + "\x00" + strings.Join(uris, "\x00"))
+	clients, err := s.store.ListClients()
+	if err != nil {
+		return nil, errServer("registration is unavailable")
+	}
+	n := 0
+	for _, c := range clients {
+		if c.Kind != KindLoopback {
+			continue
+		}
+		if c.RegistrationKey == key {
+			return c, nil
+		}
+		n++
+	}
+	if n >= maxLoopbackClients {
+		return nil, &oauthError{http.StatusBadRequest, "invalid_client_metadata", "this school has too many registered clients"}
+	}
+	c := &Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: KindLoopback,
+		Audience: AudienceOperator, RedirectURIs: req.RedirectURIs, Scopes: OperatorScopes(),
+		AuthMethod: "none", ApplicationType: req.ApplicationType, IssuedAt: s.cfg.Now(),
+		RegistrationKey: key}
+	if err := s.store.PutClient(c); err != nil {
+		return nil, errServer("registration is unavailable")
+	}
+	return c, nil
+}
+
+func registrationResponse(c *Client) map[string]any {
+	m := map[string]any{
+		"client_id":                  c.ID,
+		"client_name":                c.Name,
+		"redirect_uris":              c.RedirectURIs,
+		"token_endpoint_auth_method": c.AuthMethod,
+		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"response_types":             []string{"code"},
+		"scope":                      strings.Join(c.Scopes, " "),
+	}
+	if !c.IssuedAt.IsZero() {
+		m["client_id_issued_at"] = c.IssuedAt.Unix()
+	} else {
+		m["client_id_issued_at"] = 0
+	}
+	if c.ApplicationType != "" {
+		m["application_type"] = c.ApplicationType
+	}
+	return m
+}

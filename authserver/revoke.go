@@ -1,0 +1,45 @@
+package authserver
+
+import (
+	"errors"
+	"net/http"
+)
+
+// handleRevoke serves RFC 7009 revocation. Whatever the token, a client
+// that authenticated gets 200: revealing whether a token existed, or whose
+// it was, would help an attacker.
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	form, e := readForm(w, r)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	client, e := s.authenticateClient(r, form)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	raw := form.Get("token")
+	if raw == "" {
+		writeOAuthError(w, errInvalidRequest("token is required"))
+		return
+	}
+	hash := hashToken(raw)
+	t, _, err := s.store.GetToken(hash)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		s.cfg.Logger.Error("revocation lookup", "error", err)
+		writeOAuthError(w, &oauthError{http.StatusServiceUnavailable, "temporarily_unavailable", "try again"})
+		return
+	case t.ClientID == client.ID:
+		if err := s.store.RevokeToken(hash); err != nil {
+			s.cfg.Logger.Error("revoking token", "error", err)
+			writeOAuthError(w, &oauthError{http.StatusServiceUnavailable, "temporarily_unavailable", "try again"})
+			return
+		}
+		s.cache.purge()
+	}
+	noStore(w)
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,147 @@
+// Package authserver is a school site's OAuth 2.0 / OpenID Connect
+// authorization server: clients, authorization with PKCE and resource
+// indicators, consent, tokens, refresh rotation, revocation,
+// introspection, ID tokens and discovery. It is plain net/http and knows
+// nothing of Caddy.
+package authserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Server is one site's authorization server.
+type Server struct {
+	cfg     Config
+	store   Store
+	keys    *Keys
+	vendors map[string]*Client
+	cache   *tokenCache
+}
+
+// New builds the authorization server of a site on its store.
+func New(cfg Config, store Store) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	keys, err := LoadKeys(store, cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, store: store, keys: keys, vendors: vendorClients(cfg.Vendors),
+		cache: newTokenCache(16384)}
+	if err := s.initSettings(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *Config) validate() error {
+	u, err := url.Parse(c.Issuer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("issuer %q must be an origin such as https://school.example", c.Issuer)
+	}
+	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
+	if c.SessionURL == "" {
+		return errors.New("session URL is required")
+	}
+	seen := map[string]bool{}
+	for _, v := range c.Vendors {
+		if v.ClientID == "" || v.Name == "" {
+			return errors.New("a vendor needs a name and a client_id")
+		}
+		if seen[v.ClientID] {
+			return fmt.Errorf("vendor client_id %q is configured twice", v.ClientID)
+		}
+		seen[v.ClientID] = true
+		if len(v.RedirectURIs) == 0 {
+			return fmt.Errorf("vendor %q needs at least one redirect_uri", v.Name)
+		}
+	}
+	return nil
+}
+
+// Issuer returns the site's issuer (its origin).
+func (s *Server) Issuer() string { return s.cfg.Issuer }
+
+// Keys returns the site's signing keys.
+func (s *Server) Keys() *Keys { return s.keys }
+
+// ServeHTTP serves every path Owns reports; unknown ones get a JSON 404.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cors := r.URL.Path != PathAuthorize && r.URL.Path != PathConsent
+	if cors {
+		setCORS(w)
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	switch r.URL.Path {
+	case PathProtectedResource, PathASMetadata, PathOIDCConfig:
+		s.getOnly(w, r, s.serveDiscovery)
+	case PathJWKS:
+		s.getOnly(w, r, s.serveJWKS)
+	case PathAuthorize:
+		s.handleAuthorize(w, r)
+	case PathConsent:
+		s.handleConsent(w, r)
+	case PathToken:
+		s.handleToken(w, r)
+	case PathUserInfo:
+		s.handleUserInfo(w, r)
+	case PathRevoke:
+		s.handleRevoke(w, r)
+	case PathIntrospect:
+		s.handleIntrospect(w, r)
+	case PathRegister:
+		s.handleRegister(w, r)
+	default:
+		WriteNotFound(w)
+	}
+}
+
+func (s *Server) getOnly(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeOAuthError(w, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use GET"})
+		return
+	}
+	h(w, r)
+}
+
+// setCORS lets browser-based clients read the endpoints' answers. None of
+// them relies on cookies, so a wildcard origin is safe.
+func setCORS(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version")
+	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	h.Set("Access-Control-Max-Age", "600")
+}
+
+// RunJanitor deletes expired codes, pending requests and tokens every
+// interval until ctx ends.
+func (s *Server) RunJanitor(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			// Keep records a while past expiry so replays are recognised.
+			if err := s.store.PurgeExpired(s.cfg.Now().Add(-time.Hour)); err != nil {
+				s.cfg.Logger.Warn("purging expired records", "error", err)
+			}
+		}
+	}
+}

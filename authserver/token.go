@@ -1,0 +1,207 @@
+package authserver
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// tokenResponse is the RFC 6749 §5.1 success body.
+type tokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int64  `json:"expires_in"`
+	Scope        string `json:"scope"`
+	RefreshToken string `json:"refresh_token,omitempty"`
+	IDToken      string `json:"id_token,omitempty"`
+}
+
+// handleToken serves POST /api/oauth/token.
+func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
+	form, e := readForm(w, r)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	grantType := form.Get("grant_type")
+	if grantType == "" {
+		writeOAuthError(w, errInvalidRequest("grant_type is required"))
+		return
+	}
+	if grantType != "authorization_code" && grantType != "refresh_token" {
+		writeOAuthError(w, &oauthError{http.StatusBadRequest, "unsupported_grant_type",
+			"supported grant types: authorization_code, refresh_token"})
+		return
+	}
+	client, e := s.authenticateClient(r, form)
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	var resp *tokenResponse
+	if grantType == "authorization_code" {
+		resp, e = s.exchangeCode(client, form)
+	} else {
+		resp, e = s.refresh(client, form)
+	}
+	if e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// exchangeCode redeems an authorization code (RFC 6749 §4.1.3, RFC 7636,
+// RFC 8707).
+func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, *oauthError) {
+	code, verifier, redirectURI := form.Get("code"), form.Get("code_verifier"), form.Get("redirect_uri")
+	switch {
+	case code == "":
+		return nil, errInvalidRequest("code is required")
+	case redirectURI == "":
+		return nil, errInvalidRequest("redirect_uri is required")
+	case verifier == "":
+		return nil, errInvalidRequest("code_verifier is required")
+	case !validVerifier(verifier):
+		return nil, errInvalidRequest("code_verifier must be 43-128 unreserved characters")
+	}
+	now := s.cfg.Now()
+	var resp *tokenResponse
+	var fail *oauthError
+	err := s.store.RedeemCode(hashToken(code), func(c *Code) (*Grant, []IssuedToken, error) {
+		resp, fail = nil, nil
+		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], now); fail != nil {
+			return nil, nil, fail
+		}
+		g := &Grant{ID: randomString(), ClientID: client.ID, Audience: c.Request.Audience,
+			Scopes: c.Request.Scopes, Resource: c.Request.Resource, Identity: c.Identity,
+			AuthTime: c.AuthTime, CreatedAt: now}
+		var toks []IssuedToken
+		resp, toks = s.mintTokens(g, g.Scopes, now)
+		if slices.Contains(g.Scopes, "openid") {
+			idt, err := s.idToken(g, c.Request.Nonce, now)
+			if err != nil {
+				return nil, nil, err
+			}
+			resp.IDToken = idt
+		}
+		return g, toks, nil
+	})
+	switch {
+	case err == nil:
+		return resp, nil
+	case fail != nil:
+		return nil, fail
+	case errors.Is(err, ErrNotFound):
+		return nil, errInvalidGrant("the authorization code is invalid")
+	case errors.Is(err, ErrCodeReuse):
+		s.cache.purge()
+		return nil, errInvalidGrant("the authorization code was already used; the tokens it issued are revoked")
+	}
+	s.cfg.Logger.Error("redeeming authorization code", "error", err)
+	return nil, errServer("the code could not be redeemed")
+}
+
+func (s *Server) checkCode(c *Code, client *Client, redirectURI, verifier string, resources []string, now time.Time) *oauthError {
+	switch {
+	case now.After(c.ExpiresAt):
+		return errInvalidGrant("the authorization code has expired")
+	case c.Request.ClientID != client.ID:
+		return errInvalidGrant("the authorization code was issued to another client")
+	case c.Request.RedirectURI != redirectURI:
+		return errInvalidGrant("redirect_uri differs from the authorization request")
+	case !pkceMatches(verifier, c.Request.CodeChallenge):
+		return errInvalidGrant("code_verifier does not match the code_challenge")
+	}
+	if len(resources) == 0 && c.Request.Audience == AudienceMember {
+		return errInvalidTarget("resource is required for member tokens; use " + s.cfg.Issuer)
+	}
+	if len(resources) > 0 {
+		if _, e := s.checkResource(resources, c.Request.Audience); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// mintTokens creates a new access and refresh token for a grant.
+func (s *Server) mintTokens(g *Grant, scopes []string, now time.Time) (*tokenResponse, []IssuedToken) {
+	access, refresh := newToken(prefixAccess), newToken(prefixRefresh)
+	resp := &tokenResponse{AccessToken: access, TokenType: "Bearer",
+		ExpiresIn: int64(s.cfg.AccessTTL / time.Second), Scope: strings.Join(scopes, " "),
+		RefreshToken: refresh}
+	return resp, []IssuedToken{
+		{hashToken(access), &Token{Kind: TokenAccess, GrantID: g.ID, ClientID: g.ClientID,
+			Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL)}},
+		{hashToken(refresh), &Token{Kind: TokenRefresh, GrantID: g.ID, ClientID: g.ClientID,
+			Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}},
+	}
+}
+
+// refresh exchanges a refresh token for a new pair, rotating it.
+func (s *Server) refresh(client *Client, form url.Values) (*tokenResponse, *oauthError) {
+	raw := form.Get("refresh_token")
+	if raw == "" {
+		return nil, errInvalidRequest("refresh_token is required")
+	}
+	now := s.cfg.Now()
+	var resp *tokenResponse
+	var fail *oauthError
+	err := s.store.RotateRefresh(hashToken(raw), now, s.cfg.RefreshGrace, func(t *Token, g *Grant) ([]IssuedToken, error) {
+		resp, fail = nil, nil
+		scopes, e := s.checkRefresh(t, g, client, form, now)
+		if e != nil {
+			fail = e
+			return nil, e
+		}
+		var toks []IssuedToken
+		resp, toks = s.mintTokens(g, scopes, now)
+		return toks, nil
+	})
+	switch {
+	case err == nil:
+		return resp, nil
+	case fail != nil:
+		return nil, fail
+	case errors.Is(err, ErrNotFound):
+		return nil, errInvalidGrant("the refresh token is invalid")
+	case errors.Is(err, ErrRefreshReuse):
+		s.cache.purge()
+		return nil, errInvalidGrant("the refresh token was already used; the grant is revoked")
+	}
+	s.cfg.Logger.Error("rotating refresh token", "error", err)
+	return nil, errServer("the token could not be refreshed")
+}
+
+// checkRefresh validates a refresh request and returns the scopes of the
+// new access token: the grant's, or a narrower set the client asks for.
+func (s *Server) checkRefresh(t *Token, g *Grant, client *Client, form url.Values, now time.Time) ([]string, *oauthError) {
+	switch {
+	case t.Kind != TokenRefresh:
+		return nil, errInvalidGrant("the token is not a refresh token")
+	case t.Revoked || g.Revoked:
+		return nil, errInvalidGrant("the refresh token has been revoked")
+	case now.After(t.ExpiresAt):
+		return nil, errInvalidGrant("the refresh token has expired")
+	case t.ClientID != client.ID:
+		return nil, errInvalidGrant("the refresh token was issued to another client")
+	}
+	if res := form["resource"]; len(res) > 0 {
+		if _, e := s.checkResource(res, g.Audience); e != nil {
+			return nil, e
+		}
+	}
+	requested := strings.Fields(form.Get("scope"))
+	if len(requested) == 0 {
+		return t.Scopes, nil
+	}
+	for _, sc := range requested {
+		if !slices.Contains(t.Scopes, sc) {
+			return nil, errInvalidScope("scope " + sc + " was not granted; a refresh cannot widen scope")
+		}
+	}
+	return dedupe(requested), nil
+}

@@ -1,0 +1,30 @@
+package authserver
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// handleUserInfo serves the OpenID Connect UserInfo endpoint. It is a
+// protected resource like any other: errors are RFC 6750 challenges.
+func (s *Server) handleUserInfo(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, POST")
+		writeOAuthError(w, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use GET or POST"})
+		return
+	}
+	tok, ch := policy.Check(r.Context(), s, r, policy.Requirement{Scopes: []string{"openid"}}, s.cfg.Issuer)
+	if ch != nil {
+		ch.ResourceMetadata = s.ResourceMetadataURL()
+		ch.Write(w)
+		return
+	}
+	id := Identity{Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID, Roles: tok.Roles}
+	body := claims(&id, tok.Scopes)
+	if !slices.Contains(tok.Scopes, "email") {
+		delete(body, "email")
+	}
+	writeJSON(w, http.StatusOK, body)
+}

@@ -1,0 +1,102 @@
+package authserver
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// cacheTTL bounds how long a validated token is served from memory. In
+// this process a revocation purges the cache at once; the bound is for
+// revocations made by another gateway instance on a shared store.
+const cacheTTL = 5 * time.Second
+
+// ErrInvalidToken covers unknown, expired, revoked and malformed tokens.
+var ErrInvalidToken = policy.ErrInvalidToken
+
+type cachedToken struct {
+	tok      *policy.Token
+	cachedAt time.Time
+	gen      uint64
+}
+
+// tokenCache maps token hashes to validated tokens. A purge bumps the
+// generation, so entries cached before it are ignored without a lock.
+type tokenCache struct {
+	lru *lru.Cache[string, cachedToken]
+	gen atomic.Uint64
+}
+
+func newTokenCache(size int) *tokenCache {
+	c, _ := lru.New[string, cachedToken](size)
+	return &tokenCache{lru: c}
+}
+
+func (c *tokenCache) get(hash string, now time.Time) *policy.Token {
+	e, ok := c.lru.Get(hash)
+	if !ok || e.gen != c.gen.Load() || now.Sub(e.cachedAt) > cacheTTL || !now.Before(e.tok.ExpiresAt) {
+		return nil
+	}
+	return e.tok
+}
+
+func (c *tokenCache) put(hash string, t *policy.Token, now time.Time, gen uint64) {
+	c.lru.Add(hash, cachedToken{tok: t, cachedAt: now, gen: gen})
+}
+
+func (c *tokenCache) purge() {
+	c.gen.Add(1)
+	c.lru.Purge()
+}
+
+// LookupAccessToken validates an access token: hash, cache, store. It
+// implements policy.Lookup.
+func (s *Server) LookupAccessToken(_ context.Context, raw string) (*policy.Token, error) {
+	if !strings.HasPrefix(raw, prefixAccess) || len(raw) > 256 {
+		return nil, ErrInvalidToken
+	}
+	now := s.cfg.Now()
+	hash := hashToken(raw)
+	if t := s.cache.get(hash, now); t != nil {
+		return t, nil
+	}
+	gen := s.cache.gen.Load()
+	t, g, err := s.store.GetToken(hash)
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrInvalidToken
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind != TokenAccess || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) {
+		return nil, ErrInvalidToken
+	}
+	pt := s.policyToken(t, g)
+	s.cache.put(hash, pt, now, gen)
+	return pt, nil
+}
+
+// policyToken is the view of a token that the protected resources and
+// introspection share, so what is enforced is what is reported.
+func (s *Server) policyToken(t *Token, g *Grant) *policy.Token {
+	return &policy.Token{
+		Subject:   g.Identity.Subject,
+		ClientID:  t.ClientID,
+		Audience:  g.Audience,
+		Scopes:    t.Scopes,
+		Resource:  g.Resource,
+		Issuer:    s.cfg.Issuer,
+		IssuedAt:  t.IssuedAt,
+		ExpiresAt: t.ExpiresAt,
+		Email:     g.Identity.Email,
+		Name:      g.Identity.Name,
+		OrgID:     g.Identity.OrgID,
+		Roles:     g.Identity.Roles,
+	}
+}

@@ -1,0 +1,113 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// Challenge is a protected resource's refusal: an RFC 6750 §3 Bearer
+// challenge with the RFC 9728 resource_metadata pointer, and a small JSON
+// body with the same error.
+type Challenge struct {
+	Status           int
+	Error            string
+	Description      string
+	Scope            string
+	ResourceMetadata string
+}
+
+// Header renders the WWW-Authenticate value.
+func (c *Challenge) Header() string {
+	var b strings.Builder
+	b.WriteString("Bearer")
+	sep := " "
+	add := func(k, v string) {
+		if v == "" {
+			return
+		}
+		b.WriteString(sep)
+		b.WriteString(k)
+		b.WriteString(`="`)
+		b.WriteString(quoteSafe(v))
+		b.WriteString(`"`)
+		sep = ", "
+	}
+	add("error", c.Error)
+	add("error_description", c.Description)
+	add("scope", c.Scope)
+	add("resource_metadata", c.ResourceMetadata)
+	return b.String()
+}
+
+// quoteSafe keeps a value inside an RFC 6750 quoted string: the spec
+// allows printable ASCII except '"' and '\'.
+func quoteSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '\''
+		}
+		return r
+	}, s)
+}
+
+// Write sends the challenge. CORS exposes WWW-Authenticate so browser
+// clients can find the metadata.
+func (c *Challenge) Write(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("WWW-Authenticate", c.Header())
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	body := map[string]string{"error": c.Error, "error_description": c.Description}
+	if c.Scope != "" {
+		body["scope"] = c.Scope
+	}
+	w.WriteHeader(c.Status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+var errBadChallenge = errors.New("not a Bearer challenge")
+
+// ParseChallenge reads a Bearer WWW-Authenticate value into its
+// parameters. It is what a strict client does with our header, and the
+// tests use it to check that header.
+func ParseChallenge(v string) (map[string]string, error) {
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return nil, errBadChallenge
+	}
+	out := map[string]string{}
+	for rest = strings.TrimSpace(rest); rest != ""; {
+		k, after, ok := strings.Cut(rest, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\",") {
+			return nil, errBadChallenge
+		}
+		after = strings.TrimLeft(after, " \t")
+		var val string
+		if strings.HasPrefix(after, `"`) {
+			end := strings.IndexByte(after[1:], '"')
+			if end < 0 {
+				return nil, errBadChallenge
+			}
+			val, after = after[1:1+end], after[2+end:]
+		} else {
+			val, after, _ = strings.Cut(after, ",")
+			after = "," + after
+			val = strings.TrimSpace(val)
+		}
+		if _, dup := out[k]; dup {
+			return nil, errBadChallenge
+		}
+		out[k] = val
+		after = strings.TrimLeft(after, " \t")
+		if after != "" && !strings.HasPrefix(after, ",") {
+			return nil, errBadChallenge
+		}
+		rest = strings.TrimSpace(strings.TrimPrefix(after, ","))
+	}
+	return out, nil
+}

@@ -1,0 +1,88 @@
+// Package policy is the protected-resource side of a school: it reads a
+// bearer token, checks its origin binding, audience and scopes against the
+// route's requirement, and builds RFC 6750 / RFC 9728 challenges. It is
+// plain Go; the Caddy adapter and the authorization server both use it.
+package policy
+
+import "strings"
+
+// AllScopes are the scopes of the seed's table, in its order.
+var AllScopes = []string{
+	"openid", "profile", "email",
+	"courses:read", "courses:write",
+	"students:read", "students:write",
+	"members:read", "members:write",
+	"analytics:read",
+	"curriculum:read", "curriculum:write",
+	"orders:read",
+	"school:read", "school:write",
+	"appearance:read", "appearance:write",
+	"events:read", "events:write",
+	"membership_plans:read", "membership_plans:write",
+	"coupons:read", "coupons:write",
+	"posts:read", "posts:write",
+	"subscriptions:read", "subscriptions:write",
+	"digital_products:read", "digital_products:write",
+	"comments:read",
+	"lecturers:read", "lecturers:write",
+	"storage:write",
+	"forms:read",
+	"pages:read", "pages:write",
+	"account:read", "account:write",
+}
+
+// MemberOnlyScopes are reserved to the member audience (seed §5.5).
+var MemberOnlyScopes = []string{"account:read", "account:write"}
+
+// IdentityScopes are the OpenID Connect scopes about the person.
+var IdentityScopes = []string{"openid", "profile", "email"}
+
+var knownScopes = func() map[string]bool {
+	m := make(map[string]bool, len(AllScopes))
+	for _, s := range AllScopes {
+		m[s] = true
+	}
+	return m
+}()
+
+// IsScope reports whether s is a scope of the seed's table.
+func IsScope(s string) bool { return knownScopes[s] }
+
+// ScopeDescription says in plain words what a scope grants, for consent
+// pages and documents.
+func ScopeDescription(scope string) string {
+	switch scope {
+	case "openid":
+		return "Sign you in with your school account"
+	case "profile":
+		return "See your name, organization and roles"
+	case "email":
+		return "See your e-mail address"
+	case "account:read":
+		return "Read your enrollments, course progress, orders and event registrations"
+	case "account:write":
+		return "Change your own account data (enrollments, orders, event registrations)"
+	}
+	area, access, ok := strings.Cut(scope, ":")
+	if !ok {
+		return scope
+	}
+	words := strings.ReplaceAll(area, "_", " ")
+	switch access {
+	case "read":
+		return "Read the school's " + words
+	case "write":
+		return "Read and change the school's " + words
+	}
+	return scope
+}
+
+// areaScope is the scope for an admin area and access ("read"/"write"),
+// or "" when the seed's table has no such scope.
+func areaScope(area, access string) string {
+	s := area + ":" + access
+	if !knownScopes[s] || area == "account" {
+		return ""
+	}
+	return s
+}
