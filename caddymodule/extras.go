@@ -1,0 +1,188 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/docs"
+	"github.com/schoolgate/schoolgate/mcpserver"
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// siteExtras are the parts of a school beside the authorization server:
+// its catalog, MCP server and generated documents.
+type siteExtras struct {
+	catalog *catalog.Manager
+	mcp     http.Handler
+	docs    atomic.Pointer[docs.Set]
+	logf    func(string, ...any)
+}
+
+const pathMCP = "/mcp"
+
+func (s *site) provisionExtras(ctx caddy.Context) error {
+	logger := ctx.Slogger()
+	s.extras.logf = func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
+	s.extras.catalog = catalog.NewManager(s.gateway.Issuer, s.store)
+	if err := s.extras.catalog.LoadPersisted(); err != nil {
+		logger.Warn("stored catalog unreadable; waiting for the feed", "error", err)
+	}
+	mcp, err := mcpserver.New(mcpserver.Options{
+		SiteName:            s.schoolName(),
+		Origin:              s.gateway.Issuer,
+		ResourceMetadataURL: s.as.ResourceMetadataURL(),
+		Catalog:             s.extras.catalog.Current,
+		Account:             s.accountQuery,
+		Logf:                s.extras.logf,
+	})
+	if err != nil {
+		return fmt.Errorf("mcp: %v", err)
+	}
+	s.extras.mcp = mcp
+	return s.rebuildDocs()
+}
+
+func (s *site) schoolName() string {
+	if idx := s.extras.catalog.Current(); idx != nil && idx.Feed().School.Name != "" {
+		return idx.Feed().School.Name
+	}
+	return s.gateway.Issuer
+}
+
+// rebuildDocs renders the documents from the configuration and the
+// current catalog.
+func (s *site) rebuildDocs() error {
+	var feed *catalog.Feed
+	if idx := s.extras.catalog.Current(); idx != nil {
+		feed = idx.Feed()
+	}
+	set, err := docs.Build(docs.Site{
+		Issuer:                  s.gateway.Issuer,
+		SchoolName:              s.schoolName(),
+		AdminPrefix:             s.gateway.AdminPrefix,
+		Scopes:                  policy.AllScopes,
+		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
+		MCPConnections:          s.as.MCPConnectionsEnabled(),
+	}, feed, time.Now())
+	if err != nil {
+		return fmt.Errorf("documents: %v", err)
+	}
+	s.extras.docs.Store(set)
+	return nil
+}
+
+// startExtras runs the catalog refresh loop.
+func (s *site) startExtras(ctx context.Context) {
+	src := s.gateway.Catalog
+	if src == "" {
+		return
+	}
+	every := time.Duration(s.gateway.CatalogRefresh)
+	if every <= 0 {
+		every = 10 * time.Minute
+	}
+	go s.refreshCatalog(ctx, src, every)
+}
+
+func (s *site) refreshCatalog(ctx context.Context, src string, every time.Duration) {
+	// The first import retries quickly: the upstream serving the feed may
+	// start after the gateway.
+	delay := 500 * time.Millisecond
+	for {
+		err := s.extras.catalog.Refresh(ctx, src)
+		if err == nil {
+			if err := s.rebuildDocs(); err != nil {
+				s.extras.logf("rebuilding documents: %v", err)
+			}
+			delay = every
+		} else {
+			s.extras.logf("catalog import from %s failed, keeping the previous catalog: %v", src, err)
+			delay = min(delay*2, every)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// serveExtras answers /mcp and the documents.
+func (s *site) serveExtras(w http.ResponseWriter, r *http.Request) bool {
+	path := r.URL.Path
+	if path == pathMCP || path == pathMCP+"/" {
+		s.serveMCP(w, r)
+		return true
+	}
+	if d := s.extras.docs.Load(); d != nil && d.Owns(path) {
+		d.ServeHTTP(w, r)
+		return true
+	}
+	return false
+}
+
+// serveMCP serves /mcp: anonymous without a token, with the member's
+// identity for a valid member token, and a challenge for any token that is
+// not valid here (never a silent fall back to anonymous).
+func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") == "" || r.Method == http.MethodOptions {
+		s.extras.mcp.ServeHTTP(w, r)
+		return
+	}
+	tok, ch := policy.Check(r.Context(), s.as, r, policy.Requirement{}, s.as.Issuer())
+	if ch != nil {
+		ch.ResourceMetadata = s.as.ResourceMetadataURL()
+		ch.Write(w)
+		return
+	}
+	r.Header.Del("Authorization")
+	if tok.Audience == authserver.AudienceMember {
+		r = r.WithContext(mcpserver.WithIdentity(r.Context(), &mcpserver.Identity{
+			Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID,
+			ClientID: tok.ClientID, Roles: tok.Roles, Scopes: tok.Scopes,
+		}))
+	}
+	s.extras.mcp.ServeHTTP(w, r)
+}
+
+// accountQuery runs a member's GraphQL query at the upstream Account API
+// with identity headers; the client's token never leaves the gateway.
+func (s *site) accountQuery(ctx context.Context, id *mcpserver.Identity, query string, variables map[string]any) (json.RawMessage, error) {
+	body, err := json.Marshal(map[string]any{"query": query, "variables": variables})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.gateway.Upstream+"/account/graphql", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = identityHeaderValues(&policy.Token{Subject: id.Subject, Email: id.Email, Name: id.Name,
+		OrgID: id.OrgID, Roles: id.Roles, Scopes: id.Scopes, ClientID: id.ClientID, Audience: authserver.AudienceMember})
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.upstream.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the school's Account API is unreachable")
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || !json.Valid(raw) {
+		return nil, fmt.Errorf("the school's Account API answered %d: %s", resp.StatusCode,
+			strings.TrimSpace(string(raw[:min(len(raw), 200)])))
+	}
+	return raw, nil
+}

@@ -1,0 +1,220 @@
+// Package caddymodule is the Caddy adapter of schoolgate: the
+// school_gateway HTTP handler and Caddyfile directive, the app that keeps
+// per-site state, and the admin and CLI glue. The protocol logic lives in
+// authserver, policy, catalog and mcpserver.
+package caddymodule
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	caddy.RegisterModule(Gateway{})
+}
+
+// Gateway is the school_gateway handler: one school site's authorization
+// server, protected-resource checks, MCP server and documents, in front of
+// the legacy school server (the upstream).
+type Gateway struct {
+	// Upstream is the legacy school server's base URL (http or https).
+	Upstream string `json:"upstream"`
+	// Issuer is the site origin; it defaults to the site address.
+	Issuer string `json:"issuer,omitempty"`
+	// Data is the directory of the site's bbolt file.
+	Data string `json:"data,omitempty"`
+	// SessionURL is the upstream's session endpoint (a path or URL).
+	SessionURL string `json:"session_url,omitempty"`
+	// LoginURL is the legacy login page (a path or URL).
+	LoginURL string `json:"login_url,omitempty"`
+	// AdminPrefix is the admin API's path prefix.
+	AdminPrefix string `json:"admin_prefix,omitempty"`
+	// Catalog is a file path or http(s) URL of the catalog feed.
+	Catalog string `json:"catalog,omitempty"`
+	// CatalogRefresh is how often the catalog is fetched again.
+	CatalogRefresh caddy.Duration `json:"catalog_refresh,omitempty"`
+	// Vendors are known integrations.
+	Vendors []Vendor `json:"vendors,omitempty"`
+	// MCPConnections is the initial value of the beta feature switch.
+	MCPConnections bool `json:"mcp_connections,omitempty"`
+	// MetadataDocuments configures Client ID Metadata Documents.
+	MetadataDocuments *MetadataDocuments `json:"metadata_documents,omitempty"`
+	// Rules override the default admin-API policy, checked first.
+	Rules []Rule `json:"rules,omitempty"`
+	// Token lifetimes; zero means the default.
+	CodeTTL      caddy.Duration `json:"code_ttl,omitempty"`
+	AccessTTL    caddy.Duration `json:"access_token_ttl,omitempty"`
+	RefreshTTL   caddy.Duration `json:"refresh_token_ttl,omitempty"`
+	RefreshGrace caddy.Duration `json:"refresh_grace,omitempty"`
+
+	site *site
+}
+
+// Vendor is a known integration (a pre-registered client).
+type Vendor struct {
+	Name         string   `json:"name"`
+	ClientID     string   `json:"client_id"`
+	RedirectURIs []string `json:"redirect_uris"`
+	Audience     string   `json:"audience,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+	ClientSecret string   `json:"client_secret,omitempty"`
+}
+
+// MetadataDocuments configures fetching Client ID Metadata Documents.
+type MetadataDocuments struct {
+	// AllowHosts lists the hosts documents may come from; "*" is any
+	// public host.
+	AllowHosts []string `json:"allow_hosts,omitempty"`
+	// AllowPrivateNetworks permits loopback and private addresses. For
+	// tests only.
+	AllowPrivateNetworks bool `json:"allow_private_networks,omitempty"`
+}
+
+// Rule is an operator override of the admin-API policy.
+type Rule struct {
+	Method   string   `json:"method,omitempty"`
+	Path     string   `json:"path"`
+	Audience string   `json:"audience"`
+	Scopes   []string `json:"scopes,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Gateway) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.school_gateway",
+		New: func() caddy.Module { return new(Gateway) },
+	}
+}
+
+var (
+	_ caddy.Provisioner           = (*Gateway)(nil)
+	_ caddy.Validator             = (*Gateway)(nil)
+	_ caddy.CleanerUpper          = (*Gateway)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Gateway)(nil)
+)
+
+func (g *Gateway) setDefaults() {
+	if g.SessionURL == "" {
+		g.SessionURL = "/api/session"
+	}
+	if g.LoginURL == "" {
+		g.LoginURL = "/login"
+	}
+	if g.AdminPrefix == "" {
+		g.AdminPrefix = "/admin/api"
+	}
+	g.Issuer = strings.TrimSuffix(g.Issuer, "/")
+	g.Upstream = strings.TrimSuffix(g.Upstream, "/")
+}
+
+// Validate checks the configuration before anything is served; every
+// message names the option at fault.
+func (g *Gateway) Validate() error {
+	if err := checkBaseURL("upstream", g.Upstream, true); err != nil {
+		return err
+	}
+	if err := checkBaseURL("issuer", g.Issuer, false); err != nil {
+		return err
+	}
+	for _, opt := range []struct{ name, v string }{{"session_url", g.SessionURL}, {"login_url", g.LoginURL}} {
+		if err := checkPathOrURL(opt.name, opt.v); err != nil {
+			return err
+		}
+	}
+	if !strings.HasPrefix(g.AdminPrefix, "/") || strings.Contains(g.AdminPrefix, "..") {
+		return fmt.Errorf("admin_prefix: %q must be an absolute path", g.AdminPrefix)
+	}
+	if err := g.validateVendors(); err != nil {
+		return err
+	}
+	for _, r := range g.Rules {
+		if err := r.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkBaseURL(option, raw string, required bool) error {
+	if raw == "" {
+		if required {
+			return fmt.Errorf("%s: is required", option)
+		}
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %q is not a URL: %v", option, raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%s: %q must start with http:// or https://", option, raw)
+	}
+	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%s: %q must be a scheme and host only, such as https://school.example", option, raw)
+	}
+	return nil
+}
+
+func checkPathOrURL(option, raw string) error {
+	if strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//") {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s: %q must be a path starting with / or an http(s) URL", option, raw)
+	}
+	return nil
+}
+
+var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9._~-]{1,128}$`)
+
+func (g *Gateway) validateVendors() error {
+	seen := map[string]bool{}
+	for _, v := range g.Vendors {
+		where := fmt.Sprintf("vendor %q", v.Name)
+		switch {
+		case strings.TrimSpace(v.Name) == "":
+			return fmt.Errorf("vendor: a name is required")
+		case !clientIDPattern.MatchString(v.ClientID):
+			return fmt.Errorf("%s: client_id %q must be 1-128 characters of A-Z a-z 0-9 . _ ~ -", where, v.ClientID)
+		case seen[v.ClientID]:
+			return fmt.Errorf("%s: client_id %q is used by another vendor", where, v.ClientID)
+		case len(v.RedirectURIs) == 0:
+			return fmt.Errorf("%s: at least one redirect_uri is required", where)
+		case v.Audience != "" && v.Audience != "member" && v.Audience != "operator":
+			return fmt.Errorf("%s: audience must be member or operator, not %q", where, v.Audience)
+		}
+		seen[v.ClientID] = true
+		for _, ru := range v.RedirectURIs {
+			u, err := url.Parse(ru)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+				return fmt.Errorf("%s: redirect_uri %q must be an absolute http(s) URL without fragment", where, ru)
+			}
+		}
+		if err := checkScopes(where, v.Scopes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataPath is the site's bbolt file.
+func (g *Gateway) dataPath() string {
+	dir := g.Data
+	if dir == "" {
+		u, _ := url.Parse(g.Issuer)
+		name := strings.NewReplacer(":", "_", "[", "", "]", "").Replace(u.Host)
+		dir = filepath.Join(caddy.AppDataDir(), "schoolgate", name)
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, "school.db"))
+	if err != nil {
+		return filepath.Join(dir, "school.db")
+	}
+	return abs
+}

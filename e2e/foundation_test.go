@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func jsonOf(t testing.TB, body []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, body)
+	}
+	return m
+}
+
+func kids(t testing.TB, origin string) []string {
+	t.Helper()
+	status, _, body := get(t, origin+"/.well-known/jwks.json")
+	if status != 200 {
+		t.Fatalf("jwks: %d", status)
+	}
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &set); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, k := range set.Keys {
+		if k["alg"] != "ES256" || k["use"] != "sig" || k["kty"] != "EC" || k["crv"] != "P-256" {
+			t.Errorf("key %v is not an ES256 signing key", k)
+		}
+		if _, private := k["d"]; private {
+			t.Fatal("the JWKS publishes a private key")
+		}
+		out = append(out, k["kid"].(string))
+	}
+	return out
+}
+
+func TestDiscoveryJWKSAndPassThrough(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"), ""))
+
+	status, hdr, body := get(t, gw.URL+"/.well-known/oauth-protected-resource")
+	if status != 200 || hdr.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("protected resource metadata: %d %v", status, hdr)
+	}
+	prm := jsonOf(t, body)
+	if prm["resource"] != gw.URL || !slices.Equal(toStrings(prm["authorization_servers"]), []string{gw.URL}) {
+		t.Errorf("protected resource metadata: %v", prm)
+	}
+
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		status, _, body := get(t, gw.URL+path)
+		if status != 200 {
+			t.Fatalf("%s: %d", path, status)
+		}
+		m := jsonOf(t, body)
+		want := map[string]any{
+			"issuer":                                gw.URL,
+			"authorization_endpoint":                gw.URL + "/oauth/authorize",
+			"token_endpoint":                        gw.URL + "/api/oauth/token",
+			"userinfo_endpoint":                     gw.URL + "/api/oauth/userinfo",
+			"revocation_endpoint":                   gw.URL + "/api/oauth/revoke",
+			"introspection_endpoint":                gw.URL + "/api/oauth/introspect",
+			"registration_endpoint":                 gw.URL + "/api/oauth/register",
+			"jwks_uri":                              gw.URL + "/.well-known/jwks.json",
+			"client_id_metadata_document_supported": true,
+			"authorization_response_iss_parameter_supported": true,
+		}
+		for k, v := range want {
+			if m[k] != v {
+				t.Errorf("%s %s = %v, want %v", path, k, m[k], v)
+			}
+		}
+		if !slices.Equal(toStrings(m["code_challenge_methods_supported"]), []string{"S256"}) {
+			t.Errorf("%s: code_challenge_methods_supported %v", path, m["code_challenge_methods_supported"])
+		}
+		if !slices.Equal(toStrings(m["id_token_signing_alg_values_supported"]), []string{"ES256"}) {
+			t.Errorf("%s: id_token_signing_alg_values_supported %v", path, m["id_token_signing_alg_values_supported"])
+		}
+		scopes := toStrings(m["scopes_supported"])
+		for _, s := range []string{"openid", "profile", "email", "courses:read", "pages:write", "account:read", "account:write"} {
+			if !slices.Contains(scopes, s) {
+				t.Errorf("%s: scopes_supported lacks %s", path, s)
+			}
+		}
+	}
+
+	// The issuer comes from configuration, never from forwarding headers
+	// (the site block's host matcher already refuses a foreign Host).
+	req := mustRequest(t, "GET", gw.URL+"/.well-known/oauth-authorization-server")
+	req.Header.Set("X-Forwarded-Host", "evil.example")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Set("Forwarded", "host=evil.example;proto=https")
+	resp := do(t, req)
+	if m := jsonOf(t, resp.body); m["issuer"] != gw.URL {
+		t.Errorf("issuer followed the Host header: %v", m["issuer"])
+	}
+
+	if len(kids(t, gw.URL)) != 1 {
+		t.Error("want exactly one signing key on first start")
+	}
+
+	for _, path := range []string{"/.well-known/oauth-unknown", "/api/oauth/nothing", "/.well-known/oauth-protected-resource/mcp"} {
+		status, hdr, body := get(t, gw.URL+path)
+		if status != 404 || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+			t.Errorf("%s: %d %s %s", path, status, hdr.Get("Content-Type"), body)
+		}
+	}
+
+	status, _, body = get(t, gw.URL+"/")
+	if status != 200 || !strings.Contains(string(body), "<html") {
+		t.Errorf("/ was not proxied to the demo school: %d %.200s", status, body)
+	}
+}
+
+func TestReloadKeepsKeysAndData(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	block := siteBlock(port, sch.URL, filepath.Join(dir, "site"), "")
+	gw := startGateway(t, dir, block)
+	before := kids(t, gw.URL)
+	client := registerLoopback(t, gw.URL)
+
+	gw.reload(strings.Replace(block, "mcp_connections on", "mcp_connections off", 1))
+	waitHTTP(t, gw.URL+"/.well-known/jwks.json")
+	after := kids(t, gw.URL)
+	if !slices.Equal(before, after) {
+		t.Fatalf("signing keys changed across reload: %v -> %v", before, after)
+	}
+	// The client registered before the reload still exists.
+	again := registerLoopback(t, gw.URL)
+	if again != client {
+		t.Errorf("registration after reload gave %s, want the existing %s", again, client)
+	}
+}
+
+func TestTwoSchoolsAreIndependent(t *testing.T) {
+	sch := startSchool(t)
+	a, b := freePort(t), freePort(t)
+	dir := t.TempDir()
+	gw := startGateway(t, dir,
+		siteBlock(a, sch.URL, filepath.Join(dir, "a"), ""),
+		siteBlock(b, sch.URL, filepath.Join(dir, "b"), ""))
+	urlA, urlB := gw.URL, fmt.Sprintf("http://127.0.0.1:%d", b)
+	_, _, bodyA := get(t, urlA+"/.well-known/oauth-authorization-server")
+	_, _, bodyB := get(t, urlB+"/.well-known/oauth-authorization-server")
+	if jsonOf(t, bodyA)["issuer"] == jsonOf(t, bodyB)["issuer"] {
+		t.Error("two sites share an issuer")
+	}
+	ka, kb := kids(t, urlA), kids(t, urlB)
+	if slices.Equal(ka, kb) {
+		t.Errorf("two sites share signing keys %v", ka)
+	}
+}
+
+func TestInvalidConfigurationIsRejected(t *testing.T) {
+	dir := t.TempDir()
+	readonly := filepath.Join(dir, "readonly")
+	if err := os.MkdirAll(readonly, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, body, want string
+		validate         bool // the error shows at provision, not adapt
+	}{
+		{"unknown subdirective", "school_gateway http://127.0.0.1:9 {\n\t\tissuer http://127.0.0.1:1\n\t\tfrobnicate yes\n\t}", "frobnicate", false},
+		{"missing upstream", "school_gateway", "upstream", false},
+		{"bad upstream URL", "school_gateway ftp://x {\n\t\tissuer http://127.0.0.1:1\n\t}", "upstream", false},
+		{"bad issuer", "school_gateway http://127.0.0.1:9 {\n\t\tissuer http://127.0.0.1:1/path\n\t}", "issuer", false},
+		{"bad vendor", "school_gateway http://127.0.0.1:9 {\n\t\tvendor \"X\" {\n\t\t\tclient_id x\n\t\t}\n\t}", "redirect_uri", false},
+		{"bad duration", "school_gateway http://127.0.0.1:9 {\n\t\taccess_token_ttl soon\n\t}", "access_token_ttl", false},
+		{"bad switch", "school_gateway http://127.0.0.1:9 {\n\t\tmcp_connections maybe\n\t}", "mcp_connections", false},
+		{"unknown scope in rule", "school_gateway http://127.0.0.1:9 {\n\t\trule GET /admin/api/x operator nope:read\n\t}", "nope:read", false},
+		{"unwritable data dir", "school_gateway http://127.0.0.1:9 {\n\t\tdata " + filepath.Join(readonly, "sub") + "\n\t}", "data", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if os.Geteuid() == 0 && tc.name == "unwritable data dir" {
+				// root writes anywhere; use a path under a regular file instead.
+				f := filepath.Join(dir, "file")
+				_ = os.WriteFile(f, nil, 0o600)
+				tc.body = "school_gateway http://127.0.0.1:9 {\n\t\tdata " + filepath.Join(f, "sub") + "\n\t}"
+			}
+			cfg := filepath.Join(t.TempDir(), "Caddyfile")
+			content := fmt.Sprintf("{\n\tadmin off\n}\nhttp://127.0.0.1:%d {\n\t%s\n}\n", freePort(t), tc.body)
+			if err := os.WriteFile(cfg, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			verb := "adapt"
+			if tc.validate {
+				verb = "validate"
+			}
+			out, err := exec.Command(caddyBin, verb, "--config", cfg, "--adapter", "caddyfile").CombinedOutput()
+			if err == nil {
+				t.Fatalf("caddy %s accepted:\n%s\n%s", verb, content, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("caddy %s error does not mention %q:\n%s", verb, tc.want, out)
+			}
+		})
+	}
+}
+
+func TestExampleCaddyfileAndModules(t *testing.T) {
+	out, err := exec.Command(caddyBin, "adapt", "--config", "../Caddyfile.example", "--adapter", "caddyfile").CombinedOutput()
+	if err != nil {
+		t.Fatalf("caddy adapt Caddyfile.example: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"school_gateway"`) || !strings.Contains(string(out), `"reverse_proxy"`) {
+		t.Errorf("adapted config lacks the gateway or the proxy:\n%s", out)
+	}
+	out, err = exec.Command(caddyBin, "list-modules").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"http.handlers.school_gateway", "schoolgate"} {
+		if !strings.Contains(string(out), m) {
+			t.Errorf("list-modules lacks %s", m)
+		}
+	}
+}
+
+func toStrings(v any) []string {
+	arr, _ := v.([]any)
+	out := make([]string, 0, len(arr))
+	for _, x := range arr {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+// Package e2e runs the real gateway: a Caddy built from cmd/caddy with the
+// schoolgate modules, in front of the demo school from cmd/demoschool,
+// spoken to over real HTTP.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	caddyBin  string
+	schoolBin string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "schoolgate-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	caddyBin = filepath.Join(dir, "caddy")
+	schoolBin = filepath.Join(dir, "demoschool")
+	for bin, pkg := range map[string]string{caddyBin: "../cmd/caddy", schoolBin: "../cmd/demoschool"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", pkg, ":", err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a loopback port nobody listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// process runs a binary until the test ends, keeping its output for
+// failure reports.
+type process struct {
+	cmd *exec.Cmd
+	out *bytes.Buffer
+}
+
+func start(t testing.TB, name string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(name, args...), out: new(bytes.Buffer)}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(name), p.out.String())
+		}
+	})
+	return p
+}
+
+// waitHTTP polls url until it answers with a status below 500.
+func waitHTTP(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s did not come up", url)
+}
+
+// school is a running demo school.
+type school struct {
+	URL string
+}
+
+func startSchool(t testing.TB) *school {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	start(t, schoolBin, "-listen", addr)
+	s := &school{URL: "http://" + addr}
+	waitHTTP(t, s.URL+"/healthz")
+	return s
+}
+
+// gateway is a running Caddy with the schoolgate modules.
+type gateway struct {
+	t         testing.TB
+	URL       string // the first site's origin
+	AdminAddr string
+	Dir       string
+	config    string
+	proc      *process
+}
+
+// siteBlock renders a site block for a school on a port.
+func siteBlock(port int, upstream, dataDir, extra string) string {
+	return fmt.Sprintf(`http://127.0.0.1:%d {
+	school_gateway %s {
+		issuer http://127.0.0.1:%d
+		data %s
+		catalog %s/catalog.json
+		mcp_connections on
+		metadata_documents {
+			allow_hosts *
+			allow_private_networks
+		}
+%s
+	}
+}
+`, port, upstream, port, dataDir, upstream, extra)
+}
+
+// startGateway runs Caddy with the given site blocks.
+func startGateway(t testing.TB, dir string, sites ...string) *gateway {
+	t.Helper()
+	g := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	g.config = filepath.Join(dir, "Caddyfile")
+	g.write(sites...)
+	g.proc = start(t, caddyBin, "run", "--config", g.config, "--adapter", "caddyfile")
+	for _, s := range sites {
+		origin := strings.TrimSpace(strings.SplitN(s, "{", 2)[0])
+		if g.URL == "" {
+			g.URL = origin
+		}
+		waitHTTP(t, origin+"/.well-known/oauth-authorization-server")
+	}
+	return g
+}
+
+func (g *gateway) write(sites ...string) {
+	cfg := fmt.Sprintf("{\n\tadmin %s\n\tstorage file_system %s\n}\n\n%s", g.AdminAddr,
+		filepath.Join(g.Dir, "caddy-storage"), strings.Join(sites, "\n"))
+	if err := os.WriteFile(g.config, []byte(cfg), 0o600); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// reload rewrites the Caddyfile and asks the running Caddy to load it.
+func (g *gateway) reload(sites ...string) {
+	g.t.Helper()
+	g.write(sites...)
+	out, err := exec.Command(caddyBin, "reload", "--config", g.config, "--adapter", "caddyfile",
+		"--address", g.AdminAddr).CombinedOutput()
+	if err != nil {
+		g.t.Fatalf("caddy reload: %v\n%s", err, out)
+	}
+}
+
+// get fetches a URL and returns status and body.
+func get(t testing.TB, url string) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, body
+}

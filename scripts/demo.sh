@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the gateway (Caddy with the schoolgate modules) in front of the
+# bundled demo school: http://127.0.0.1:8080, data under ./data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mkdir -p bin data
+echo "building caddy and the demo school (the first build takes a few minutes)..."
+go build -o bin/caddy ./cmd/caddy
+go build -o bin/demoschool ./cmd/demoschool
+
+bin/demoschool -listen "${SCHOOL_LISTEN:-127.0.0.1:9080}" &
+school=$!
+trap 'kill "$school" 2>/dev/null || true' EXIT INT TERM
+
+echo "demo school on http://127.0.0.1:9080, gateway on http://127.0.0.1:8080"
+echo "sign in as student@demo.school / student (member) or owner@demo.school / owner (operator)"
+bin/caddy run --config Caddyfile.example --adapter caddyfile
