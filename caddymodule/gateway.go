@@ -13,6 +13,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 func init() {
@@ -136,6 +138,9 @@ func (g *Gateway) Validate() error {
 	for _, r := range g.Rules {
 		if err := r.validate(); err != nil {
 			return err
+		}
+		if !policy.Covers(g.AdminPrefix, r.Path) {
+			return fmt.Errorf("rule %s %s: the path is not under admin_prefix %s, so the rule could never apply", r.Method, r.Path, g.AdminPrefix)
 		}
 	}
 	return nil

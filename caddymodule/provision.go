@@ -107,8 +107,12 @@ func (g *Gateway) vendorClients() []authserver.VendorClient {
 func (g *Gateway) policyRules() []policy.Rule {
 	out := make([]policy.Rule, 0, len(g.Rules))
 	for _, r := range g.Rules {
-		out = append(out, policy.Rule{Method: r.Method, Path: r.Path,
-			Requirement: policy.Requirement{Audience: r.Audience, Scopes: r.Scopes}})
+		pr := policy.Rule{Method: r.Method, Path: r.Path, Deny: r.Audience == "deny",
+			Requirement: policy.Requirement{Audience: r.Audience, Scopes: r.Scopes}}
+		if pr.Deny {
+			pr.Requirement = policy.Requirement{}
+		}
+		out = append(out, pr)
 	}
 	return out
 }

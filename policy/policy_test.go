@@ -85,6 +85,7 @@ func TestDecide(t *testing.T) {
 	p := &Policy{AdminPrefix: "/admin/api", Rules: []Rule{
 		{Method: "GET", Path: "/admin/api/reports/*", Requirement: Requirement{Scopes: []string{"analytics:read"}}},
 		{Method: "*", Path: "/admin/api/ping", Requirement: Requirement{}},
+		{Method: "DELETE", Path: "/admin/api/courses/*", Deny: true},
 	}}
 	tests := []struct {
 		method, path string
@@ -97,7 +98,8 @@ func TestDecide(t *testing.T) {
 		{"GET", "/admin/api/courses", Allow, []string{"courses:read"}, AudienceOperator},
 		{"HEAD", "/admin/api/courses/7", Allow, []string{"courses:read"}, AudienceOperator},
 		{"POST", "/admin/api/courses", Allow, []string{"courses:write"}, AudienceOperator},
-		{"DELETE", "/admin/api/Courses/7", Allow, []string{"courses:write"}, AudienceOperator},
+		{"DELETE", "/admin/api/Courses/7", Deny, nil, ""},
+		{"PUT", "/admin/api/Courses/7", Allow, []string{"courses:write"}, AudienceOperator},
 		{"PATCH", "/admin/api/membership-plans/1", Allow, []string{"membership_plans:write"}, AudienceOperator},
 		{"GET", "/admin/api/analytics", Allow, []string{"analytics:read"}, AudienceOperator},
 		{"POST", "/admin/api/analytics", Deny, nil, ""},

@@ -23,6 +23,8 @@ type Rule struct {
 	Method      string
 	Path        string
 	Requirement Requirement
+	// Deny refuses matching requests whatever the token.
+	Deny bool
 }
 
 // Decision is the outcome of matching a request against the policy.
@@ -67,6 +69,9 @@ func (p *Policy) Decide(method, escapedPath string) (Requirement, Decision) {
 	}
 	for _, r := range p.Rules {
 		if r.matches(method, n) {
+			if r.Deny {
+				return Requirement{}, Deny
+			}
 			req := r.Requirement
 			if req.Audience == "" {
 				req.Audience = AudienceOperator
@@ -106,6 +111,12 @@ func (r *Rule) matches(method, p string) bool {
 		return strings.HasPrefix(p, normalizePath(pre)) || p == strings.TrimSuffix(normalizePath(pre), "/")
 	}
 	return p == normalizePath(r.Path)
+}
+
+// Covers reports whether a rule path lies under the admin prefix, where
+// rules apply; a rule elsewhere could never match.
+func Covers(adminPrefix, rulePath string) bool {
+	return underPrefix(normalizePath(strings.TrimSuffix(rulePath, "*")), normalizePath(adminPrefix))
 }
 
 func underPrefix(p, prefix string) bool {
