@@ -185,3 +185,11 @@ func (k *Keys) KIDs() []string {
 	}
 	return out
 }
+
+// RotateKeys publishes a new signing key that signs after the configured
+// publish delay; the current key signs until then.
+func (s *Server) RotateKeys() (kid string, signFrom time.Time, err error) {
+	now := s.cfg.Now()
+	kid, err = s.keys.Rotate(now, s.cfg.KeyPublishDelay)
+	return kid, now.Add(s.cfg.KeyPublishDelay), err
+}

@@ -242,3 +242,53 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// Key rotation through Caddy's admin API: the new key is published at
+// once, the old one keeps signing until the publish delay has passed, and
+// both survive a reload.
+func TestKeyRotationThroughAdminAPI(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	block := siteBlock(port, sch.URL, filepath.Join(dir, "site"), "")
+	gw := startGateway(t, dir, block)
+	before := kids(t, gw.URL)
+
+	admin := "http://" + gw.AdminAddr
+	resp := postJSON(t, admin+"/schoolgate/keys/rotate", map[string]string{"issuer": gw.URL})
+	if resp.status != 200 {
+		t.Fatalf("rotate: %d %s", resp.status, resp.body)
+	}
+	newKID, _ := jsonOf(t, resp.body)["kid"].(string)
+	after := kids(t, gw.URL)
+	if len(after) != 2 || !slices.Contains(after, before[0]) || !slices.Contains(after, newKID) {
+		t.Fatalf("JWKS after rotation %v, want old %v and new %s", after, before, newKID)
+	}
+	// The old key still signs, so discovery keeps the ID-token fields.
+	_, _, body := get(t, gw.URL+"/.well-known/openid-configuration")
+	if jsonOf(t, body)["id_token_signing_alg_values_supported"] == nil {
+		t.Error("discovery dropped the ID-token fields during rotation")
+	}
+
+	gw.reload(block)
+	waitHTTP(t, gw.URL+"/.well-known/jwks.json")
+	if got := kids(t, gw.URL); !slices.Equal(got, after) {
+		t.Errorf("keys after reload %v, want %v", got, after)
+	}
+
+	_, _, sites := get(t, admin+"/schoolgate/sites")
+	if !strings.Contains(string(sites), gw.URL) {
+		t.Errorf("sites listing lacks %s: %s", gw.URL, sites)
+	}
+	for _, tc := range []struct {
+		body   any
+		status int
+	}{
+		{map[string]string{"issuer": "http://nowhere.example"}, 404},
+		{map[string]string{}, 400},
+	} {
+		if r := postJSON(t, admin+"/schoolgate/keys/rotate", tc.body); r.status != tc.status {
+			t.Errorf("rotate %v: %d, want %d (%s)", tc.body, r.status, tc.status, r.body)
+		}
+	}
+}

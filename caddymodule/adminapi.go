@@ -1,0 +1,140 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+func init() {
+	caddy.RegisterModule(adminAPI{})
+}
+
+// adminAPI adds operator endpoints to Caddy's admin API (which is local
+// and origin-checked by Caddy):
+//
+//	GET  /schoolgate/sites            the running schools, their keys and catalog
+//	POST /schoolgate/keys/rotate      {"issuer": "..."}: publish a new signing key
+//	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
+type adminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (adminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.schoolgate",
+		New: func() caddy.Module { return new(adminAPI) },
+	}
+}
+
+// Routes returns the admin routes.
+func (adminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{
+		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(handleSites)},
+		{Pattern: "/schoolgate/keys/rotate", Handler: caddy.AdminHandlerFunc(handleRotate)},
+		{Pattern: "/schoolgate/catalog/refresh", Handler: caddy.AdminHandlerFunc(handleCatalogRefresh)},
+	}
+}
+
+// runningApp finds the schoolgate app of the config being served now.
+func runningApp() (*App, error) {
+	app, err := caddy.ActiveContext().AppIfConfigured(appName)
+	if err != nil {
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school is configured")}
+	}
+	return app.(*App), nil
+}
+
+type siteStatus struct {
+	Issuer      string   `json:"issuer"`
+	Data        string   `json:"data"`
+	KeyIDs      []string `json:"key_ids"`
+	CanSign     bool     `json:"can_sign"`
+	CatalogFrom string   `json:"catalog,omitempty"`
+	Courses     int      `json:"courses"`
+}
+
+func handleSites(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
+	}
+	app, err := runningApp()
+	if err != nil {
+		return err
+	}
+	app.mu.Lock()
+	out := make([]siteStatus, 0, len(app.sites))
+	for _, s := range app.sites {
+		st := siteStatus{Issuer: s.as.Issuer(), Data: s.dataPath, KeyIDs: s.as.Keys().KIDs(),
+			CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog}
+		if idx := s.extras.catalog.Current(); idx != nil {
+			st.Courses = len(idx.Feed().Courses)
+		}
+		out = append(out, st)
+	}
+	app.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
+	return writeAdminJSON(w, out)
+}
+
+// siteFromBody reads {"issuer": "..."} from a POST and finds that school.
+func siteFromBody(r *http.Request) (*site, error) {
+	if r.Method != http.MethodPost {
+		return nil, caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use POST")}
+	}
+	var body struct {
+		Issuer string `json:"issuer"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil || body.Issuer == "" {
+		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`send {"issuer": "<the school's origin>"}`)}
+	}
+	app, err := runningApp()
+	if err != nil {
+		return nil, err
+	}
+	s, ok := app.Site(body.Issuer)
+	if !ok {
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", body.Issuer)}
+	}
+	return s, nil
+}
+
+func handleRotate(w http.ResponseWriter, r *http.Request) error {
+	s, err := siteFromBody(r)
+	if err != nil {
+		return err
+	}
+	kid, signFrom, err := s.as.RotateKeys()
+	if err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("rotating keys: %v", err)}
+	}
+	return writeAdminJSON(w, map[string]any{"kid": kid, "signs_from": signFrom.UTC().Format(time.RFC3339)})
+}
+
+func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
+	s, err := siteFromBody(r)
+	if err != nil {
+		return err
+	}
+	if s.gateway.Catalog == "" {
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("%s has no catalog option", s.as.Issuer())}
+	}
+	if err := s.extras.catalog.Refresh(r.Context(), s.gateway.Catalog); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusUnprocessableEntity, Err: fmt.Errorf("catalog import failed, the previous catalog keeps serving: %v", err)}
+	}
+	if err := s.rebuildDocs(); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+	}
+	return writeAdminJSON(w, map[string]any{"imported": true})
+}
+
+func writeAdminJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(v)
+}
+
+var _ caddy.AdminRouter = adminAPI{}
