@@ -28,7 +28,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	client, redirectURI, ok := s.authorizeClient(w, q)
+	client, redirectURI, ok := s.authorizeClient(w, r, q)
 	if !ok {
 		return
 	}
@@ -71,7 +71,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 
 // authorizeClient resolves the client and redirect URI. Failures here get
 // an error page, never a redirect: the redirect target is not trusted.
-func (s *Server) authorizeClient(w http.ResponseWriter, q url.Values) (*Client, string, bool) {
+func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.Values) (*Client, string, bool) {
 	for _, p := range []string{"client_id", "redirect_uri"} {
 		if len(q[p]) > 1 {
 			s.errorPage(w, http.StatusBadRequest, "The request repeats the "+p+" parameter.")
@@ -83,7 +83,12 @@ func (s *Server) authorizeClient(w http.ResponseWriter, q url.Values) (*Client, 
 		s.errorPage(w, http.StatusBadRequest, "The request has no client_id.")
 		return nil, "", false
 	}
-	client, err := s.client(clientID)
+	client, err := s.client(r.Context(), clientID)
+	var me *metadataError
+	if errors.As(err, &me) {
+		s.errorPage(w, http.StatusBadRequest, "invalid_client_metadata: "+me.msg)
+		return nil, "", false
+	}
 	if err != nil {
 		if !errors.Is(err, errUnknownClient) {
 			s.cfg.Logger.Error("client lookup failed", "error", err)

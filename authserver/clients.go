@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/url"
@@ -62,9 +63,12 @@ func vendorClients(vendors []VendorClient) map[string]*Client {
 var errUnknownClient = errors.New("unknown client")
 
 // client finds a client by id: configured vendors first, then the store.
-func (s *Server) client(id string) (*Client, error) {
+func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	if id == "" {
 		return nil, errUnknownClient
+	}
+	if isMetadataClientID(id) {
+		return s.metadataClient(ctx, id)
 	}
 	if c, ok := s.vendors[id]; ok {
 		return c, nil

@@ -31,6 +31,9 @@ type Config struct {
 	// KeyPublishDelay is how long a rotated key is published before it signs.
 	KeyPublishDelay time.Duration
 
+	// MetadataDocuments configures Client ID Metadata Documents.
+	MetadataDocuments MetadataDocumentsConfig
+
 	// SessionClient performs session lookups at the legacy site.
 	SessionClient *http.Client
 	Logger        *slog.Logger

@@ -46,7 +46,7 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*Client, 
 	if id == "" {
 		return nil, errInvalidClient("client_id is required")
 	}
-	c, err := s.client(id)
+	c, err := s.client(r.Context(), id)
 	if err != nil {
 		return nil, errInvalidClient("unknown client")
 	}

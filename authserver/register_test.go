@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -78,7 +79,7 @@ func TestLoopbackRegistrationIsIdempotentAndUsable(t *testing.T) {
 	if a["token_endpoint_auth_method"] != "none" {
 		t.Errorf("loopback clients are public: %v", a)
 	}
-	c, err := f.srv.client(a["client_id"].(string))
+	c, err := f.srv.client(context.Background(), a["client_id"].(string))
 	if err != nil || c.Audience != AudienceOperator {
 		t.Fatalf("client: %+v %v", c, err)
 	}

@@ -17,11 +17,12 @@ import (
 
 // Server is one site's authorization server.
 type Server struct {
-	cfg     Config
-	store   Store
-	keys    *Keys
-	vendors map[string]*Client
-	cache   *tokenCache
+	cfg      Config
+	store    Store
+	keys     *Keys
+	vendors  map[string]*Client
+	cache    *tokenCache
+	metadata *metadataResolver
 }
 
 // New builds the authorization server of a site on its store.
@@ -35,7 +36,7 @@ func New(cfg Config, store Store) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: store, keys: keys, vendors: vendorClients(cfg.Vendors),
-		cache: newTokenCache(16384)}
+		cache: newTokenCache(16384), metadata: newMetadataResolver(cfg.MetadataDocuments, cfg.Now)}
 	if err := s.initSettings(); err != nil {
 		return nil, err
 	}

@@ -42,18 +42,19 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	s := &site{gateway: g, store: store, dataPath: path,
 		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}}
 	s.as, err = authserver.New(authserver.Config{
-		Issuer:         g.Issuer,
-		SessionURL:     g.upstreamURL(g.SessionURL),
-		LoginURL:       g.LoginURL,
-		AdminPrefix:    g.AdminPrefix,
-		Vendors:        g.vendorClients(),
-		MCPConnections: g.MCPConnections,
-		CodeTTL:        time.Duration(g.CodeTTL),
-		AccessTTL:      time.Duration(g.AccessTTL),
-		RefreshTTL:     time.Duration(g.RefreshTTL),
-		RefreshGrace:   time.Duration(g.RefreshGrace),
-		SessionClient:  s.upstream,
-		Logger:         logger,
+		Issuer:            g.Issuer,
+		SessionURL:        g.upstreamURL(g.SessionURL),
+		LoginURL:          g.LoginURL,
+		AdminPrefix:       g.AdminPrefix,
+		Vendors:           g.vendorClients(),
+		MCPConnections:    g.MCPConnections,
+		CodeTTL:           time.Duration(g.CodeTTL),
+		AccessTTL:         time.Duration(g.AccessTTL),
+		RefreshTTL:        time.Duration(g.RefreshTTL),
+		RefreshGrace:      time.Duration(g.RefreshGrace),
+		SessionClient:     s.upstream,
+		MetadataDocuments: g.metadataDocuments(),
+		Logger:            logger,
 	}, store)
 	if err != nil {
 		_ = releaseStore(path)
@@ -102,6 +103,14 @@ func (g *Gateway) vendorClients() []authserver.VendorClient {
 			RedirectURIs: v.RedirectURIs, Audience: v.Audience, Scopes: v.Scopes, Secret: v.ClientSecret})
 	}
 	return out
+}
+
+func (g *Gateway) metadataDocuments() authserver.MetadataDocumentsConfig {
+	if g.MetadataDocuments == nil {
+		return authserver.MetadataDocumentsConfig{}
+	}
+	return authserver.MetadataDocumentsConfig{AllowHosts: g.MetadataDocuments.AllowHosts,
+		AllowPrivateNetworks: g.MetadataDocuments.AllowPrivateNetworks}
 }
 
 func (g *Gateway) policyRules() []policy.Rule {

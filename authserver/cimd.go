@@ -1,0 +1,315 @@
+package authserver
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// MetadataDocumentsConfig configures Client ID Metadata Documents: a
+// client_id that is an https URL names a JSON document describing the
+// client, which the server fetches.
+type MetadataDocumentsConfig struct {
+	// AllowHosts lists the hosts documents may come from; empty or "*"
+	// means any public host, "*.example.com" any subdomain.
+	AllowHosts []string
+	// AllowPrivateNetworks permits fetching from loopback and private
+	// addresses. For tests only.
+	AllowPrivateNetworks bool
+	// RootCAs overrides the system roots (tests); nil = system roots,
+	// which honour SSL_CERT_FILE.
+	RootCAs *x509.CertPool
+}
+
+// Limits of metadata-document fetching.
+const (
+	maxMetadataDocBytes = 16 << 10
+	metadataCacheTTL    = 5 * time.Minute
+	metadataFailureTTL  = 30 * time.Second
+	maxMetadataClients  = 10000
+)
+
+// metadataError is why a metadata document cannot be used; it becomes
+// invalid_client_metadata.
+type metadataError struct{ msg string }
+
+func (e *metadataError) Error() string { return e.msg }
+
+func metaErr(format string, args ...any) error {
+	return &metadataError{fmt.Sprintf(format, args...)}
+}
+
+// isMetadataClientID tells a metadata-document client_id from a
+// registered one: registered ids never contain "://", so any URL is
+// treated as a document (and an http one refused with a clear reason).
+func isMetadataClientID(id string) bool { return strings.Contains(id, "://") }
+
+type metadataDoc struct {
+	name         string
+	redirectURIs []string
+}
+
+type metadataEntry struct {
+	doc     *metadataDoc
+	err     error
+	expires time.Time
+}
+
+// metadataResolver fetches, validates and caches documents.
+type metadataResolver struct {
+	cfg    MetadataDocumentsConfig
+	client *http.Client
+	cache  *lru.Cache[string, metadataEntry]
+	now    func() time.Time
+}
+
+func newMetadataResolver(cfg MetadataDocumentsConfig, now func() time.Time) *metadataResolver {
+	cache, _ := lru.New[string, metadataEntry](1024)
+	return &metadataResolver{cfg: cfg, client: fetchClient(cfg.AllowPrivateNetworks, cfg.RootCAs),
+		cache: cache, now: now}
+}
+
+// metadataClient resolves a metadata-document client: the document gives
+// name and redirect URIs, the store keeps what the operator decided
+// (reviewed, scopes) and lets the admin area list the clients seen.
+func (s *Server) metadataClient(ctx context.Context, id string) (*Client, error) {
+	doc, err := s.metadata.resolve(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := s.store.GetClient(id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		n, err := s.store.CountClientsByKind(KindMetadata)
+		if err != nil {
+			return nil, err
+		}
+		if n >= maxMetadataClients {
+			return nil, metaErr("this school has reached its limit of metadata-document clients")
+		}
+		c := &Client{ID: id, Name: doc.name, Kind: KindMetadata, Audience: AudienceMember,
+			RedirectURIs: doc.redirectURIs, Scopes: DefaultMemberScopes, AuthMethod: "none",
+			IssuedAt: s.cfg.Now().UTC()}
+		return c, s.store.PutClient(c)
+	case err != nil:
+		return nil, err
+	case stored.Kind != KindMetadata:
+		return nil, errUnknownClient
+	}
+	if stored.Name != doc.name || !slices.Equal(stored.RedirectURIs, doc.redirectURIs) {
+		// Only a changed document costs a write.
+		stored.Name, stored.RedirectURIs = doc.name, doc.redirectURIs
+		if err := s.store.PutClient(stored); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
+}
+
+func (m *metadataResolver) resolve(ctx context.Context, id string) (*metadataDoc, error) {
+	now := m.now()
+	if e, ok := m.cache.Get(id); ok && now.Before(e.expires) {
+		return e.doc, e.err
+	}
+	u, err := m.checkURL(id)
+	if err != nil {
+		// A refused URL is never fetched, so caching it would only evict
+		// useful entries.
+		return nil, err
+	}
+	doc, ttl, err := m.fetch(ctx, u)
+	var me *metadataError
+	switch {
+	case err == nil:
+		m.cache.Add(id, metadataEntry{doc: doc, expires: now.Add(ttl)})
+	case errors.As(err, &me):
+		m.cache.Add(id, metadataEntry{err: err, expires: now.Add(metadataFailureTTL)})
+	}
+	return doc, err
+}
+
+// checkURL applies the rules for a client_id URL: https, a path, no
+// dot segments, fragment or credentials, and an allowed host.
+func (m *metadataResolver) checkURL(id string) (*url.URL, error) {
+	u, err := url.Parse(id)
+	switch {
+	case err != nil || len(id) > 2048:
+		return nil, metaErr("the client_id is not a valid URL")
+	case u.Scheme != "https" || u.Host == "" || u.Opaque != "":
+		return nil, metaErr("a metadata-document client_id must be an https URL")
+	case u.User != nil || u.Fragment != "" || strings.Contains(id, "#"):
+		return nil, metaErr("a metadata-document client_id must not carry credentials or a fragment")
+	case u.Path == "" || u.Path == "/":
+		return nil, metaErr("a metadata-document client_id must have a path")
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
+			return nil, metaErr("a metadata-document client_id must not contain dot segments")
+		}
+	}
+	if !m.hostAllowed(u.Hostname()) {
+		return nil, metaErr("this school does not accept metadata documents from %s", u.Hostname())
+	}
+	return u, nil
+}
+
+func (m *metadataResolver) hostAllowed(host string) bool {
+	if len(m.cfg.AllowHosts) == 0 {
+		return true
+	}
+	host = strings.ToLower(host)
+	for _, h := range m.cfg.AllowHosts {
+		h = strings.ToLower(h)
+		switch {
+		case h == "*", h == host:
+			return true
+		case strings.HasPrefix(h, "*.") && strings.HasSuffix(host, h[1:]):
+			return true
+		}
+	}
+	return false
+}
+
+func (m *metadataResolver) fetch(ctx context.Context, u *url.URL) (*metadataDoc, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, 0, metaErr("the client_id is not a valid URL")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := m.client.Do(req)
+	if err != nil {
+		if errors.Is(err, errBlockedAddress) {
+			return nil, 0, metaErr("the metadata document's host resolves to an address this school does not fetch from")
+		}
+		return nil, 0, metaErr("the metadata document could not be fetched: %s", fetchFailure(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, metaErr("fetching the metadata document answered HTTP %d", resp.StatusCode)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return nil, 0, metaErr("the metadata document must be served as application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataDocBytes+1))
+	if err != nil {
+		return nil, 0, metaErr("the metadata document could not be read")
+	}
+	if len(body) > maxMetadataDocBytes {
+		return nil, 0, metaErr("the metadata document is larger than %d bytes", maxMetadataDocBytes)
+	}
+	doc, err := parseMetadataDoc(body, u)
+	if err != nil {
+		return nil, 0, err
+	}
+	return doc, documentTTL(resp.Header.Get("Cache-Control")), nil
+}
+
+// fetchFailure names a network failure without echoing internals.
+func fetchFailure(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Timeout() {
+		return "timed out"
+	}
+	if strings.Contains(err.Error(), "redirects are not followed") {
+		return "it redirects, and redirects are not followed"
+	}
+	if strings.Contains(err.Error(), "certificate") {
+		return "TLS certificate not trusted"
+	}
+	return "connection failed"
+}
+
+// documentTTL honours a max-age within sane bounds.
+func documentTTL(cc string) time.Duration {
+	for _, d := range strings.Split(cc, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(d), "=")
+		if !strings.EqualFold(k, "max-age") {
+			continue
+		}
+		var secs int
+		if _, err := fmt.Sscanf(v, "%d", &secs); err == nil {
+			return min(max(time.Duration(secs)*time.Second, time.Minute), time.Hour)
+		}
+	}
+	return metadataCacheTTL
+}
+
+// parseMetadataDoc validates a document against the URL it came from.
+func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
+	var raw struct {
+		ClientID      string          `json:"client_id"`
+		ClientName    string          `json:"client_name"`
+		RedirectURIs  json.RawMessage `json:"redirect_uris"`
+		AuthMethod    string          `json:"token_endpoint_auth_method"`
+		ClientSecret  *string         `json:"client_secret"`
+		GrantTypes    []string        `json:"grant_types"`
+		ResponseTypes []string        `json:"response_types"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, metaErr("the metadata document is not a valid JSON object")
+	}
+	if dec.More() {
+		return nil, metaErr("the metadata document has data after its JSON object")
+	}
+	if raw.ClientID != from.String() {
+		return nil, metaErr("the metadata document's client_id must equal its URL %s", from)
+	}
+	if raw.ClientSecret != nil {
+		return nil, metaErr("a metadata document must not contain a client_secret")
+	}
+	if raw.AuthMethod != "" && raw.AuthMethod != "none" {
+		return nil, metaErr("metadata-document clients are public: token_endpoint_auth_method must be none")
+	}
+	if len(raw.GrantTypes) > 0 && !slices.Contains(raw.GrantTypes, "authorization_code") {
+		return nil, metaErr("grant_types must include authorization_code")
+	}
+	if len(raw.ResponseTypes) > 0 && !slices.Contains(raw.ResponseTypes, "code") {
+		return nil, metaErr("response_types must include code")
+	}
+	var uris []string
+	if err := json.Unmarshal(raw.RedirectURIs, &uris); err != nil || len(uris) == 0 || len(uris) > 20 {
+		return nil, metaErr("redirect_uris must be an array of 1 to 20 URIs")
+	}
+	for _, ru := range uris {
+		if err := checkMetadataRedirect(ru, from.Hostname()); err != nil {
+			return nil, err
+		}
+	}
+	name := strings.TrimSpace(raw.ClientName)
+	if name == "" {
+		name = from.Hostname()
+	}
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return &metadataDoc{name: name, redirectURIs: uris}, nil
+}
+
+// checkMetadataRedirect applies the seed: a redirect URI must be under
+// the document's host or a loopback address.
+func checkMetadataRedirect(raw, docHost string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Fragment != "" || strings.Contains(raw, "#") || u.User != nil || u.Host == "" {
+		return metaErr("redirect URI %q is not an absolute URI without fragment", raw)
+	}
+	switch {
+	case isLoopbackRedirect(u):
+		return nil
+	case u.Scheme == "https" && strings.EqualFold(u.Hostname(), docHost):
+		return nil
+	}
+	return metaErr("redirect URI %q must be on %s or a loopback address", raw, docHost)
+}
