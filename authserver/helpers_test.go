@@ -40,7 +40,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	store *BoltStore
 	clock *clock
@@ -56,7 +56,7 @@ const (
 	opsRedirect    = "http://127.0.0.1:5555/cb"
 )
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie("session")
@@ -158,7 +158,7 @@ func (f *fixture) consent(rec *httptest.ResponseRecorder, person, decision strin
 }
 
 // redirectParams parses a redirect's query.
-func redirectParams(t *testing.T, rec *httptest.ResponseRecorder, prefix string) url.Values {
+func redirectParams(t testing.TB, rec *httptest.ResponseRecorder, prefix string) url.Values {
 	t.Helper()
 	loc := rec.Header().Get("Location")
 	if rec.Code != http.StatusFound && rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, prefix) {
