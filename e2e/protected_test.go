@@ -176,3 +176,26 @@ func TestProtectedResources(t *testing.T) {
 		t.Errorf("site B token: %d %s", r.status, r.body)
 	}
 }
+
+// An unreachable legacy server is a clean 502 after the token check,
+// never a hang or an empty answer.
+func TestUpstreamDownIsBadGateway(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
+	clients := vendorBlock("Member App", "member-app", redirect, "member", "openid account:read")
+	block := siteBlock(port, sch.URL, filepath.Join(dir, "a"), clients)
+	gw := startGateway(t, dir, block)
+	member := tokenFor(t, gw.URL, "member-app", redirect, "openid account:read", "student@demo.school", "student")
+
+	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	gw.reload(strings.ReplaceAll(block, "school_gateway "+sch.URL, "school_gateway "+dead))
+	waitHTTP(t, gw.URL+"/.well-known/jwks.json")
+	if r := call(t, "POST", gw.URL+"/account/graphql", member.AccessToken, viewerQuery, nil); r.status != http.StatusBadGateway {
+		t.Errorf("account API with the upstream down: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", gw.URL+"/account/graphql", "", viewerQuery, nil); r.status != 401 {
+		t.Errorf("the token check must come first: %d", r.status)
+	}
+}
