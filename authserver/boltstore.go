@@ -387,6 +387,37 @@ func (s *BoltStore) RevokeGrant(id string) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return revokeGrant(tx, id) })
 }
 
+// RevokeClientGrants implements Store. Grants are not indexed by client;
+// the scan only runs when an operator deletes a client.
+func (s *BoltStore) RevokeClientGrants(clientID string) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketGrants)
+		var ids []string
+		err := b.ForEach(func(k, v []byte) error {
+			var g Grant
+			if err := json.Unmarshal(v, &g); err != nil {
+				return err
+			}
+			if g.ClientID == clientID && !g.Revoked {
+				ids = append(ids, string(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := revokeGrant(tx, id); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
+
 // PurgeExpired implements Store.
 func (s *BoltStore) PurgeExpired(before time.Time) error {
 	return s.db.Update(func(tx *bolt.Tx) error {

@@ -15,6 +15,10 @@ const (
 	PathRevoke            = "/api/oauth/revoke"
 	PathIntrospect        = "/api/oauth/introspect"
 	PathRegister          = "/api/oauth/register"
+	// PathAdmin is the operator's admin area (Developers → OAuth
+	// applications): same-origin HTML pages, no CORS.
+	PathAdmin             = "/oauth/admin"
+	PathAdminApplications = PathAdmin + "/applications"
 )
 
 // Owns reports whether a path belongs to the authorization server, either
@@ -25,7 +29,7 @@ func Owns(path string) bool {
 	case PathJWKS, PathOIDCConfig, PathAuthorize, PathConsent:
 		return true
 	}
-	return strings.HasPrefix(path, "/.well-known/oauth-") ||
+	return isAdminPath(path) || strings.HasPrefix(path, "/.well-known/oauth-") ||
 		strings.HasPrefix(path, "/api/oauth/") || path == "/api/oauth" ||
 		strings.HasPrefix(path, "/.well-known/openid-configuration")
 }

@@ -77,6 +77,12 @@ func (s *Server) Keys() *Keys { return s.keys }
 
 // ServeHTTP serves every path Owns reports; unknown ones get a JSON 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isAdminPath(r.URL.Path) {
+		// The admin area is same-origin HTML behind the site's cookies:
+		// no CORS, its own security headers and CSRF checks.
+		s.handleAdmin(w, r)
+		return
+	}
 	cors := r.URL.Path != PathAuthorize && r.URL.Path != PathConsent
 	if cors {
 		setCORS(w)

@@ -53,6 +53,9 @@ type Store interface {
 	RotateRefresh(hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error
 	RevokeToken(hash string) error
 	RevokeGrant(id string) error
+	// RevokeClientGrants revokes every grant of a client, so the tokens of
+	// a deleted client stop working at once. It returns how many it revoked.
+	RevokeClientGrants(clientID string) (int, error)
 	// PurgeExpired deletes codes, pending requests and tokens that expired
 	// before the given time.
 	PurgeExpired(before time.Time) error

@@ -91,9 +91,9 @@ func TestProtectedResources(t *testing.T) {
 
 	tests := []struct {
 		name, method, path, token, body string
-		hdr                              map[string]string
-		status                           int
-		errCode, scope                   string
+		hdr                             map[string]string
+		status                          int
+		errCode, scope                  string
 	}{
 		{"member reads own account", "POST", "/account/graphql", member.AccessToken, viewerQuery, nil, 200, "", ""},
 		{"no token", "POST", "/account/graphql", "", viewerQuery, nil, 401, "invalid_token", ""},

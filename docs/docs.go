@@ -1,0 +1,202 @@
+// Package docs renders a school's machine-readable documents from its real
+// configuration and catalog: /openapi.json (OpenAPI 3.0.3 for the origin),
+// /auth.md (the authentication walkthrough with this site's URLs),
+// /llms.txt (the llmstxt.org content index) and /pricing.md (what the site
+// sells). Build renders all four once; Set serves the stored bytes with
+// strong ETags, so a request never renders anything.
+package docs
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schoolgate/schoolgate/catalog"
+)
+
+// The paths of the documents on the site origin.
+const (
+	PathOpenAPI = "/openapi.json"
+	PathAuth    = "/auth.md"
+	PathLLMs    = "/llms.txt"
+	PathPricing = "/pricing.md"
+)
+
+// pathMCP is where the site's MCP server answers (the Caddy adapter mounts
+// it there; the mcpserver package is not imported for one constant).
+const pathMCP = "/mcp"
+
+// Content types. llms.txt is Markdown by the llmstxt.org convention, but it
+// is served as text/plain: the .txt name promises plain text, browsers show
+// text/plain inline instead of offering a download, and agent fetchers that
+// accept only text/* types for a .txt file all accept text/plain. The .md
+// documents use the registered text/markdown (RFC 7763).
+const (
+	typeJSON     = "application/json"
+	typeMarkdown = "text/markdown; charset=utf-8"
+	typeText     = "text/plain; charset=utf-8"
+)
+
+// Site is the configuration the documents describe.
+type Site struct {
+	// Issuer is the site's origin: issuer, resource and server URL.
+	Issuer string
+	// SchoolName titles the documents.
+	SchoolName string
+	// AdminPrefix is where the operator admin API lives ("" for none).
+	AdminPrefix string
+	// Scopes are every scope of the seed's table, in its order.
+	Scopes []string
+	// ProtectedResourceScopes are what a member client requests.
+	ProtectedResourceScopes []string
+	// MCPConnections reports whether the beta feature "MCP connections" is
+	// on, i.e. operators can create member applications.
+	MCPConnections bool
+}
+
+// Set is the rendered documents of one site. It is immutable once built
+// and safe for concurrent use.
+type Set struct {
+	docs map[string]*document
+}
+
+// document is one rendered body with the headers that depend on it.
+type document struct {
+	body          []byte
+	contentType   string
+	etag          string
+	contentLength string
+}
+
+// Build renders the four documents for a site. feed may be nil when no
+// catalog has been imported yet. now decides which events are still ahead
+// (past events are not offered for sale).
+func Build(s Site, feed *catalog.Feed, now time.Time) (*Set, error) {
+	site, err := normalizeSite(s)
+	if err != nil {
+		return nil, err
+	}
+	openapi, err := renderOpenAPI(site)
+	if err != nil {
+		return nil, fmt.Errorf("openapi.json: %w", err)
+	}
+	set := &Set{docs: map[string]*document{
+		PathOpenAPI: newDocument(openapi, typeJSON),
+		PathAuth:    newDocument([]byte(renderAuth(site)), typeMarkdown),
+		PathLLMs:    newDocument([]byte(renderLLMs(site, feed, now)), typeText),
+		PathPricing: newDocument([]byte(renderPricing(site, feed, now)), typeMarkdown),
+	}}
+	return set, nil
+}
+
+func newDocument(body []byte, contentType string) *document {
+	sum := sha256.Sum256(body)
+	return &document{
+		body:          body,
+		contentType:   contentType,
+		etag:          `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`,
+		contentLength: strconv.Itoa(len(body)),
+	}
+}
+
+// normalizeSite checks the configuration and puts it in the one form the
+// renderers use: an issuer without a trailing slash, an admin prefix with a
+// leading and no trailing slash, a school name.
+func normalizeSite(s Site) (Site, error) {
+	u, err := url.Parse(s.Issuer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
+		return Site{}, fmt.Errorf("issuer %q is not an http(s) origin", s.Issuer)
+	}
+	s.Issuer = u.Scheme + "://" + u.Host
+	if len(s.Scopes) == 0 {
+		return Site{}, errors.New("no scopes configured")
+	}
+	if len(s.ProtectedResourceScopes) == 0 {
+		return Site{}, errors.New("no protected-resource scopes configured")
+	}
+	p := strings.Trim(strings.TrimSpace(s.AdminPrefix), "/")
+	if p != "" {
+		p = "/" + p
+	}
+	if strings.ContainsAny(p, "{}?#`|<>\"\\ \t\r\n") {
+		return Site{}, fmt.Errorf("admin prefix %q is not a plain path", s.AdminPrefix)
+	}
+	s.AdminPrefix = p
+	s.SchoolName = cleanText(s.SchoolName)
+	if s.SchoolName == "" {
+		s.SchoolName = s.Issuer
+	}
+	return s, nil
+}
+
+// Owns reports whether path is one of the documents.
+func (s *Set) Owns(path string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.docs[path]
+	return ok
+}
+
+// ServeHTTP answers GET and HEAD for the documents with the stored body.
+// Any other method gets 405; a path that is not a document gets 404.
+func (s *Set) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("X-Content-Type-Options", "nosniff")
+	var d *document
+	if s != nil {
+		d = s.docs[r.URL.Path]
+	}
+	if d == nil {
+		writeJSONError(w, http.StatusNotFound, "not_found", "no such document")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		writeJSONError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET or HEAD")
+		return
+	}
+	h.Set("ETag", d.etag)
+	h.Set("Cache-Control", "public, max-age=300")
+	if noneMatch(r.Header.Values("If-None-Match"), d.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", d.contentType)
+	h.Set("Content-Length", d.contentLength)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(d.body)
+	}
+}
+
+// noneMatch reports whether an If-None-Match header matches etag, using
+// the weak comparison RFC 9110 §13.1.2 prescribes for this header.
+func noneMatch(values []string, etag string) bool {
+	opaque := strings.TrimPrefix(etag, "W/")
+	for _, v := range values {
+		for tag := range strings.SplitSeq(v, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == opaque {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func writeJSONError(w http.ResponseWriter, status int, code, desc string) {
+	h := w.Header()
+	h.Set("Content-Type", typeJSON)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, "{\"error\":%q,\"error_description\":%q}\n", code, desc)
+}

@@ -1,0 +1,120 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// maxBodyBytes caps a JSON-RPC request. Tool arguments are a query or a
+// slug; a megabyte is far more than any honest client sends, and mcp-go
+// reads the whole body into memory.
+const maxBodyBytes = 1 << 20
+
+// CORS answers. Mcp-Method and Mcp-Name are required request headers from
+// protocol version 2026-07-28 on, so browser clients of that version need
+// them allowed too. No Allow-Credentials: tokens are bearer headers, and
+// nothing at /mcp may be reachable with a browser's cookies.
+const (
+	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
+	corsAllowHeaders  = "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	corsExposeHeaders = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
+	corsMaxAge        = "7200" // Chromium's ceiling
+	allowedMethods    = "POST, OPTIONS"
+)
+
+// edge is the HTTP layer in front of mcp-go: DNS-rebinding protection,
+// CORS, the body cap and the methods a stateless server answers.
+type edge struct {
+	site siteOrigin
+	next http.Handler
+}
+
+func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Add("Vary", "Origin")
+	origin, hasOrigin := r.Header.Get("Origin"), len(r.Header.Values("Origin")) > 0
+	if hasOrigin && !e.site.allowOrigin(origin) {
+		writeRPCError(w, http.StatusForbidden, codeInvalidRequest,
+			fmt.Sprintf("Origin %q may not call this MCP server (DNS-rebinding protection); allowed are %s, https origins and loopback origins", clipString(origin), e.site.origin))
+		return
+	}
+	if !e.site.allowHost(r.Host) {
+		writeRPCError(w, http.StatusForbidden, codeInvalidRequest,
+			fmt.Sprintf("Host %q is not this site (%s)", clipString(r.Host), e.site.origin))
+		return
+	}
+	if hasOrigin {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+	}
+
+	switch r.Method {
+	case http.MethodPost:
+		if err := capBody(w, r); err != nil {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, err.Error())
+			return
+		}
+		e.next.ServeHTTP(w, r)
+	case http.MethodOptions:
+		if hasOrigin {
+			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Max-Age", corsMaxAge)
+		}
+		h.Set("Allow", allowedMethods)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		// A stateless server has no stream to offer on GET and no session
+		// to end on DELETE. Stock clients (the TypeScript SDK's
+		// StreamableHTTPClientTransport among them) treat 405 on GET as
+		// "no server-initiated stream" and carry on over POST.
+		h.Set("Allow", allowedMethods)
+		writeRPCError(w, http.StatusMethodNotAllowed, codeInvalidRequest,
+			r.Method+" is not supported: this MCP server is stateless, send JSON-RPC messages with POST")
+	}
+}
+
+// capBody reads the body up to the cap and puts it back for mcp-go.
+func capBody(w http.ResponseWriter, r *http.Request) error {
+	tooLarge := fmt.Errorf("request body is larger than %d bytes", maxBodyBytes)
+	if r.ContentLength > maxBodyBytes {
+		return tooLarge
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge
+	}
+	// Other read errors (a client that hung up) are left for mcp-go to
+	// report as it does for any unreadable body.
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	return nil
+}
+
+// JSON-RPC error codes used at the edge.
+const codeInvalidRequest = -32600
+
+// writeRPCError answers with a JSON-RPC error object, the shape every MCP
+// client can show, even for failures outside JSON-RPC proper.
+func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      nil,
+		"error":   map[string]any{"code": code, "message": msg},
+	})
+}
+
+// clipString keeps attacker-sized header values out of responses and logs.
+func clipString(s string) string {
+	const n = 100
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

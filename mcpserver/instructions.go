@@ -1,0 +1,22 @@
+package mcpserver
+
+import "fmt"
+
+// instructions is what an agent reads first: which school this is, what
+// it can do without signing in, and exactly how to sign in for more.
+func (s *mcpServer) instructions() string {
+	o := s.opts
+	return fmt.Sprintf(`This is the MCP server of %[1]s (%[2]s), an online course school.
+
+Public tools, no sign-in needed: search_catalog finds courses, events, membership plans and digital products; get_course returns one course in full; list_events lists dated events such as workshops and webinars; list_membership_plans lists the subscription plans. Prices are amounts in the main unit of the given currency (49 with EUR means 49.00 euros); an item without a price has none published. Every item has a url: send people there to buy, book or enrol.
+
+Member tools: my_enrollments (the signed-in member's courses, access and progress) and account_query (read-only GraphQL against the member's own Account API) are available once the client signs in with OAuth 2.0. The protected resource metadata at %[3]s names the authorization server; use the authorization code flow with PKCE, resource=%[2]s and scope account:read, then send the access token as "Authorization: Bearer <token>" with every request to this endpoint.`,
+		o.SiteName, o.Origin, o.ResourceMetadataURL)
+}
+
+// signInNeeded is the tool error for a member tool called anonymously,
+// e.g. by a client that cached a member's tool list.
+func (s *mcpServer) signInNeeded(tool string) string {
+	return fmt.Sprintf("%s needs a signed-in member of %s. Sign in with OAuth 2.0: the protected resource metadata at %s names the authorization server; request resource=%s and scope account:read, then call %s again with the header \"Authorization: Bearer <access token>\".",
+		tool, s.opts.SiteName, s.opts.ResourceMetadataURL, s.opts.Origin, tool)
+}

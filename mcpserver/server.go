@@ -1,0 +1,126 @@
+// Package mcpserver is a school's MCP server at /mcp: public catalog tools
+// for anyone, member tools for a signed-in member, over Streamable HTTP.
+// It is plain net/http on top of mcp-go; the Caddy module mounts it and
+// does the token validation in front of it.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/schoolgate/schoolgate/catalog"
+)
+
+// serverName and serverVersion identify the implementation in
+// initialize; the school's name goes into the title.
+const (
+	serverName    = "schoolgate"
+	serverVersion = "1.0.0"
+)
+
+// AccountFunc runs a GraphQL query at the school's Account API as the
+// member id and returns the raw GraphQL response.
+type AccountFunc func(ctx context.Context, id *Identity, query string, variables map[string]any) (json.RawMessage, error)
+
+// Options configure a school's MCP server.
+type Options struct {
+	// SiteName is the school's name, shown to agents.
+	SiteName string
+	// Origin is the site's public origin: the OAuth resource, and the
+	// only non-https, non-loopback origin browsers may call from.
+	Origin string
+	// ResourceMetadataURL is the RFC 9728 protected resource metadata
+	// document that tells a client how to sign in.
+	ResourceMetadataURL string
+	// Catalog returns the current catalog; it may return nil before the
+	// first import.
+	Catalog func() *catalog.Index
+	// Account runs a query at the upstream Account API with the member's
+	// identity.
+	Account AccountFunc
+	// Logf logs operational problems (upstream failures, panics).
+	Logf func(format string, args ...any)
+}
+
+type mcpServer struct {
+	opts Options
+	site siteOrigin
+}
+
+// New returns the /mcp handler.
+//
+// It runs mcp-go's Streamable HTTP transport in stateless mode: no session
+// is created at initialize and none is looked up afterwards, so any of
+// several gateway instances behind a load balancer can answer any request
+// of a conversation, and a restart loses nothing. Nothing the tools do
+// needs a session: the identity comes with each request's token and the
+// catalog is the same on every instance.
+func New(o Options) (http.Handler, error) {
+	s, err := newMCPServer(o)
+	if err != nil {
+		return nil, err
+	}
+	return s.handler(), nil
+}
+
+func newMCPServer(o Options) (*mcpServer, error) {
+	if o.Origin == "" {
+		return nil, errors.New("mcpserver: Origin is required")
+	}
+	site, err := parseSiteOrigin(o.Origin)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %v", err)
+	}
+	o.Origin = strings.TrimRight(o.Origin, "/")
+	if o.SiteName == "" {
+		o.SiteName = o.Origin
+	}
+	if o.ResourceMetadataURL == "" {
+		o.ResourceMetadataURL = o.Origin + "/.well-known/oauth-protected-resource"
+	}
+	if o.Catalog == nil {
+		o.Catalog = func() *catalog.Index { return nil }
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return &mcpServer{opts: o, site: site}, nil
+}
+
+func (s *mcpServer) handler() http.Handler {
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(hideMemberTools)
+	core := server.NewMCPServer(serverName, serverVersion,
+		server.WithTitle(s.opts.SiteName),
+		server.WithInstructions(s.instructions()),
+		server.WithToolCapabilities(false),
+		server.WithHooks(hooks),
+		server.WithToolHandlerMiddleware(s.guard),
+	)
+	s.addTools(core)
+	transport := server.NewStreamableHTTPServer(core,
+		server.WithStateLess(true),
+		// mcp-go's own rebinding guard refuses loopback connections whose
+		// Host is not literally localhost, which is every request Caddy
+		// proxies on the same machine; the edge does the check instead,
+		// knowing the site's real origin.
+		server.WithDisableLocalhostProtection(true),
+		server.WithStreamableHTTPLogger(slog.New(slog.NewTextHandler(logfWriter(s.opts.Logf), nil))),
+	)
+	return &edge{site: s.site, next: transport}
+}
+
+// logfWriter sends mcp-go's transport log lines to Options.Logf.
+type logfWriter func(format string, args ...any)
+
+func (f logfWriter) Write(p []byte) (int, error) {
+	f("mcp: %s", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
