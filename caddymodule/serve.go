@@ -26,6 +26,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	if policy.IsProtected(path, g.AdminPrefix) {
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			writePreflight(w)
+			return nil
+		}
 		return s.serveProtected(w, r, next)
 	}
 	stripBearer(r.Header)
@@ -49,6 +53,18 @@ func (s *site) serveProtected(w http.ResponseWriter, r *http.Request, next caddy
 	r.Header.Del("Authorization")
 	setIdentity(r, tok)
 	return next.ServeHTTP(w, r)
+}
+
+// writePreflight lets browser clients call the protected resources with a
+// bearer token; no cookies are involved, so any origin may.
+func writePreflight(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // writePolicyDenial answers a request the policy refuses outright.

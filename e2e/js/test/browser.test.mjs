@@ -251,14 +251,9 @@ describe('a browser-based client on another origin (CORS)', () => {
     }
   });
 
-  // A JSON POST from another origin needs a CORS preflight. The gateway
-  // sets CORS on the Account API's 401/403 so that browser clients can find
-  // the metadata, but the preflight (OPTIONS without a token) is answered
-  // 405 with a Bearer challenge, so the browser blocks the request before
-  // any challenge can be read. Reported; not a seed requirement, hence todo.
-  test('the Account API can be called from a browser on another origin (preflight)', {
-    todo: 'OPTIONS /account/graphql answers 405 invalid_request instead of a CORS preflight response',
-  }, async () => {
+  // A JSON POST from another origin needs a CORS preflight; the gateway
+  // answers it so browser clients can read the challenge and the data.
+  test('the Account API can be called from a browser on another origin (preflight)', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     try {
