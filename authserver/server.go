@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // Server is one site's authorization server.
@@ -126,14 +128,7 @@ func (s *Server) getOnly(w http.ResponseWriter, r *http.Request, h http.HandlerF
 
 // setCORS lets browser-based clients read the endpoints' answers. None of
 // them relies on cookies, so a wildcard origin is safe.
-func setCORS(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version")
-	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
-	h.Set("Access-Control-Max-Age", "600")
-}
+func setCORS(w http.ResponseWriter) { policy.AllowCORS(w.Header(), "GET, POST, OPTIONS") }
 
 // RunJanitor deletes expired codes, pending requests and tokens every
 // interval until ctx ends.

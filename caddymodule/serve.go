@@ -58,12 +58,7 @@ func (s *site) serveProtected(w http.ResponseWriter, r *http.Request, next caddy
 // writePreflight lets browser clients call the protected resources with a
 // bearer token; no cookies are involved, so any origin may.
 func writePreflight(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
-	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
-	h.Set("Access-Control-Max-Age", "600")
+	policy.AllowCORS(w.Header(), "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -3,6 +3,7 @@ package docs
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/schoolgate/schoolgate/policy"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,29 +18,8 @@ const testIssuer = "https://school.example"
 // testNow is between the sample feed's past and upcoming events.
 var testNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-var testScopes = []string{
-	"openid", "profile", "email",
-	"courses:read", "courses:write",
-	"students:read", "students:write",
-	"members:read", "members:write",
-	"analytics:read",
-	"curriculum:read", "curriculum:write",
-	"orders:read",
-	"school:read", "school:write",
-	"appearance:read", "appearance:write",
-	"events:read", "events:write",
-	"membership_plans:read", "membership_plans:write",
-	"coupons:read", "coupons:write",
-	"posts:read", "posts:write",
-	"subscriptions:read", "subscriptions:write",
-	"digital_products:read", "digital_products:write",
-	"comments:read",
-	"lecturers:read", "lecturers:write",
-	"storage:write",
-	"forms:read",
-	"pages:read", "pages:write",
-	"account:read", "account:write",
-}
+// testScopes is the seed's table, from the one place that holds it.
+var testScopes = policy.AllScopes
 
 func testSite() Site {
 	return Site{

@@ -59,8 +59,7 @@ func (c *Challenge) Write(w http.ResponseWriter) {
 	h.Set("WWW-Authenticate", c.Header())
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	AllowCORS(h, "")
 	body := map[string]string{"error": c.Error, "error_description": c.Description}
 	if c.Scope != "" {
 		body["scope"] = c.Scope
@@ -110,4 +109,18 @@ func ParseChallenge(v string) (map[string]string, error) {
 		rest = strings.TrimSpace(strings.TrimPrefix(after, ","))
 	}
 	return out, nil
+}
+
+// AllowCORS opens a response to browser clients of any origin: the
+// gateway's APIs authenticate with bearer tokens, never cookies, so no
+// origin gains anything it could not do without a browser. methods, when
+// set, answers a preflight.
+func AllowCORS(h http.Header, methods string) {
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	if methods != "" {
+		h.Set("Access-Control-Allow-Methods", methods)
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version")
+		h.Set("Access-Control-Max-Age", "600")
+	}
 }
