@@ -36,7 +36,6 @@ type MetadataDocumentsConfig struct {
 const (
 	maxMetadataDocBytes = 16 << 10
 	metadataCacheTTL    = 5 * time.Minute
-	metadataFailureTTL  = 30 * time.Second
 	maxMetadataClients  = 10000
 )
 
@@ -62,7 +61,6 @@ type metadataDoc struct {
 
 type metadataEntry struct {
 	doc     *metadataDoc
-	err     error
 	expires time.Time
 }
 
@@ -120,23 +118,21 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*Client, error)
 func (m *metadataResolver) resolve(ctx context.Context, id string) (*metadataDoc, error) {
 	now := m.now()
 	if e, ok := m.cache.Get(id); ok && now.Before(e.expires) {
-		return e.doc, e.err
+		return e.doc, nil
 	}
 	u, err := m.checkURL(id)
 	if err != nil {
-		// A refused URL is never fetched, so caching it would only evict
-		// useful entries.
 		return nil, err
 	}
+	// Failures are never cached: a client developer who fixes a document
+	// sees the fix on the next attempt, and a transient outage does not
+	// outlive itself.
 	doc, ttl, err := m.fetch(ctx, u)
-	var me *metadataError
-	switch {
-	case err == nil:
-		m.cache.Add(id, metadataEntry{doc: doc, expires: now.Add(ttl)})
-	case errors.As(err, &me):
-		m.cache.Add(id, metadataEntry{err: err, expires: now.Add(metadataFailureTTL)})
+	if err != nil {
+		return nil, err
 	}
-	return doc, err
+	m.cache.Add(id, metadataEntry{doc: doc, expires: now.Add(ttl)})
+	return doc, nil
 }
 
 // checkURL applies the rules for a client_id URL: https, a path, no
@@ -247,15 +243,16 @@ func documentTTL(cc string) time.Duration {
 }
 
 // parseMetadataDoc validates a document against the URL it came from.
+// grant_types and response_types are not read: such a client only ever
+// gets the authorization code flow (with refresh), so a document listing
+// other grants as well is usable and the others are simply not offered.
 func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 	var raw struct {
-		ClientID      string          `json:"client_id"`
-		ClientName    string          `json:"client_name"`
-		RedirectURIs  json.RawMessage `json:"redirect_uris"`
-		AuthMethod    string          `json:"token_endpoint_auth_method"`
-		ClientSecret  *string         `json:"client_secret"`
-		GrantTypes    []string        `json:"grant_types"`
-		ResponseTypes []string        `json:"response_types"`
+		ClientID     string          `json:"client_id"`
+		ClientName   string          `json:"client_name"`
+		RedirectURIs json.RawMessage `json:"redirect_uris"`
+		AuthMethod   string          `json:"token_endpoint_auth_method"`
+		ClientSecret *string         `json:"client_secret"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	if err := dec.Decode(&raw); err != nil {
@@ -272,12 +269,6 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 	}
 	if raw.AuthMethod != "" && raw.AuthMethod != "none" {
 		return nil, metaErr("metadata-document clients are public: token_endpoint_auth_method must be none")
-	}
-	if len(raw.GrantTypes) > 0 && !slices.Contains(raw.GrantTypes, "authorization_code") {
-		return nil, metaErr("grant_types must include authorization_code")
-	}
-	if len(raw.ResponseTypes) > 0 && !slices.Contains(raw.ResponseTypes, "code") {
-		return nil, metaErr("response_types must include code")
 	}
 	var uris []string
 	if err := json.Unmarshal(raw.RedirectURIs, &uris); err != nil || len(uris) == 0 || len(uris) > 20 {

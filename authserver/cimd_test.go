@@ -124,7 +124,6 @@ func TestMetadataDocumentRejections(t *testing.T) {
 	d.docs["/fragment.json"] = `{"client_id":"%s","redirect_uris":["https://` + host + `/cb#x"]}`
 	d.docs["/not-json.json"] = `<html>`
 	d.docs["/trailing.json"] = `{` + ok + `} {}`
-	d.docs["/implicit.json"] = `{` + ok + `,"response_types":["token"]}`
 	tests := []struct {
 		name, id, want string
 		allow          []string
@@ -145,7 +144,6 @@ func TestMetadataDocumentRejections(t *testing.T) {
 		{"fragment", d.URL + "/fragment.json", "fragment", nil, true},
 		{"not json", d.URL + "/not-json.json", "JSON", nil, true},
 		{"trailing data", d.URL + "/trailing.json", "after", nil, true},
-		{"response types", d.URL + "/implicit.json", "response_types", nil, true},
 		{"missing", d.URL + "/missing.json", "HTTP 404", nil, true},
 		{"redirect", d.URL + "/redirect", "redirect", nil, true},
 		{"oversize", d.URL + "/big", "larger", nil, true},
@@ -236,3 +234,30 @@ func FuzzParseMetadataDoc(f *testing.F) {
 }
 
 var _ = context.Background
+
+// Unsupported grant and response types in a document are ignored; a
+// refused document is not cached, so a fixed one works at once.
+func TestMetadataDocumentLenientAndUncachedFailures(t *testing.T) {
+	f := newFixture(t)
+	d := newDocServer(t)
+	host := strings.TrimPrefix(d.URL, "https://")
+	d.docs["/grants.json"] = `{"client_id":"%s","redirect_uris":["https://` + host + `/cb"],` +
+		`"grant_types":["client_credentials","urn:ietf:params:oauth:grant-type:device_code"],"response_types":["token"]}`
+	d.docs["/later.json"] = `{"client_id":"https://elsewhere.example/","note":"%s"}`
+	f.useMetadata(d, MetadataDocumentsConfig{AllowPrivateNetworks: true})
+
+	rec := f.authorize(metadataAuthParams(d.URL+"/grants.json", "https://"+host+"/cb", "openid"), "student")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("document with extra grant types: %d %s", rec.Code, rec.Body)
+	}
+	later := d.URL + "/later.json"
+	rec = f.authorize(metadataAuthParams(later, "https://"+host+"/cb", "openid"), "student")
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("bad document: %d", rec.Code)
+	}
+	d.docs["/later.json"] = `{"client_id":"%s","redirect_uris":["https://` + host + `/cb"]}`
+	rec = f.authorize(metadataAuthParams(later, "https://"+host+"/cb", "openid"), "student")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("fixed document still refused (failure cached?): %d %s", rec.Code, rec.Body)
+	}
+}
