@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -328,17 +327,11 @@ func (a *adminCtx) overview() {
 	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: a.s.MCPConnectionsEnabled()}
 	v.Notice = a.notice()
 	if v.Enabled {
-		clients, err := a.s.store.ListClients()
+		clients, err := a.s.ListClients()
 		if err != nil {
 			a.internal("listing the clients", err)
 			return
 		}
-		sort.SliceStable(clients, func(i, j int) bool {
-			if !clients[i].IssuedAt.Equal(clients[j].IssuedAt) {
-				return clients[i].IssuedAt.After(clients[j].IssuedAt)
-			}
-			return clients[i].ID < clients[j].ID
-		})
 		for _, c := range clients {
 			switch c.Kind {
 			case KindApp:
@@ -353,11 +346,10 @@ func (a *adminCtx) overview() {
 	a.render(http.StatusOK, overviewTmpl, v)
 }
 
-func clientRow(c *Client) adminClientRow {
-	row := adminClientRow{ID: c.ID, Name: displayName(c), RedirectURIs: c.RedirectURIs,
-		Scopes: c.Scopes, Allowed: c.allowedScopes(), Reviewed: c.Reviewed,
-		Confidential: !c.Public(), Created: formatAdminTime(c.IssuedAt)}
-	return row
+func clientRow(c ClientInfo) adminClientRow {
+	return adminClientRow{ID: c.ClientID, Name: c.Name, RedirectURIs: c.RedirectURIs,
+		Scopes: c.Scopes, Allowed: c.AllowedScopes, Reviewed: c.Reviewed,
+		Confidential: c.AuthMethod != "none", Created: formatAdminTime(c.IssuedAt)}
 }
 
 func formatAdminTime(t time.Time) string {
@@ -391,69 +383,26 @@ func (a *adminCtx) toggle() {
 	a.redirect(PathAdminApplications, url.Values{"done": {done}})
 }
 
-// appInput is a validated application form.
-type appInput struct {
-	Name         string
-	RedirectURIs []string
-	Scopes       []string
-	Confidential bool
-}
-
-// parseAppForm validates the application form; the message is shown to
-// the operator above the form.
-func parseAppForm(form url.Values, withType bool) (appInput, string) {
-	var in appInput
-	in.Name = strings.TrimSpace(form.Get("name"))
-	switch {
-	case in.Name == "":
-		return in, "Enter a name for the application."
-	case !utf8.ValidString(in.Name) || strings.IndexFunc(in.Name, unicode.IsControl) >= 0:
-		return in, "The name must not contain control characters."
-	case utf8.RuneCountInString(in.Name) > maxAppNameLen:
-		return in, fmt.Sprintf("The name must be at most %d characters long.", maxAppNameLen)
+// parseAppForm reads the application form into a spec and validates it;
+// the message is shown to the operator above the form.
+func parseAppForm(form url.Values, withType bool) (AppSpec, string) {
+	spec := AppSpec{Name: form.Get("name"), Scopes: form["scope"]}
+	for line := range strings.Lines(form.Get("redirect_uris")) {
+		spec.RedirectURIs = append(spec.RedirectURIs, line)
 	}
-	uris, msg := parseRedirectURIs(form.Get("redirect_uris"))
-	if msg != "" {
-		return in, msg
+	if msg := spec.normalize(); msg != "" {
+		return spec, msg
 	}
-	in.RedirectURIs = uris
-	scopes, msg := parseMemberScopes(form["scope"])
-	if msg != "" {
-		return in, msg
-	}
-	in.Scopes = scopes
 	if withType {
 		switch form.Get("client_type") {
 		case "public":
 		case "confidential":
-			in.Confidential = true
+			spec.Confidential = true
 		default:
-			return in, "Choose whether the application is public or confidential."
+			return spec, "Choose whether the application is public or confidential."
 		}
 	}
-	return in, ""
-}
-
-// parseRedirectURIs reads one redirect URI per line.
-func parseRedirectURIs(text string) ([]string, string) {
-	var uris []string
-	for line := range strings.Lines(text) {
-		raw := strings.TrimSpace(line)
-		if raw == "" || slices.Contains(uris, raw) {
-			continue
-		}
-		if msg := checkAppRedirect(raw); msg != "" {
-			return nil, msg
-		}
-		uris = append(uris, raw)
-		if len(uris) > maxAppRedirectURIs {
-			return nil, fmt.Sprintf("Enter at most %d redirect URIs.", maxAppRedirectURIs)
-		}
-	}
-	if len(uris) == 0 {
-		return nil, "Enter at least one redirect URI."
-	}
-	return uris, ""
+	return spec, ""
 }
 
 // checkAppRedirect accepts an absolute https URL, or an http URL on a
@@ -508,7 +457,7 @@ func parseMemberScopes(chosen []string) ([]string, string) {
 }
 
 // appFormView fills the application form.
-func (a *adminCtx) appFormView(title string, c *Client, in appInput, msg string) adminAppForm {
+func (a *adminCtx) appFormView(title string, c *Client, in AppSpec, msg string) adminAppForm {
 	v := adminAppForm{adminPage: a.page(title), Name: in.Name,
 		RedirectURIs: strings.Join(in.RedirectURIs, "\n"), Confidential: in.Confidential,
 		Scopes: scopeChoices(in.Scopes)}
@@ -531,66 +480,52 @@ func scopeChoices(checked []string) []scopeChoice {
 // newApp shows the creation form. Its form nonce lets a resubmission of
 // the same form be recognised instead of creating a second application.
 func (a *adminCtx) newApp() {
-	v := a.appFormView("Create a member application", nil, appInput{}, "")
+	v := a.appFormView("Create a member application", nil, AppSpec{}, "")
 	v.FormNonce = randomString()
 	a.render(http.StatusOK, appFormTmpl, v)
 }
 
-// createApp creates a member application.
+// createApp creates a member application; a resubmitted form (same
+// nonce) leads to the application it created, without its secret.
 func (a *adminCtx) createApp() {
 	form := a.r.PostForm
-	in, msg := parseAppForm(form, true)
+	spec, msg := parseAppForm(form, true)
 	nonce := form.Get("form_nonce")
 	if msg == "" && (nonce == "" || len(nonce) > maxFormNonceLen) {
 		msg = "The form is incomplete. Reload the page and try again."
 	}
 	if msg != "" {
-		v := a.appFormView("Create a member application", nil, rawAppInput(form, in), msg)
-		v.FormNonce = nonce
-		if nonce == "" || len(nonce) > maxFormNonceLen {
-			v.FormNonce = randomString()
-		}
-		a.render(http.StatusBadRequest, appFormTmpl, v)
+		a.refuseAppForm("Create a member application", nil, nonce, msg)
 		return
 	}
-	key := hashToken("admin-app\x00" + nonce)
-	clients, err := a.s.store.ListClients()
+	app, err := a.s.CreateApp(spec, nonce)
 	if err != nil {
 		a.internal("creating the application", err)
 		return
 	}
-	for _, c := range clients {
-		if c.Kind == KindApp && c.RegistrationKey == key {
-			a.redirect(adminPathEdit, url.Values{"client_id": {c.ID}, "done": {"resubmit"}})
-			return
-		}
-	}
-	c := &Client{ID: "app_" + randomString()[:22], Name: in.Name, Kind: KindApp,
-		Audience: AudienceMember, RedirectURIs: in.RedirectURIs, Scopes: in.Scopes,
-		AuthMethod: "none", IssuedAt: a.s.cfg.Now().UTC(), RegistrationKey: key}
-	var secret string
-	if in.Confidential {
-		secret = newToken(prefixSecret)
-		c.SecretHash, c.AuthMethod = hashSecret(secret), "client_secret_post"
-	}
-	if err := a.s.store.PutClient(c); err != nil {
-		a.internal("creating the application", err)
+	if app.Existing {
+		a.redirect(adminPathEdit, url.Values{"client_id": {app.ClientID}, "done": {"resubmit"}})
 		return
 	}
-	a.s.cfg.Logger.Info("admin: member application created", "client_id", c.ID,
-		"confidential", in.Confidential, "by", a.id.Subject)
-	a.showSecret("Application created", c, secret, true)
+	a.s.cfg.Logger.Info("admin: member application created", "client_id", app.ClientID, "by", a.id.Subject)
+	a.showSecret("Application created", app.ClientInfo, app.ClientSecret, true)
 }
 
-// rawAppInput echoes what the operator typed back into a refused form.
-func rawAppInput(form url.Values, parsed appInput) appInput {
-	in := appInput{Name: form.Get("name"), Scopes: form["scope"],
+// refuseAppForm shows the form again with what the operator typed and
+// why it was refused.
+func (a *adminCtx) refuseAppForm(title string, c *Client, nonce, msg string) {
+	form := a.r.PostForm
+	in := AppSpec{Name: form.Get("name"), Scopes: form["scope"],
+		RedirectURIs: []string{strings.TrimSpace(form.Get("redirect_uris"))},
 		Confidential: form.Get("client_type") == "confidential"}
-	if parsed.Name != "" {
-		in.Name = parsed.Name
+	v := a.appFormView(title, c, in, msg)
+	if c == nil {
+		v.FormNonce = nonce
+		if nonce == "" || len(nonce) > maxFormNonceLen {
+			v.FormNonce = randomString()
+		}
 	}
-	in.RedirectURIs = []string{strings.TrimSpace(form.Get("redirect_uris"))}
-	return in
+	a.render(http.StatusBadRequest, appFormTmpl, v)
 }
 
 // showSecret answers the creating (or regenerating) POST directly with
@@ -599,8 +534,8 @@ func rawAppInput(form url.Values, parsed appInput) appInput {
 // its hash alone), and it works the same across gateway instances. The
 // page is no-store; a resubmitted creation form is recognised by its
 // nonce and does not create or reveal anything again.
-func (a *adminCtx) showSecret(title string, c *Client, secret string, created bool) {
-	v := adminSecretView{adminPage: a.page(title), ClientID: c.ID, Name: c.Name,
+func (a *adminCtx) showSecret(title string, c ClientInfo, secret string, created bool) {
+	v := adminSecretView{adminPage: a.page(title), ClientID: c.ClientID, Name: c.Name,
 		Secret: secret, AuthMethod: c.AuthMethod, Created: created, Scopes: c.Scopes,
 		RedirectURIs: c.RedirectURIs, Issuer: a.s.cfg.Issuer}
 	a.render(http.StatusOK, secretTmpl, v)
@@ -608,21 +543,28 @@ func (a *adminCtx) showSecret(title string, c *Client, secret string, created bo
 
 // loadClient finds a stored client of one of the kinds, answering 404
 // itself when there is none.
-func (a *adminCtx) loadClient(id string, kinds ...string) (*Client, bool) {
-	if id == "" || len(id) > maxClientIDLen {
-		a.fail(http.StatusNotFound, "There is no such client.")
-		return nil, false
-	}
-	c, err := a.s.store.GetClient(id)
-	if errors.Is(err, ErrNotFound) || err == nil && !slices.Contains(kinds, c.Kind) {
-		a.fail(http.StatusNotFound, "There is no such client.")
-		return nil, false
-	}
+func (a *adminCtx) loadClient(kinds ...string) (*Client, bool) {
+	c, err := a.s.clientOfKind(a.target(), kinds...)
 	if err != nil {
-		a.internal("loading the client", err)
+		a.clientFailure("loading the client", err)
 		return nil, false
 	}
 	return c, true
+}
+
+// clientFailure answers an error of the client operations: 404 for a
+// missing client (or one of a kind the page does not handle), 400 for a
+// refused input, 500 for the store.
+func (a *adminCtx) clientFailure(what string, err error) {
+	var ie *InputError
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrWrongKind):
+		a.fail(http.StatusNotFound, "There is no such client.")
+	case errors.As(err, &ie):
+		a.fail(http.StatusBadRequest, ie.Msg)
+	default:
+		a.internal(what, err)
+	}
 }
 
 func (a *adminCtx) target() string {
@@ -633,30 +575,28 @@ func (a *adminCtx) target() string {
 }
 
 func (a *adminCtx) editApp() {
-	c, ok := a.loadClient(a.target(), KindApp)
+	c, ok := a.loadClient(KindApp)
 	if !ok {
 		return
 	}
 	v := a.appFormView("Edit "+displayName(c), c,
-		appInput{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
+		AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
 	v.Notice = a.notice()
 	a.render(http.StatusOK, appFormTmpl, v)
 }
 
 func (a *adminCtx) updateApp() {
-	c, ok := a.loadClient(a.target(), KindApp)
+	c, ok := a.loadClient(KindApp)
 	if !ok {
 		return
 	}
-	in, msg := parseAppForm(a.r.PostForm, false)
+	spec, msg := parseAppForm(a.r.PostForm, false)
 	if msg != "" {
-		a.render(http.StatusBadRequest, appFormTmpl,
-			a.appFormView("Edit "+displayName(c), c, rawAppInput(a.r.PostForm, in), msg))
+		a.refuseAppForm("Edit "+displayName(c), c, "", msg)
 		return
 	}
-	c.Name, c.RedirectURIs, c.Scopes = in.Name, in.RedirectURIs, in.Scopes
-	if err := a.s.store.PutClient(c); err != nil {
-		a.internal("saving the application", err)
+	if _, err := a.s.UpdateApp(c.ID, spec); err != nil {
+		a.clientFailure("saving the application", err)
 		return
 	}
 	a.s.cfg.Logger.Info("admin: member application updated", "client_id", c.ID, "by", a.id.Subject)
@@ -667,75 +607,54 @@ func (a *adminCtx) updateApp() {
 // one stops working at once (tokens already issued stay valid, but no
 // refresh succeeds with the old secret).
 func (a *adminCtx) regenerateSecret() {
-	c, ok := a.loadClient(a.target(), KindApp)
-	if !ok {
+	info, secret, err := a.s.RegenerateSecret(a.target())
+	if err != nil {
+		a.clientFailure("saving the new secret", err)
 		return
 	}
-	if c.Public() {
-		a.fail(http.StatusBadRequest, "This application is public: it has no secret.")
-		return
-	}
-	secret := newToken(prefixSecret)
-	c.SecretHash = hashSecret(secret)
-	if err := a.s.store.PutClient(c); err != nil {
-		a.internal("saving the new secret", err)
-		return
-	}
-	a.s.cfg.Logger.Info("admin: client secret regenerated", "client_id", c.ID, "by", a.id.Subject)
-	a.showSecret("New secret for "+displayName(c), c, secret, false)
+	a.s.cfg.Logger.Info("admin: client secret regenerated", "client_id", info.ClientID, "by", a.id.Subject)
+	a.showSecret("New secret for "+info.Name, info, secret, false)
 }
 
 func (a *adminCtx) confirmDelete() {
-	c, ok := a.loadClient(a.target(), KindApp, KindLoopback)
+	c, ok := a.loadClient(KindApp, KindLoopback)
 	if !ok {
 		return
 	}
 	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("Delete " + displayName(c)),
-		Client: clientRow(c), Loopback: c.Kind == KindLoopback})
+		Client: clientRow(clientInfo(c)), Loopback: c.Kind == KindLoopback})
 }
 
 // deleteClient deletes a member application or a loopback client and
 // revokes its grants, so its tokens stop working at once.
 func (a *adminCtx) deleteClient() {
-	c, ok := a.loadClient(a.target(), KindApp, KindLoopback)
-	if !ok {
+	id := a.target()
+	if _, err := a.s.DeleteClient(id); err != nil {
+		a.clientFailure("deleting the client", err)
 		return
 	}
-	if err := a.s.store.DeleteClient(c.ID); err != nil && !errors.Is(err, ErrNotFound) {
-		a.internal("deleting the client", err)
-		return
-	}
-	n, err := a.s.store.RevokeClientGrants(c.ID)
-	a.s.cache.purge()
-	if err != nil {
-		a.internal("revoking the deleted client's tokens", err)
-		return
-	}
-	a.s.cfg.Logger.Info("admin: client deleted", "client_id", c.ID, "kind", c.Kind,
-		"grants_revoked", n, "by", a.id.Subject)
+	a.s.cfg.Logger.Info("admin: client deleted", "client_id", id, "by", a.id.Subject)
 	a.redirect(PathAdminApplications, url.Values{"done": {"deleted"}})
 }
 
 func (a *adminCtx) reviewView(c *Client, scopes []string, reviewed bool, msg string) adminReviewView {
-	v := adminReviewView{adminPage: a.page("Review " + displayName(c)), Client: clientRow(c),
+	v := adminReviewView{adminPage: a.page("Review " + displayName(c)), Client: clientRow(clientInfo(c)),
 		Scopes: scopeChoices(scopes), Reviewed: reviewed}
 	v.Error = msg
 	return v
 }
 
 func (a *adminCtx) reviewForm() {
-	c, ok := a.loadClient(a.target(), KindMetadata)
+	c, ok := a.loadClient(KindMetadata)
 	if !ok {
 		return
 	}
 	a.render(http.StatusOK, reviewTmpl, a.reviewView(c, c.Scopes, c.Reviewed, ""))
 }
 
-// review records the operator's decision on a metadata-document client:
-// the scopes it may get and whether it is reviewed. Unreviewed, it keeps
-// the seed's limit to read and identity scopes among them.
+// review records the operator's decision on a metadata-document client.
 func (a *adminCtx) review() {
-	c, ok := a.loadClient(a.target(), KindMetadata)
+	c, ok := a.loadClient(KindMetadata)
 	if !ok {
 		return
 	}
@@ -749,20 +668,19 @@ func (a *adminCtx) review() {
 	default:
 		msg = "Choose whether the client is reviewed."
 	}
-	scopes, smsg := parseMemberScopes(form["scope"])
 	if msg == "" {
-		msg = smsg
+		_, err := a.s.ReviewClient(c.ID, form["scope"], reviewed)
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			if err != nil {
+				a.clientFailure("saving the review", err)
+				return
+			}
+			a.s.cfg.Logger.Info("admin: metadata-document client reviewed", "client_id", c.ID, "by", a.id.Subject)
+			a.redirect(PathAdminApplications, url.Values{"done": {"reviewed"}})
+			return
+		}
+		msg = ie.Msg
 	}
-	if msg != "" {
-		a.render(http.StatusBadRequest, reviewTmpl, a.reviewView(c, form["scope"], reviewed, msg))
-		return
-	}
-	c.Scopes, c.Reviewed = scopes, reviewed
-	if err := a.s.store.PutClient(c); err != nil {
-		a.internal("saving the review", err)
-		return
-	}
-	a.s.cfg.Logger.Info("admin: metadata-document client reviewed", "client_id", c.ID,
-		"reviewed", reviewed, "scopes", strings.Join(scopes, " "), "by", a.id.Subject)
-	a.redirect(PathAdminApplications, url.Values{"done": {"reviewed"}})
+	a.render(http.StatusBadRequest, reviewTmpl, a.reviewView(c, form["scope"], reviewed, msg))
 }

@@ -21,11 +21,30 @@ func (s *Server) MCPConnectionsEnabled() bool {
 	return err == nil && string(v) == "on"
 }
 
-// SetMCPConnections switches the beta feature.
+// SetMCPConnections switches the beta feature. Switching it off also
+// revokes every grant of the member applications, so none of them keeps
+// access through tokens issued before: off means disconnected. The
+// applications themselves are kept for when it is switched on again.
 func (s *Server) SetMCPConnections(on bool) error {
 	v := "off"
 	if on {
 		v = "on"
 	}
-	return s.store.PutSetting(settingMCPConnections, []byte(v))
+	if err := s.store.PutSetting(settingMCPConnections, []byte(v)); err != nil || on {
+		return err
+	}
+	clients, err := s.store.ListClients()
+	if err != nil {
+		return err
+	}
+	defer s.cache.purge()
+	for _, c := range clients {
+		if c.Kind != KindApp {
+			continue
+		}
+		if _, err := s.store.RevokeClientGrants(c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

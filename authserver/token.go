@@ -194,13 +194,24 @@ func (s *Server) checkRefresh(t *Token, g *Grant, client *Client, form url.Value
 			return nil, e
 		}
 	}
+	// An operator may have narrowed what the client may hold since the
+	// grant: refreshed tokens carry only what is still allowed.
+	var granted []string
+	for _, sc := range t.Scopes {
+		if slices.Contains(client.allowedScopes(), sc) {
+			granted = append(granted, sc)
+		}
+	}
+	if len(granted) == 0 {
+		return nil, errInvalidGrant("the client may no longer hold any of the granted scopes; authorize again")
+	}
 	requested := strings.Fields(form.Get("scope"))
 	if len(requested) == 0 {
-		return t.Scopes, nil
+		return granted, nil
 	}
 	for _, sc := range requested {
-		if !slices.Contains(t.Scopes, sc) {
-			return nil, errInvalidScope("scope " + sc + " was not granted; a refresh cannot widen scope")
+		if !slices.Contains(granted, sc) {
+			return nil, errInvalidScope("scope " + sc + " is not granted to this client; a refresh cannot widen scope")
 		}
 	}
 	return dedupe(requested), nil

@@ -21,6 +21,8 @@ func init() {
 //	GET  /schoolgate/sites            the running schools, their keys and catalog
 //	POST /schoolgate/keys/rotate      {"issuer": "..."}: publish a new signing key
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
+//
+// and the operations of the operator's admin area (clientsapi.go).
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -37,6 +39,10 @@ func (adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(handleSites)},
 		{Pattern: "/schoolgate/keys/rotate", Handler: caddy.AdminHandlerFunc(handleRotate)},
 		{Pattern: "/schoolgate/catalog/refresh", Handler: caddy.AdminHandlerFunc(handleCatalogRefresh)},
+		{Pattern: "/schoolgate/mcp-connections", Handler: caddy.AdminHandlerFunc(handleMCPConnections)},
+		{Pattern: "/schoolgate/clients", Handler: caddy.AdminHandlerFunc(handleClients)},
+		{Pattern: "/schoolgate/clients/delete", Handler: caddy.AdminHandlerFunc(handleClientDelete)},
+		{Pattern: "/schoolgate/clients/review", Handler: caddy.AdminHandlerFunc(handleClientReview)},
 	}
 }
 
@@ -78,27 +84,43 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 	}
 	app.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
-	return writeAdminJSON(w, out)
+	return writeAdminJSON(w, http.StatusOK, out)
 }
 
 // siteFromBody reads {"issuer": "..."} from a POST and finds that school.
 func siteFromBody(r *http.Request) (*site, error) {
-	if r.Method != http.MethodPost {
-		return nil, caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use POST")}
-	}
 	var body struct {
 		Issuer string `json:"issuer"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil || body.Issuer == "" {
-		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`send {"issuer": "<the school's origin>"}`)}
+	if err := decodeAdminPost(r, &body); err != nil {
+		return nil, err
+	}
+	return siteOf(body.Issuer)
+}
+
+// decodeAdminPost reads the JSON body of a POST.
+func decodeAdminPost(r *http.Request, v any) error {
+	if r.Method != http.MethodPost {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use POST")}
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("the body must be a JSON object: %v", err)}
+	}
+	return nil
+}
+
+// siteOf finds the running school with the issuer.
+func siteOf(issuer string) (*site, error) {
+	if issuer == "" {
+		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`name the school: "issuer": "<the school's origin>"`)}
 	}
 	app, err := runningApp()
 	if err != nil {
 		return nil, err
 	}
-	s, ok := app.Site(body.Issuer)
+	s, ok := app.Site(issuer)
 	if !ok {
-		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", body.Issuer)}
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", issuer)}
 	}
 	return s, nil
 }
@@ -112,7 +134,7 @@ func handleRotate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("rotating keys: %v", err)}
 	}
-	return writeAdminJSON(w, map[string]any{"kid": kid, "signs_from": signFrom.UTC().Format(time.RFC3339)})
+	return writeAdminJSON(w, http.StatusOK, map[string]any{"kid": kid, "signs_from": signFrom.UTC().Format(time.RFC3339)})
 }
 
 func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
@@ -129,11 +151,12 @@ func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
 	if err := s.rebuildDocs(); err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
-	return writeAdminJSON(w, map[string]any{"imported": true})
+	return writeAdminJSON(w, http.StatusOK, map[string]any{"imported": true})
 }
 
-func writeAdminJSON(w http.ResponseWriter, v any) error {
+func writeAdminJSON(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
 	return json.NewEncoder(w).Encode(v)
 }
 

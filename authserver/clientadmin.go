@@ -1,0 +1,249 @@
+package authserver
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The operations of the admin area as plain methods, shared by the HTML
+// pages and by automation (Caddy's admin API, see caddymodule/adminapi.go).
+// The caller is trusted: whoever reaches these is the site's operator.
+
+// ClientInfo is what an operator sees of a stored client; never a secret
+// or a hash.
+type ClientInfo struct {
+	ClientID      string    `json:"client_id"`
+	Name          string    `json:"client_name"`
+	Kind          string    `json:"kind"`
+	Audience      string    `json:"audience"`
+	RedirectURIs  []string  `json:"redirect_uris"`
+	Scopes        []string  `json:"scopes"`
+	AllowedScopes []string  `json:"allowed_scopes"`
+	AuthMethod    string    `json:"token_endpoint_auth_method"`
+	Reviewed      bool      `json:"reviewed"`
+	IssuedAt      time.Time `json:"issued_at"`
+}
+
+func clientInfo(c *Client) ClientInfo {
+	return ClientInfo{ClientID: c.ID, Name: displayName(c), Kind: c.Kind, Audience: c.Audience,
+		RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, AllowedScopes: c.allowedScopes(),
+		AuthMethod: c.AuthMethod, Reviewed: c.Reviewed, IssuedAt: c.IssuedAt}
+}
+
+// AppSpec describes a member application.
+type AppSpec struct {
+	Name         string   `json:"client_name"`
+	RedirectURIs []string `json:"redirect_uris"`
+	Scopes       []string `json:"scopes"`
+	Confidential bool     `json:"confidential"`
+}
+
+// InputError is an operator input the server refuses; its message says
+// what to change.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// ErrWrongKind is returned when an operation does not apply to the kind
+// of client named (deleting a vendor, reviewing a member application).
+var ErrWrongKind = errors.New("the operation does not apply to this kind of client")
+
+// normalize validates the spec in place: trimmed name, unique redirect
+// URIs, scopes in the seed's order. The message is for the operator.
+func (spec *AppSpec) normalize() string {
+	spec.Name = strings.TrimSpace(spec.Name)
+	switch {
+	case spec.Name == "":
+		return "Enter a name for the application."
+	case !utf8.ValidString(spec.Name) || strings.IndexFunc(spec.Name, unicode.IsControl) >= 0:
+		return "The name must not contain control characters."
+	case utf8.RuneCountInString(spec.Name) > maxAppNameLen:
+		return fmt.Sprintf("The name must be at most %d characters long.", maxAppNameLen)
+	}
+	var uris []string
+	for _, raw := range spec.RedirectURIs {
+		raw = strings.TrimSpace(raw)
+		if raw == "" || slices.Contains(uris, raw) {
+			continue
+		}
+		if msg := checkAppRedirect(raw); msg != "" {
+			return msg
+		}
+		if uris = append(uris, raw); len(uris) > maxAppRedirectURIs {
+			return fmt.Sprintf("Enter at most %d redirect URIs.", maxAppRedirectURIs)
+		}
+	}
+	if len(uris) == 0 {
+		return "Enter at least one redirect URI."
+	}
+	spec.RedirectURIs = uris
+	scopes, msg := parseMemberScopes(spec.Scopes)
+	spec.Scopes = scopes
+	return msg
+}
+
+// ListClients returns the stored clients, newest first. Vendor clients
+// configured in the Caddyfile are included once they have been seen.
+func (s *Server) ListClients() ([]ClientInfo, error) {
+	clients, err := s.store.ListClients()
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(clients, func(i, j int) bool {
+		if !clients[i].IssuedAt.Equal(clients[j].IssuedAt) {
+			return clients[i].IssuedAt.After(clients[j].IssuedAt)
+		}
+		return clients[i].ID < clients[j].ID
+	})
+	out := make([]ClientInfo, 0, len(clients))
+	for _, c := range clients {
+		out = append(out, clientInfo(c))
+	}
+	return out, nil
+}
+
+// CreatedApp is a new member application with its secret (empty for a
+// public one), which exists only in this answer.
+type CreatedApp struct {
+	ClientInfo
+	ClientSecret string `json:"client_secret,omitempty"`
+	// Existing is set when the key named an application created before;
+	// its secret is not shown again.
+	Existing bool `json:"-"`
+}
+
+// CreateApp creates a member application. A non-empty key makes the
+// creation idempotent: another call with the same key returns the first
+// application, marked Existing.
+func (s *Server) CreateApp(spec AppSpec, key string) (*CreatedApp, error) {
+	if msg := spec.normalize(); msg != "" {
+		return nil, &InputError{msg}
+	}
+	if key != "" {
+		key = hashToken("admin-app\x00" + key)
+		clients, err := s.store.ListClients()
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range clients {
+			if c.Kind == KindApp && c.RegistrationKey == key {
+				return &CreatedApp{ClientInfo: clientInfo(c), Existing: true}, nil
+			}
+		}
+	}
+	c := &Client{ID: "app_" + randomString()[:22], Name: spec.Name, Kind: KindApp,
+		Audience: AudienceMember, RedirectURIs: spec.RedirectURIs, Scopes: spec.Scopes,
+		AuthMethod: "none", IssuedAt: s.cfg.Now().UTC(), RegistrationKey: key}
+	var secret string
+	if spec.Confidential {
+		secret = newToken(prefixSecret)
+		c.SecretHash, c.AuthMethod = hashSecret(secret), "client_secret_post"
+	}
+	if err := s.store.PutClient(c); err != nil {
+		return nil, err
+	}
+	s.cfg.Logger.Info("member application created", "client_id", c.ID, "confidential", spec.Confidential)
+	return &CreatedApp{ClientInfo: clientInfo(c), ClientSecret: secret}, nil
+}
+
+// UpdateApp changes a member application's name, redirect URIs and
+// scopes (not its type or secret). Narrower scopes apply to new
+// authorizations and to refreshes (see the token endpoint), not to access
+// tokens already issued, which expire within the hour.
+func (s *Server) UpdateApp(id string, spec AppSpec) (ClientInfo, error) {
+	c, err := s.clientOfKind(id, KindApp)
+	if err != nil {
+		return ClientInfo{}, err
+	}
+	if msg := spec.normalize(); msg != "" {
+		return ClientInfo{}, &InputError{msg}
+	}
+	c.Name, c.RedirectURIs, c.Scopes = spec.Name, spec.RedirectURIs, spec.Scopes
+	if err := s.store.PutClient(c); err != nil {
+		return ClientInfo{}, err
+	}
+	s.cfg.Logger.Info("member application updated", "client_id", c.ID)
+	return clientInfo(c), nil
+}
+
+// RegenerateSecret replaces a confidential application's secret; the old
+// one stops working at once.
+func (s *Server) RegenerateSecret(id string) (ClientInfo, string, error) {
+	c, err := s.clientOfKind(id, KindApp)
+	if err != nil {
+		return ClientInfo{}, "", err
+	}
+	if c.Public() {
+		return ClientInfo{}, "", &InputError{"This application is public: it has no secret."}
+	}
+	secret := newToken(prefixSecret)
+	c.SecretHash = hashSecret(secret)
+	if err := s.store.PutClient(c); err != nil {
+		return ClientInfo{}, "", err
+	}
+	s.cfg.Logger.Info("client secret regenerated", "client_id", c.ID)
+	return clientInfo(c), secret, nil
+}
+
+// DeleteClient deletes a member application or a loopback client and
+// revokes its grants, so its tokens stop working at once. It returns how
+// many grants were revoked.
+func (s *Server) DeleteClient(id string) (int, error) {
+	c, err := s.clientOfKind(id, KindApp, KindLoopback)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.store.DeleteClient(c.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	n, err := s.store.RevokeClientGrants(c.ID)
+	s.cache.purge()
+	if err != nil {
+		return n, err
+	}
+	s.cfg.Logger.Info("client deleted", "client_id", c.ID, "kind", c.Kind, "grants_revoked", n)
+	return n, nil
+}
+
+// ReviewClient records the operator's decision on a metadata-document
+// client: the scopes it may get and whether it is reviewed. Unreviewed,
+// it keeps the seed's limit to read and identity scopes among them.
+func (s *Server) ReviewClient(id string, scopes []string, reviewed bool) (ClientInfo, error) {
+	c, err := s.clientOfKind(id, KindMetadata)
+	if err != nil {
+		return ClientInfo{}, err
+	}
+	scopes, msg := parseMemberScopes(scopes)
+	if msg != "" {
+		return ClientInfo{}, &InputError{msg}
+	}
+	c.Scopes, c.Reviewed = scopes, reviewed
+	if err := s.store.PutClient(c); err != nil {
+		return ClientInfo{}, err
+	}
+	s.cfg.Logger.Info("metadata-document client reviewed", "client_id", c.ID,
+		"reviewed", reviewed, "scopes", strings.Join(scopes, " "))
+	return clientInfo(c), nil
+}
+
+// clientOfKind loads a stored client of one of the kinds; ErrNotFound
+// when there is none, ErrWrongKind when it is of another kind.
+func (s *Server) clientOfKind(id string, kinds ...string) (*Client, error) {
+	if id == "" || len(id) > maxClientIDLen {
+		return nil, ErrNotFound
+	}
+	c, err := s.store.GetClient(id)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(kinds, c.Kind) {
+		return nil, ErrWrongKind
+	}
+	return c, nil
+}

@@ -1,0 +1,155 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/authserver"
+)
+
+// The admin area's operations for automation, on Caddy's admin API:
+//
+//	GET  /schoolgate/mcp-connections?issuer=...   {"enabled": bool}
+//	POST /schoolgate/mcp-connections              {"issuer", "enabled"}
+//	GET  /schoolgate/clients?issuer=...           the stored clients
+//	POST /schoolgate/clients                      {"issuer", "client_name", "redirect_uris",
+//	                                               "scopes", "confidential", "idempotency_key"}
+//	POST /schoolgate/clients/delete               {"issuer", "client_id"}
+//	POST /schoolgate/clients/review               {"issuer", "client_id", "scopes", "reviewed"}
+
+func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
+	if r.Method == http.MethodGet {
+		s, err := siteOf(r.URL.Query().Get("issuer"))
+		if err != nil {
+			return err
+		}
+		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": s.as.MCPConnectionsEnabled()})
+	}
+	var body struct {
+		Issuer  string `json:"issuer"`
+		Enabled *bool  `json:"enabled"`
+	}
+	if err := decodeAdminPost(r, &body); err != nil {
+		return err
+	}
+	if body.Enabled == nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`send "enabled": true or false`)}
+	}
+	s, err := siteOf(body.Issuer)
+	if err != nil {
+		return err
+	}
+	if err := s.as.SetMCPConnections(*body.Enabled); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("saving the switch: %v", err)}
+	}
+	return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": *body.Enabled})
+}
+
+func handleClients(w http.ResponseWriter, r *http.Request) error {
+	switch r.Method {
+	case http.MethodGet:
+		s, err := siteOf(r.URL.Query().Get("issuer"))
+		if err != nil {
+			return err
+		}
+		list, err := s.as.ListClients()
+		if err != nil {
+			return clientsAPIError(err)
+		}
+		return writeAdminJSON(w, http.StatusOK, list)
+	case http.MethodPost:
+		return createClient(w, r)
+	}
+	return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET or POST")}
+}
+
+// createClient creates a member application. As in the admin area, this
+// needs MCP connections on; the secret of a confidential application is
+// in this answer only.
+func createClient(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Issuer string `json:"issuer"`
+		authserver.AppSpec
+		IdempotencyKey string `json:"idempotency_key"`
+	}
+	if err := decodeAdminPost(r, &body); err != nil {
+		return err
+	}
+	s, err := siteOf(body.Issuer)
+	if err != nil {
+		return err
+	}
+	if !s.as.MCPConnectionsEnabled() {
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", body.Issuer)}
+	}
+	app, err := s.as.CreateApp(body.AppSpec, body.IdempotencyKey)
+	if err != nil {
+		return clientsAPIError(err)
+	}
+	status := http.StatusCreated
+	if app.Existing {
+		status = http.StatusOK
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeAdminJSON(w, status, app)
+}
+
+func handleClientDelete(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Issuer   string `json:"issuer"`
+		ClientID string `json:"client_id"`
+	}
+	if err := decodeAdminPost(r, &body); err != nil {
+		return err
+	}
+	s, err := siteOf(body.Issuer)
+	if err != nil {
+		return err
+	}
+	n, err := s.as.DeleteClient(body.ClientID)
+	if err != nil {
+		return clientsAPIError(err)
+	}
+	return writeAdminJSON(w, http.StatusOK, map[string]any{"deleted": body.ClientID, "grants_revoked": n})
+}
+
+func handleClientReview(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Issuer   string   `json:"issuer"`
+		ClientID string   `json:"client_id"`
+		Scopes   []string `json:"scopes"`
+		Reviewed *bool    `json:"reviewed"`
+	}
+	if err := decodeAdminPost(r, &body); err != nil {
+		return err
+	}
+	if body.Reviewed == nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`send "reviewed": true or false`)}
+	}
+	s, err := siteOf(body.Issuer)
+	if err != nil {
+		return err
+	}
+	info, err := s.as.ReviewClient(body.ClientID, body.Scopes, *body.Reviewed)
+	if err != nil {
+		return clientsAPIError(err)
+	}
+	return writeAdminJSON(w, http.StatusOK, info)
+}
+
+// clientsAPIError maps the client operations' errors to statuses.
+func clientsAPIError(err error) error {
+	var ie *authserver.InputError
+	switch {
+	case errors.As(err, &ie):
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: ie}
+	case errors.Is(err, authserver.ErrNotFound):
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("no such client")}
+	case errors.Is(err, authserver.ErrWrongKind):
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
+	}
+	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+}
