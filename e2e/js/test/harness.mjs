@@ -8,9 +8,11 @@
 
 import { spawn, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
+import { mkdtemp, mkdir, writeFile, readFile, rm } from 'node:fs/promises';
 import { existsSync, createWriteStream } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import { randomBytes, createHash } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -188,8 +190,19 @@ async function startCallbackServer(port) {
 /**
  * Starts the demo school and the gateway. Returns the stack; call stop()
  * when done (it is safe to call more than once).
+ *
+ * options: name (log file prefix), waitForCatalog, mcpConnections ('on' |
+ * 'off', the Caddyfile's initial value), gatewayOptions (more lines inside
+ * the school_gateway block), caddyEnv (more environment for Caddy, e.g.
+ * SSL_CERT_FILE).
  */
-export async function startStack({ name = 'stack', waitForCatalog = true } = {}) {
+export async function startStack({
+  name = 'stack',
+  waitForCatalog = true,
+  mcpConnections = 'on',
+  gatewayOptions = '',
+  caddyEnv = {},
+} = {}) {
   await buildBinaries();
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'schoolgate-e2e-js-'));
   await mkdir(artifactsDir, { recursive: true });
@@ -216,6 +229,7 @@ export async function startStack({ name = 'stack', waitForCatalog = true } = {})
     cbPort,
     callbackURL,
     mcpURL: `${origin}/mcp`,
+    adminURL: `http://127.0.0.1:${adminPort}`,
     callbackHits: () => callback?.hits ?? [],
     logs: () => procs.map((p) => `---- ${p.name} ----\n${p.output()}`).join('\n'),
     stopped: false,
@@ -251,14 +265,15 @@ http://127.0.0.1:${gwPort} {
 			audience member
 			scopes ${VENDOR.scope}
 		}
-		mcp_connections on
+		mcp_connections ${mcpConnections}
+${gatewayOptions}
 	}
 }
 `;
     const configFile = path.join(tmp, 'Caddyfile');
     await writeFile(configFile, caddyfile);
     const caddy = new Proc('caddy', caddyBin, ['run', '--config', configFile, '--adapter', 'caddyfile'], {
-      env,
+      env: { ...env, ...caddyEnv },
       logFile: path.join(artifactsDir, `${name}-caddy.log`),
     });
     procs.push(caddy);
@@ -396,6 +411,129 @@ export async function authorizeInBrowser(authorizationURL, options) {
   }
 }
 
+/**
+ * An in-memory OAuthClientProvider, as an MCP host application would write
+ * one, whose redirectToAuthorization drives a real browser.
+ * It uses only the provider interface of the official SDK.
+ */
+export class TestProvider {
+  /**
+   * env() returns { stack, browser } when the provider is used (test files
+   * create providers before their stack starts). options: interactive
+   * (drive the browser on redirect), clientMetadataUrl (use a Client ID
+   * Metadata Document instead of registering), person (who signs in).
+   */
+  constructor(env, { interactive = true, clientMetadataUrl, person = MEMBER } = {}) {
+    this.env = env;
+    this.interactive = interactive;
+    this.person = person;
+    if (clientMetadataUrl) this.clientMetadataUrl = clientMetadataUrl;
+    this._clientInformation = undefined;
+    this._tokens = undefined;
+    this._codeVerifier = undefined;
+    this._state = undefined;
+    this.authorizationURL = undefined;
+    this.callbackParams = undefined;
+    this.invalidated = [];
+  }
+
+  get redirectUrl() {
+    return this.env().stack.callbackURL;
+  }
+
+  get clientMetadata() {
+    return {
+      client_name: VENDOR.name,
+      redirect_uris: [this.env().stack.callbackURL],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+
+  state() {
+    this._state = randomBytes(16).toString('base64url');
+    return this._state;
+  }
+
+  clientInformation() {
+    return this._clientInformation;
+  }
+
+  saveClientInformation(info) {
+    this._clientInformation = info;
+  }
+
+  tokens() {
+    return this._tokens;
+  }
+
+  saveTokens(tokens) {
+    this._tokens = tokens;
+  }
+
+  saveCodeVerifier(v) {
+    this._codeVerifier = v;
+  }
+
+  codeVerifier() {
+    if (!this._codeVerifier) throw new Error('no code verifier saved');
+    return this._codeVerifier;
+  }
+
+  invalidateCredentials(scope) {
+    this.invalidated.push(scope);
+    if (scope === 'all' || scope === 'tokens') this._tokens = undefined;
+    if (scope === 'all' || scope === 'client') this._clientInformation = undefined;
+    if (scope === 'all' || scope === 'verifier') this._codeVerifier = undefined;
+  }
+
+  async redirectToAuthorization(url) {
+    this.authorizationURL = new URL(url);
+    if (!this.interactive) return;
+    const { stack, browser } = this.env();
+    this.callbackParams = await authorizeInBrowser(url, { browser, callbackURL: stack.callbackURL, person: this.person });
+  }
+}
+
+/**
+ * A hand-built authorization request (code, PKCE S256, resource) to the
+ * stack's loopback callback. Returns { url, verifier, state }.
+ */
+export function authorizationRequest(stack, clientID, scope) {
+  const verifier = randomBytes(32).toString('base64url');
+  const state = randomBytes(8).toString('base64url');
+  const url = new URL(`${stack.origin}/oauth/authorize`);
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientID,
+    redirect_uri: stack.callbackURL,
+    scope,
+    state,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    resource: stack.origin,
+  }).toString();
+  return { url, verifier, state };
+}
+
+/** Redeems a code of authorizationRequest at the token endpoint. */
+export async function redeemCode(stack, clientID, code, verifier) {
+  const res = await fetch(`${stack.origin}/api/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: stack.callbackURL,
+      client_id: clientID,
+      code_verifier: verifier,
+      resource: stack.origin,
+    }),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
 /** Signs a browser context in at the school, through the gateway. */
 export async function signIn(context, origin, person = MEMBER) {
   const page = await context.newPage();
@@ -410,6 +548,108 @@ export async function signIn(context, origin, person = MEMBER) {
   } finally {
     await page.close();
   }
+}
+
+/**
+ * A test certificate authority and a certificate for 127.0.0.1/localhost
+ * signed by it, made with the openssl command line tool. The CA file is
+ * what a process is told to trust through SSL_CERT_FILE.
+ */
+async function makeTestPKI(dir) {
+  const f = (n) => path.join(dir, n);
+  const run = async (...args) => {
+    try {
+      await execFileP('openssl', args, { cwd: dir });
+    } catch (err) {
+      throw new Error(`openssl ${args[0]} failed (is openssl installed?):\n${err.stderr || err.message}`);
+    }
+  };
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  await run('req', '-x509', ...ec, '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2',
+    '-subj', '/CN=schoolgate e2e test CA', '-addext', 'basicConstraints=critical,CA:TRUE',
+    '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+  await run('req', ...ec, '-keyout', f('leaf.key'), '-out', f('leaf.csr'), '-subj', '/CN=127.0.0.1');
+  await writeFile(f('leaf.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n');
+  await run('x509', '-req', '-in', f('leaf.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'),
+    '-CAcreateserial', '-out', f('leaf.pem'), '-days', '2', '-extfile', f('leaf.ext'));
+  return { caFile: f('ca.pem'), key: await readFile(f('leaf.key')), cert: await readFile(f('leaf.pem')) };
+}
+
+/**
+ * An https server on loopback, with its own CA, that serves Client ID
+ * Metadata Documents: docs maps a path to a document (or to a function
+ * returning one). Every request is recorded in hits.
+ */
+export async function startDocServer() {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'schoolgate-e2e-pki-'));
+  const pki = await makeTestPKI(dir);
+  const docs = new Map();
+  const hits = [];
+  const server = https.createServer({ key: pki.key, cert: pki.cert }, (req, res) => {
+    const u = new URL(req.url, 'https://127.0.0.1');
+    hits.push(u.pathname);
+    let doc = docs.get(u.pathname);
+    if (typeof doc === 'function') doc = doc();
+    if (doc === undefined) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"error":"not found"}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' });
+    res.end(JSON.stringify(doc));
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const base = `https://127.0.0.1:${server.address().port}`;
+  return {
+    caFile: pki.caFile,
+    docs,
+    hits,
+    url: (p) => base + p,
+    async close() {
+      const closed = new Promise((r) => server.close(() => r()));
+      server.closeAllConnections();
+      await closed;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Calls the gateway's operator API on Caddy's admin endpoint (the
+ * automation counterpart of the admin area). Returns { status, body }.
+ */
+export function adminAPI(stack, path, body) {
+  // node:http rather than fetch: fetch sends Sec-Fetch-Mode, which Caddy's
+  // admin endpoint (rightly) treats as a browser request needing an Origin.
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${stack.adminURL}/schoolgate${path}`,
+      {
+        method: payload === undefined ? 'GET' : 'POST',
+        headers: payload === undefined ? {} : { 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => {
+          let json;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = text;
+          }
+          resolve({ status: res.statusCode, body: json });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 /** Parses a Bearer WWW-Authenticate header value into its parameters. */

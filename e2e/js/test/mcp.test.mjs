@@ -8,14 +8,13 @@
 
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import {
   startStack,
   launchBrowser,
-  authorizeInBrowser,
+  TestProvider,
   parseBearerChallenge,
   toolPayload,
   catalogResults,
@@ -121,80 +120,6 @@ describe('anonymous', () => {
   });
 });
 
-/**
- * An in-memory OAuthClientProvider, as an MCP host application would write
- * one, whose redirectToAuthorization drives a real browser.
- */
-class TestProvider {
-  constructor({ interactive = true } = {}) {
-    this.interactive = interactive;
-    this._clientInformation = undefined;
-    this._tokens = undefined;
-    this._codeVerifier = undefined;
-    this._state = undefined;
-    this.authorizationURL = undefined;
-    this.callbackParams = undefined;
-    this.invalidated = [];
-  }
-
-  get redirectUrl() {
-    return stack.callbackURL;
-  }
-
-  get clientMetadata() {
-    return {
-      client_name: VENDOR.name,
-      redirect_uris: [stack.callbackURL],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-
-  state() {
-    this._state = randomBytes(16).toString('base64url');
-    return this._state;
-  }
-
-  clientInformation() {
-    return this._clientInformation;
-  }
-
-  saveClientInformation(info) {
-    this._clientInformation = info;
-  }
-
-  tokens() {
-    return this._tokens;
-  }
-
-  saveTokens(tokens) {
-    this._tokens = tokens;
-  }
-
-  saveCodeVerifier(v) {
-    this._codeVerifier = v;
-  }
-
-  codeVerifier() {
-    if (!this._codeVerifier) throw new Error('no code verifier saved');
-    return this._codeVerifier;
-  }
-
-  invalidateCredentials(scope) {
-    this.invalidated.push(scope);
-    if (scope === 'all' || scope === 'tokens') this._tokens = undefined;
-    if (scope === 'all' || scope === 'client') this._clientInformation = undefined;
-    if (scope === 'all' || scope === 'verifier') this._codeVerifier = undefined;
-  }
-
-  async redirectToAuthorization(url) {
-    this.authorizationURL = new URL(url);
-    if (!this.interactive) return;
-    this.callbackParams = await authorizeInBrowser(url, { browser, callbackURL: stack.callbackURL, person: MEMBER });
-  }
-}
-
 /** A fetch that records what the SDK sends, for assertions. */
 function recordingFetch(log) {
   return async (url, init = {}) => {
@@ -207,7 +132,7 @@ function recordingFetch(log) {
 }
 
 describe('member via the SDK OAuth flow', () => {
-  const provider = new TestProvider();
+  const provider = new TestProvider(() => ({ stack, browser }));
   let member;
 
   test('auth() discovers, registers (vendor client), authorizes with PKCE + resource and exchanges the code', async () => {
@@ -304,7 +229,7 @@ describe('member via the SDK OAuth flow', () => {
   });
 
   test('an invalid token with no way to refresh: the SDK restarts authorization (UnauthorizedError)', async () => {
-    const p = new TestProvider({ interactive: false });
+    const p = new TestProvider(() => ({ stack, browser }), { interactive: false });
     p.saveClientInformation(provider.clientInformation());
     p.saveTokens({ access_token: 'sgat_invalid', token_type: 'Bearer', issuer: provider.tokens().issuer });
     await assert.rejects(connect({ authProvider: p }), (err) => err instanceof UnauthorizedError);
