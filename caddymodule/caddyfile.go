@@ -142,6 +142,7 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //		login_url     <path|url>
 //		admin_prefix  <path>
 //		catalog       <file|url> [refresh <duration>]
+//		admin_openapi <file|url>
 //		vendor <name> {
 //			client_id     <id>
 //			redirect_uri  <uri...>
@@ -188,6 +189,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 	switch opt {
 	case "catalog":
 		return g.unmarshalCatalog(d)
+	case "admin_openapi":
+		return oneArg(d, opt, &g.AdminOpenAPI)
 	case "vendor":
 		return g.unmarshalVendor(d)
 	case "mcp_connections":

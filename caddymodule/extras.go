@@ -27,6 +27,8 @@ type siteExtras struct {
 	mcp     http.Handler
 	docs    atomic.Pointer[docs.Set]
 	logf    func(string, ...any)
+	// adminOpenAPI is the school's admin API description (adminopenapi.go).
+	adminOpenAPI atomic.Pointer[[]byte]
 }
 
 const pathMCP = "/mcp"
@@ -50,7 +52,17 @@ func (s *site) provisionExtras(ctx caddy.Context) error {
 		return fmt.Errorf("mcp: %v", err)
 	}
 	s.extras.mcp = mcp
-	return s.rebuildDocs()
+	if src := s.gateway.AdminOpenAPI; src != "" && !isURL(src) {
+		raw, err := s.readAdminOpenAPI(ctx)
+		if err != nil {
+			return fmt.Errorf("admin_openapi: %v", err)
+		}
+		s.extras.adminOpenAPI.Store(&raw)
+	}
+	if err := s.rebuildDocs(); err != nil {
+		return fmt.Errorf("%v (admin_openapi %s)", err, s.gateway.AdminOpenAPI)
+	}
+	return nil
 }
 
 func (s *site) schoolName() string {
@@ -74,6 +86,8 @@ func (s *site) rebuildDocs() error {
 		Scopes:                  policy.AllScopes,
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
 		MCPConnections:          s.as.MCPConnectionsEnabled(),
+		AdminOpenAPI:            s.adminOpenAPIBytes(),
+		AdminScopes:             s.adminScopes,
 	}, feed, time.Now())
 	if err != nil {
 		return fmt.Errorf("documents: %v", err)
@@ -82,17 +96,19 @@ func (s *site) rebuildDocs() error {
 	return nil
 }
 
-// startExtras runs the catalog refresh loop.
+// startExtras runs the refresh loops of what comes from the school: the
+// catalog and an admin OpenAPI document given as a URL.
 func (s *site) startExtras(ctx context.Context) {
-	src := s.gateway.Catalog
-	if src == "" {
-		return
-	}
 	every := time.Duration(s.gateway.CatalogRefresh)
 	if every <= 0 {
 		every = 10 * time.Minute
 	}
-	go s.refreshCatalog(ctx, src, every)
+	if src := s.gateway.Catalog; src != "" {
+		go s.refreshCatalog(ctx, src, every)
+	}
+	if isURL(s.gateway.AdminOpenAPI) {
+		go s.refreshAdminOpenAPI(ctx, every)
+	}
 }
 
 func (s *site) refreshCatalog(ctx context.Context, src string, every time.Duration) {

@@ -37,6 +37,9 @@ type Gateway struct {
 	LoginURL string `json:"login_url,omitempty"`
 	// AdminPrefix is the admin API's path prefix.
 	AdminPrefix string `json:"admin_prefix,omitempty"`
+	// AdminOpenAPI is a file path or http(s) URL of the school's own
+	// OpenAPI 3.0 description of its admin API, merged into /openapi.json.
+	AdminOpenAPI string `json:"admin_openapi,omitempty"`
 	// Catalog is a file path or http(s) URL of the catalog feed.
 	Catalog string `json:"catalog,omitempty"`
 	// CatalogRefresh is how often the catalog is fetched again.

@@ -1,6 +1,7 @@
 package demoschool
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -298,4 +299,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+//go:embed admin-openapi.json
+var adminOpenAPI []byte
+
+// serveAdminOpenAPI publishes the school's own description of its admin
+// API, which the gateway merges into its /openapi.json (admin_openapi).
+func serveAdminOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(adminOpenAPI)
 }

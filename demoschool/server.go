@@ -63,6 +63,7 @@ func (s *school) routes(record bool) http.Handler {
 	mux.HandleFunc("GET /{$}", s.home)
 	mux.HandleFunc("GET /courses/{slug}", s.course)
 	mux.HandleFunc("GET /catalog.json", s.catalogFeed)
+	mux.HandleFunc("GET /admin-openapi.json", serveAdminOpenAPI)
 	mux.HandleFunc("GET /login", s.loginForm)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)

@@ -58,6 +58,12 @@ type Site struct {
 	// MCPConnections reports whether the beta feature "MCP connections" is
 	// on, i.e. operators can create member applications.
 	MCPConnections bool
+	// AdminOpenAPI is the school's own OpenAPI 3.0 (JSON) description of
+	// its admin API, merged into /openapi.json when set.
+	AdminOpenAPI []byte
+	// AdminScopes is the gateway's policy for admin requests, used for
+	// the operations of AdminOpenAPI; nil means the default policy.
+	AdminScopes AdminScopes
 }
 
 // Set is the rendered documents of one site. It is immutable once built

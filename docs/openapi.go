@@ -190,6 +190,17 @@ func dedupe(in []string) []string {
 }
 
 func renderOpenAPI(s Site) ([]byte, error) {
+	var admin *adminDoc
+	if len(s.AdminOpenAPI) > 0 && s.AdminPrefix != "" {
+		var err error
+		if admin, err = parseAdminOpenAPI(s.AdminOpenAPI); err != nil {
+			return nil, err
+		}
+	}
+	components := openAPIComponents(s)
+	if admin != nil {
+		components = admin.mergeComponents(components)
+	}
 	doc := obj{
 		{"openapi", openAPIVersion},
 		{"info", obj{
@@ -213,8 +224,8 @@ func renderOpenAPI(s Site) ([]byte, error) {
 				"Operator tokens only; GET needs `<area>:read`, POST, PUT, PATCH and DELETE need `<area>:write`. " +
 				"Request and response bodies are the school's own."}},
 		}},
-		{"paths", openAPIPaths(s)},
-		{"components", openAPIComponents(s)},
+		{"paths", openAPIPaths(s, admin)},
+		{"components", components},
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -226,7 +237,9 @@ func renderOpenAPI(s Site) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func openAPIPaths(s Site) obj {
+// openAPIPaths lists every operation; admin, when the school describes
+// its admin API, replaces the generic operations of the areas it covers.
+func openAPIPaths(s Site, admin *adminDoc) obj {
 	var paths obj
 	discovery := func(id, summary, what string) obj {
 		return obj{{"get", obj{
@@ -428,10 +441,21 @@ func openAPIPaths(s Site) obj {
 	}
 
 	if s.AdminPrefix != "" {
+		var described obj
+		covered := map[string]bool{}
+		if admin != nil {
+			described, covered = admin.adminPaths(s)
+		}
 		for _, a := range adminAreas(s.Scopes) {
+			if covered[a.name] || covered[strings.ReplaceAll(a.name, "_", "-")] {
+				continue
+			}
 			base := s.AdminPrefix + "/" + a.name
 			paths.add(base, adminOperations(a, false))
 			paths.add(base+"/{path}", adminOperations(a, true))
+		}
+		for _, m := range described {
+			paths.add(m.k, m.v)
 		}
 	}
 	return paths

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 func jsonOf(t testing.TB, body []byte) map[string]any {
@@ -168,6 +172,10 @@ func TestTwoSchoolsAreIndependent(t *testing.T) {
 
 func TestInvalidConfigurationIsRejected(t *testing.T) {
 	dir := t.TempDir()
+	openapi31 := filepath.Join(dir, "openapi31.json")
+	if err := os.WriteFile(openapi31, []byte(`{"openapi":"3.1.0","paths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	readonly := filepath.Join(dir, "readonly")
 	if err := os.MkdirAll(readonly, 0o500); err != nil {
 		t.Fatal(err)
@@ -185,6 +193,10 @@ func TestInvalidConfigurationIsRejected(t *testing.T) {
 		{"bad switch", "school_gateway http://127.0.0.1:9 {\n\t\tmcp_connections maybe\n\t}", "mcp_connections", false},
 		{"unknown scope in rule", "school_gateway http://127.0.0.1:9 {\n\t\trule GET /admin/api/x operator nope:read\n\t}", "nope:read", false},
 		{"unwritable data dir", "school_gateway http://127.0.0.1:9 {\n\t\tdata " + filepath.Join(readonly, "sub") + "\n\t}", "data", true},
+		{"missing admin OpenAPI file", "school_gateway http://127.0.0.1:9 {\n\t\tdata " + filepath.Join(dir, "d1") +
+			"\n\t\tadmin_openapi " + filepath.Join(dir, "nope.json") + "\n\t}", "admin_openapi", true},
+		{"OpenAPI 3.1 admin document", "school_gateway http://127.0.0.1:9 {\n\t\tdata " + filepath.Join(dir, "d2") +
+			"\n\t\tadmin_openapi " + openapi31 + "\n\t}", "3.0.x", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,5 +302,45 @@ func TestKeyRotationThroughAdminAPI(t *testing.T) {
 		if r := postJSON(t, admin+"/schoolgate/keys/rotate", tc.body); r.status != tc.status {
 			t.Errorf("rotate %v: %d, want %d (%s)", tc.body, r.status, tc.status, r.body)
 		}
+	}
+}
+
+// TestOpenAPIMergesTheSchoolsAdminAPI: the school's own admin OpenAPI
+// document, fetched from the legacy server, shows up in /openapi.json with
+// the gateway's security, and the result is valid for a strict validator.
+func TestOpenAPIMergesTheSchoolsAdminAPI(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"),
+		"\t\tadmin_openapi "+sch.URL+"/admin-openapi.json\n"))
+	var raw []byte
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, _, raw = get(t, gw.URL+"/openapi.json")
+		if strings.Contains(string(raw), "/admin/api/courses/{slug}") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("merged openapi.json is invalid: %v", err)
+	}
+	item := doc.Paths.Find("/admin/api/courses/{slug}")
+	if item == nil || item.Get == nil || item.Get.OperationID != "school_getCourse" {
+		t.Fatalf("the school's operation is not merged: %s", raw)
+	}
+	if sec := *item.Get.Security; len(sec) != 1 || strings.Join(sec[0]["oauth2"], " ") != "courses:read" {
+		t.Errorf("security %v, want courses:read", sec)
+	}
+	if doc.Paths.Value("/admin/api/courses/{path}") != nil {
+		t.Error("the generic operations of a described area are still there")
+	}
+	if doc.Paths.Value("/admin/api/coupons") == nil {
+		t.Error("areas the school does not describe keep the generic operations")
 	}
 }

@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// Caddy autosaves its config and keeps data under the user's
+	// directories; the tests must not touch the real ones.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg-config"))
+	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg-data"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -1,0 +1,114 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/schoolgate/schoolgate/docs"
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// The school's own OpenAPI description of its admin API (option
+// admin_openapi: a file, or an http(s) URL such as the legacy server's
+// own document) is merged into /openapi.json. A file is read when the
+// config loads, so a broken one fails the load with the reason; a URL is
+// fetched in the background like the catalog, and a failed or invalid
+// fetch keeps the previous document serving.
+
+// isURL reports whether src is an http(s) URL rather than a file path.
+func isURL(src string) bool {
+	u, err := url.Parse(src)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// readAdminOpenAPI returns the document's bytes, capped.
+func (s *site) readAdminOpenAPI(ctx context.Context) ([]byte, error) {
+	src := s.gateway.AdminOpenAPI
+	var r io.Reader
+	if isURL(src) {
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := s.upstream.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s answered %s", src, resp.Status)
+		}
+		r = resp.Body
+	} else {
+		f, err := os.Open(src)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, docs.MaxAdminOpenAPIBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > docs.MaxAdminOpenAPIBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", src, docs.MaxAdminOpenAPIBytes)
+	}
+	return raw, nil
+}
+
+// useAdminOpenAPI installs a newly read document, keeping the previous
+// one if the documents cannot be rendered with it.
+func (s *site) useAdminOpenAPI(raw []byte) error {
+	prev := s.extras.adminOpenAPI.Swap(&raw)
+	if err := s.rebuildDocs(); err != nil {
+		s.extras.adminOpenAPI.Store(prev)
+		return err
+	}
+	return nil
+}
+
+// adminOpenAPIBytes is the current document (nil when none).
+func (s *site) adminOpenAPIBytes() []byte {
+	if p := s.extras.adminOpenAPI.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// adminScopes lets the documents state exactly what the gateway enforces.
+func (s *site) adminScopes(method, path string) ([]string, bool) {
+	req, d := s.policy.Decide(method, path)
+	return req.Scopes, d == policy.Allow && req.Audience == policy.AudienceOperator
+}
+
+// refreshAdminOpenAPI fetches a URL document until it succeeds, then as
+// often as the catalog.
+func (s *site) refreshAdminOpenAPI(ctx context.Context, every time.Duration) {
+	delay := time.Second
+	for {
+		raw, err := s.readAdminOpenAPI(ctx)
+		if err == nil {
+			err = s.useAdminOpenAPI(raw)
+		}
+		if err != nil {
+			s.extras.logf("admin OpenAPI document %s not merged, keeping the previous one: %v", s.gateway.AdminOpenAPI, err)
+			delay = min(delay*2, every)
+		} else {
+			delay = every
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
