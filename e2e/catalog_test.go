@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// callTool calls an MCP tool anonymously with mcp-go's stock client and
+// returns the text of the result.
+func callTool(t testing.TB, mcpURL, tool string, args map[string]any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	trans, err := transport.NewStreamableHTTP(mcpURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(trans)
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "schoolgate-e2e", Version: "1"}}}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var out strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			out.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		return "ERROR: " + out.String()
+	}
+	return out.String()
+}
+
+// TestCatalogRefreshThroughAdminAPI: an operator adds a course through the
+// protected admin API; MCP keeps serving the imported catalog (no upstream
+// call on the request path) until the catalog is refreshed through Caddy's
+// admin API, and then the tools and documents show the course.
+func TestCatalogRefreshThroughAdminAPI(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"), ""))
+	mcpURL := gw.URL + "/mcp"
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(callTool(t, mcpURL, "search_catalog", map[string]any{"query": "photography"}), `"slug"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the catalog was never imported")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	client := registerLoopback(t, gw.URL)
+	tok := tokenFor(t, gw.URL, client, "http://127.0.0.1:7777/callback", "courses:read courses:write",
+		"owner@demo.school", "owner")
+	course := `{"slug":"night-sky-e2e","title":"Night Sky Photography","summary":"Stars and the Milky Way.",` +
+		`"price":{"amount":49,"currency":"EUR"},"lecturers":[],"tags":["astro"]}`
+	if r := call(t, "POST", gw.URL+"/admin/api/courses", tok.AccessToken, course, nil); r.status != http.StatusCreated {
+		t.Fatalf("creating a course: %d %s", r.status, r.body)
+	}
+
+	search := map[string]any{"query": "night sky"}
+	if got := callTool(t, mcpURL, "search_catalog", search); strings.Contains(got, "night-sky-e2e") {
+		t.Fatalf("the course is served before any refresh: %s", got)
+	}
+	admin := "http://" + gw.AdminAddr + "/schoolgate/catalog/refresh"
+	if r := postJSON(t, admin, map[string]string{"issuer": gw.URL}); r.status != 200 {
+		t.Fatalf("refresh: %d %s", r.status, r.body)
+	}
+	if got := callTool(t, mcpURL, "search_catalog", search); !strings.Contains(got, "night-sky-e2e") {
+		t.Errorf("after the refresh search_catalog lacks the course: %s", got)
+	}
+	if got := callTool(t, mcpURL, "get_course", map[string]any{"slug": "night-sky-e2e"}); !strings.Contains(got, "Night Sky Photography") {
+		t.Errorf("get_course: %s", got)
+	}
+	for _, doc := range []string{"/pricing.md", "/llms.txt"} {
+		if _, _, body := get(t, gw.URL+doc); !strings.Contains(string(body), "Night Sky Photography") {
+			t.Errorf("%s lacks the new course", doc)
+		}
+	}
+	if r := postJSON(t, admin, map[string]string{"issuer": "http://nowhere.example"}); r.status != 404 {
+		t.Errorf("refresh of an unknown school: %d", r.status)
+	}
+}
