@@ -101,10 +101,16 @@ func (s *mcpServer) handler() http.Handler {
 		server.WithTitle(s.opts.SiteName),
 		server.WithInstructions(s.instructions()),
 		server.WithToolCapabilities(false),
+		// No subscriptions and no list_changed: a stateless server has no
+		// session to notify; clients list again to see a new catalog.
+		server.WithResourceCapabilities(false, false),
+		server.WithPaginationLimit(listPageSize),
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(s.guard),
+		server.WithResourceHandlerMiddleware(s.guardResource),
 	)
 	s.addTools(core)
+	s.addResources(core, hooks)
 	transport := server.NewStreamableHTTPServer(core,
 		server.WithStateLess(true),
 		// mcp-go's own rebinding guard refuses loopback connections whose

@@ -45,12 +45,21 @@ func (s *mcpServer) getCourse(_ context.Context, req mcp.CallToolRequest) (*mcp.
 	if unavailable != nil {
 		return unavailable, nil
 	}
-	c, ok := ix.Course(in.Slug)
+	c, ok := courseView(ix, in.Slug)
 	if !ok {
 		return mcp.NewToolResultError(s.noSuchCourse(ix, in.Slug)), nil
 	}
-	c.Extra = withURL(c.Extra, ix.URL(catalog.KindCourse, c.Slug))
 	return jsonResult(c)
+}
+
+// courseView is a course as get_course returns it and as its resource
+// reads (resources.go): every field of the feed plus its public url.
+func courseView(ix *catalog.Index, slug string) (catalog.Course, bool) {
+	c, ok := ix.Course(slug)
+	if ok {
+		c.Extra = withURL(c.Extra, ix.URL(catalog.KindCourse, c.Slug))
+	}
+	return c, ok
 }
 
 // noSuchCourse suggests courses whose words resemble the slug: agents
