@@ -52,10 +52,15 @@ func Authorize(tok *Token, req Requirement) *Challenge {
 // boundTo checks the origin binding: the token must come from this
 // site's issuer and name this site as its resource.
 func boundTo(tok *Token, origin string) bool {
-	if !SameOrigin(tok.Issuer, origin) {
+	// Tokens carry the issuer's own spelling, so plain equality settles
+	// the usual case without parsing URLs on every request.
+	if tok.Issuer != origin && !SameOrigin(tok.Issuer, origin) {
 		return false
 	}
-	return tok.Resource == "" && tok.Audience != AudienceMember || SameOrigin(tok.Resource, origin)
+	if tok.Resource == "" {
+		return tok.Audience != AudienceMember
+	}
+	return tok.Resource == origin || SameOrigin(tok.Resource, origin)
 }
 
 func invalidToken(desc string) *Challenge {
