@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A closed-loop load generator: each of c workers sends its next request
+// as soon as the previous one is answered, for a duration or until a
+// fixed amount of work is done. Latencies are kept whole (a few hundred
+// thousand durations at most) so percentiles are exact.
+
+// request performs one request; worker is the worker's index.
+type request func(ctx context.Context, worker int) error
+
+// stats is one measured run of one target.
+type stats struct {
+	requests  int
+	failures  int
+	firstErr  error
+	elapsed   time.Duration
+	latencies []time.Duration
+	cpu       time.Duration // server CPU spent during the run
+}
+
+func (s stats) rps() float64 { return float64(s.requests) / s.elapsed.Seconds() }
+
+func (s stats) percentile(p float64) time.Duration {
+	if len(s.latencies) == 0 {
+		return 0
+	}
+	i := int(float64(len(s.latencies)-1) * p)
+	return s.latencies[i]
+}
+
+// cpuPerRequest is the server's CPU time per answered request.
+func (s stats) cpuPerRequest() time.Duration {
+	if s.requests == 0 {
+		return 0
+	}
+	return s.cpu / time.Duration(s.requests)
+}
+
+// load runs req with c workers for d, or, when work > 0, until work
+// requests have been sent (whichever comes first).
+func load(c int, d time.Duration, work int, pid int, req request) stats {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var next atomic.Int64
+	per := make([][]time.Duration, c)
+	fails := make([]int, c)
+	var errOnce sync.Once
+	var firstErr error
+	cpu0 := processCPU(pid)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if work > 0 && next.Add(1) > int64(work) {
+					return
+				}
+				t0 := time.Now()
+				err := req(ctx, w)
+				if ctx.Err() != nil && err != nil {
+					return // cut off by the end of the run, not a failure
+				}
+				per[w] = append(per[w], time.Since(t0))
+				if err != nil {
+					fails[w]++
+					errOnce.Do(func() { firstErr = err })
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	s := stats{elapsed: time.Since(start), cpu: processCPU(pid) - cpu0, firstErr: firstErr}
+	for w := range per {
+		s.latencies = append(s.latencies, per[w]...)
+		s.failures += fails[w]
+	}
+	s.requests = len(s.latencies)
+	slices.Sort(s.latencies)
+	return s
+}
+
+// processCPU is the user+system CPU time of a process (all threads),
+// from /proc; 0 where /proc is not available.
+func processCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// processRSS is a process's resident set size in bytes.
+func processRSS(pid int) int64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// expect reads a response and checks its status and, if want is not
+// empty, that the body contains it.
+func expect(resp *http.Response, err error, status int, want string) error {
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != status {
+		return fmt.Errorf("HTTP %d (want %d): %.200s", resp.StatusCode, status, body)
+	}
+	if want != "" && !strings.Contains(string(body), want) {
+		return fmt.Errorf("answer lacks %q: %.200s", want, body)
+	}
+	return nil
+}
+
+var errPoolEmpty = errors.New("the pool of prepared items is empty")

@@ -1,0 +1,66 @@
+// Command bench measures the gateway against plain Caddy in one run.
+//
+//	go run ./bench            # the full run (a few minutes)
+//	go run ./bench -smoke     # seconds: proves the harness works, no figures worth quoting
+//
+// It builds Caddy with the schoolgate modules, starts its own minimal
+// legacy server (with a generated catalog) and an mcp-go no-op server,
+// and runs one Caddy with three sites: the gateway in front of the
+// legacy server, a plain reverse_proxy to the same server with the same
+// transport settings, and a plain reverse_proxy to the no-op MCP server.
+// Targets that are compared run interleaved (A B A B ...) for several
+// rounds; the medians and their ratios are printed, with the Caddy
+// process's CPU time per request. See BENCHMARKS.md.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+type config struct {
+	rounds      int
+	duration    time.Duration
+	concurrency int
+	courses     int
+	exchanges   int
+	grants      int
+	smoke       bool
+	profile     string
+}
+
+func main() {
+	serve := flag.String("serve", "", "internal: run as the bench's 'upstream' or 'noop-mcp' server on -addr")
+	addr := flag.String("addr", "", "internal: listen address of -serve")
+	cfg := config{}
+	flag.IntVar(&cfg.rounds, "rounds", 5, "rounds of each compared pair (A B A B ...)")
+	flag.DurationVar(&cfg.duration, "duration", 4*time.Second, "length of one target's run in a round")
+	flag.IntVar(&cfg.concurrency, "c", 64, "concurrent clients")
+	flag.IntVar(&cfg.courses, "courses", 10000, "courses in the generated catalog")
+	flag.IntVar(&cfg.exchanges, "exchanges", 20000, "authorization codes exchanged per token round")
+	flag.IntVar(&cfg.grants, "grants", 100000, "live grants in the store for the memory and start-up figures")
+	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
+	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of Caddy during the first target of the scenario whose name starts with this, to bench-<scenario>.pprof")
+	flag.Parse()
+
+	var err error
+	switch *serve {
+	case "upstream":
+		err = serveUpstream(*addr, cfg.courses)
+	case "noop-mcp":
+		err = serveNoopMCP(*addr)
+	case "":
+		if cfg.smoke {
+			cfg.rounds, cfg.duration, cfg.courses, cfg.exchanges, cfg.grants = 1, 300*time.Millisecond, 500, 300, 0
+		}
+		err = run(cfg)
+	default:
+		err = fmt.Errorf("unknown -serve %q", *serve)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

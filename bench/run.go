@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// target is one thing measured: a name and its request.
+type target struct {
+	name string
+	req  request
+}
+
+// bench holds what the scenarios share.
+type bench struct {
+	cfg    config
+	stack  *stack
+	client *http.Client
+	oauth  *oauthClient
+	member tokens
+	out    *strings.Builder
+	grants int // grants issued so far (live: none is revoked)
+}
+
+func run(cfg config) error {
+	st, err := startStack(cfg)
+	defer st.stop()
+	if err != nil {
+		return err
+	}
+	client := &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096,
+			IdleConnTimeout: 90 * time.Second, DisableCompression: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	b := &bench{cfg: cfg, stack: st, client: client, oauth: &oauthClient{origin: st.gateway, http: client},
+		out: &strings.Builder{}}
+	fmt.Fprintf(b.out, "machine: %s; %d clients, %d rounds of %s per target, %d courses\n\n",
+		machine(), cfg.concurrency, cfg.rounds, cfg.duration, cfg.courses)
+	fmt.Fprintln(b.out, "| scenario | target | req/s | p50 | p99 | Caddy CPU/req | vs baseline |")
+	fmt.Fprintln(b.out, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+	if err := b.setup(); err != nil {
+		return err
+	}
+	for _, sc := range []func() error{b.protected, b.mcp, b.discovery, b.tokenEndpoint, b.memory} {
+		if err := sc(); err != nil {
+			fmt.Print(b.out.String())
+			return err
+		}
+	}
+	fmt.Print(b.out.String())
+	return nil
+}
+
+// setup waits for the catalog import and gets a member token.
+func (b *bench) setup() error {
+	deadline := time.Now().Add(60 * time.Second)
+	for b.searchOnce(b.stack.gateway, "") != nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the gateway never served the catalog: %v", b.searchOnce(b.stack.gateway, ""))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ctx := context.Background()
+	code, err := b.oauth.authorize(ctx)
+	if err != nil {
+		return err
+	}
+	b.member, err = b.oauth.exchange(ctx, code)
+	b.grants++
+	return err
+}
+
+// compare runs the targets interleaved for cfg.rounds rounds and
+// reports the medians, each against the last target (the baseline).
+func (b *bench) compare(scenario string, targets ...target) error {
+	runs := make([][]stats, len(targets))
+	for r := 0; r < b.cfg.rounds; r++ {
+		for i, t := range targets {
+			if r == 0 && i == 0 && b.cfg.profile != "" && strings.HasPrefix(scenario, b.cfg.profile) {
+				go b.stack.cpuProfile(b.cfg.duration, "bench-"+strings.Fields(scenario)[0]+".pprof")
+			}
+			s := load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req)
+			if s.failures > 0 {
+				return fmt.Errorf("%s / %s: %d of %d requests failed, first: %v", scenario, t.name, s.failures, s.requests, s.firstErr)
+			}
+			runs[i] = append(runs[i], s)
+		}
+	}
+	base := median(runs[len(runs)-1], stats.rps)
+	for i, t := range targets {
+		ratio := "baseline"
+		if i < len(targets)-1 {
+			ratio = fmt.Sprintf("%.2f×", median(runs[i], stats.rps)/base)
+		}
+		b.row(scenario, t.name, runs[i], ratio)
+	}
+	return nil
+}
+
+func (b *bench) row(scenario, name string, runs []stats, note string) {
+	fmt.Fprintf(b.out, "| %s | %s | %.0f | %s | %s | %s | %s |\n", scenario, name,
+		median(runs, stats.rps),
+		ms(median(runs, func(s stats) float64 { return float64(s.percentile(0.5)) })),
+		ms(median(runs, func(s stats) float64 { return float64(s.percentile(0.99)) })),
+		us(median(runs, func(s stats) float64 { return float64(s.cpuPerRequest()) })), note)
+}
+
+func median(runs []stats, f func(stats) float64) float64 {
+	v := make([]float64, len(runs))
+	for i, r := range runs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func ms(d float64) string { return fmt.Sprintf("%.2f ms", d/float64(time.Millisecond)) }
+func us(d float64) string { return fmt.Sprintf("%.0f µs", d/float64(time.Microsecond)) }
+
+// post sends a JSON POST and checks the answer.
+func (b *bench) post(ctx context.Context, url, token, body string, hdr map[string]string, want string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := b.client.Do(req)
+	return expect(resp, err, http.StatusOK, want)
+}
+
+func (b *bench) get(ctx context.Context, url, want string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := b.client.Do(req)
+	return expect(resp, err, http.StatusOK, want)
+}
+
+const viewerQuery = `{"query":"{ viewer { id email enrolledCourses(first: 5) { nodes { slug } } } }"}`
+
+// protected: the Account API through the gateway with a member token,
+// against plain reverse_proxy to the same upstream.
+func (b *bench) protected() error {
+	gw, plain := b.stack.gateway+"/account/graphql", b.stack.plain+"/account/graphql"
+	return b.compare("protected /account/graphql",
+		target{"gateway (member token)", func(ctx context.Context, _ int) error {
+			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
+		}},
+		target{"plain reverse_proxy", func(ctx context.Context, _ int) error {
+			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
+		}})
+}
+
+var mcpHeaders = map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+
+const searchCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_catalog",` +
+	`"arguments":{"query":"portrait lighting","limit":10}}}`
+
+func (b *bench) searchOnce(origin, token string) error {
+	return b.post(context.Background(), origin+"/mcp", token, searchCall, mcpHeaders, `course-`)
+}
+
+// mcp: search_catalog over the generated catalog, anonymous and as a
+// member, against a no-op tool of mcp-go behind plain reverse_proxy.
+func (b *bench) mcp() error {
+	gw, noop := b.stack.gateway+"/mcp", b.stack.noop+"/mcp"
+	return b.compare(fmt.Sprintf("/mcp search_catalog (%d courses)", b.cfg.courses),
+		target{"gateway, anonymous", func(ctx context.Context, _ int) error {
+			return b.post(ctx, gw, "", searchCall, mcpHeaders, `course-`)
+		}},
+		target{"gateway, member token", func(ctx context.Context, _ int) error {
+			return b.post(ctx, gw, b.member.Access, searchCall, mcpHeaders, `course-`)
+		}},
+		target{"mcp-go no-op tool via reverse_proxy", func(ctx context.Context, _ int) error {
+			return b.post(ctx, noop, "", searchCall, mcpHeaders, `"result"`)
+		}})
+}
+
+// discovery: the metadata documents and the JWKS, with a plain proxied
+// small JSON answer as the baseline.
+func (b *bench) discovery() error {
+	gw := b.stack.gateway
+	return b.compare("discovery",
+		target{"openid-configuration", func(ctx context.Context, _ int) error {
+			return b.get(ctx, gw+"/.well-known/openid-configuration", `"issuer"`)
+		}},
+		target{"jwks.json", func(ctx context.Context, _ int) error {
+			return b.get(ctx, gw+"/.well-known/jwks.json", `"keys"`)
+		}},
+		target{"plain reverse_proxy (small JSON)", func(ctx context.Context, _ int) error {
+			return b.get(ctx, b.stack.plain+"/", `"ok"`)
+		}})
+}
+
+// pool hands out prepared items to concurrent workers, and collects.
+type pool[T any] struct {
+	mu    sync.Mutex
+	items []T
+	next  atomic.Int64
+}
+
+func (p *pool[T]) take() (T, bool) {
+	i := p.next.Add(1) - 1
+	if i >= int64(len(p.items)) {
+		var zero T
+		return zero, false
+	}
+	return p.items[i], true
+}
+
+func (p *pool[T]) put(v T) {
+	p.mu.Lock()
+	p.items = append(p.items, v)
+	p.mu.Unlock()
+}
+
+// fixedWork runs n requests with c workers and no time limit.
+func (b *bench) fixedWork(c, n int, req request) (stats, error) {
+	s := load(c, 10*time.Minute, n, b.stack.caddyPID(), req)
+	if s.failures > 0 {
+		return s, fmt.Errorf("%d of %d failed, first: %v", s.failures, s.requests, s.firstErr)
+	}
+	return s, nil
+}
+
+// codes prepares n authorization codes (remembered consent: authorize
+// answers with the code at once).
+func (b *bench) codes(n int) (*pool[pendingCode], stats, error) {
+	p := &pool[pendingCode]{}
+	s, err := b.fixedWork(b.cfg.concurrency, n, func(ctx context.Context, _ int) error {
+		c, err := b.oauth.authorize(ctx)
+		if err == nil {
+			p.put(c)
+		}
+		return err
+	})
+	return p, s, err
+}
+
+// exchangeAll redeems every code of the pool with c clients.
+func (b *bench) exchangeAll(c int, codes *pool[pendingCode]) (*pool[string], stats, error) {
+	refresh := &pool[string]{}
+	s, err := b.fixedWork(c, len(codes.items), func(ctx context.Context, _ int) error {
+		code, ok := codes.take()
+		if !ok {
+			return errPoolEmpty
+		}
+		t, err := b.oauth.exchange(ctx, code)
+		if err == nil {
+			refresh.put(t.Refresh)
+		}
+		return err
+	})
+	b.grants += s.requests - s.failures
+	return refresh, s, err
+}
+
+// tokenEndpoint: authorization-code exchanges (durable, with ID token)
+// and refreshes at full concurrency, and a lone client's exchange.
+func (b *bench) tokenEndpoint() error {
+	var auth, exch, refr []stats
+	rounds := min(b.cfg.rounds, 3)
+	for r := 0; r < rounds; r++ {
+		codes, a, err := b.codes(b.cfg.exchanges)
+		if err != nil {
+			return fmt.Errorf("authorize: %v", err)
+		}
+		refresh, e, err := b.exchangeAll(b.cfg.concurrency, codes)
+		if err != nil {
+			return fmt.Errorf("code exchange: %v", err)
+		}
+		f, err := b.fixedWork(b.cfg.concurrency, len(refresh.items), func(ctx context.Context, _ int) error {
+			rt, ok := refresh.take()
+			if !ok {
+				return errPoolEmpty
+			}
+			_, err := b.oauth.refresh(ctx, rt)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("refresh: %v", err)
+		}
+		auth, exch, refr = append(auth, a), append(exch, e), append(refr, f)
+	}
+	b.row("token endpoint", fmt.Sprintf("authorize → code, %d clients", b.cfg.concurrency), auth, "")
+	b.row("token endpoint", fmt.Sprintf("code exchange + ID token, %d clients", b.cfg.concurrency), exch, "")
+	b.row("token endpoint", fmt.Sprintf("refresh (rotation), %d clients", b.cfg.concurrency), refr, "")
+	codes, _, err := b.codes(min(b.cfg.exchanges, 300))
+	if err != nil {
+		return err
+	}
+	_, one, err := b.exchangeAll(1, codes)
+	if err != nil {
+		return err
+	}
+	b.row("token endpoint", "code exchange, 1 client", []stats{one}, "")
+	return nil
+}
+
+// memory: fills the store to cfg.grants live grants, then restarts
+// Caddy on that data and reports start-up time and resident memory.
+func (b *bench) memory() error {
+	if b.cfg.grants == 0 {
+		return nil
+	}
+	for b.grants < b.cfg.grants {
+		n := min(b.cfg.grants-b.grants, 20000)
+		codes, _, err := b.codes(n)
+		if err != nil {
+			return err
+		}
+		if _, _, err := b.exchangeAll(b.cfg.concurrency, codes); err != nil {
+			return err
+		}
+	}
+	before := processRSS(b.stack.caddyPID())
+	startup, err := b.stack.restartCaddy()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := b.searchOnce(b.stack.gateway, b.member.Access); err != nil {
+		return fmt.Errorf("after the restart: %v", err)
+	}
+	firstSearch := time.Since(t0)
+	// Serve a little of everything so the caches and the index are warm.
+	if _, err := b.fixedWork(b.cfg.concurrency, 2000, func(ctx context.Context, w int) error {
+		if w%2 == 0 {
+			return b.post(ctx, b.stack.gateway+"/account/graphql", b.member.Access, viewerQuery, nil, `"viewer"`)
+		}
+		return b.post(ctx, b.stack.gateway+"/mcp", "", searchCall, mcpHeaders, `course-`)
+	}); err != nil {
+		return err
+	}
+	after := processRSS(b.stack.caddyPID())
+	fmt.Fprintf(b.out, "\nmemory and start-up: %d live grants, %d courses: start-up %s (first MCP search answered %s later); "+
+		"Caddy RSS %d MB after the load, %d MB after restart and warm-up\n",
+		b.grants, b.cfg.courses, startup.Round(time.Millisecond), firstSearch.Round(time.Millisecond), before>>20, after>>20)
+	return nil
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// stack is the processes of one bench run, under one temporary directory.
+type stack struct {
+	dir                  string
+	caddyBin             string
+	gateway, plain, noop string // origins
+	upstreamAddr         string
+	adminAddr            string // Caddy's admin endpoint (pprof)
+	caddy                *exec.Cmd
+	others               []*exec.Cmd
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// buildCaddy builds Caddy with the modules, as cmd/caddy does for users.
+func buildCaddy(dir string) (string, error) {
+	bin := filepath.Join(dir, "caddy")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building Caddy (run from the repository root): %v", err)
+	}
+	return bin, nil
+}
+
+func startStack(cfg config) (*stack, error) {
+	dir, err := os.MkdirTemp("", "schoolgate-bench-")
+	if err != nil {
+		return nil, err
+	}
+	s := &stack{dir: dir}
+	if s.caddyBin, err = buildCaddy(dir); err != nil {
+		return s, err
+	}
+	var addrs [6]string
+	for i := range addrs {
+		if addrs[i], err = freeAddr(); err != nil {
+			return s, err
+		}
+	}
+	s.upstreamAddr = addrs[0]
+	noopAddr := addrs[1]
+	s.gateway, s.plain, s.noop = "http://"+addrs[2], "http://"+addrs[3], "http://"+addrs[4]
+	s.adminAddr = addrs[5]
+	self, err := os.Executable()
+	if err != nil {
+		return s, err
+	}
+	for _, a := range [][]string{
+		{"-serve", "upstream", "-addr", s.upstreamAddr, "-courses", fmt.Sprint(cfg.courses)},
+		{"-serve", "noop-mcp", "-addr", noopAddr},
+	} {
+		cmd := exec.Command(self, a...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			return s, err
+		}
+		s.others = append(s.others, cmd)
+	}
+	if err := waitUp("http://"+s.upstreamAddr+"/", 200); err != nil {
+		return s, err
+	}
+	caddyfile := s.caddyfile(noopAddr)
+	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(caddyfile), 0o600); err != nil {
+		return s, err
+	}
+	return s, s.startCaddy()
+}
+
+// caddyfile: the gateway, and plain reverse_proxy sites with the transport
+// the gateway's directive uses for its upstream.
+func (s *stack) caddyfile(noopAddr string) string {
+	transport := `transport http {
+			dial_timeout 5s
+			response_header_timeout 60s
+			keepalive_idle_conns_per_host 128
+		}`
+	return fmt.Sprintf(`{
+	admin %[11]s
+	persist_config off
+	storage file_system %[1]s/caddy-storage
+}
+
+%[2]s {
+	school_gateway http://%[3]s {
+		issuer %[2]s
+		data %[1]s/data
+		catalog http://%[3]s/catalog.json refresh 1h
+		code_ttl 10m
+		vendor "Bench Agent" {
+			client_id %[6]s
+			redirect_uri %[7]s
+			audience member
+			scopes %[8]s
+		}
+	}
+}
+
+%[4]s {
+	reverse_proxy %[3]s {
+		%[9]s
+	}
+}
+
+%[5]s {
+	reverse_proxy %[10]s {
+		%[9]s
+	}
+}
+`, s.dir, s.gateway, s.upstreamAddr, s.plain, s.noop, benchClientID, benchRedirect, benchScope, transport, noopAddr, s.adminAddr)
+}
+
+func (s *stack) startCaddy() error {
+	cmd := exec.Command(s.caddyBin, "run", "--config", filepath.Join(s.dir, "Caddyfile"), "--adapter", "caddyfile")
+	logf, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("caddy-%d.log", time.Now().UnixNano())))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(s.dir, "xdg-config"),
+		"XDG_DATA_HOME="+filepath.Join(s.dir, "xdg-data"))
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.caddy = cmd
+	return waitUp(s.gateway+"/.well-known/oauth-authorization-server", 200)
+}
+
+// restartCaddy stops Caddy gracefully and starts it on the same data;
+// it returns how long the new process took to answer.
+func (s *stack) restartCaddy() (time.Duration, error) {
+	_ = s.caddy.Process.Signal(syscall.SIGTERM)
+	_ = s.caddy.Wait()
+	t0 := time.Now()
+	err := s.startCaddy()
+	return time.Since(t0), err
+}
+
+func (s *stack) stop() {
+	if s.caddy != nil {
+		_ = s.caddy.Process.Signal(syscall.SIGTERM)
+		_ = s.caddy.Wait()
+	}
+	for _, c := range s.others {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	_ = os.RemoveAll(s.dir)
+}
+
+func (s *stack) caddyPID() int { return s.caddy.Process.Pid }
+
+// waitUp polls a URL until it answers the status.
+func waitUp(url string, status int) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == status {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer %d within a minute", url, status)
+}
+
+func machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+// cpuProfile saves a CPU profile of Caddy taken over d (Caddy's admin
+// endpoint serves net/http/pprof).
+func (s *stack) cpuProfile(d time.Duration, file string) {
+	secs := max(1, int(d/time.Second))
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.adminAddr, secs))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profile:", err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+}
