@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: formatting and vet, Go unit and end-to-end
-# tests (a real Caddy in front of the demo school), bounded fuzzing, and
-# the JavaScript end-to-end tests with real client libraries and a browser.
+# tests (a real Caddy in front of the demo school), bounded fuzzing, the
+# JavaScript end-to-end tests with real client libraries and a browser, and
+# the MCP conformance suite's server scenarios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,4 +32,11 @@ done | sort -u)
 if [ -f e2e/js/package.json ]; then
 	echo "== JavaScript end-to-end tests"
 	(cd e2e/js && npm ci --no-audit --no-fund --loglevel=error && npm test)
+fi
+
+if [ -f e2e/conformance/package.json ]; then
+	# The official MCP conformance suite's server scenarios against /mcp, on
+	# a Node 22 that npm installs (the npm package "node"; see its run.mjs).
+	echo "== MCP conformance (server scenarios)"
+	(cd e2e/conformance && npm ci --no-audit --no-fund --loglevel=error && npm test)
 fi

@@ -194,7 +194,9 @@ async function startCallbackServer(port) {
  * options: name (log file prefix), waitForCatalog, mcpConnections ('on' |
  * 'off', the Caddyfile's initial value), gatewayOptions (more lines inside
  * the school_gateway block), caddyEnv (more environment for Caddy, e.g.
- * SSL_CERT_FILE).
+ * SSL_CERT_FILE), anyHost (the site address is http://:<port>, which
+ * serves every Host header, with the issuer set explicitly: requests with a
+ * foreign Host reach the gateway instead of Caddy's unmatched-host answer).
  */
 export async function startStack({
   name = 'stack',
@@ -202,6 +204,7 @@ export async function startStack({
   mcpConnections = 'on',
   gatewayOptions = '',
   caddyEnv = {},
+  anyHost = false,
 } = {}) {
   await buildBinaries();
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'schoolgate-e2e-js-'));
@@ -255,8 +258,8 @@ export async function startStack({
 	storage file_system ${path.join(tmp, 'caddy-storage')}
 }
 
-http://127.0.0.1:${gwPort} {
-	school_gateway ${schoolURL} {
+${anyHost ? `http://:${gwPort}` : origin} {
+	school_gateway ${schoolURL} {${anyHost ? `\n\t\tissuer ${origin}` : ''}
 		data ${path.join(tmp, 'data')}
 		catalog ${schoolURL}/catalog.json
 		vendor "${VENDOR.name}" {
