@@ -29,6 +29,7 @@ type config struct {
 	grants      int
 	smoke       bool
 	profile     string
+	only        string
 }
 
 func main() {
@@ -41,8 +42,9 @@ func main() {
 	flag.IntVar(&cfg.courses, "courses", 10000, "courses in the generated catalog")
 	flag.IntVar(&cfg.exchanges, "exchanges", 20000, "authorization codes exchanged per token round")
 	flag.IntVar(&cfg.grants, "grants", 100000, "live grants in the store for the memory and start-up figures")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,memory)")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
-	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of Caddy during the first target of the scenario whose name starts with this, to bench-<scenario>.pprof")
+	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")
 	flag.Parse()
 
 	var err error

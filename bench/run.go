@@ -49,8 +49,14 @@ func run(cfg config) error {
 	if err := b.setup(); err != nil {
 		return err
 	}
-	for _, sc := range []func() error{b.protected, b.mcp, b.discovery, b.tokenEndpoint, b.memory} {
-		if err := sc(); err != nil {
+	for _, sc := range []struct {
+		name string
+		run  func() error
+	}{{"protected", b.protected}, {"mcp", b.mcp}, {"discovery", b.discovery}, {"token", b.tokenEndpoint}, {"memory", b.memory}} {
+		if cfg.only != "" && !slices.Contains(strings.Split(cfg.only, ","), sc.name) {
+			continue
+		}
+		if err := sc.run(); err != nil {
 			fmt.Print(b.out.String())
 			return err
 		}
@@ -84,8 +90,8 @@ func (b *bench) compare(scenario string, targets ...target) error {
 	runs := make([][]stats, len(targets))
 	for r := 0; r < b.cfg.rounds; r++ {
 		for i, t := range targets {
-			if r == 0 && i == 0 && b.cfg.profile != "" && strings.HasPrefix(scenario, b.cfg.profile) {
-				go b.stack.cpuProfile(b.cfg.duration, "bench-"+strings.Fields(scenario)[0]+".pprof")
+			if r == 0 && b.cfg.profile != "" && strings.HasPrefix(scenario, b.cfg.profile) {
+				go b.stack.cpuProfile(b.cfg.duration, fmt.Sprintf("bench-%s-%d.pprof", fileName(scenario), i))
 			}
 			s := load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req)
 			if s.failures > 0 {
@@ -346,4 +352,14 @@ func (b *bench) memory() error {
 		"Caddy RSS %d MB after the load, %d MB after restart and warm-up\n",
 		b.grants, b.cfg.courses, startup.Round(time.Millisecond), firstSearch.Round(time.Millisecond), before>>20, after>>20)
 	return nil
+}
+
+// fileName turns a scenario name into a file name part.
+func fileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(strings.Fields(s)[0]))
 }
