@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,6 +38,23 @@ var (
 // BoltStore is the embedded Store: one bbolt file per site.
 type BoltStore struct {
 	db *bolt.DB
+	// writers counts the hot-path writes in flight (see write).
+	writers atomic.Int32
+}
+
+// write runs fn in a durable read-write transaction for the hot paths
+// (codes and tokens). A lone writer commits at once; writers that overlap
+// join a bbolt Batch and share one commit and its fsyncs, which is what
+// lets concurrent token requests scale. Durability is never relaxed. fn
+// may run more than once (Batch retries a failed batch one by one), so it
+// must reset whatever it records outside the transaction.
+func (s *BoltStore) write(fn func(*bolt.Tx) error) error {
+	n := s.writers.Add(1)
+	defer s.writers.Add(-1)
+	if n == 1 {
+		return s.db.Update(fn)
+	}
+	return s.db.Batch(fn)
 }
 
 // OpenBolt opens (creating if needed) the store file at path. The timeout
@@ -251,7 +269,7 @@ func (s *BoltStore) PutConsent(clientID, subject string, c *Consent) error {
 
 // PutCode stores an authorization code under its hash.
 func (s *BoltStore) PutCode(hash string, c *Code) error {
-	return s.db.Batch(func(tx *bolt.Tx) error {
+	return s.write(func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketCodes), hash, c)
 	})
 }
@@ -259,7 +277,7 @@ func (s *BoltStore) PutCode(hash string, c *Code) error {
 // RedeemCode implements Store.
 func (s *BoltStore) RedeemCode(hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
 	var reused bool
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bolt.Tx) error {
 		reused = false
 		codes := tx.Bucket(bucketCodes)
 		var c Code
@@ -333,7 +351,7 @@ func (s *BoltStore) GetToken(hash string) (*Token, *Grant, error) {
 // RotateRefresh implements Store.
 func (s *BoltStore) RotateRefresh(hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
 	var reused bool
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bolt.Tx) error {
 		reused = false
 		tb := tx.Bucket(bucketTokens)
 		var t Token

@@ -71,28 +71,24 @@ func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, 
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
+	var grant *Grant
+	var nonce string
 	err := s.store.RedeemCode(hashToken(code), func(c *Code) (*Grant, []IssuedToken, error) {
 		resp, fail = nil, nil
 		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], now); fail != nil {
 			return nil, nil, fail
 		}
-		g := &Grant{ID: randomString(), ClientID: client.ID, Audience: c.Request.Audience,
+		grant = &Grant{ID: randomString(), ClientID: client.ID, Audience: c.Request.Audience,
 			Scopes: c.Request.Scopes, Resource: c.Request.Resource, Identity: c.Identity,
 			AuthTime: c.AuthTime, CreatedAt: now}
+		nonce = c.Request.Nonce
 		var toks []IssuedToken
-		resp, toks = s.mintTokens(g, g.Scopes, now)
-		if slices.Contains(g.Scopes, "openid") {
-			idt, err := s.idToken(g, c.Request.Nonce, now)
-			if err != nil {
-				return nil, nil, err
-			}
-			resp.IDToken = idt
-		}
-		return g, toks, nil
+		resp, toks = s.mintTokens(grant, grant.Scopes, now)
+		return grant, toks, nil
 	})
 	switch {
 	case err == nil:
-		return resp, nil
+		return s.withIDToken(resp, grant, nonce, now)
 	case fail != nil:
 		return nil, fail
 	case errors.Is(err, ErrNotFound):
@@ -103,6 +99,28 @@ func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, 
 	}
 	s.cfg.Logger.Error("redeeming authorization code", "error", err)
 	return nil, errServer("the code could not be redeemed")
+}
+
+// withIDToken adds the ID token (seed §3: openid was requested and a key
+// may sign, i.e. discovery lists the ID-token fields). It is signed after
+// the store's transaction, so concurrent exchanges sign in parallel
+// instead of one after another under the write lock. Should signing fail,
+// the grant just stored is revoked: nothing half-issued stays valid.
+func (s *Server) withIDToken(resp *tokenResponse, g *Grant, nonce string, now time.Time) (*tokenResponse, *oauthError) {
+	if !slices.Contains(g.Scopes, "openid") || !s.keys.CanSign(now) {
+		return resp, nil
+	}
+	idt, err := s.idToken(g, nonce, now)
+	if err != nil {
+		s.cfg.Logger.Error("signing an ID token", "error", err)
+		if err := s.store.RevokeGrant(g.ID); err != nil {
+			s.cfg.Logger.Error("revoking the grant of an unsigned ID token", "error", err)
+		}
+		s.cache.purge()
+		return nil, errServer("the ID token could not be signed")
+	}
+	resp.IDToken = idt
+	return resp, nil
 }
 
 func (s *Server) checkCode(c *Code, client *Client, redirectURI, verifier string, resources []string, now time.Time) *oauthError {

@@ -2,6 +2,8 @@ package authserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -26,19 +28,20 @@ type cachedToken struct {
 	gen      uint64
 }
 
-// tokenCache maps token hashes to validated tokens. A purge bumps the
-// generation, so entries cached before it are ignored without a lock.
+// tokenCache maps token digests to validated tokens. A purge bumps the
+// generation, so entries cached before it are ignored without a lock. The
+// key is the raw SHA-256 digest: a cache hit needs no hex string.
 type tokenCache struct {
-	lru *lru.Cache[string, cachedToken]
+	lru *lru.Cache[[sha256.Size]byte, cachedToken]
 	gen atomic.Uint64
 }
 
 func newTokenCache(size int) *tokenCache {
-	c, _ := lru.New[string, cachedToken](size)
+	c, _ := lru.New[[sha256.Size]byte, cachedToken](size)
 	return &tokenCache{lru: c}
 }
 
-func (c *tokenCache) get(hash string, now time.Time) *policy.Token {
+func (c *tokenCache) get(hash [sha256.Size]byte, now time.Time) *policy.Token {
 	e, ok := c.lru.Get(hash)
 	if !ok || e.gen != c.gen.Load() || now.Sub(e.cachedAt) > cacheTTL || !now.Before(e.tok.ExpiresAt) {
 		return nil
@@ -46,7 +49,7 @@ func (c *tokenCache) get(hash string, now time.Time) *policy.Token {
 	return e.tok
 }
 
-func (c *tokenCache) put(hash string, t *policy.Token, now time.Time, gen uint64) {
+func (c *tokenCache) put(hash [sha256.Size]byte, t *policy.Token, now time.Time, gen uint64) {
 	c.lru.Add(hash, cachedToken{tok: t, cachedAt: now, gen: gen})
 }
 
@@ -62,12 +65,12 @@ func (s *Server) LookupAccessToken(_ context.Context, raw string) (*policy.Token
 		return nil, ErrInvalidToken
 	}
 	now := s.cfg.Now()
-	hash := hashToken(raw)
-	if t := s.cache.get(hash, now); t != nil {
+	digest := sha256.Sum256([]byte(raw))
+	if t := s.cache.get(digest, now); t != nil {
 		return t, nil
 	}
 	gen := s.cache.gen.Load()
-	t, g, err := s.store.GetToken(hash)
+	t, g, err := s.store.GetToken(hex.EncodeToString(digest[:]))
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrInvalidToken
 	}
@@ -78,7 +81,7 @@ func (s *Server) LookupAccessToken(_ context.Context, raw string) (*policy.Token
 		return nil, ErrInvalidToken
 	}
 	pt := s.policyToken(t, g)
-	s.cache.put(hash, pt, now, gen)
+	s.cache.put(digest, pt, now, gen)
 	return pt, nil
 }
 

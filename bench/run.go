@@ -161,6 +161,9 @@ func (b *bench) protected() error {
 		target{"gateway (member token)", func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
 		}},
+		target{"plain reverse_proxy + the 8 identity headers (header_up)", func(ctx context.Context, _ int) error {
+			return b.post(ctx, b.stack.plainHeaders+"/account/graphql", "", viewerQuery, nil, `"viewer"`)
+		}},
 		target{"plain reverse_proxy", func(ctx context.Context, _ int) error {
 			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
 		}})
@@ -279,6 +282,9 @@ func (b *bench) tokenEndpoint() error {
 		codes, a, err := b.codes(b.cfg.exchanges)
 		if err != nil {
 			return fmt.Errorf("authorize: %v", err)
+		}
+		if r == 0 && b.cfg.profile == "token" {
+			go b.stack.cpuProfile(2*time.Second, "bench-token-exchange.pprof")
 		}
 		refresh, e, err := b.exchangeAll(b.cfg.concurrency, codes)
 		if err != nil {

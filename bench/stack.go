@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -18,6 +19,7 @@ type stack struct {
 	dir                  string
 	caddyBin             string
 	gateway, plain, noop string // origins
+	plainHeaders         string // plain reverse_proxy adding the identity headers
 	upstreamAddr         string
 	adminAddr            string // Caddy's admin endpoint (pprof)
 	caddy                *exec.Cmd
@@ -53,7 +55,7 @@ func startStack(cfg config) (*stack, error) {
 	if s.caddyBin, err = buildCaddy(dir); err != nil {
 		return s, err
 	}
-	var addrs [6]string
+	var addrs [7]string
 	for i := range addrs {
 		if addrs[i], err = freeAddr(); err != nil {
 			return s, err
@@ -63,6 +65,7 @@ func startStack(cfg config) (*stack, error) {
 	noopAddr := addrs[1]
 	s.gateway, s.plain, s.noop = "http://"+addrs[2], "http://"+addrs[3], "http://"+addrs[4]
 	s.adminAddr = addrs[5]
+	s.plainHeaders = "http://" + addrs[6]
 	self, err := os.Executable()
 	if err != nil {
 		return s, err
@@ -128,7 +131,22 @@ func (s *stack) caddyfile(noopAddr string) string {
 		%[9]s
 	}
 }
-`, s.dir, s.gateway, s.upstreamAddr, s.plain, s.noop, benchClientID, benchRedirect, benchScope, transport, noopAddr, s.adminAddr)
+
+%[12]s {
+	reverse_proxy %[3]s {
+		%[9]s
+		header_up X-School-Subject member-1
+		header_up X-School-Email student@bench.example
+		header_up X-School-Name "Bench Student"
+		header_up X-School-Org-Id org-bench
+		header_up X-School-Roles student
+		header_up X-School-Scopes "openid profile email account:read"
+		header_up X-School-Client-Id bench-agent
+		header_up X-School-Audience member
+	}
+}
+`, s.dir, s.gateway, s.upstreamAddr, s.plain, s.noop, benchClientID, benchRedirect, benchScope, transport, noopAddr,
+		s.adminAddr, s.plainHeaders)
 }
 
 func (s *stack) startCaddy() error {
@@ -191,11 +209,18 @@ func machine() string {
 	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 }
 
-// cpuProfile saves a CPU profile of Caddy taken over d (Caddy's admin
-// endpoint serves net/http/pprof).
+// cpuProfile saves a CPU profile of Caddy taken over d, and the heap
+// allocation profiles before and after it (diff them with pprof
+// -diff_base), from Caddy's admin endpoint (net/http/pprof).
 func (s *stack) cpuProfile(d time.Duration, file string) {
-	secs := max(1, int(d/time.Second))
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.adminAddr, secs))
+	base := strings.TrimSuffix(file, ".pprof")
+	s.saveProfile("allocs", base+"-allocs-before.pprof")
+	s.saveProfile(fmt.Sprintf("profile?seconds=%d", max(1, int(d/time.Second))), file)
+	s.saveProfile("allocs", base+"-allocs-after.pprof")
+}
+
+func (s *stack) saveProfile(which, file string) {
+	resp, err := http.Get("http://" + s.adminAddr + "/debug/pprof/" + which)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: profile:", err)
 		return

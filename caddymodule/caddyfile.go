@@ -27,8 +27,8 @@ func init() {
 //
 //	school_gateway <upstream> { ... }
 //
-// into a subroute of two handlers, as php_fastcgi does: the
-// school_gateway handler, then Caddy's own reverse_proxy to the upstream.
+// into a route of two handlers: the school_gateway handler, then Caddy's
+// own reverse_proxy to the upstream.
 // A power user can write the same two handlers by hand.
 func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
 	h.Next() // directive name
@@ -51,13 +51,14 @@ func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, er
 	if err != nil {
 		return nil, h.Errf("upstream: %v", err)
 	}
-	sub := caddyhttp.Subroute{Routes: caddyhttp.RouteList{{
-		HandlersRaw: []json.RawMessage{
-			caddyconfig.JSONModuleObject(g, "handler", "school_gateway", nil),
-			caddyconfig.JSONModuleObject(proxy, "handler", "reverse_proxy", nil),
-		},
-	}}}
-	return []httpcaddyfile.ConfigValue{{Class: "route", Value: sub}}, nil
+	// One route with both handlers chains them (the gateway's next is the
+	// proxy) without a subroute, whose route list Caddy compiles again on
+	// every request.
+	route := caddyhttp.Route{HandlersRaw: []json.RawMessage{
+		caddyconfig.JSONModuleObject(g, "handler", "school_gateway", nil),
+		caddyconfig.JSONModuleObject(proxy, "handler", "reverse_proxy", nil),
+	}}
+	return []httpcaddyfile.ConfigValue{{Class: "route", Value: route}}, nil
 }
 
 // upstreamProxy configures reverse_proxy for the legacy server with a

@@ -30,14 +30,17 @@ var identityHeaders = []struct {
 // placeholders are one provider that answers from the token when asked,
 // instead of eight map insertions per request that nothing may read.
 func setIdentity(r *http.Request, t *policy.Token) {
-	for _, h := range identityHeaders {
-		r.Header[h.header] = []string{h.value(t)}
+	// One backing array for the eight header values.
+	vals := make([]string, len(identityHeaders))
+	for i, h := range identityHeaders {
+		vals[i] = h.value(t)
+		r.Header[h.header] = vals[i : i+1 : i+1]
 	}
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Map(func(key string) (any, bool) {
-			for _, h := range identityHeaders {
+			for i, h := range identityHeaders {
 				if h.placeholder == key {
-					return h.value(t), true
+					return vals[i], true
 				}
 			}
 			return nil, false

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Search limits: enough for an agent to choose from, small enough to keep
@@ -65,11 +66,11 @@ func (ix *Index) Search(query, kind string, limit int) []Hit {
 		return ix.browse(kind, limit)
 	}
 
-	n := len(ix.items)
-	score := make([]float64, n)
-	matched := make([]uint8, n)
-	best := make([]float64, n)
-	var touched, wordTouched []int32
+	sc := getScratch(len(ix.items))
+	defer sc.release()
+	score, matched, best := sc.score, sc.matched, sc.best
+	touched, wordTouched := sc.touched[:0], sc.wordTouched[:0]
+	defer func() { sc.touched, sc.wordTouched = touched, wordTouched }()
 	for _, w := range words {
 		wordTouched = wordTouched[:0]
 		for j := sort.SearchStrings(ix.vocab, w); j < len(ix.vocab) && strings.HasPrefix(ix.vocab[j], w); j++ {
@@ -121,6 +122,35 @@ func (ix *Index) Search(query, kind string, limit int) []Hit {
 		hits = append(hits, ix.hit(int(r.id), r.score))
 	}
 	return hits
+}
+
+// scratch is the per-item working memory of one search. A catalog of
+// 10,000 items needs 170 KB of it, which at thousands of searches a
+// second would be the gateway's largest garbage; it is pooled, and only
+// the entries a search touched are cleared afterwards.
+type scratch struct {
+	score                []float64
+	matched              []uint8
+	best                 []float64 // zero between words and between searches
+	touched, wordTouched []int32
+}
+
+var scratchPool sync.Pool
+
+func getScratch(n int) *scratch {
+	sc, _ := scratchPool.Get().(*scratch)
+	if sc == nil || len(sc.score) < n {
+		// A first search, or a catalog that grew: a fresh, zeroed one.
+		return &scratch{score: make([]float64, n), matched: make([]uint8, n), best: make([]float64, n)}
+	}
+	return sc
+}
+
+func (sc *scratch) release() {
+	for _, id := range sc.touched {
+		sc.score[id], sc.matched[id] = 0, 0
+	}
+	scratchPool.Put(sc)
 }
 
 // queryWords tokenizes a query, dropping repeated words.

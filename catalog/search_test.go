@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -178,4 +179,43 @@ func BenchmarkNewIndex(b *testing.B) {
 	for b.Loop() {
 		NewIndex(testOrigin, f)
 	}
+}
+
+// Searches share pooled scratch memory: whatever ran before, concurrently
+// or not, and on catalogs of other sizes, a query finds the same results.
+func TestSearchScratchIsClean(t *testing.T) {
+	big, err := Parse(generatedFeed(3000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := Parse(demoFeed(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ixBig, ixSmall := NewIndex(testOrigin, big), NewIndex(testOrigin, small)
+	queries := []string{"portrait lighting", "photo", "studio", "light natural", "zzz", "course 12", "ph"}
+	want := map[string][]string{}
+	for _, q := range queries {
+		want["big"+q] = slugsOf(ixBig.Search(q, "", 20))
+		want["small"+q] = slugsOf(ixSmall.Search(q, "", 20))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				q := queries[(g+i)%len(queries)]
+				if got := slugsOf(ixBig.Search(q, "", 20)); !slices.Equal(got, want["big"+q]) {
+					t.Errorf("big %q: %v, want %v", q, got, want["big"+q])
+					return
+				}
+				if got := slugsOf(ixSmall.Search(q, "", 20)); !slices.Equal(got, want["small"+q]) {
+					t.Errorf("small %q: %v, want %v", q, got, want["small"+q])
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }
