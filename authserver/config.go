@@ -34,6 +34,13 @@ type Config struct {
 	// MetadataDocuments configures Client ID Metadata Documents.
 	MetadataDocuments MetadataDocumentsConfig
 
+	// RateLimits are the abuse limits; nil means DefaultRateLimits.
+	RateLimits *RateLimits
+	// ClientIP names the caller for rate limits (the Caddy adapter passes
+	// Caddy's client_ip, which honours trusted_proxies); nil means the
+	// peer address.
+	ClientIP func(*http.Request) string
+
 	// SessionClient performs session lookups at the legacy site.
 	SessionClient *http.Client
 	Logger        *slog.Logger

@@ -15,7 +15,7 @@ const maxFormBytes = 64 << 10
 func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		return nil, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use POST"}
+		return nil, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use POST"}
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/x-www-form-urlencoded" {

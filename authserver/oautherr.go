@@ -3,6 +3,7 @@ package authserver
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // oauthError is an RFC 6749 §5.2 error response.
@@ -10,27 +11,29 @@ type oauthError struct {
 	Status      int    `json:"-"`
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+	// RetryAfter, in seconds, is sent as Retry-After (429 answers).
+	RetryAfter int `json:"-"`
 }
 
 func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
 
 func errInvalidRequest(desc string) *oauthError {
-	return &oauthError{http.StatusBadRequest, "invalid_request", desc}
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_request", Description: desc}
 }
 func errInvalidGrant(desc string) *oauthError {
-	return &oauthError{http.StatusBadRequest, "invalid_grant", desc}
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_grant", Description: desc}
 }
 func errInvalidClient(desc string) *oauthError {
-	return &oauthError{http.StatusUnauthorized, "invalid_client", desc}
+	return &oauthError{Status: http.StatusUnauthorized, Code: "invalid_client", Description: desc}
 }
 func errInvalidScope(desc string) *oauthError {
-	return &oauthError{http.StatusBadRequest, "invalid_scope", desc}
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_scope", Description: desc}
 }
 func errInvalidTarget(desc string) *oauthError {
-	return &oauthError{http.StatusBadRequest, "invalid_target", desc}
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_target", Description: desc}
 }
 func errServer(desc string) *oauthError {
-	return &oauthError{http.StatusInternalServerError, "server_error", desc}
+	return &oauthError{Status: http.StatusInternalServerError, Code: "server_error", Description: desc}
 }
 
 // writeJSON writes v as a JSON response that no cache may keep: every
@@ -45,6 +48,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeOAuthError(w http.ResponseWriter, e *oauthError) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	if e.Status == http.StatusUnauthorized && e.Code == "invalid_client" {
 		// RFC 6749 §5.2: a 401 names the scheme the client should use.
 		w.Header().Set("WWW-Authenticate", `Basic realm="token", charset="UTF-8"`)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // maxLoopbackClients bounds dynamically registered clients per site, so
@@ -28,10 +30,10 @@ type registration struct {
 }
 
 func errMetadata(desc string) *oauthError {
-	return &oauthError{http.StatusBadRequest, "invalid_client_metadata", desc}
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_client_metadata", Description: desc}
 }
 func errRedirect(desc string) *oauthError {
-	return &oauthError{http.StatusBadRequest, "invalid_redirect_uri", desc}
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_redirect_uri", Description: desc}
 }
 
 // handleRegister serves dynamic client registration with the seed's rules,
@@ -42,7 +44,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, e)
 		return
 	}
-	c, e := s.register(req)
+	c, e := s.register(req, s.clientAddr(r))
 	if e != nil {
 		writeOAuthError(w, e)
 		return
@@ -81,7 +83,7 @@ func parseRegistration(body []byte) (*registration, *oauthError) {
 func readRegistration(w http.ResponseWriter, r *http.Request) (*registration, *oauthError) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		return nil, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use POST"}
+		return nil, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use POST"}
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, errMetadata("the body must be application/json")
@@ -108,7 +110,7 @@ func checkRedirectSyntax(raw string) *oauthError {
 	return nil
 }
 
-func (s *Server) register(req *registration) (*Client, *oauthError) {
+func (s *Server) register(req *registration, addr string) (*Client, *oauthError) {
 	if v := s.vendorByName(req.ClientName); v != nil {
 		for _, ru := range req.RedirectURIs {
 			if !slices.Contains(v.RedirectURIs, ru) {
@@ -118,7 +120,7 @@ func (s *Server) register(req *registration) (*Client, *oauthError) {
 		return v, nil
 	}
 	if allLoopback(req.RedirectURIs) {
-		return s.registerLoopback(req)
+		return s.registerLoopback(req, addr)
 	}
 	for _, ru := range req.RedirectURIs {
 		if strings.HasPrefix(ru, "https://") {
@@ -156,7 +158,7 @@ func allLoopback(uris []string) bool {
 
 // registerLoopback creates (or finds, for an identical request) a public
 // operator-audience client for a CLI, desktop app or local agent.
-func (s *Server) registerLoopback(req *registration) (*Client, *oauthError) {
+func (s *Server) registerLoopback(req *registration, addr string) (*Client, *oauthError) {
 	if m := req.TokenEndpointAuthMethod; m != "" && m != "none" {
 		return nil, errMetadata("loopback clients are public: token_endpoint_auth_method must be none")
 	}
@@ -188,7 +190,12 @@ func (s *Server) registerLoopback(req *registration) (*Client, *oauthError) {
 		n++
 	}
 	if n >= maxLoopbackClients {
-		return nil, &oauthError{http.StatusBadRequest, "invalid_client_metadata", "this school has too many registered clients"}
+		return nil, &oauthError{Status: http.StatusBadRequest, Code: "invalid_client_metadata", Description: "this school has too many registered clients"}
+	}
+	if ok, wait := s.limits.newClients.allow(addr, s.cfg.Now()); !ok {
+		secs := max(1, int(wait.Round(time.Second)/time.Second))
+		return nil, &oauthError{Status: http.StatusTooManyRequests, Code: "temporarily_unavailable",
+			Description: fmt.Sprintf("too many new clients from this address; retry after %d s", secs), RetryAfter: secs}
 	}
 	c := &Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: KindLoopback,
 		Audience: AudienceOperator, RedirectURIs: req.RedirectURIs, Scopes: OperatorScopes(),

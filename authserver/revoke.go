@@ -30,12 +30,12 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		s.cfg.Logger.Error("revocation lookup", "error", err)
-		writeOAuthError(w, &oauthError{http.StatusServiceUnavailable, "temporarily_unavailable", "try again"})
+		writeOAuthError(w, &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
 		return
 	case t.ClientID == client.ID:
 		if err := s.store.RevokeToken(hash); err != nil {
 			s.cfg.Logger.Error("revoking token", "error", err)
-			writeOAuthError(w, &oauthError{http.StatusServiceUnavailable, "temporarily_unavailable", "try again"})
+			writeOAuthError(w, &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
 			return
 		}
 		s.cache.purge()

@@ -25,6 +25,7 @@ type Server struct {
 	vendors  map[string]*Client
 	cache    *tokenCache
 	metadata *metadataResolver
+	limits   limiters
 }
 
 // New builds the authorization server of a site on its store.
@@ -39,6 +40,11 @@ func New(cfg Config, store Store) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, keys: keys, vendors: vendorClients(cfg.Vendors),
 		cache: newTokenCache(16384), metadata: newMetadataResolver(cfg.MetadataDocuments, cfg.Now)}
+	limits := DefaultRateLimits
+	if cfg.RateLimits != nil {
+		limits = *cfg.RateLimits
+	}
+	s.limits = newLimiters(limits)
 	if err := s.initSettings(); err != nil {
 		return nil, err
 	}
@@ -99,19 +105,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case PathJWKS:
 		s.getOnly(w, r, s.serveJWKS)
 	case PathAuthorize:
-		s.handleAuthorize(w, r)
+		if !s.limited(w, r, s.limits.authorize, true) {
+			s.handleAuthorize(w, r)
+		}
 	case PathConsent:
-		s.handleConsent(w, r)
+		if !s.limited(w, r, s.limits.authorize, true) {
+			s.handleConsent(w, r)
+		}
 	case PathToken:
-		s.handleToken(w, r)
+		if !s.limited(w, r, s.limits.token, false) {
+			s.handleToken(w, r)
+		}
 	case PathUserInfo:
 		s.handleUserInfo(w, r)
 	case PathRevoke:
-		s.handleRevoke(w, r)
+		if !s.limited(w, r, s.limits.revoke, false) {
+			s.handleRevoke(w, r)
+		}
 	case PathIntrospect:
-		s.handleIntrospect(w, r)
+		if !s.limited(w, r, s.limits.revoke, false) {
+			s.handleIntrospect(w, r)
+		}
 	case PathRegister:
-		s.handleRegister(w, r)
+		if !s.limited(w, r, s.limits.register, false) {
+			s.handleRegister(w, r)
+		}
 	default:
 		WriteNotFound(w)
 	}
@@ -120,7 +138,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getOnly(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeOAuthError(w, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use GET"})
+		writeOAuthError(w, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use GET"})
 		return
 	}
 	h(w, r)

@@ -32,8 +32,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if grantType != "authorization_code" && grantType != "refresh_token" {
-		writeOAuthError(w, &oauthError{http.StatusBadRequest, "unsupported_grant_type",
-			"supported grant types: authorization_code, refresh_token"})
+		writeOAuthError(w, &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "supported grant types: authorization_code, refresh_token"})
+		return
+	}
+	if s.limitedKey(w, s.limits.tokenClient, "client\x00"+form.Get("client_id"), false) {
 		return
 	}
 	client, e := s.authenticateClient(r, form)

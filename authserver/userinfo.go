@@ -12,7 +12,7 @@ import (
 func (s *Server) handleUserInfo(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
-		writeOAuthError(w, &oauthError{http.StatusMethodNotAllowed, "invalid_request", "use GET or POST"})
+		writeOAuthError(w, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use GET or POST"})
 		return
 	}
 	tok, ch := policy.Check(r.Context(), s, r, policy.Requirement{Scopes: []string{"openid"}}, s.cfg.Issuer)

@@ -157,6 +157,7 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //			allow_private_networks
 //		}
 //		rule <method|*> <path> member|operator|deny [<scope...>]
+//		rate_limit off | <name> <events>/<s|m|h> [<burst>]
 //		code_ttl | access_token_ttl | refresh_token_ttl | refresh_grace <duration>
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -192,6 +193,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return g.unmarshalCatalog(d)
 	case "admin_openapi":
 		return oneArg(d, opt, &g.AdminOpenAPI)
+	case "rate_limit":
+		return g.unmarshalRateLimit(d)
 	case "vendor":
 		return g.unmarshalVendor(d)
 	case "mcp_connections":

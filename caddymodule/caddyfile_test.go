@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	"github.com/schoolgate/schoolgate/authserver"
 )
 
 func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
@@ -37,6 +39,8 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		}
 		rule GET /admin/api/reports/* operator analytics:read
 		rule * /admin/api/danger deny
+		rate_limit token 100/s 50
+		rate_limit register 5/h
 		code_ttl 30s
 		access_token_ttl 15m
 		refresh_token_ttl 48h
@@ -82,6 +86,15 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 	if rules := g.policyRules(); !rules[1].Deny {
 		t.Error("a deny rule must become a policy deny")
 	}
+	l := g.authserverLimits()
+	if l.Token.Every != 10*time.Millisecond || l.Token.Burst != 50 || l.Register.Every != 12*time.Minute ||
+		l.Register.Burst != 5 || l.TokenClient != authserver.DefaultRateLimits.TokenClient {
+		t.Errorf("rate limits %+v", l)
+	}
+	off := Gateway{RateLimits: &RateLimits{Off: true}}
+	if *off.authserverLimits() != (authserver.RateLimits{}) {
+		t.Error("rate_limit off must disable every limit")
+	}
 }
 
 // Every refusal names the option at fault.
@@ -100,6 +113,11 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"school_gateway http://127.0.0.1:9 {\n metadata_documents {\n allow_hosts\n}\n}", "allow_hosts"},
 		{"school_gateway http://127.0.0.1:9 {\n metadata_documents {\n allow_private_networks yes\n}\n}", "allow_private_networks"},
 		{"school_gateway http://127.0.0.1:9 {\n rule GET /admin/api\n}", "rule"},
+		{"school_gateway http://127.0.0.1:9 {\n rate_limit tokens 5/s\n}", "unknown limit"},
+		{"school_gateway http://127.0.0.1:9 {\n rate_limit token 5/day\n}", "rate_limit token"},
+		{"school_gateway http://127.0.0.1:9 {\n rate_limit token 0/s\n}", "rate_limit token"},
+		{"school_gateway http://127.0.0.1:9 {\n rate_limit token 5/s zero\n}", "burst"},
+		{"school_gateway http://127.0.0.1:9 {\n rate_limit\n}", "rate_limit"},
 	}
 	for _, tt := range tests {
 		d := caddyfile.NewTestDispenser(tt.body)

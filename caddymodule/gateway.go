@@ -52,6 +52,9 @@ type Gateway struct {
 	MetadataDocuments *MetadataDocuments `json:"metadata_documents,omitempty"`
 	// Rules override the default admin-API policy, checked first.
 	Rules []Rule `json:"rules,omitempty"`
+	// RateLimits are the abuse limits of the OAuth endpoints; nil means
+	// the defaults.
+	RateLimits *RateLimits `json:"rate_limits,omitempty"`
 	// Token lifetimes; zero means the default.
 	CodeTTL      caddy.Duration `json:"code_ttl,omitempty"`
 	AccessTTL    caddy.Duration `json:"access_token_ttl,omitempty"`
@@ -122,6 +125,9 @@ func (g *Gateway) setDefaults() {
 // message names the option at fault.
 func (g *Gateway) Validate() error {
 	if err := checkBaseURL("upstream", g.Upstream, true); err != nil {
+		return err
+	}
+	if err := g.validateRateLimits(); err != nil {
 		return err
 	}
 	if err := checkBaseURL("issuer", g.Issuer, false); err != nil {

@@ -54,6 +54,8 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		RefreshGrace:      time.Duration(g.RefreshGrace),
 		SessionClient:     s.upstream,
 		MetadataDocuments: g.metadataDocuments(),
+		RateLimits:        g.authserverLimits(),
+		ClientIP:          clientIP,
 		Logger:            logger,
 	}, store)
 	if err != nil {
