@@ -117,19 +117,27 @@ func processCPU(pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / clockTicks
 }
 
-// processRSS is a process's resident set size in bytes.
-func processRSS(pid int) int64 {
+// processRSS is a process's resident memory in bytes: anonymous (the Go
+// heap, stacks) and file-backed (mapped files: bbolt maps its data file,
+// and pages it touched count here until the kernel reclaims them).
+func processRSS(pid int) (anon, file int64) {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0
+		return 0, 0
+	}
+	kb := func(v string) int64 {
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		return n << 10
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			anon = kb(v)
+		}
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			file = kb(v)
 		}
 	}
-	return 0
+	return anon, file
 }
 
 // expect reads a response and checks its status and, if want is not
