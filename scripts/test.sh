@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: formatting and vet, Go unit and end-to-end
-# tests (a real Caddy in front of the demo school), bounded fuzzing, the
+# tests (a real Caddy in front of the demo school), a smoke run of the
+# benchmark harness, bounded fuzzing, the
 # JavaScript end-to-end tests with real client libraries and a browser, and
 # the MCP conformance suite's server scenarios.
 set -euo pipefail
@@ -17,6 +18,9 @@ go vet ./...
 
 echo "== go test"
 go test -count=1 ./...
+
+echo "== benchmark harness (smoke: seconds, no thresholds; keeps it from rotting)"
+go run ./bench -smoke
 
 echo "== fuzz (bounded)"
 fuzztime="${FUZZTIME:-10s}"
