@@ -41,6 +41,9 @@ type Config struct {
 	// peer address.
 	ClientIP func(*http.Request) string
 
+	// Observer receives counts for metrics; nil counts nothing.
+	Observer Observer
+
 	// SessionClient performs session lookups at the legacy site.
 	SessionClient *http.Client
 	Logger        *slog.Logger
@@ -83,6 +86,9 @@ func (c *Config) setDefaults() {
 	def(&c.RefreshGrace, DefaultRefreshGrace)
 	def(&c.ConsentTTL, DefaultConsentTTL)
 	def(&c.KeyPublishDelay, DefaultKeyPublishDelay)
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
 	if c.SessionClient == nil {
 		c.SessionClient = &http.Client{Timeout: 5 * time.Second}
 	}

@@ -11,17 +11,17 @@ import (
 func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "introspect", e)
 		return
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "introspect", e)
 		return
 	}
 	raw := form.Get("token")
 	if raw == "" {
-		writeOAuthError(w, errInvalidRequest("token is required"))
+		s.refuse(w, "introspect", errInvalidRequest("token is required"))
 		return
 	}
 	inactive := map[string]any{"active": false}

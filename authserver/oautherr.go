@@ -58,6 +58,12 @@ func writeOAuthError(w http.ResponseWriter, e *oauthError) {
 	writeJSON(w, e.Status, e)
 }
 
+// refuse answers an OAuth error at an endpoint and counts it.
+func (s *Server) refuse(w http.ResponseWriter, endpoint string, e *oauthError) {
+	s.cfg.Observer.Refused(endpoint, e.Code)
+	writeOAuthError(w, e)
+}
+
 // WriteNotFound answers an unknown OAuth path with JSON, never the legacy
 // site's HTML: strict clients treat any 200 or HTML there as a broken server.
 func WriteNotFound(w http.ResponseWriter) {

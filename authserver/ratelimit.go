@@ -112,6 +112,23 @@ func newLimiters(l RateLimits) limiters {
 		tokenClient: newLimiter(l.TokenClient), revoke: newLimiter(l.Revoke)}
 }
 
+// endpointName names an endpoint in metrics.
+func endpointName(path string) string {
+	switch path {
+	case PathToken:
+		return "token"
+	case PathRegister:
+		return "register"
+	case PathRevoke:
+		return "revoke"
+	case PathIntrospect:
+		return "introspect"
+	case PathAuthorize, PathConsent:
+		return "authorize"
+	}
+	return "other"
+}
+
 // clientAddr is the caller's address for limits: what the adapter says
 // (Caddy's client_ip, which honours trusted_proxies), else the peer.
 func (s *Server) clientAddr(r *http.Request) string {
@@ -130,14 +147,15 @@ func (s *Server) clientAddr(r *http.Request) string {
 // limited applies a limit to the request's address and answers 429 when
 // it is exhausted; it reports whether the request was refused.
 func (s *Server) limited(w http.ResponseWriter, r *http.Request, l *limiter, html bool) bool {
-	return s.limitedKey(w, l, s.clientAddr(r), html)
+	return s.limitedKey(w, r, l, s.clientAddr(r), html)
 }
 
-func (s *Server) limitedKey(w http.ResponseWriter, l *limiter, key string, html bool) bool {
+func (s *Server) limitedKey(w http.ResponseWriter, r *http.Request, l *limiter, key string, html bool) bool {
 	ok, wait := l.allow(key, s.cfg.Now())
 	if ok {
 		return false
 	}
+	s.cfg.Observer.Refused(endpointName(r.URL.Path), "rate_limited")
 	secs := int(math.Ceil(wait.Seconds()))
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, secs)))
 	msg := fmt.Sprintf("too many requests; retry after %d s", max(1, secs))

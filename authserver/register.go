@@ -41,14 +41,15 @@ func errRedirect(desc string) *oauthError {
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	req, e := readRegistration(w, r)
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "register", e)
 		return
 	}
 	c, e := s.register(req, s.clientAddr(r))
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "register", e)
 		return
 	}
+	s.cfg.Observer.Registered(c.Kind)
 	writeJSON(w, http.StatusCreated, registrationResponse(c))
 }
 

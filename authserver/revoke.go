@@ -11,17 +11,17 @@ import (
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "revoke", e)
 		return
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "revoke", e)
 		return
 	}
 	raw := form.Get("token")
 	if raw == "" {
-		writeOAuthError(w, errInvalidRequest("token is required"))
+		s.refuse(w, "revoke", errInvalidRequest("token is required"))
 		return
 	}
 	hash := hashToken(raw)
@@ -30,12 +30,12 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		s.cfg.Logger.Error("revocation lookup", "error", err)
-		writeOAuthError(w, &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
+		s.refuse(w, "revoke", &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
 		return
 	case t.ClientID == client.ID:
 		if err := s.store.RevokeToken(hash); err != nil {
 			s.cfg.Logger.Error("revoking token", "error", err)
-			writeOAuthError(w, &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
+			s.refuse(w, "revoke", &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
 			return
 		}
 		s.cache.purge()

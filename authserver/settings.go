@@ -48,3 +48,13 @@ func (s *Server) SetMCPConnections(on bool) error {
 	}
 	return nil
 }
+
+// CheckStore reads from the store, for health checks: nil when the
+// site's data can be read.
+func (s *Server) CheckStore() error {
+	_, err := s.store.GetSetting(settingMCPConnections)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}

@@ -23,24 +23,24 @@ type tokenResponse struct {
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "token", e)
 		return
 	}
 	grantType := form.Get("grant_type")
 	if grantType == "" {
-		writeOAuthError(w, errInvalidRequest("grant_type is required"))
+		s.refuse(w, "token", errInvalidRequest("grant_type is required"))
 		return
 	}
 	if grantType != "authorization_code" && grantType != "refresh_token" {
-		writeOAuthError(w, &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "supported grant types: authorization_code, refresh_token"})
+		s.refuse(w, "token", &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "supported grant types: authorization_code, refresh_token"})
 		return
 	}
-	if s.limitedKey(w, s.limits.tokenClient, "client\x00"+form.Get("client_id"), false) {
+	if s.limitedKey(w, r, s.limits.tokenClient, "client\x00"+form.Get("client_id"), false) {
 		return
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "token", e)
 		return
 	}
 	var resp *tokenResponse
@@ -50,9 +50,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		resp, e = s.refresh(client, form)
 	}
 	if e != nil {
-		writeOAuthError(w, e)
+		s.refuse(w, "token", e)
 		return
 	}
+	s.cfg.Observer.TokenIssued(grantType)
 	writeJSON(w, http.StatusOK, resp)
 }
 

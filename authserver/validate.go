@@ -67,8 +67,10 @@ func (s *Server) LookupAccessToken(_ context.Context, raw string) (*policy.Token
 	now := s.cfg.Now()
 	digest := sha256.Sum256([]byte(raw))
 	if t := s.cache.get(digest, now); t != nil {
+		s.cfg.Observer.TokenLookup(true)
 		return t, nil
 	}
+	s.cfg.Observer.TokenLookup(false)
 	gen := s.cache.gen.Load()
 	t, g, err := s.store.GetToken(hex.EncodeToString(digest[:]))
 	if errors.Is(err, ErrNotFound) {

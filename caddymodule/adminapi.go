@@ -19,6 +19,7 @@ func init() {
 // and origin-checked by Caddy):
 //
 //	GET  /schoolgate/sites            the running schools, their keys and catalog
+//	GET  /schoolgate/health           200 when every school's store reads and a key signs, else 503
 //	POST /schoolgate/keys/rotate      {"issuer": "..."}: publish a new signing key
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
 //
@@ -37,6 +38,7 @@ func (adminAPI) CaddyModule() caddy.ModuleInfo {
 func (adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(handleSites)},
+		{Pattern: "/schoolgate/health", Handler: caddy.AdminHandlerFunc(handleHealth)},
 		{Pattern: "/schoolgate/keys/rotate", Handler: caddy.AdminHandlerFunc(handleRotate)},
 		{Pattern: "/schoolgate/catalog/refresh", Handler: caddy.AdminHandlerFunc(handleCatalogRefresh)},
 		{Pattern: "/schoolgate/mcp-connections", Handler: caddy.AdminHandlerFunc(handleMCPConnections)},
@@ -85,6 +87,63 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 	app.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, http.StatusOK, out)
+}
+
+type siteHealth struct {
+	Issuer  string `json:"issuer"`
+	Healthy bool   `json:"healthy"`
+	Store   string `json:"store"`
+	Keys    string `json:"keys"`
+	Catalog string `json:"catalog"`
+	Courses int    `json:"courses"`
+}
+
+// handleHealth reports each school's store, signing keys and catalog; a
+// load balancer or monitor reads the status code.
+func handleHealth(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
+	}
+	app, err := runningApp()
+	if err != nil {
+		return err
+	}
+	app.mu.Lock()
+	sites := make([]*site, 0, len(app.sites))
+	for _, s := range app.sites {
+		sites = append(sites, s)
+	}
+	app.mu.Unlock()
+	out := make([]siteHealth, 0, len(sites))
+	status := http.StatusOK
+	for _, s := range sites {
+		h := s.health()
+		if !h.Healthy {
+			status = http.StatusServiceUnavailable
+		}
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
+	return writeAdminJSON(w, status, map[string]any{"healthy": status == http.StatusOK, "sites": out})
+}
+
+// health checks one school. A missing catalog is reported but does not
+// make the site unhealthy: everything but the catalog tools still works.
+func (s *site) health() siteHealth {
+	h := siteHealth{Issuer: s.as.Issuer(), Healthy: true, Store: "ok", Keys: "ok", Catalog: "none configured"}
+	if err := s.as.CheckStore(); err != nil {
+		h.Healthy, h.Store = false, "unreadable: "+err.Error()
+	}
+	if !s.as.Keys().CanSign(time.Now()) {
+		h.Healthy, h.Keys = false, "no key may sign now"
+	}
+	if s.gateway.Catalog != "" {
+		h.Catalog = "not imported yet"
+		if idx := s.extras.catalog.Current(); idx != nil {
+			h.Catalog, h.Courses = "ok", len(idx.Feed().Courses)
+		}
+	}
+	return h
 }
 
 // siteFromBody reads {"issuer": "..."} from a POST and finds that school.

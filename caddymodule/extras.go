@@ -153,16 +153,19 @@ func (s *site) serveExtras(w http.ResponseWriter, r *http.Request) bool {
 // not valid here (never a silent fall back to anonymous).
 func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") == "" || r.Method == http.MethodOptions {
+		s.observe.mcpCaller("anonymous")
 		s.extras.mcp.ServeHTTP(w, r)
 		return
 	}
 	tok, ch := policy.Check(r.Context(), s.as, r, policy.Requirement{}, s.as.Issuer())
 	if ch != nil {
+		s.observe.mcpCaller("refused")
 		ch.ResourceMetadata = s.as.ResourceMetadataURL()
 		ch.Write(w)
 		return
 	}
 	r.Header.Del("Authorization")
+	s.observe.mcpCaller(tok.Audience)
 	if tok.Audience == authserver.AudienceMember {
 		r = r.WithContext(mcpserver.WithIdentity(r.Context(), &mcpserver.Identity{
 			Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID,

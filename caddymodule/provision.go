@@ -19,6 +19,7 @@ type site struct {
 	as       *authserver.Server
 	store    *authserver.BoltStore
 	policy   *policy.Policy
+	observe  siteObserver
 	dataPath string
 	upstream *http.Client
 	extras   siteExtras
@@ -40,7 +41,8 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("data: %v", err)
 	}
 	s := &site{gateway: g, store: store, dataPath: path,
-		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}}
+		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
+		observe:  newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer)}
 	s.as, err = authserver.New(authserver.Config{
 		Issuer:            g.Issuer,
 		SessionURL:        g.upstreamURL(g.SessionURL),
@@ -56,6 +58,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		MetadataDocuments: g.metadataDocuments(),
 		RateLimits:        g.authserverLimits(),
 		ClientIP:          clientIP,
+		Observer:          s.observe,
 		Logger:            logger,
 	}, store)
 	if err != nil {

@@ -41,15 +41,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 func (s *site) serveProtected(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	req, decision := s.policy.Decide(r.Method, r.URL.EscapedPath())
 	if decision != policy.Allow {
+		s.observe.protectedOutcome("denied_by_policy")
 		writePolicyDenial(w, r, decision, s.as.ResourceMetadataURL())
 		return nil
 	}
 	tok, ch := policy.Check(r.Context(), s.as, r, req, s.as.Issuer())
 	if ch != nil {
+		s.observe.protectedOutcome(ch.Error)
 		ch.ResourceMetadata = s.as.ResourceMetadataURL()
 		ch.Write(w)
 		return nil
 	}
+	s.observe.protectedOutcome("allowed")
 	r.Header.Del("Authorization")
 	setIdentity(r, tok)
 	return next.ServeHTTP(w, r)

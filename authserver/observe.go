@@ -1,0 +1,27 @@
+package authserver
+
+// Observer is told what the server does, for metrics. The Caddy adapter
+// implements it with Prometheus counters; methods must be cheap and safe
+// for concurrent use, as they run on the request path.
+type Observer interface {
+	// TokenIssued counts a token response (grant type authorization_code
+	// or refresh_token).
+	TokenIssued(grantType string)
+	// Refused counts an OAuth error answer at an endpoint (token,
+	// register, revoke, introspect, authorize) by its error code, or
+	// "rate_limited".
+	Refused(endpoint, code string)
+	// Registered counts a dynamic registration by the kind of client it
+	// returned (vendor, loopback).
+	Registered(kind string)
+	// TokenLookup counts access-token validations by whether the cache
+	// answered.
+	TokenLookup(cached bool)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) TokenIssued(string)      {}
+func (nopObserver) Refused(string, string)  {}
+func (nopObserver) Registered(string)       {}
+func (nopObserver) TokenLookup(cached bool) {}

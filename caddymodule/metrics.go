@@ -1,0 +1,109 @@
+package caddymodule
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics per site, in Caddy's metrics registry (served where Caddy
+// serves metrics: the admin endpoint's /metrics, or a `metrics` handler).
+// Every series carries the site's issuer as the label "site".
+type metrics struct {
+	tokensIssued *prometheus.CounterVec // site, grant_type
+	refused      *prometheus.CounterVec // site, endpoint, reason
+	registered   *prometheus.CounterVec // site, kind
+	tokenLookups *prometheus.CounterVec // site, result (hit, miss)
+	protected    *prometheus.CounterVec // site, outcome
+	mcpRequests  *prometheus.CounterVec // site, caller (anonymous, member, operator, refused)
+}
+
+// metricsFor returns the collectors of reg (a config's registry),
+// registering them with the first site; the other sites of the config
+// get the ones already registered.
+func metricsFor(reg *prometheus.Registry) *metrics {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "schoolgate", Name: name, Help: help},
+			append([]string{"site"}, labels...))
+		if reg == nil {
+			return c
+		}
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+					return existing
+				}
+			}
+		}
+		return c
+	}
+	m := &metrics{
+		tokensIssued: counter("tokens_issued_total", "Token responses of the token endpoint, by grant type.", "grant_type"),
+		refused:      counter("oauth_refused_total", "OAuth error answers, by endpoint and error code (rate_limited for 429).", "endpoint", "reason"),
+		registered:   counter("registrations_total", "Successful dynamic client registrations, by the kind of client returned.", "kind"),
+		tokenLookups: counter("token_lookups_total", "Access-token validations, by whether the in-memory cache answered.", "result"),
+		protected:    counter("protected_requests_total", "Requests to protected resources, by outcome.", "outcome"),
+		mcpRequests:  counter("mcp_requests_total", "Requests to /mcp, by caller.", "caller"),
+	}
+	return m
+}
+
+// siteObserver counts one site's events; it implements
+// authserver.Observer. The series counted on every request are bound once,
+// so the request path does no label lookup.
+type siteObserver struct {
+	m                      *metrics
+	site                   string
+	lookupHit, lookupMiss  prometheus.Counter
+	allowed, mcpAnonymous  prometheus.Counter
+	mcpMember, mcpOperator prometheus.Counter
+}
+
+func newSiteObserver(m *metrics, site string) siteObserver {
+	return siteObserver{m: m, site: site,
+		lookupHit: m.tokenLookups.WithLabelValues(site, "hit"), lookupMiss: m.tokenLookups.WithLabelValues(site, "miss"),
+		allowed:      m.protected.WithLabelValues(site, "allowed"),
+		mcpAnonymous: m.mcpRequests.WithLabelValues(site, "anonymous"),
+		mcpMember:    m.mcpRequests.WithLabelValues(site, "member"),
+		mcpOperator:  m.mcpRequests.WithLabelValues(site, "operator")}
+}
+
+func (o siteObserver) TokenIssued(grantType string) {
+	o.m.tokensIssued.WithLabelValues(o.site, grantType).Inc()
+}
+
+func (o siteObserver) Refused(endpoint, code string) {
+	o.m.refused.WithLabelValues(o.site, endpoint, code).Inc()
+}
+
+func (o siteObserver) Registered(kind string) { o.m.registered.WithLabelValues(o.site, kind).Inc() }
+
+func (o siteObserver) TokenLookup(cached bool) {
+	if cached {
+		o.lookupHit.Inc()
+	} else {
+		o.lookupMiss.Inc()
+	}
+}
+
+func (o siteObserver) protectedOutcome(outcome string) {
+	if outcome == "allowed" {
+		o.allowed.Inc()
+		return
+	}
+	o.m.protected.WithLabelValues(o.site, outcome).Inc()
+}
+
+func (o siteObserver) mcpCaller(caller string) {
+	switch caller {
+	case "anonymous":
+		o.mcpAnonymous.Inc()
+	case "member":
+		o.mcpMember.Inc()
+	case "operator":
+		o.mcpOperator.Inc()
+	default:
+		o.m.mcpRequests.WithLabelValues(o.site, caller).Inc()
+	}
+}
