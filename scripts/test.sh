@@ -23,7 +23,7 @@ echo "== benchmark harness (smoke: seconds, no thresholds; keeps it from rotting
 go run ./bench -smoke
 
 echo "== fuzz (bounded)"
-fuzztime="${FUZZTIME:-10s}"
+fuzztime="${FUZZTIME:-20s}"
 while read -r pkg target; do
 	[ -n "$pkg" ] || continue
 	echo "-- $pkg $target"
