@@ -53,12 +53,15 @@ func IsProtected(p, adminPrefix string) bool {
 
 // Decide returns the requirement for a request on a protected path, or a
 // refusal. escapedPath is the request's path as sent (URL.EscapedPath).
+// accountScopes is what the Account API needs; shared, never modified.
+var accountScopes = []string{"account:read"}
+
 func (p *Policy) Decide(method, escapedPath string) (Requirement, Decision) {
 	n := normalizePath(escapedPath)
 	if n == PathAccount {
 		switch method {
 		case "POST":
-			return Requirement{Audience: AudienceMember, Scopes: []string{"account:read"}}, Allow
+			return Requirement{Audience: AudienceMember, Scopes: accountScopes}, Allow
 		default:
 			return Requirement{}, MethodNotAllowed
 		}
@@ -132,6 +135,39 @@ func underPrefix(p, prefix string) bool {
 // and a trailing slash. The result is used for matching only; the request
 // is forwarded as sent.
 func normalizePath(p string) string {
+	if isCleanPath(p) {
+		return p // the common case, without allocating
+	}
+	return normalizeSlow(p)
+}
+
+// isCleanPath reports whether normalization would leave p as it is: an
+// absolute path of lower-case letters, digits, '-', '_' and '.', with no
+// empty, dot or dot-ending segment and no trailing slash. Only what
+// normalizeSlow provably returns unchanged qualifies (FuzzCleanPath).
+func isCleanPath(p string) bool {
+	if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' {
+		return false
+	}
+	segStart := 1
+	for i := 1; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			seg := p[segStart:i]
+			if seg == "" || seg[len(seg)-1] == '.' {
+				return false
+			}
+			segStart = i + 1
+			continue
+		}
+		c := p[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func normalizeSlow(p string) string {
 	for i := 0; i < 3 && strings.Contains(p, "%"); i++ {
 		d, err := url.PathUnescape(p)
 		if err != nil {

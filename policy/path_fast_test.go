@@ -1,0 +1,41 @@
+package policy
+
+import "testing"
+
+func TestCleanPathFastPath(t *testing.T) {
+	for p, clean := range map[string]bool{
+		"/account/graphql": true, "/admin/api/courses/abc-1_2": true, "/a.b/c": true,
+		"/": false, "": false, "a/b": false, "/a/": false, "//a": false, "/a//b": false,
+		"/a/./b": false, "/a/../b": false, "/a./b": false, "/a/b.": false, "/A": false,
+		"/a%2fb": false, "/a;x": false, "/a\\b": false, "/a b": false,
+	} {
+		if got := isCleanPath(p); got != clean {
+			t.Errorf("isCleanPath(%q) = %v, want %v", p, got, clean)
+		}
+		if clean && normalizeSlow(p) != p {
+			t.Errorf("%q passes as clean but normalizes to %q", p, normalizeSlow(p))
+		}
+	}
+}
+
+// FuzzCleanPath: whatever the fast path accepts, the full normalization
+// leaves unchanged, so skipping it changes no decision.
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"/account/graphql", "/admin/api/x.y", "/a/.b", "/a-/_b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if isCleanPath(p) && normalizeSlow(p) != p {
+			t.Fatalf("%q passes as clean but normalizes to %q", p, normalizeSlow(p))
+		}
+	})
+}
+
+func BenchmarkDecide(b *testing.B) {
+	p := &Policy{AdminPrefix: "/admin/api"}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Decide("POST", "/account/graphql")
+		p.Decide("GET", "/admin/api/courses/abc")
+	}
+}
