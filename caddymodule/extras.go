@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,10 @@ type siteExtras struct {
 	logf    func(string, ...any)
 	// adminOpenAPI is the school's admin API description (adminopenapi.go).
 	adminOpenAPI atomic.Pointer[[]byte]
+	// rebuild serializes rebuildDocs: the catalog loop, the admin OpenAPI
+	// loop and the admin API rebuild concurrently, and a build from older
+	// inputs must not be stored over one from newer inputs.
+	rebuild sync.Mutex
 }
 
 const pathMCP = "/mcp"
@@ -75,6 +80,8 @@ func (s *site) schoolName() string {
 // rebuildDocs renders the documents from the configuration and the
 // current catalog.
 func (s *site) rebuildDocs() error {
+	s.extras.rebuild.Lock()
+	defer s.extras.rebuild.Unlock()
 	var feed *catalog.Feed
 	if idx := s.extras.catalog.Current(); idx != nil {
 		feed = idx.Feed()
