@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -62,12 +64,30 @@ func freePort(t testing.TB) int {
 // failure reports.
 type process struct {
 	cmd *exec.Cmd
-	out *bytes.Buffer
+	out *syncBuffer
+}
+
+// syncBuffer is a buffer a process writes to while a test may read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func start(t testing.TB, name string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(name, args...), out: new(bytes.Buffer)}
+	p := &process{cmd: exec.Command(name, args...), out: new(syncBuffer)}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -120,6 +140,7 @@ type gateway struct {
 	AdminAddr string
 	Dir       string
 	config    string
+	origins   []string // every site's origin, in order
 	proc      *process
 }
 
@@ -147,15 +168,42 @@ func startGateway(t testing.TB, dir string, sites ...string) *gateway {
 	g := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	g.config = filepath.Join(dir, "Caddyfile")
 	g.write(sites...)
-	g.proc = start(t, caddyBin, "run", "--config", g.config, "--adapter", "caddyfile")
 	for _, s := range sites {
-		origin := strings.TrimSpace(strings.SplitN(s, "{", 2)[0])
-		if g.URL == "" {
-			g.URL = origin
-		}
-		waitHTTP(t, origin+"/.well-known/oauth-authorization-server")
+		g.origins = append(g.origins, strings.TrimSpace(strings.SplitN(s, "{", 2)[0]))
 	}
+	g.URL = g.origins[0]
+	g.run()
 	return g
+}
+
+// run starts Caddy on the current Caddyfile and waits for every site.
+func (g *gateway) run() {
+	g.t.Helper()
+	g.proc = start(g.t, caddyBin, "run", "--config", g.config, "--adapter", "caddyfile")
+	for _, origin := range g.origins {
+		waitHTTP(g.t, origin+"/.well-known/oauth-authorization-server")
+	}
+}
+
+// pid is the running Caddy's process id.
+func (g *gateway) pid() int { return g.proc.cmd.Process.Pid }
+
+// kill ends Caddy with SIGKILL, as a crash or the OOM killer would: no
+// shutdown, no deferred close of the stores. It returns once the process
+// is gone, so its ports and file locks are free.
+func (g *gateway) kill() {
+	g.t.Helper()
+	if err := g.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		g.t.Fatal(err)
+	}
+	_ = g.proc.cmd.Wait() // "signal: killed"
+}
+
+// restart starts a new Caddy on the same Caddyfile and data directories
+// (after kill) and waits for every site.
+func (g *gateway) restart() {
+	g.t.Helper()
+	g.run()
 }
 
 func (g *gateway) write(sites ...string) {
@@ -167,11 +215,25 @@ func (g *gateway) write(sites ...string) {
 }
 
 // reload rewrites the Caddyfile and asks the running Caddy to load it.
+// Caddy ignores a config equal to the running one; see forceReload.
 func (g *gateway) reload(sites ...string) {
 	g.t.Helper()
 	g.write(sites...)
-	out, err := exec.Command(caddyBin, "reload", "--config", g.config, "--adapter", "caddyfile",
-		"--address", g.AdminAddr).CombinedOutput()
+	g.caddyReload()
+}
+
+// forceReload has the running Caddy load its unchanged Caddyfile again
+// (caddy reload --force): a whole config cycle, every module provisioned
+// anew and the old ones stopped and cleaned up.
+func (g *gateway) forceReload() {
+	g.t.Helper()
+	g.caddyReload("--force")
+}
+
+func (g *gateway) caddyReload(flags ...string) {
+	g.t.Helper()
+	args := append([]string{"reload", "--config", g.config, "--adapter", "caddyfile", "--address", g.AdminAddr}, flags...)
+	out, err := exec.Command(caddyBin, args...).CombinedOutput()
 	if err != nil {
 		g.t.Fatalf("caddy reload: %v\n%s", err, out)
 	}
