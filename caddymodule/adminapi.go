@@ -66,17 +66,32 @@ type siteStatus struct {
 	Courses     int      `json:"courses"`
 }
 
-func handleSites(w http.ResponseWriter, r *http.Request) error {
+// runningSites answers a GET with the running schools, sorted by issuer.
+func runningSites(r *http.Request) ([]*site, error) {
 	if r.Method != http.MethodGet {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
+		return nil, caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
 	}
 	app, err := runningApp()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	app.mu.Lock()
-	out := make([]siteStatus, 0, len(app.sites))
+	sites := make([]*site, 0, len(app.sites))
 	for _, s := range app.sites {
+		sites = append(sites, s)
+	}
+	app.mu.Unlock()
+	sort.Slice(sites, func(i, j int) bool { return sites[i].as.Issuer() < sites[j].as.Issuer() })
+	return sites, nil
+}
+
+func handleSites(w http.ResponseWriter, r *http.Request) error {
+	sites, err := runningSites(r)
+	if err != nil {
+		return err
+	}
+	out := make([]siteStatus, 0, len(sites))
+	for _, s := range sites {
 		st := siteStatus{Issuer: s.as.Issuer(), Data: s.dataPath, KeyIDs: s.as.Keys().KIDs(),
 			CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog}
 		if idx := s.extras.catalog.Current(); idx != nil {
@@ -84,8 +99,6 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, st)
 	}
-	app.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, http.StatusOK, out)
 }
 
@@ -101,19 +114,10 @@ type siteHealth struct {
 // handleHealth reports each school's store, signing keys and catalog; a
 // load balancer or monitor reads the status code.
 func handleHealth(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
-	}
-	app, err := runningApp()
+	sites, err := runningSites(r)
 	if err != nil {
 		return err
 	}
-	app.mu.Lock()
-	sites := make([]*site, 0, len(app.sites))
-	for _, s := range app.sites {
-		sites = append(sites, s)
-	}
-	app.mu.Unlock()
 	out := make([]siteHealth, 0, len(sites))
 	status := http.StatusOK
 	for _, s := range sites {
@@ -123,7 +127,6 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, h)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, status, map[string]any{"healthy": status == http.StatusOK, "sites": out})
 }
 
