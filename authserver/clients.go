@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -109,7 +110,8 @@ func (c *Client) MatchRedirect(uri string) bool {
 		return true
 	}
 	got, err := url.Parse(uri)
-	if err != nil || !isLoopbackRedirect(got) || got.Fragment != "" || got.User != nil {
+	if err != nil || !isLoopbackRedirect(got) || got.User != nil || strings.Contains(uri, "#") ||
+		!validPort(got.Port()) {
 		return false
 	}
 	for _, reg := range c.RedirectURIs {
@@ -117,12 +119,24 @@ func (c *Client) MatchRedirect(uri string) bool {
 		if err != nil || !isLoopbackRedirect(want) {
 			continue
 		}
+		// Only the port may differ: host, path and query (including an
+		// empty "?") must be the registered ones.
 		if got.Hostname() == want.Hostname() && got.EscapedPath() == want.EscapedPath() &&
-			got.RawQuery == want.RawQuery {
+			got.RawQuery == want.RawQuery && got.ForceQuery == want.ForceQuery {
 			return true
 		}
 	}
 	return false
+}
+
+// validPort accepts no port, or a port number 1–65535 without a sign or
+// leading zeros.
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == p
 }
 
 // checkScopes validates requested scopes against the client.
