@@ -24,10 +24,30 @@ go run ./bench -smoke
 
 echo "== fuzz (bounded)"
 fuzztime="${FUZZTIME:-20s}"
+# Go 1.26's fuzz coordinator can report "context deadline exceeded" when
+# -fuzztime ends while a worker is mid-run (go.dev/issue/75804, fixed in Go
+# 1.27): no input failed and no reproducer is written. A real finding always
+# writes one ("Failing input written to"), so only that, or any other
+# failure, fails the suite; the race alone is retried once, then reported.
+fuzz_one() {
+	local pkg=$1 target=$2 out
+	for attempt in 1 2; do
+		if out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg" 2>&1); then
+			echo "$out" | tail -n 1
+			return 0
+		fi
+		echo "$out"
+		if echo "$out" | grep -q 'Failing input written to' || ! echo "$out" | grep -q 'context deadline exceeded'; then
+			return 1
+		fi
+		echo "(the fuzzing engine's end-of-run race, go.dev/issue/75804; no input failed)"
+	done
+	echo "warning: $pkg $target hit the engine race twice; no failing input was found"
+}
 while read -r pkg target; do
 	[ -n "$pkg" ] || continue
 	echo "-- $pkg $target"
-	go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+	fuzz_one "$pkg" "$target"
 done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
 	d=$(dirname "$f")
 	grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //' | while read -r fn; do echo "./${d#./} $fn"; done
