@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"unicode"
 )
 
 // PathAccount is the member Account API.
@@ -183,7 +184,10 @@ func normalizeSlow(p string) string {
 		for i, s := range segs {
 			s, _, _ = strings.Cut(s, ";")
 			if s != "." && s != ".." {
-				s = strings.TrimRight(strings.TrimSpace(s), ". ")
+				// Trailing dots and white space in any order, in one
+				// pass, so that the fold converges ("a\r.\r." is "a").
+				s = strings.TrimRightFunc(strings.TrimLeftFunc(s, unicode.IsSpace),
+					func(r rune) bool { return r == '.' || unicode.IsSpace(r) })
 			}
 			segs[i] = s
 		}
