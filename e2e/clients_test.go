@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,5 +109,72 @@ func TestClientsThroughAdminAPI(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	if r := do(t, req); r.status != http.StatusMethodNotAllowed {
 		t.Errorf("PUT: %d", r.status)
+	}
+}
+
+// TestSchoolgateCommand: `caddy schoolgate …` reaches the same operations
+// through the admin API of a running Caddy.
+func TestSchoolgateCommand(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"), ""))
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		args = append([]string{"schoolgate"}, args...)
+		args = append(args, "--address", gw.AdminAddr)
+		out, err := exec.Command(caddyBin, args...).CombinedOutput()
+		return string(out), err
+	}
+	mustRun := func(args ...string) map[string]any {
+		t.Helper()
+		out, err := run(args...)
+		if err != nil {
+			t.Fatalf("caddy schoolgate %v: %v\n%s", args, err, out)
+		}
+		var m map[string]any
+		if strings.HasPrefix(strings.TrimSpace(out), "{") {
+			if err := json.Unmarshal([]byte(out), &m); err != nil {
+				t.Fatalf("caddy schoolgate %v printed no JSON: %s", args, out)
+			}
+		}
+		return m
+	}
+	if m := mustRun("mcp-connections", "off", "--issuer", gw.URL); m["enabled"] != false {
+		t.Fatalf("switch off: %v", m)
+	}
+	if m := mustRun("mcp-connections", "--issuer", gw.URL); m["enabled"] != false {
+		t.Fatalf("switch state: %v", m)
+	}
+	if out, err := run("create-client", "--issuer", gw.URL, "--name", "X", "--redirect-uri", "https://x.example/cb", "--scope", "openid"); err == nil || !strings.Contains(out, "409") {
+		t.Errorf("create while off: %v %s", err, out)
+	}
+	mustRun("mcp-connections", "on", "--issuer", gw.URL)
+	app := mustRun("create-client", "--issuer", gw.URL, "--name", "Planner", "--redirect-uri", "https://planner.example/cb",
+		"--scope", "openid", "--scope", "account:read", "--confidential")
+	id, _ := app["client_id"].(string)
+	if !strings.HasPrefix(id, "app_") || !strings.HasPrefix(fmt.Sprint(app["client_secret"]), "sgcs_") {
+		t.Fatalf("create-client: %v", app)
+	}
+	if out, err := run("clients", "--issuer", gw.URL); err != nil || !strings.Contains(out, id) || strings.Contains(out, "sgcs_") {
+		t.Errorf("clients: %v %s", err, out)
+	}
+	if m := mustRun("delete-client", id, "--issuer", gw.URL); m["deleted"] != id {
+		t.Errorf("delete-client: %v", m)
+	}
+	if out, err := run("delete-client", id, "--issuer", gw.URL); err == nil || !strings.Contains(out, "no such client") {
+		t.Errorf("deleting twice: %v %s", err, out)
+	}
+	if out, err := run("mcp-connections", "maybe", "--issuer", gw.URL); err == nil || !strings.Contains(out, "on or off") {
+		t.Errorf("a bad switch value: %v %s", err, out)
+	}
+	if m := mustRun("health"); m["healthy"] != true {
+		t.Errorf("health: %v", m)
+	}
+	if out, err := run("sites"); err != nil || !strings.Contains(out, gw.URL) {
+		t.Errorf("sites: %v %s", err, out)
+	}
+	if m := mustRun("rotate-keys", "--issuer", gw.URL); m["kid"] == nil {
+		t.Errorf("rotate-keys: %v", m)
 	}
 }

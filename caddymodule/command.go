@@ -1,0 +1,167 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+)
+
+// `caddy schoolgate …`: the admin API's operations (adminapi.go,
+// clientsapi.go) from the command line, against a running Caddy, the way
+// `caddy reload` reaches it.
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "schoolgate",
+		Usage: "<subcommand> [--address <admin address>] [--issuer <school origin>] ...",
+		Short: "Operates the schools of a running Caddy (clients, MCP connections, keys, catalog)",
+		Long: `
+Talks to the schoolgate routes of a running Caddy's admin API. The admin
+address is --address, else the one of --config (and --adapter), else
+Caddy's default (localhost:2019). Answers are printed as JSON.`,
+		CobraFunc: schoolgateCommands,
+	})
+}
+
+// adminCall is one subcommand: a method and path, and a body built from
+// the flags (nil for a GET).
+type adminCall struct {
+	use, short string
+	args       cobra.PositionalArgs
+	method     string
+	path       func(issuer string) string
+	body       func(cmd *cobra.Command, issuer string, args []string) (any, error)
+	flags      func(cmd *cobra.Command)
+}
+
+func schoolgateCommands(root *cobra.Command) {
+	withIssuer := func(issuer string) string { return "?issuer=" + url.QueryEscape(issuer) }
+	issuerBody := func(_ *cobra.Command, issuer string, _ []string) (any, error) {
+		return map[string]string{"issuer": issuer}, nil
+	}
+	calls := []adminCall{
+		{use: "sites", short: "List the running schools, their keys and catalog", method: http.MethodGet,
+			path: func(string) string { return "/schoolgate/sites" }},
+		{use: "health", short: "Check every school's store, keys and catalog (exit 1 when unhealthy)",
+			method: http.MethodGet, path: func(string) string { return "/schoolgate/health" }},
+		{use: "rotate-keys", short: "Publish a new signing key (it signs an hour later)", method: http.MethodPost,
+			path: func(string) string { return "/schoolgate/keys/rotate" }, body: issuerBody},
+		{use: "refresh-catalog", short: "Import the catalog feed now", method: http.MethodPost,
+			path: func(string) string { return "/schoolgate/catalog/refresh" }, body: issuerBody},
+		{use: "mcp-connections [on|off]", short: "Show, or switch, the beta feature MCP connections",
+			args: cobra.MaximumNArgs(1), method: http.MethodGet,
+			path: func(issuer string) string { return "/schoolgate/mcp-connections" + withIssuer(issuer) },
+			body: func(_ *cobra.Command, issuer string, args []string) (any, error) {
+				if len(args) == 0 {
+					return nil, nil
+				}
+				if args[0] != "on" && args[0] != "off" {
+					return nil, fmt.Errorf("say on or off, not %q", args[0])
+				}
+				return map[string]any{"issuer": issuer, "enabled": args[0] == "on"}, nil
+			}},
+		{use: "clients", short: "List the school's stored clients", method: http.MethodGet,
+			path: func(issuer string) string { return "/schoolgate/clients" + withIssuer(issuer) }},
+		{use: "create-client", short: "Create a member application (needs MCP connections on)", method: http.MethodPost,
+			path: func(string) string { return "/schoolgate/clients" }, body: createClientBody,
+			flags: func(c *cobra.Command) {
+				c.Flags().String("name", "", "the application's name, shown on the consent page")
+				c.Flags().StringArray("redirect-uri", nil, "a redirect URI (repeat for more)")
+				c.Flags().StringArray("scope", nil, "a scope it may request (repeat for more)")
+				c.Flags().Bool("confidential", false, "a confidential client (client_secret_post); the secret is printed once")
+				c.Flags().String("idempotency-key", "", "repeating a creation with the same key returns the first application")
+			}},
+		{use: "delete-client <client_id>", short: "Delete a member application or loopback client and revoke its tokens",
+			args: cobra.ExactArgs(1), method: http.MethodPost, path: func(string) string { return "/schoolgate/clients/delete" },
+			body: func(_ *cobra.Command, issuer string, args []string) (any, error) {
+				return map[string]string{"issuer": issuer, "client_id": args[0]}, nil
+			}},
+		{use: "review-client <client_id>", short: "Set a metadata-document client's scopes and reviewed status",
+			args: cobra.ExactArgs(1), method: http.MethodPost, path: func(string) string { return "/schoolgate/clients/review" },
+			body: reviewClientBody,
+			flags: func(c *cobra.Command) {
+				c.Flags().StringArray("scope", nil, "a scope it may get (repeat for more)")
+				c.Flags().Bool("reviewed", true, "reviewed (false: read and identity scopes only)")
+			}},
+	}
+	for _, call := range calls {
+		root.AddCommand(call.command())
+	}
+}
+
+func (a adminCall) command() *cobra.Command {
+	c := &cobra.Command{Use: a.use, Short: a.short, Args: a.args}
+	if c.Args == nil {
+		c.Args = cobra.NoArgs
+	}
+	c.Flags().String("address", "", "the admin API address of the running Caddy")
+	c.Flags().StringP("config", "c", "", "a config file to read the admin address from")
+	c.Flags().StringP("adapter", "a", "", "the adapter of --config")
+	c.Flags().String("issuer", "", "the school, by its origin (e.g. https://school.example)")
+	if a.flags != nil {
+		a.flags(c)
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error { return a.run(cmd, args) }
+	return c
+}
+
+func (a adminCall) run(cmd *cobra.Command, args []string) error {
+	fl := cmd.Flags()
+	address, _ := fl.GetString("address")
+	config, _ := fl.GetString("config")
+	adapter, _ := fl.GetString("adapter")
+	issuer, _ := fl.GetString("issuer")
+	method, path := a.method, a.path(issuer)
+	var body io.Reader
+	if a.body != nil {
+		v, err := a.body(cmd, issuer, args)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			method, body = http.MethodPost, bytes.NewReader(raw)
+			if a.method == http.MethodGet {
+				path, _, _ = strings.Cut(path, "?") // the issuer goes in the body
+			}
+		}
+	}
+	adminAddr, err := caddycmd.DetermineAdminAPIAddress(address, nil, config, adapter)
+	if err != nil {
+		return fmt.Errorf("finding the admin API: %v", err)
+	}
+	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, path, nil, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(os.Stdout, resp.Body)
+	return err
+}
+
+func createClientBody(cmd *cobra.Command, issuer string, _ []string) (any, error) {
+	fl := cmd.Flags()
+	name, _ := fl.GetString("name")
+	uris, _ := fl.GetStringArray("redirect-uri")
+	scopes, _ := fl.GetStringArray("scope")
+	confidential, _ := fl.GetBool("confidential")
+	key, _ := fl.GetString("idempotency-key")
+	return map[string]any{"issuer": issuer, "client_name": name, "redirect_uris": uris, "scopes": scopes,
+		"confidential": confidential, "idempotency_key": key}, nil
+}
+
+func reviewClientBody(cmd *cobra.Command, issuer string, args []string) (any, error) {
+	scopes, _ := cmd.Flags().GetStringArray("scope")
+	reviewed, _ := cmd.Flags().GetBool("reviewed")
+	return map[string]any{"issuer": issuer, "client_id": args[0], "scopes": scopes, "reviewed": reviewed}, nil
+}
