@@ -83,21 +83,13 @@ func jsonContent(schema any) obj {
 
 func oauthScopes(scopes ...string) []obj { return []obj{{{"oauth2", scopes}}} }
 
-// scopeDescriptions maps every scope to its one-line meaning. A write
-// scope grants reads too only where the area has a read scope (the gateway
-// asks GET for <area>:read, which storage, for one, lacks).
+// scopeDescriptions maps every scope to its one-line meaning for
+// developers (policy.ScopeDescription words the same for the people on the
+// consent page).
 func scopeDescriptions(scopes []string) map[string]string {
-	has := map[string]bool{}
-	for _, sc := range scopes {
-		has[sc] = true
-	}
 	out := make(map[string]string, len(scopes))
 	for _, sc := range scopes {
-		d := scopeDescription(sc)
-		if area, ok := strings.CutSuffix(sc, ":write"); ok && area != "account" && !has[area+":read"] {
-			d = "Write access to " + strings.ReplaceAll(area, "_", " ")
-		}
-		out[sc] = d
+		out[sc] = scopeDescription(sc)
 	}
 	return out
 }
@@ -125,6 +117,9 @@ func scopeDescription(scope string) string {
 	case "read":
 		return "Read access to " + words
 	case "write":
+		if !policy.WriteIncludesRead(scope) {
+			return "Write access to " + words
+		}
 		return "Read and write access to " + words
 	}
 	return "Scope " + scope

@@ -72,9 +72,20 @@ func ScopeDescription(scope string) string {
 	case "read":
 		return "Read the school's " + words
 	case "write":
+		if !WriteIncludesRead(scope) {
+			return "Change the school's " + words
+		}
 		return "Read and change the school's " + words
 	}
 	return scope
+}
+
+// WriteIncludesRead reports whether a write scope also lets its holder
+// read its area: reads need <area>:read, which some areas (storage) lack,
+// and a token for such an area can hold the write scope only.
+func WriteIncludesRead(scope string) bool {
+	area, ok := strings.CutSuffix(scope, ":write")
+	return ok && (area == "account" || knownScopes[area+":read"])
 }
 
 // areaScope is the scope for an admin area and access ("read"/"write"),
