@@ -67,7 +67,6 @@ func TestMetadataDocumentClient(t *testing.T) {
 	f := newFixture(t)
 	d := newDocServer(t)
 	host := strings.TrimPrefix(d.URL, "https://")
-	hostname := host[:strings.LastIndex(host, ":")]
 	d.docs["/client.json"] = `{"client_id":"%s","client_name":"Doc Agent","redirect_uris":["https://` + host + `/cb","http://127.0.0.1/cb"],"token_endpoint_auth_method":"none","extra":1}`
 	f.useMetadata(d, MetadataDocumentsConfig{AllowPrivateNetworks: true})
 	id := d.URL + "/client.json"
@@ -108,7 +107,6 @@ func TestMetadataDocumentClient(t *testing.T) {
 	if n := d.hits.Load(); n != 2 {
 		t.Errorf("after expiry fetched %d times, want 2", n)
 	}
-	_ = hostname
 }
 
 func TestMetadataDocumentRejections(t *testing.T) {

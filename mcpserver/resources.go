@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -93,6 +94,8 @@ type resourceRegistry struct {
 	mu   sync.Mutex
 	ix   *catalog.Index  // the catalog the registry holds; nil: none yet
 	uris map[string]bool // its resources
+	// synced is ix, readable without the lock once the registry holds it.
+	synced atomic.Pointer[catalog.Index]
 }
 
 // sync runs before every resources/list and resources/read. It costs a
@@ -101,6 +104,9 @@ type resourceRegistry struct {
 // never misses an item both catalogs have.
 func (r *resourceRegistry) sync() {
 	ix := r.catalog()
+	if r.synced.Load() == ix && ix != nil {
+		return // the usual case: no lock on the request path
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ix == r.ix {
@@ -125,6 +131,7 @@ func (r *resourceRegistry) sync() {
 		r.core.SetResourceTemplates()
 	}
 	r.ix, r.uris = ix, uris
+	r.synced.Store(ix)
 }
 
 // notLoadedTemplates answer every catalog URI while there is no catalog.
