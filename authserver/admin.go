@@ -335,21 +335,15 @@ func (a *adminCtx) overview() {
 		for _, c := range clients {
 			switch c.Kind {
 			case KindApp:
-				v.Apps = append(v.Apps, clientRow(c))
+				v.Apps = append(v.Apps, c)
 			case KindMetadata:
-				v.Metadata = append(v.Metadata, clientRow(c))
+				v.Metadata = append(v.Metadata, c)
 			case KindLoopback:
-				v.Loopback = append(v.Loopback, clientRow(c))
+				v.Loopback = append(v.Loopback, c)
 			}
 		}
 	}
 	a.render(http.StatusOK, overviewTmpl, v)
-}
-
-func clientRow(c ClientInfo) adminClientRow {
-	return adminClientRow{ID: c.ClientID, Name: c.Name, RedirectURIs: c.RedirectURIs,
-		Scopes: c.Scopes, Allowed: c.AllowedScopes, Reviewed: c.Reviewed,
-		Confidential: c.AuthMethod != "none", Created: formatAdminTime(c.IssuedAt)}
 }
 
 func formatAdminTime(t time.Time) string {
@@ -622,7 +616,7 @@ func (a *adminCtx) confirmDelete() {
 		return
 	}
 	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("Delete " + displayName(c)),
-		Client: clientRow(clientInfo(c)), Loopback: c.Kind == KindLoopback})
+		Client: clientInfo(c), Loopback: c.Kind == KindLoopback})
 }
 
 // deleteClient deletes a member application or a loopback client and
@@ -638,7 +632,7 @@ func (a *adminCtx) deleteClient() {
 }
 
 func (a *adminCtx) reviewView(c *Client, scopes []string, reviewed bool, msg string) adminReviewView {
-	v := adminReviewView{adminPage: a.page("Review " + displayName(c)), Client: clientRow(clientInfo(c)),
+	v := adminReviewView{adminPage: a.page("Review " + displayName(c)), Client: clientInfo(c),
 		Scopes: scopeChoices(scopes), Reviewed: reviewed}
 	v.Error = msg
 	return v

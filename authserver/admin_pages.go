@@ -28,17 +28,10 @@ var theAdminPaths = adminPaths{
 	Edit: adminPathEdit, Secret: adminPathSecret, Delete: adminPathDelete, Review: adminPathReview,
 }
 
-type adminClientRow struct {
-	ID, Name, Created      string
-	RedirectURIs, Scopes   []string
-	Allowed                []string // what it may request now
-	Reviewed, Confidential bool
-}
-
 type adminOverview struct {
 	adminPage
 	Enabled                  bool
-	Apps, Metadata, Loopback []adminClientRow
+	Apps, Metadata, Loopback []ClientInfo
 }
 
 type scopeChoice struct {
@@ -64,13 +57,13 @@ type adminSecretView struct {
 
 type adminDeleteView struct {
 	adminPage
-	Client   adminClientRow
+	Client   ClientInfo
 	Loopback bool
 }
 
 type adminReviewView struct {
 	adminPage
-	Client   adminClientRow
+	Client   ClientInfo
 	Scopes   []scopeChoice
 	Reviewed bool
 }
@@ -128,11 +121,11 @@ role at this school may then authorize it.</p>
 <p><a href="{{.Paths.New}}" id="new-app">Create a member application</a></p>
 {{if .Apps}}<table id="apps"><thead><tr><th scope="col">Name</th><th scope="col">client_id</th><th scope="col">Type</th>
 <th scope="col">Redirect URIs</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Actions</th></tr></thead><tbody>
-{{range .Apps}}<tr><td>{{.Name}}</td><td><code>{{.ID}}</code></td><td>{{if .Confidential}}confidential{{else}}public{{end}}</td>
+{{range .Apps}}<tr><td>{{.Name}}</td><td><code>{{.ClientID}}</code></td><td>{{if .Confidential}}confidential{{else}}public{{end}}</td>
 <td><ul class="plain">{{range .RedirectURIs}}<li><code>{{.}}</code></li>{{end}}</ul></td>
 <td><ul class="plain">{{range .Scopes}}<li><code>{{.}}</code></li>{{end}}</ul></td><td>{{.Created}}</td>
-<td><a href="{{$.Paths.Edit}}?client_id={{.ID}}">Edit<span class="muted"> {{.Name}}</span></a><br>
-<a href="{{$.Paths.Delete}}?client_id={{.ID}}">Delete<span class="muted"> {{.Name}}</span></a></td></tr>
+<td><a href="{{$.Paths.Edit}}?client_id={{.ClientID}}">Edit<span class="muted"> {{.Name}}</span></a><br>
+<a href="{{$.Paths.Delete}}?client_id={{.ClientID}}">Delete<span class="muted"> {{.Name}}</span></a></td></tr>
 {{end}}</tbody></table>{{else}}<p id="no-apps">No member applications yet.</p>{{end}}
 </section>
 <section aria-labelledby="metadata-heading">
@@ -142,11 +135,11 @@ unreviewed, they may request read and identity scopes only; once you mark one re
 the scopes you chose for it.</p>
 {{if .Metadata}}<table id="metadata"><thead><tr><th scope="col">client_id (document URL)</th><th scope="col">Name</th>
 <th scope="col">Redirect URIs</th><th scope="col">First seen</th><th scope="col">Status</th><th scope="col">May request now</th><th scope="col">Actions</th></tr></thead><tbody>
-{{range .Metadata}}<tr><td><code>{{.ID}}</code></td><td>{{.Name}}</td>
+{{range .Metadata}}<tr><td><code>{{.ClientID}}</code></td><td>{{.Name}}</td>
 <td><ul class="plain">{{range .RedirectURIs}}<li><code>{{.}}</code></li>{{end}}</ul></td><td>{{.Created}}</td>
 <td>{{if .Reviewed}}reviewed{{else}}not reviewed{{end}}</td>
-<td><ul class="plain">{{range .Allowed}}<li><code>{{.}}</code></li>{{end}}</ul></td>
-<td><a href="{{$.Paths.Review}}?client_id={{.ID}}">Review<span class="muted"> {{.Name}}</span></a></td></tr>
+<td><ul class="plain">{{range .AllowedScopes}}<li><code>{{.}}</code></li>{{end}}</ul></td>
+<td><a href="{{$.Paths.Review}}?client_id={{.ClientID}}">Review<span class="muted"> {{.Name}}</span></a></td></tr>
 {{end}}</tbody></table>{{else}}<p id="no-metadata">No metadata-document client has been used here yet.</p>{{end}}
 </section>
 <section aria-labelledby="loopback-heading">
@@ -155,9 +148,9 @@ the scopes you chose for it.</p>
 They act for an operator. You may delete ones no longer in use.</p>
 {{if .Loopback}}<table id="loopback"><thead><tr><th scope="col">Name</th><th scope="col">client_id</th>
 <th scope="col">Redirect URIs</th><th scope="col">Registered</th><th scope="col">Actions</th></tr></thead><tbody>
-{{range .Loopback}}<tr><td>{{.Name}}</td><td><code>{{.ID}}</code></td>
+{{range .Loopback}}<tr><td>{{.Name}}</td><td><code>{{.ClientID}}</code></td>
 <td><ul class="plain">{{range .RedirectURIs}}<li><code>{{.}}</code></li>{{end}}</ul></td><td>{{.Created}}</td>
-<td><a href="{{$.Paths.Delete}}?client_id={{.ID}}">Delete<span class="muted"> {{.Name}}</span></a></td></tr>
+<td><a href="{{$.Paths.Delete}}?client_id={{.ClientID}}">Delete<span class="muted"> {{.Name}}</span></a></td></tr>
 {{end}}</tbody></table>{{else}}<p id="no-loopback">No command-line or desktop client is registered.</p>{{end}}
 </section>
 {{end}}`)
@@ -218,20 +211,20 @@ developer. It authorizes at <code>{{.Issuer}}/oauth/authorize</code> with PKCE a
 
 var deleteTmpl = adminTemplate("delete", `<h1>{{.Title}}?</h1>
 <p>{{if .Loopback}}Command-line or desktop client{{else}}Member application{{end}} <strong>{{.Client.Name}}</strong>,
-<code>client_id</code> <code id="client-id">{{.Client.ID}}</code>, registered {{.Client.Created}}.</p>
+<code>client_id</code> <code id="client-id">{{.Client.ClientID}}</code>, registered {{.Client.Created}}.</p>
 <p>Deleting it revokes every access it was granted: its tokens stop working at once and it can no longer
 authorize.{{if .Loopback}} The tool can register again later.{{else}} This cannot be undone; a new application
 would get a new <code>client_id</code>.{{end}}</p>
 <form method="post" action="{{.Paths.Delete}}">
 <input type="hidden" name="csrf_token" value="{{.CSRF}}">
-<input type="hidden" name="client_id" value="{{.Client.ID}}">
+<input type="hidden" name="client_id" value="{{.Client.ClientID}}">
 <p><button type="submit" class="danger" id="confirm-delete">Delete {{.Client.Name}}</button>
 <a href="{{.Paths.Overview}}">Cancel</a></p>
 </form>`)
 
 var reviewTmpl = adminTemplate("review", `<h1>{{.Title}}</h1>
 <dl>
-<dt><code>client_id</code> (metadata document)</dt><dd><code id="client-id">{{.Client.ID}}</code></dd>
+<dt><code>client_id</code> (metadata document)</dt><dd><code id="client-id">{{.Client.ClientID}}</code></dd>
 <dt>Name given by the document</dt><dd>{{.Client.Name}}</dd>
 <dt>Redirect URIs</dt><dd><ul class="plain">{{range .Client.RedirectURIs}}<li><code>{{.}}</code></li>{{end}}</ul></dd>
 <dt>First seen</dt><dd>{{.Client.Created}}</dd>
@@ -241,7 +234,7 @@ var reviewTmpl = adminTemplate("review", `<h1>{{.Title}}</h1>
 request only the read and identity scopes among those chosen below; once reviewed, all of them.</p>
 <form method="post" action="{{.Paths.Review}}">
 <input type="hidden" name="csrf_token" value="{{.CSRF}}">
-<input type="hidden" name="client_id" value="{{.Client.ID}}">
+<input type="hidden" name="client_id" value="{{.Client.ClientID}}">
 <fieldset><legend>Scopes it may get</legend>
 {{range .Scopes}}<p><input type="checkbox" id="{{.ID}}" name="scope" value="{{.Name}}"{{if .Checked}} checked{{end}}>
 <label for="{{.ID}}"><code>{{.Name}}</code>: {{.Words}}</label></p>

@@ -30,6 +30,12 @@ type ClientInfo struct {
 	IssuedAt      time.Time `json:"issued_at"`
 }
 
+// Confidential reports whether the client authenticates with a secret.
+func (c ClientInfo) Confidential() bool { return c.AuthMethod != "none" }
+
+// Created is the issue time as the admin area shows it.
+func (c ClientInfo) Created() string { return formatAdminTime(c.IssuedAt) }
+
 func clientInfo(c *Client) ClientInfo {
 	return ClientInfo{ClientID: c.ID, Name: displayName(c), Kind: c.Kind, Audience: c.Audience,
 		RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, AllowedScopes: c.allowedScopes(),

@@ -217,3 +217,29 @@ func TestDeleteAndReviewThroughTheAPI(t *testing.T) {
 		t.Errorf("operator scope on a metadata client: %v", err)
 	}
 }
+
+// The overview renders the rows straight from ClientInfo: type, creation
+// time and, for metadata clients, what they may request now.
+func TestOverviewRowsFromClientInfo(t *testing.T) {
+	f := newFixture(t)
+	f.enableMCP()
+	app, err := f.srv.CreateApp(AppSpec{Name: "Billing", RedirectURIs: []string{appRedirect},
+		Scopes: []string{"account:read"}, Confidential: true}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := &Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: KindMetadata,
+		Audience: AudienceMember, RedirectURIs: []string{"http://127.0.0.1/cb"},
+		Scopes: []string{"openid", "account:write"}, AuthMethod: "none", IssuedAt: f.clock.Now()}
+	if err := f.store.PutClient(md); err != nil {
+		t.Fatal(err)
+	}
+	page := f.adminGet(PathAdminApplications, "owner").Body.String()
+	for _, want := range []string{"<code>" + app.ClientID + "</code></td><td>confidential</td>",
+		formatAdminTime(app.IssuedAt), "not reviewed",
+		`<ul class="plain"><li><code>openid</code></li></ul>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("overview lacks %q", want)
+		}
+	}
+}
