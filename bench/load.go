@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/schoolgate/schoolgate/internal/procstat"
 )
 
 // A closed-loop load generator: each of c workers sends its next request
@@ -96,48 +96,13 @@ func load(c int, d time.Duration, work int, pid int, req request) stats {
 	return s
 }
 
-// processCPU is the user+system CPU time of a process (all threads),
-// from /proc; 0 where /proc is not available.
+// processCPU is a process's CPU time, 0 where /proc cannot tell.
 func processCPU(pid int) time.Duration {
 	if pid == 0 {
 		return 0
 	}
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const clockTicks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / clockTicks
-}
-
-// processRSS is a process's resident memory in bytes: anonymous (the Go
-// heap, stacks) and file-backed (mapped files: bbolt maps its data file,
-// and pages it touched count here until the kernel reclaims them).
-func processRSS(pid int) (anon, file int64) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	kb := func(v string) int64 {
-		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		return n << 10
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			anon = kb(v)
-		}
-		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			file = kb(v)
-		}
-	}
-	return anon, file
+	d, _ := procstat.CPU(pid)
+	return d
 }
 
 // expect reads a response and checks its status and, if want is not

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/schoolgate/schoolgate/internal/procstat"
 )
 
 // target is one thing measured: a name and its request.
@@ -334,7 +336,7 @@ func (b *bench) memory() error {
 			return err
 		}
 	}
-	beforeAnon, beforeFile := processRSS(b.stack.caddyPID())
+	before, _ := procstat.ReadMemory(b.stack.caddyPID())
 	startup, err := b.stack.restartCaddy()
 	if err != nil {
 		return err
@@ -353,12 +355,12 @@ func (b *bench) memory() error {
 	}); err != nil {
 		return err
 	}
-	anon, file := processRSS(b.stack.caddyPID())
+	after, _ := procstat.ReadMemory(b.stack.caddyPID())
 	fmt.Fprintf(b.out, "\nmemory and start-up: %d live grants, %d courses: start-up %s (first MCP search answered %s later); "+
 		"Caddy RSS after restart and warm-up %d MB (%d MB heap and stacks + %d MB of the mapped bbolt file); "+
 		"after the load that wrote them, before the restart: %d MB + %d MB\n",
 		b.grants, b.cfg.courses, startup.Round(time.Millisecond), firstSearch.Round(time.Millisecond),
-		(anon+file)>>20, anon>>20, file>>20, beforeAnon>>20, beforeFile>>20)
+		after.RSS>>20, after.Anon>>20, after.File>>20, before.Anon>>20, before.File>>20)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/internal/procstat"
 )
 
 // The soak test: a bounded, paced mixed load on loopback against a real
@@ -313,26 +314,14 @@ func sampleCaddy(t *testing.T, gw *gateway, name string) sample {
 	return sample{name: name, goroutines: n, rss: rssOf(t, gw.pid())}
 }
 
-// rssOf reads a process's resident set size from /proc.
+// rssOf reads a process's resident set size.
 func rssOf(t *testing.T, pid int) int64 {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := procstat.ReadMemory(pid)
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("VmRSS %q", v)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return m.RSS
 }
 
 // TestSoak runs a paced mixed load — discovery, authorize, code exchange,

@@ -1,0 +1,66 @@
+// Package procstat reads a process's CPU time and resident memory from
+// Linux's /proc, for the benchmark harness and the soak test.
+package procstat
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times on Linux.
+const clockTicks = 100
+
+// CPU is the user+system CPU time of a process, all threads.
+func CPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses and may
+	// contain spaces.
+	i := strings.LastIndexByte(string(raw), ')')
+	f := strings.Fields(string(raw[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, errors.New("procstat: unexpected /proc/<pid>/stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("procstat: unexpected /proc/<pid>/stat")
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// Memory is a process's resident memory in bytes: all of it, anonymous
+// (heap, stacks) and file-backed (mapped files, such as bbolt's).
+type Memory struct {
+	RSS, Anon, File int64
+}
+
+// ReadMemory reads a process's resident memory.
+func ReadMemory(pid int) (Memory, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return Memory{}, err
+	}
+	var m Memory
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
+	for _, line := range strings.Split(string(raw), "\n") {
+		for prefix, dst := range fields {
+			if v, ok := strings.CutPrefix(line, prefix); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				if err != nil {
+					return Memory{}, errors.New("procstat: unexpected " + prefix + v)
+				}
+				*dst = kb << 10
+			}
+		}
+	}
+	if m.RSS == 0 {
+		return Memory{}, errors.New("procstat: no VmRSS in /proc/<pid>/status")
+	}
+	return m, nil
+}
