@@ -30,9 +30,22 @@ type adminDoc struct {
 	components map[string]map[string]any
 }
 
-// parseAdminOpenAPI reads an upstream OpenAPI 3.0 document and renames
-// its component references.
-func parseAdminOpenAPI(raw []byte) (*adminDoc, error) {
+// parseAdminOpenAPI reads an upstream OpenAPI 3.0 document, renames its
+// component references and checks that it describes at least one
+// operation the gateway serves: a document that would merge nothing is
+// a misconfiguration (wrong file, wrong admin_prefix), said at load time.
+func parseAdminOpenAPI(raw []byte, s Site) (*adminDoc, error) {
+	d, err := parseAdminDoc(raw)
+	if err != nil {
+		return nil, err
+	}
+	if ops, _ := d.adminPaths(s); len(ops) == 0 {
+		return nil, fmt.Errorf("the admin OpenAPI document describes no operation the gateway allows under admin_prefix %s", s.AdminPrefix)
+	}
+	return d, nil
+}
+
+func parseAdminDoc(raw []byte) (*adminDoc, error) {
 	if len(raw) > MaxAdminOpenAPIBytes {
 		return nil, fmt.Errorf("the admin OpenAPI document is larger than %d bytes", MaxAdminOpenAPIBytes)
 	}

@@ -152,14 +152,16 @@ func TestAdminOpenAPIWithTheGatewayPolicy(t *testing.T) {
 
 func TestAdminOpenAPIRefused(t *testing.T) {
 	for name, doc := range map[string]string{
-		"not JSON":        `openapi: 3.0.3`,
-		"OpenAPI 3.1":     `{"openapi":"3.1.0","paths":{}}`,
-		"Swagger 2":       `{"swagger":"2.0","paths":{}}`,
-		"external ref":    `{"openapi":"3.0.3","paths":{"/admin/api/courses":{"get":{"responses":{"200":{"$ref":"other.json#/x"}}}}}}`,
-		"deep ref":        `{"openapi":"3.0.3","paths":{},"components":{"schemas":{"A":{"$ref":"#/components/schemas/B/properties/c"}}}}`,
-		"null path item":  `{"openapi":"3.0.3","paths":{"/admin/api/courses":null}}`,
-		"oversize":        `{"openapi":"3.0.3","x":"` + strings.Repeat("a", MaxAdminOpenAPIBytes) + `"}`,
-		"paths not a map": `{"openapi":"3.0.3","paths":[]}`,
+		"not JSON":                 `openapi: 3.0.3`,
+		"OpenAPI 3.1":              `{"openapi":"3.1.0","paths":{}}`,
+		"Swagger 2":                `{"swagger":"2.0","paths":{}}`,
+		"external ref":             `{"openapi":"3.0.3","paths":{"/admin/api/courses":{"get":{"responses":{"200":{"$ref":"other.json#/x"}}}}}}`,
+		"deep ref":                 `{"openapi":"3.0.3","paths":{},"components":{"schemas":{"A":{"$ref":"#/components/schemas/B/properties/c"}}}}`,
+		"null path item":           `{"openapi":"3.0.3","paths":{"/admin/api/courses":null}}`,
+		"oversize":                 `{"openapi":"3.0.3","x":"` + strings.Repeat("a", MaxAdminOpenAPIBytes) + `"}`,
+		"paths not a map":          `{"openapi":"3.0.3","paths":[]}`,
+		"nothing under the prefix": `{"openapi":"3.0.3","paths":{"/api/v2/courses":{"get":{"responses":{"200":{"description":"x"}}}}}}`,
+		"nothing allowed":          `{"openapi":"3.0.3","paths":{"/admin/api/secrets":{"get":{"responses":{"200":{"description":"x"}}}}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := testSite()

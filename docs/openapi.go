@@ -188,7 +188,7 @@ func renderOpenAPI(s Site) ([]byte, error) {
 	var admin *adminDoc
 	if len(s.AdminOpenAPI) > 0 && s.AdminPrefix != "" {
 		var err error
-		if admin, err = parseAdminOpenAPI(s.AdminOpenAPI); err != nil {
+		if admin, err = parseAdminOpenAPI(s.AdminOpenAPI, s); err != nil {
 			return nil, err
 		}
 	}
