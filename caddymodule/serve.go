@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -13,19 +14,24 @@ import (
 // ServeHTTP routes a request: the gateway's own endpoints are answered
 // here; protected resources are checked and passed on with the caller's
 // identity; everything else goes to the next handler (the reverse proxy)
-// untouched but for headers only the gateway may set.
+// untouched but for headers only the gateway may set. Every request is
+// first given its canonical path, which is what is judged and what the
+// legacy server receives.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	stripIdentityHeaders(r.Header)
-	path := r.URL.Path
 	s := g.site
+	protected, ok := s.canonicalPath(w, r)
+	if !ok {
+		return nil
+	}
 	switch {
-	case authserver.Owns(path):
+	case authserver.Owns(r.URL.Path):
 		s.as.ServeHTTP(w, r)
 		return nil
 	case s.serveExtras(w, r):
 		return nil
 	}
-	if policy.IsProtected(path, g.AdminPrefix) {
+	if protected {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			writePreflight(w)
 			return nil
@@ -34,6 +40,42 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	stripBearer(r.Header)
 	return next.ServeHTTP(w, r)
+}
+
+// canonicalPath replaces the request's path with its canonical form, or
+// answers 400 when the path cannot be forwarded unambiguously. The query
+// is kept byte for byte.
+func (s *site) canonicalPath(w http.ResponseWriter, r *http.Request) (protected, ok bool) {
+	sent := r.URL.EscapedPath()
+	canon, protected, err := s.policy.Canonical(sent)
+	if err == nil && canon != sent {
+		err = policy.SetRequestPath(r.URL, canon)
+		r.RequestURI = r.URL.RequestURI()
+	}
+	if err != nil {
+		var pe *policy.PathError
+		if errors.As(err, &pe) && pe.Protected {
+			s.observe.protectedOutcome("path_refused")
+		}
+		writePathRefusal(w, err, s.as.ResourceMetadataURL())
+		return false, false
+	}
+	return protected, true
+}
+
+// writePathRefusal answers a path the gateway will not forward: RFC 6750
+// JSON where some reading of it names a protected resource, plain text
+// elsewhere.
+func writePathRefusal(w http.ResponseWriter, err error, resourceMetadata string) {
+	var pe *policy.PathError
+	if errors.As(err, &pe) && pe.Protected {
+		ch := policy.Challenge{Status: http.StatusBadRequest, Error: "invalid_request",
+			Description: pe.Reason, ResourceMetadata: resourceMetadata}
+		ch.Write(w)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
 }
 
 // serveProtected checks the bearer token against the route's requirement

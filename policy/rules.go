@@ -1,11 +1,6 @@
 package policy
 
-import (
-	"net/url"
-	"path"
-	"strings"
-	"unicode"
-)
+import "strings"
 
 // PathAccount is the member Account API.
 const PathAccount = "/account/graphql"
@@ -44,21 +39,16 @@ type Policy struct {
 	Rules       []Rule
 }
 
-// IsProtected reports whether a request path belongs to a protected
-// resource. It normalises first so that "//Account/./graphql" or a
-// case-insensitive legacy router cannot be used to step around the check.
-func IsProtected(p, adminPrefix string) bool {
-	n := normalizePath(p)
-	return n == PathAccount || underPrefix(n, normalizePath(adminPrefix))
-}
-
-// Decide returns the requirement for a request on a protected path, or a
-// refusal. escapedPath is the request's path as sent (URL.EscapedPath).
 // accountScopes is what the Account API needs; shared, never modified.
 var accountScopes = []string{"account:read"}
 
-func (p *Policy) Decide(method, escapedPath string) (Requirement, Decision) {
-	n := normalizePath(escapedPath)
+// Decide returns the requirement for a request on a protected path, or a
+// refusal. canonicalPath is what Canonical returned: the path that is
+// forwarded if the request is allowed. Matching is on its loose reading
+// (normalizePath), so case, ";params" and trailing dots, which some
+// legacy routers ignore, cannot step around a rule.
+func (p *Policy) Decide(method, canonicalPath string) (Requirement, Decision) {
+	n := normalizePath(canonicalPath)
 	if n == PathAccount {
 		switch method {
 		case "POST":
@@ -69,6 +59,7 @@ func (p *Policy) Decide(method, escapedPath string) (Requirement, Decision) {
 	}
 	prefix := normalizePath(p.AdminPrefix)
 	if !underPrefix(n, prefix) {
+		// Below the Account API, or not protected at all.
 		return Requirement{}, Deny
 	}
 	for _, r := range p.Rules {
@@ -128,74 +119,4 @@ func underPrefix(p, prefix string) bool {
 		return false
 	}
 	return p == prefix || strings.HasPrefix(p, prefix+"/")
-}
-
-// normalizePath folds the spellings under which a legacy server may serve
-// one resource into one: percent-decoding (repeatedly, so %252e does not
-// survive), backslashes, ";params", repeated slashes, dot segments, case
-// and a trailing slash. The result is used for matching only; the request
-// is forwarded as sent.
-func normalizePath(p string) string {
-	if isCleanPath(p) {
-		return p // the common case, without allocating
-	}
-	return normalizeSlow(p)
-}
-
-// isCleanPath reports whether normalization would leave p as it is: an
-// absolute path of lower-case letters, digits, '-', '_' and '.', with no
-// empty, dot or dot-ending segment and no trailing slash. Only what
-// normalizeSlow provably returns unchanged qualifies (FuzzCleanPath).
-func isCleanPath(p string) bool {
-	if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' {
-		return false
-	}
-	segStart := 1
-	for i := 1; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			seg := p[segStart:i]
-			if seg == "" || seg[len(seg)-1] == '.' {
-				return false
-			}
-			segStart = i + 1
-			continue
-		}
-		c := p[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-func normalizeSlow(p string) string {
-	for i := 0; i < 3 && strings.Contains(p, "%"); i++ {
-		d, err := url.PathUnescape(p)
-		if err != nil {
-			break
-		}
-		p = d
-	}
-	p = strings.ReplaceAll(p, "\\", "/")
-	// Some servers also drop ";params" and trailing dots or spaces of a
-	// segment (IIS does); fold those until nothing changes.
-	for i := 0; i < 4; i++ {
-		segs := strings.Split(strings.ToLower(p), "/")
-		for i, s := range segs {
-			s, _, _ = strings.Cut(s, ";")
-			if s != "." && s != ".." {
-				// Trailing dots and white space in any order, in one
-				// pass, so that the fold converges ("a\r.\r." is "a").
-				s = strings.TrimRightFunc(strings.TrimLeftFunc(s, unicode.IsSpace),
-					func(r rune) bool { return r == '.' || unicode.IsSpace(r) })
-			}
-			segs[i] = s
-		}
-		next := path.Clean("/" + strings.Join(segs, "/"))
-		if next == p {
-			break
-		}
-		p = next
-	}
-	return p
 }
