@@ -28,11 +28,7 @@ func (s *school) admin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", "the admin API is for operators (X-School-Audience: operator)")
 		return
 	}
-	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, AdminPrefix), "/")
-	area, id, _ := strings.Cut(rest, "/")
-	if strings.Contains(id, "/") {
-		area = ""
-	}
+	area, id := adminRoute(r)
 	routes := s.adminRoutes(area, id != "")
 	if routes == nil {
 		writeError(w, http.StatusNotFound, "not_found", "no admin API at "+r.URL.Path)

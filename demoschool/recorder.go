@@ -22,9 +22,25 @@ type RecordedRequest struct {
 	Headers map[string][]string `json:"headers"`
 }
 
+// ProtectedEntry is one request that reached a protected handler: what
+// the handler was handed and whether the gateway's identity came with it.
+type ProtectedEntry struct {
+	Method string `json:"method"`
+	// Path is the path as received (escaped), Handler the handler it
+	// reached ("account" or "admin:<area>").
+	Path    string `json:"path"`
+	Handler string `json:"handler"`
+	Subject string `json:"subject"`
+	Scopes  string `json:"scopes"`
+}
+
+// maxProtectedLog bounds the log; the oldest entries go first.
+const maxProtectedLog = 1000
+
 type recorder struct {
 	mu   sync.Mutex
 	last *RecordedRequest
+	log  []ProtectedEntry
 }
 
 // wrap records each request before next handles it, so refused requests
@@ -41,11 +57,36 @@ func (rec *recorder) wrap(next http.Handler) http.Handler {
 		if got.Headers == nil {
 			got.Headers = map[string][]string{}
 		}
+		entry := ProtectedEntry{Method: r.Method, Path: r.URL.EscapedPath(), Handler: handlerName(r),
+			Subject: r.Header.Get("X-School-Subject"), Scopes: r.Header.Get("X-School-Scopes")}
 		rec.mu.Lock()
 		rec.last = got
+		if len(rec.log) == maxProtectedLog {
+			rec.log = rec.log[1:]
+		}
+		rec.log = append(rec.log, entry)
 		rec.mu.Unlock()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// handlerName names the protected handler legacyRouter gives r to.
+func handlerName(r *http.Request) string {
+	if hasPrefixFold(legacyPath(r), "/account/graphql") {
+		return "account"
+	}
+	area, _ := adminRoute(r)
+	return "admin:" + area
+}
+
+// protectedLog serves GET /__demo/protected-log: every request that
+// reached a protected handler, oldest first.
+func (rec *recorder) protectedLog(w http.ResponseWriter, _ *http.Request) {
+	noStore(w)
+	rec.mu.Lock()
+	entries := append([]ProtectedEntry{}, rec.log...)
+	rec.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"requests": entries})
 }
 
 // lastRequest serves GET /__demo/last-request.

@@ -75,15 +75,15 @@ func (s *school) routes(record bool) http.Handler {
 		}
 		return h
 	}
-	// No method in these patterns: the handlers answer a wrong method with
-	// their own JSON error, and the recorder sees every attempt.
-	mux.Handle("/account/graphql", protected(s.graphql))
-	mux.Handle(AdminPrefix, protected(s.admin))
 	if record {
 		mux.HandleFunc("GET /__demo/last-request", s.recorder.lastRequest)
+		mux.HandleFunc("GET /__demo/protected-log", s.recorder.protectedLog)
 	}
 	mux.HandleFunc("/", s.notFound)
-	return mux
+	// The protected APIs are mounted by prefix in front of the mux; their
+	// handlers answer a wrong method with their own JSON error, and the
+	// recorder sees every attempt.
+	return legacyRouter{account: protected(s.graphql), admin: protected(s.admin), rest: mux}
 }
 
 // catalogFeed serves the live catalog as the gateway's catalog feed.
