@@ -3,6 +3,7 @@ package authserver
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,4 +104,19 @@ func FuzzParseRegistration(f *testing.F) {
 			t.Fatalf("unexpected error code %s", e.Code)
 		}
 	})
+}
+
+// Vendor names match without regard to case and surrounding white space.
+func TestVendorNameMatching(t *testing.T) {
+	for _, name := range []string{"Member App", "member app", "  MEMBER APP\t", "\nMember App "} {
+		f := newFixture(t)
+		status, m := f.register("application/json", `{"client_name":`+strconv.Quote(name)+`,"redirect_uris":["`+memberRedirect+`"]}`)
+		if status != 201 || m["client_id"] != memberClient {
+			t.Errorf("client_name %q: %d %v, want the vendor %s", name, status, m, memberClient)
+		}
+	}
+	f := newFixture(t)
+	if status, m := f.register("application/json", `{"client_name":"Member  App","redirect_uris":["`+memberRedirect+`"]}`); status == 201 && m["client_id"] == memberClient {
+		t.Error("white space inside the name must still differ")
+	}
 }

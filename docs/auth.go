@@ -131,7 +131,8 @@ func renderAuth(s Site) string {
 	m.line("### Known vendor integrations")
 	m.blank()
 	m.line("Register with the integration's `client_name` and its redirect URIs; the response carries that " +
-		"integration's `client_id`. The redirect URIs must be among the integration's own, otherwise the request " +
+		"integration's `client_id`. The name matches without regard to case and to white space around it " +
+		"(`\" claude \"` is `Claude`). The redirect URIs must be among the integration's own, otherwise the request " +
 		"is refused with `invalid_redirect_uri`. An unrecognized `client_name` is refused with " +
 		"`invalid_client_metadata`, and a fixed https callback of an unregistered integration with " +
 		"`invalid_redirect_uri`.")

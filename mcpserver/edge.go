@@ -54,8 +54,14 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	switch r.Method {
 	case http.MethodPost:
-		if err := capBody(w, r); err != nil {
+		raw, err := capBody(w, r)
+		if err != nil {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, err.Error())
+			return
+		}
+		if isBatch(raw) {
+			writeRPCError(w, http.StatusBadRequest, codeInvalidRequest,
+				"JSON-RPC batches are not part of the MCP protocol; send one message per request")
 			return
 		}
 		e.next.ServeHTTP(w, r)
@@ -79,20 +85,28 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // capBody reads the body up to the cap and puts it back for mcp-go.
-func capBody(w http.ResponseWriter, r *http.Request) error {
+func capBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	tooLarge := fmt.Errorf("request body is larger than %d bytes", maxBodyBytes)
 	if r.ContentLength > maxBodyBytes {
-		return tooLarge
+		return nil, tooLarge
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return tooLarge
+		return nil, tooLarge
 	}
 	// Other read errors (a client that hung up) are left for mcp-go to
 	// report as it does for any unreadable body.
 	r.Body = io.NopCloser(bytes.NewReader(raw))
-	return nil
+	return raw, nil
+}
+
+// isBatch reports a well-formed JSON array: a JSON-RPC batch, which the
+// current protocol dropped. It is valid JSON, so it is an invalid request
+// (-32600), not a parse error (-32700) as mcp-go would answer.
+func isBatch(raw []byte) bool {
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(trimmed)
 }
 
 // JSON-RPC error codes used at the edge.

@@ -244,3 +244,30 @@ func FuzzAllowOrigin(f *testing.F) {
 		_ = site.allowHost(origin)
 	})
 }
+
+// A batch is valid JSON that the protocol no longer accepts: -32600,
+// while broken JSON stays a parse error.
+func TestBatchIsInvalidRequest(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name, body string
+		status     int
+		code       int
+	}{
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, http.StatusBadRequest, -32600},
+		{"batch after white space", " \n[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", http.StatusBadRequest, -32600},
+		{"empty batch", `[]`, http.StatusBadRequest, -32600},
+		{"broken JSON", `[{"jsonrpc":`, http.StatusBadRequest, -32700},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := h.post("", tt.body, nil)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if r := readReply(t, resp); r.Error == nil || r.Error.Code != tt.code {
+				t.Fatalf("want JSON-RPC error %d, got %+v", tt.code, r)
+			}
+		})
+	}
+}
