@@ -4,8 +4,14 @@
 # benchmark harness, bounded fuzzing, the
 # JavaScript end-to-end tests with real client libraries and a browser, and
 # the MCP conformance suite's server scenarios.
+#
+# Prerequisites are checked first, in seconds (scripts/prereqs.sh), and
+# installed when possible; otherwise it stops naming the command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== prerequisites"
+./scripts/prereqs.sh
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))
