@@ -21,7 +21,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// school is the state of one demo school; every New starts from the seed.
+// school is the state of one demo school; every New starts from the same seed data.
 type school struct {
 	users    *userDirectory
 	sessions *sessionStore

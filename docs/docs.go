@@ -51,7 +51,7 @@ type Site struct {
 	SchoolName string
 	// AdminPrefix is where the operator admin API lives ("" for none).
 	AdminPrefix string
-	// Scopes are every scope of the seed's table, in its order.
+	// Scopes are every scope of the service, in policy.AllScopes' order.
 	Scopes []string
 	// ProtectedResourceScopes are what a member client requests.
 	ProtectedResourceScopes []string

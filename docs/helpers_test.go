@@ -18,7 +18,7 @@ const testIssuer = "https://school.example"
 // testNow is between the sample feed's past and upcoming events.
 var testNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-// testScopes is the seed's table, from the one place that holds it.
+// testScopes is the scope table, from the one place that holds it.
 var testScopes = policy.AllScopes
 
 func testSite() Site {

@@ -9,8 +9,8 @@ import (
 	"github.com/schoolgate/schoolgate/policy"
 )
 
-// openAPIVersion is the OpenAPI release the document follows; the seed
-// calls the document "version 3.0".
+// openAPIVersion is the OpenAPI release the document follows: clients are
+// promised an OpenAPI 3.0 document.
 const openAPIVersion = "3.0.3"
 
 // obj is a JSON object that keeps its keys in the order they were added,
@@ -457,7 +457,7 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 }
 
 // registrationErrors is the registration endpoint's 400 answer, with an
-// example of each refusal the seed names.
+// example of each refusal registration makes.
 var registrationErrors = obj{
 	{"description", "`invalid_client_metadata` or `invalid_redirect_uri`"},
 	{"content", obj{{"application/json", obj{

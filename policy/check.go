@@ -9,7 +9,7 @@ import (
 
 // Check authenticates a request to a protected resource at origin and
 // applies req. It returns the token, or the challenge to send. A missing
-// token is 401 invalid_token too: the seed names that code for
+// token is 401 invalid_token too: that is the code promised for
 // /account/graphql without a token.
 func Check(ctx context.Context, lookup Lookup, r *http.Request, req Requirement, origin string) (*Token, *Challenge) {
 	raw, err := BearerToken(r)

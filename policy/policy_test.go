@@ -283,7 +283,7 @@ func TestParseChallenge(t *testing.T) {
 
 func TestScopes(t *testing.T) {
 	if len(AllScopes) != 38 {
-		t.Errorf("the seed's table has 38 scopes, got %d", len(AllScopes))
+		t.Errorf("the scope table has 38 scopes, got %d", len(AllScopes))
 	}
 	seen := map[string]bool{}
 	for _, s := range AllScopes {

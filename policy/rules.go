@@ -79,7 +79,7 @@ func (p *Policy) Decide(method, canonicalPath string) (Requirement, Decision) {
 
 // defaultAdminRequirement derives the scope from the first path segment
 // (the area) and the method: reads need <area>:read, the rest <area>:write.
-// Areas and accesses the seed's table lacks are denied.
+// Areas and accesses the scope table (AllScopes) lacks are denied.
 func defaultAdminRequirement(method, rest string) (Requirement, Decision) {
 	area, _, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")
 	area = strings.ReplaceAll(area, "-", "_")

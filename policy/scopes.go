@@ -6,7 +6,8 @@ package policy
 
 import "strings"
 
-// AllScopes are the scopes of the seed's table, in its order.
+// AllScopes are every scope the service knows, grouped by area: the one
+// scope table that the policy, the consent page and the documents use.
 var AllScopes = []string{
 	"openid", "profile", "email",
 	"courses:read", "courses:write",
@@ -31,7 +32,8 @@ var AllScopes = []string{
 	"account:read", "account:write",
 }
 
-// MemberOnlyScopes are reserved to the member audience (seed §5.5).
+// MemberOnlyScopes are reserved to the member audience: no operator or
+// operator-created client may hold them.
 var MemberOnlyScopes = []string{"account:read", "account:write"}
 
 // IdentityScopes are the OpenID Connect scopes about the person.
@@ -45,7 +47,7 @@ var knownScopes = func() map[string]bool {
 	return m
 }()
 
-// IsScope reports whether s is a scope of the seed's table.
+// IsScope reports whether s is a scope of the table (AllScopes).
 func IsScope(s string) bool { return knownScopes[s] }
 
 // ScopeDescription says in plain words what a scope grants, for consent
@@ -89,7 +91,7 @@ func WriteIncludesRead(scope string) bool {
 }
 
 // areaScope is the scope for an admin area and access ("read"/"write"),
-// or "" when the seed's table has no such scope.
+// or "" when the table has no such scope.
 func areaScope(area, access string) string {
 	s := area + ":" + access
 	if !knownScopes[s] || area == "account" {
