@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/docs"
-	"github.com/schoolgate/schoolgate/policy"
 )
 
 // The school's own OpenAPI description of its admin API (option
@@ -82,12 +81,6 @@ func (s *site) adminOpenAPIBytes() []byte {
 		return *p
 	}
 	return nil
-}
-
-// adminScopes lets the documents state exactly what the gateway enforces.
-func (s *site) adminScopes(method, path string) ([]string, bool) {
-	req, d := s.policy.Decide(method, path)
-	return req.Scopes, d == policy.Allow && req.Audience == policy.AudienceOperator
 }
 
 // refreshAdminOpenAPI fetches a URL document until it succeeds, then as

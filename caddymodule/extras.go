@@ -94,7 +94,7 @@ func (s *site) rebuildDocs() error {
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
 		MCPConnections:          s.as.MCPConnectionsEnabled(),
 		AdminOpenAPI:            s.adminOpenAPIBytes(),
-		AdminScopes:             s.adminScopes,
+		AdminScopes:             docs.PolicyScopes(s.policy),
 	}, feed, time.Now())
 	if err != nil {
 		return fmt.Errorf("documents: %v", err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // The school may describe its own admin API in an OpenAPI 3.0 document
@@ -110,22 +112,19 @@ func renameRefs(v any) error {
 // request; ok is false when it refuses the request whatever the token.
 type AdminScopes func(method, path string) (scopes []string, ok bool)
 
-// defaultAdminScopes is the gateway's default policy: <area>:read for
-// GET and HEAD, <area>:write for the rest, for areas of the scope table.
-func defaultAdminScopes(s Site) AdminScopes {
-	have := map[string]bool{}
-	for _, sc := range s.Scopes {
-		have[sc] = isOperatorScope(sc)
-	}
+// PolicyScopes states what a policy requires, for the documents: the
+// scopes of an operator requirement, or not ok when the policy refuses
+// the operation (or grants it to no operator token).
+func PolicyScopes(p *policy.Policy) AdminScopes {
 	return func(method, path string) ([]string, bool) {
-		area := adminAreaOf(s.AdminPrefix, path)
-		access := "write"
-		if method == "GET" || method == "HEAD" {
-			access = "read"
-		}
-		sc := strings.ReplaceAll(area, "-", "_") + ":" + access
-		return []string{sc}, area != "" && have[sc]
+		req, d := p.Decide(method, path)
+		return req.Scopes, d == policy.Allow && req.Audience == policy.AudienceOperator
 	}
+}
+
+// defaultAdminScopes is the gateway's policy without rule lines.
+func defaultAdminScopes(s Site) AdminScopes {
+	return PolicyScopes(&policy.Policy{AdminPrefix: s.AdminPrefix})
 }
 
 // adminAreaOf is the first path segment below the prefix ("" if none).
