@@ -51,7 +51,7 @@ func (s *site) provisionExtras(ctx caddy.Context) error {
 		ResourceMetadataURL: s.as.ResourceMetadataURL(),
 		Catalog:             s.extras.catalog.Current,
 		Account:             s.accountQuery,
-		Logf:                s.extras.logf,
+		Logger:              logger,
 	})
 	if err != nil {
 		return fmt.Errorf("mcp: %v", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -94,23 +95,25 @@ func (a *fakeAccount) count() int {
 	return len(a.calls)
 }
 
-// logSink collects Logf output; t.Logf cannot be used from goroutines that
-// may outlive a test.
+// logSink collects what the server logs; t.Logf cannot be used from
+// goroutines that may outlive a test.
 type logSink struct {
-	mu    sync.Mutex
-	lines []string
+	mu  sync.Mutex
+	buf strings.Builder
 }
 
-func (l *logSink) logf(format string, args ...any) {
+func (l *logSink) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	return l.buf.Write(p)
 }
+
+func (l *logSink) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
 func (l *logSink) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
+	return l.buf.String()
 }
 
 type harness struct {
@@ -137,7 +140,7 @@ func newHarness(t testing.TB, edit ...func(*Options)) *harness {
 	h.index.Store(demoIndex(t))
 	o := Options{
 		SiteName: testSchool, Origin: testOrigin, ResourceMetadataURL: testMetadata,
-		Catalog: h.index.Load, Account: h.account.call, Logf: h.logs.logf,
+		Catalog: h.index.Load, Account: h.account.call, Logger: h.logs.logger(),
 	}
 	for _, e := range edit {
 		e(&o)

@@ -250,7 +250,7 @@ func (s *mcpServer) guardResource(next server.ResourceHandlerFunc) server.Resour
 	return func(ctx context.Context, req mcp.ReadResourceRequest) (c []mcp.ResourceContents, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				s.opts.Logf("mcp: resource %s panicked: %v\n%s", clipString(req.Params.URI), p, debug.Stack())
+				s.opts.Logger.Error("mcp: resource panicked", "uri", clipString(req.Params.URI), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				c, err = nil, fmt.Errorf("reading %s failed with an internal error; the gateway logged it", clipString(req.Params.URI))
 			}
 		}()

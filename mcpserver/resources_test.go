@@ -490,7 +490,7 @@ func postRead(c *http.Client, url string, body []byte) error {
 
 func TestGuardResource(t *testing.T) {
 	logs := &logSink{}
-	s, err := newMCPServer(Options{Origin: testOrigin, Logf: logs.logf})
+	s, err := newMCPServer(Options{Origin: testOrigin, Logger: logs.logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

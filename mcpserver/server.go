@@ -45,8 +45,9 @@ type Options struct {
 	// Account runs a query at the upstream Account API with the member's
 	// identity.
 	Account AccountFunc
-	// Logf logs operational problems (upstream failures, panics).
-	Logf func(format string, args ...any)
+	// Logger receives operational problems: upstream failures (warn),
+	// panics and mcp-go's transport errors (error). Nil discards them.
+	Logger *slog.Logger
 }
 
 type mcpServer struct {
@@ -88,8 +89,8 @@ func newMCPServer(o Options) (*mcpServer, error) {
 	if o.Catalog == nil {
 		o.Catalog = func() *catalog.Index { return nil }
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &mcpServer{opts: o, site: site}, nil
 }
@@ -118,15 +119,7 @@ func (s *mcpServer) handler() http.Handler {
 		// proxies on the same machine; the edge does the check instead,
 		// knowing the site's real origin.
 		server.WithDisableLocalhostProtection(true),
-		server.WithStreamableHTTPLogger(slog.New(slog.NewTextHandler(logfWriter(s.opts.Logf), nil))),
+		server.WithStreamableHTTPLogger(s.opts.Logger.With("component", "mcp-transport")),
 	)
 	return &edge{site: s.site, next: transport}
-}
-
-// logfWriter sends mcp-go's transport log lines to Options.Logf.
-type logfWriter func(format string, args ...any)
-
-func (f logfWriter) Write(p []byte) (int, error) {
-	f("mcp: %s", strings.TrimSpace(string(p)))
-	return len(p), nil
 }

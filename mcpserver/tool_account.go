@@ -54,7 +54,7 @@ func (s *mcpServer) accountQuery(ctx context.Context, id *Identity, req mcp.Call
 	}
 	raw, err := s.opts.Account(ctx, id, in.Query, in.Variables)
 	if err != nil {
-		s.opts.Logf("mcp: account_query for %s: %v", id.Subject, err)
+		s.opts.Logger.Warn("mcp: account_query: the Account API failed", "subject", id.Subject, "error", err)
 		return mcp.NewToolResultError(fmt.Sprintf("The school's Account API failed: %v", err)), nil
 	}
 	return graphQLResult(raw), nil

@@ -76,7 +76,7 @@ func (s *mcpServer) myEnrollments(ctx context.Context, id *Identity, req mcp.Cal
 	}
 	raw, err := s.opts.Account(ctx, id, enrollmentsQuery, map[string]any{"first": first})
 	if err != nil {
-		s.opts.Logf("mcp: my_enrollments for %s: %v", id.Subject, err)
+		s.opts.Logger.Warn("mcp: my_enrollments: the Account API failed", "subject", id.Subject, "error", err)
 		return mcp.NewToolResultError(fmt.Sprintf("The school's Account API failed: %v", err)), nil
 	}
 	var resp enrollmentsResponse

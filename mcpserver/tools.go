@@ -77,13 +77,13 @@ func (s *mcpServer) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				s.opts.Logf("mcp: tool %s panicked: %v\n%s", req.Params.Name, p, debug.Stack())
+				s.opts.Logger.Error("mcp: tool panicked", "tool", req.Params.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				res, err = mcp.NewToolResultError(fmt.Sprintf("%s failed with an internal error; the gateway logged it.", req.Params.Name)), nil
 			}
 		}()
 		res, err = next(ctx, req)
 		if err != nil {
-			s.opts.Logf("mcp: tool %s: %v", req.Params.Name, err)
+			s.opts.Logger.Error("mcp: tool failed", "tool", req.Params.Name, "error", err)
 			return mcp.NewToolResultError(fmt.Sprintf("%s failed: %v", req.Params.Name, err)), nil
 		}
 		return res, nil
