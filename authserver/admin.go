@@ -419,7 +419,7 @@ func checkAppRedirect(raw string) string {
 		return fmt.Sprintf("Redirect URI %q must not contain a user name or password.", raw)
 	case u.Scheme == "https":
 		return ""
-	case u.Scheme == "http" && isLoopbackHost(u.Hostname()):
+	case isLoopbackRedirect(u):
 		return ""
 	}
 	return fmt.Sprintf("Redirect URI %q must use https; plain http is allowed only on a loopback address such as http://127.0.0.1:8080/callback.", raw)

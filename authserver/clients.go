@@ -3,7 +3,6 @@ package authserver
 import (
 	"context"
 	"errors"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -88,19 +87,10 @@ func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	return c, nil
 }
 
-// isLoopbackHost reports whether host names the local machine the way
-// RFC 8252 §7.3 native-app redirects do.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// isLoopbackRedirect reports whether u is an http loopback redirect URI.
+// isLoopbackRedirect reports whether u is an http loopback redirect URI,
+// the way RFC 8252 §7.3 native-app redirects name the local machine.
 func isLoopbackRedirect(u *url.URL) bool {
-	return u.Scheme == "http" && isLoopbackHost(u.Hostname())
+	return u.Scheme == "http" && policy.IsLoopbackHost(u.Hostname())
 }
 
 // MatchRedirect reports whether uri is registered for the client: exact

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -52,12 +50,11 @@ func New(cfg Config, store Store) (*Server, error) {
 }
 
 func (c *Config) validate() error {
-	u, err := url.Parse(c.Issuer)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("issuer %q must be an origin such as https://school.example", c.Issuer)
+	issuer, err := policy.ParseOrigin(c.Issuer)
+	if err != nil {
+		return fmt.Errorf("issuer: %v", err)
 	}
-	c.Issuer = strings.TrimSuffix(c.Issuer, "/")
+	c.Issuer = issuer
 	if c.SessionURL == "" {
 		return errors.New("session URL is required")
 	}

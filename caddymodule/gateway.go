@@ -162,15 +162,8 @@ func checkBaseURL(option, raw string, required bool) error {
 		}
 		return nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %q is not a URL: %v", option, raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%s: %q must start with http:// or https://", option, raw)
-	}
-	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%s: %q must be a scheme and host only, such as https://school.example", option, raw)
+	if _, err := policy.ParseOrigin(raw); err != nil {
+		return fmt.Errorf("%s: %v", option, err)
 	}
 	return nil
 }

@@ -12,12 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // The paths of the documents on the site origin.
@@ -115,12 +115,11 @@ func newDocument(body []byte, contentType string) *document {
 // renderers use: an issuer without a trailing slash, an admin prefix with a
 // leading and no trailing slash, a school name.
 func normalizeSite(s Site) (Site, error) {
-	u, err := url.Parse(s.Issuer)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
-		return Site{}, fmt.Errorf("issuer %q is not an http(s) origin", s.Issuer)
+	issuer, err := policy.ParseOrigin(s.Issuer)
+	if err != nil {
+		return Site{}, fmt.Errorf("issuer: %v", err)
 	}
-	s.Issuer = u.Scheme + "://" + u.Host
+	s.Issuer = issuer
 	if len(s.Scopes) == 0 {
 		return Site{}, errors.New("no scopes configured")
 	}

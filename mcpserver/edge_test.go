@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
@@ -234,11 +235,11 @@ func FuzzAllowOrigin(f *testing.F) {
 		// Whatever is allowed must be an https origin, the site, or a
 		// plain-http loopback origin: never an http name an attacker
 		// could rebind.
-		c, ok := canonicalOrigin(origin)
+		c, ok := policy.NormalizeOrigin(origin)
 		if !ok {
 			t.Fatalf("allowed unparsable origin %q", origin)
 		}
-		if rest, isHTTP := strings.CutPrefix(c, "http://"); isHTTP && !isLoopbackHost(rest) {
+		if rest, isHTTP := strings.CutPrefix(c, "http://"); isHTTP && !policy.IsLoopbackHost(rest) {
 			t.Fatalf("allowed rebindable origin %q", origin)
 		}
 		_ = site.allowHost(origin)

@@ -1,39 +1,64 @@
 package policy
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
 )
 
-// NormalizeOrigin returns the ASCII serialization of an origin
-// (scheme://host[:port], lower case, default port dropped) for an http(s)
-// URL that names nothing but an origin; a single trailing slash is allowed
-// because RFC 8707 resources are often written that way.
-func NormalizeOrigin(raw string) (string, bool) {
+// ParseOrigin is the one rule for an origin anywhere in the gateway (the
+// issuer, the upstream, resource indicators, Origin headers): an http or
+// https URL of a host and an optional port and nothing else (no user
+// information, path, query or fragment; a single trailing slash is
+// allowed because RFC 8707 resources are often written that way). It
+// returns the ASCII serialization of RFC 6454: scheme and host in lower
+// case, the scheme's default port dropped, IPv6 addresses in brackets.
+func ParseOrigin(raw string) (string, error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return "", false
-	}
-	if u.Path != "" && u.Path != "/" || strings.HasSuffix(raw, "?") || strings.HasSuffix(raw, "#") {
-		return "", false
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%q is not a URL", raw)
+	case u.Opaque != "" || (u.Scheme != "" && u.Host == "" && u.Path != ""):
+		return "", fmt.Errorf("%q is not an origin such as https://school.example", raw)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {
-		return "", false
+		return "", fmt.Errorf("%q must start with http:// or https://", raw)
 	}
-	host := strings.ToLower(u.Hostname())
-	port := u.Port()
-	if host == "" || (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+	if u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
+		u.ForceQuery || strings.HasSuffix(raw, "#") {
+		return "", fmt.Errorf("%q must be a scheme and host only, such as https://school.example", raw)
+	}
+	return scheme + "://" + CanonicalHost(u.Host, scheme), nil
+}
+
+// NormalizeOrigin is ParseOrigin for callers that only need to know
+// whether raw is an origin.
+func NormalizeOrigin(raw string) (string, bool) {
+	o, err := ParseOrigin(raw)
+	return o, err == nil
+}
+
+// CanonicalHost lowercases host[:port] (a Host header, or a URL's host)
+// and drops the default port of scheme, so that equal hosts compare equal
+// as strings.
+func CanonicalHost(hostport, scheme string) string {
+	hostport = strings.ToLower(hostport)
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
+	}
+	if scheme == "https" && port == "443" || scheme == "http" && port == "80" {
 		port = ""
 	}
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
 	if port != "" {
-		return scheme + "://" + host + ":" + port, true
+		return host + ":" + port
 	}
-	return scheme + "://" + host, true
+	return host
 }
 
 // SameOrigin reports whether a and b are the same origin.
@@ -46,9 +71,13 @@ func SameOrigin(a, b string) bool {
 	return ok && na == nb
 }
 
-// IsLoopbackHost reports whether a host (without port) is a loopback name
-// or address.
-func IsLoopbackHost(host string) bool {
+// IsLoopbackHost reports whether a host, with or without a port, is a
+// loopback name or address.
+func IsLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if strings.EqualFold(host, "localhost") {
 		return true

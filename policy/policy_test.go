@@ -29,9 +29,21 @@ func TestNormalizeOrigin(t *testing.T) {
 		{"https://school.example#f", "", false},
 		{"https://user@school.example", "", false},
 		{"ftp://school.example", "", false},
+		{"https://school.example#", "", false},
+		{"https://user:pw@school.example", "", false},
+		{"https://:443", "", false},
+		{"https:school.example", "", false},
+		{"https://school.example:x", "", false},
+		{"https://[::1]", "https://[::1]", true},
+		{"https://[::1]:443", "https://[::1]", true},
+		{"HTTP://LOCALHOST:8080", "http://localhost:8080", true},
+		{"//school.example", "", false},
+		{"null", "", false},
 		{"school.example", "", false},
 		{"", "", false},
 	}
+	// The one rule for every origin the gateway reads: the issuer, the
+	// upstream, resource indicators, Origin headers.
 	for _, tt := range tests {
 		got, ok := NormalizeOrigin(tt.in)
 		if got != tt.want || ok != tt.ok {
@@ -43,6 +55,26 @@ func TestNormalizeOrigin(t *testing.T) {
 	}
 	if SameOrigin("https://school.example", "https://school.example.evil") {
 		t.Error("different hosts are different origins")
+	}
+}
+
+func TestCanonicalHostAndLoopback(t *testing.T) {
+	for _, tt := range []struct{ hostport, scheme, want string }{
+		{"School.Example:443", "https", "school.example"},
+		{"school.example:80", "http", "school.example"},
+		{"school.example:8443", "https", "school.example:8443"},
+		{"[::1]:443", "https", "[::1]"},
+		{"[::1]", "http", "[::1]"},
+	} {
+		if got := CanonicalHost(tt.hostport, tt.scheme); got != tt.want {
+			t.Errorf("CanonicalHost(%q, %s) = %q, want %q", tt.hostport, tt.scheme, got, tt.want)
+		}
+	}
+	for host, want := range map[string]bool{"localhost": true, "LOCALHOST:1": true, "127.0.0.2": true, "[::1]:9": true,
+		"::1": true, "localhost.evil": false, "10.0.0.1": false, "example.com:80": false} {
+		if IsLoopbackHost(host) != want {
+			t.Errorf("IsLoopbackHost(%q) = %v", host, !want)
+		}
 	}
 }
 
