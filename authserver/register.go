@@ -44,13 +44,13 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, "register", e)
 		return
 	}
-	c, e := s.register(req, s.clientAddr(r))
+	c, secret, e := s.register(req, s.clientAddr(r))
 	if e != nil {
 		s.refuse(w, "register", e)
 		return
 	}
 	s.cfg.Observer.Registered(c.Kind)
-	writeJSON(w, http.StatusCreated, registrationResponse(c))
+	writeJSON(w, http.StatusCreated, registrationResponse(c, secret))
 }
 
 // parseRegistration decodes and checks the shape of a registration body.
@@ -111,27 +111,29 @@ func checkRedirectSyntax(raw string) *oauthError {
 	return nil
 }
 
-func (s *Server) register(req *registration, addr string) (*Client, *oauthError) {
+// register applies the rules and returns the client, with its secret when
+// one was just created (it exists only in this answer).
+func (s *Server) register(req *registration, addr string) (*Client, string, *oauthError) {
 	if v := s.vendorByName(req.ClientName); v != nil {
 		for _, ru := range req.RedirectURIs {
 			if !slices.Contains(v.RedirectURIs, ru) {
-				return nil, errRedirect("redirect URI " + ru + " is not registered for " + v.Name)
+				return nil, "", errRedirect("redirect URI " + ru + " is not registered for " + v.Name)
 			}
 		}
-		return v, nil
+		return v, "", nil
 	}
 	if allLoopback(req.RedirectURIs) {
 		return s.registerLoopback(req, addr)
 	}
 	for _, ru := range req.RedirectURIs {
 		if strings.HasPrefix(ru, "https://") {
-			return nil, errRedirect("a fixed https callback needs a registered integration; ask the school operator for a client_id")
+			return nil, "", errRedirect("a fixed https callback needs a registered integration; ask the school operator for a client_id")
 		}
 	}
 	if req.ClientName != "" {
-		return nil, errMetadata("client_name " + req.ClientName + " is not a known integration")
+		return nil, "", errMetadata("client_name " + req.ClientName + " is not a known integration")
 	}
-	return nil, errRedirect("http redirect URIs are allowed on loopback addresses only")
+	return nil, "", errRedirect("http redirect URIs are allowed on loopback addresses only")
 }
 
 func (s *Server) vendorByName(name string) *Client {
@@ -157,58 +159,93 @@ func allLoopback(uris []string) bool {
 	return true
 }
 
-// registerLoopback creates (or finds, for an identical request) a public
-// operator-audience client for a CLI, desktop app or local agent.
-func (s *Server) registerLoopback(req *registration, addr string) (*Client, *oauthError) {
-	if m := req.TokenEndpointAuthMethod; m != "" && m != "none" {
-		return nil, errMetadata("loopback clients are public: token_endpoint_auth_method must be none")
+// loopbackAuthMethods are the token endpoint authentication methods a
+// loopback registration may ask for: a public client, or a confidential
+// one with a secret of its own installation (RFC 8252 §8.5).
+var loopbackAuthMethods = []string{"none", "client_secret_post"}
+
+// registerLoopback creates an operator-audience client for a CLI, desktop
+// app or local agent. An identical public registration returns the client
+// it created before; a confidential one always creates a client, because
+// its secret is shown only once.
+func (s *Server) registerLoopback(req *registration, addr string) (*Client, string, *oauthError) {
+	if e := checkLoopbackMetadata(req); e != nil {
+		return nil, "", e
 	}
-	for _, g := range req.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
-			return nil, errMetadata("grant type " + g + " is not supported")
-		}
-	}
-	for _, rt := range req.ResponseTypes {
-		if rt != "code" {
-			return nil, errMetadata("response type " + rt + " is not supported")
-		}
-	}
+	confidential := req.TokenEndpointAuthMethod == "client_secret_post"
 	uris := slices.Clone(req.RedirectURIs)
 	sort.Strings(uris)
 	key := hashToken(req.ClientName + "\x00" + strings.Join(uris, "\x00"))
 	clients, err := s.store.ListClients()
 	if err != nil {
-		return nil, errServer("registration is unavailable")
+		return nil, "", errServer("registration is unavailable")
 	}
 	n := 0
 	for _, c := range clients {
 		if c.Kind != KindLoopback {
 			continue
 		}
-		if c.RegistrationKey == key {
-			return c, nil
+		if !confidential && c.Public() && c.RegistrationKey == key {
+			return c, "", nil
 		}
 		n++
 	}
-	if n >= maxLoopbackClients {
-		return nil, &oauthError{Status: http.StatusBadRequest, Code: "invalid_client_metadata", Description: "this school has too many registered clients"}
-	}
-	if ok, wait := s.limits.newClients.allow(addr, s.cfg.Now()); !ok {
-		secs := max(1, int(wait.Round(time.Second)/time.Second))
-		return nil, &oauthError{Status: http.StatusTooManyRequests, Code: "temporarily_unavailable",
-			Description: fmt.Sprintf("too many new clients from this address; retry after %d s", secs), RetryAfter: secs}
+	if e := s.admitNewClient(n, addr); e != nil {
+		return nil, "", e
 	}
 	c := &Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: KindLoopback,
 		Audience: AudienceOperator, RedirectURIs: req.RedirectURIs, Scopes: OperatorScopes(),
-		AuthMethod: "none", ApplicationType: req.ApplicationType, IssuedAt: s.cfg.Now(),
-		RegistrationKey: key}
-	if err := s.store.PutClient(c); err != nil {
-		return nil, errServer("registration is unavailable")
+		AuthMethod: "none", ApplicationType: req.ApplicationType, IssuedAt: s.cfg.Now()}
+	var secret string
+	if confidential {
+		secret = newToken(prefixSecret)
+		c.SecretHash, c.AuthMethod = hashSecret(secret), "client_secret_post"
+	} else {
+		c.RegistrationKey = key
 	}
-	return c, nil
+	if err := s.store.PutClient(c); err != nil {
+		return nil, "", errServer("registration is unavailable")
+	}
+	return c, secret, nil
 }
 
-func registrationResponse(c *Client) map[string]any {
+// checkLoopbackMetadata refuses what a loopback client cannot have.
+func checkLoopbackMetadata(req *registration) *oauthError {
+	if m := req.TokenEndpointAuthMethod; m != "" && !slices.Contains(loopbackAuthMethods, m) {
+		return errMetadata("token_endpoint_auth_method " + m + " is not supported; use " +
+			strings.Join(loopbackAuthMethods, " or "))
+	}
+	for _, g := range req.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" {
+			return errMetadata("grant type " + g + " is not supported")
+		}
+	}
+	for _, rt := range req.ResponseTypes {
+		if rt != "code" {
+			return errMetadata("response type " + rt + " is not supported")
+		}
+	}
+	return nil
+}
+
+// admitNewClient applies the bounds on new registrations, public and
+// confidential alike: existing loopback clients per site, and new clients
+// per caller address.
+func (s *Server) admitNewClient(existing int, addr string) *oauthError {
+	if existing >= maxLoopbackClients {
+		return &oauthError{Status: http.StatusBadRequest, Code: "invalid_client_metadata", Description: "this school has too many registered clients"}
+	}
+	if ok, wait := s.limits.newClients.allow(addr, s.cfg.Now()); !ok {
+		secs := max(1, int(wait.Round(time.Second)/time.Second))
+		return &oauthError{Status: http.StatusTooManyRequests, Code: "temporarily_unavailable",
+			Description: fmt.Sprintf("too many new clients from this address; retry after %d s", secs), RetryAfter: secs}
+	}
+	return nil
+}
+
+// registrationResponse is the RFC 7591 §3.2.1 answer; secret is set only
+// for a confidential client created by this request.
+func registrationResponse(c *Client, secret string) map[string]any {
 	m := map[string]any{
 		"client_id":                  c.ID,
 		"client_name":                c.Name,
@@ -225,6 +262,10 @@ func registrationResponse(c *Client) map[string]any {
 	}
 	if c.ApplicationType != "" {
 		m["application_type"] = c.ApplicationType
+	}
+	if secret != "" {
+		m["client_secret"] = secret
+		m["client_secret_expires_at"] = 0 // the secret does not expire
 	}
 	return m
 }

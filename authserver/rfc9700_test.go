@@ -561,6 +561,11 @@ func TestRFC9700_CredentialsHashedAtRest(t *testing.T) {
 	_, m = f.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {m["refresh_token"].(string)},
 		"client_id": {app.ClientID}, "client_secret": {app.ClientSecret}})
 	add("member application's rotated refresh token", m["refresh_token"].(string))
+	// A loopback client registered with client_secret_post.
+	_, reg := f.register("application/json", `{"client_name":"cli","redirect_uris":["http://127.0.0.1:8976/cb"],`+
+		`"token_endpoint_auth_method":"client_secret_post"}`)
+	add("loopback client's registered secret", reg["client_secret"].(string))
+
 	_, regenerated, err := f.srv.RegenerateSecret(app.ClientID)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package authserver
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -396,4 +397,93 @@ func TestDiscoveryFollowsKeys(t *testing.T) {
 	if got, _ := msg.Signatures()[0].ProtectedHeaders().KeyID(); got != kid {
 		t.Errorf("after the publish delay the new key %s should sign, got %s", kid, got)
 	}
+}
+
+// A loopback client registered with client_secret_post authenticates with
+// its secret at the token, revocation and introspection endpoints; without
+// it, with a wrong one or in the Authorization header it gets 401
+// invalid_client.
+func TestConfidentialLoopbackClientAuthentication(t *testing.T) {
+	f := newFixture(t)
+	_, reg := f.register("application/json", `{"client_name":"cli","redirect_uris":["http://127.0.0.1:8976/cb"],`+
+		`"token_endpoint_auth_method":"client_secret_post"}`)
+	id, secret := reg["client_id"].(string), reg["client_secret"].(string)
+	v, ch := pkce()
+	q := operatorParams(id, "http://127.0.0.1:40123/cb")
+	q.Set("code_challenge", ch)
+	code := redirectParams(t, f.consent(f.authorize(q, "owner"), "owner", "approve"), "http://127.0.0.1:40123/cb").Get("code")
+	exchange := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {q.Get("redirect_uri")},
+		"client_id": {id}, "code_verifier": {v}}
+
+	post := func(path string, form url.Values, basic bool) (int, map[string]any) {
+		req := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if basic {
+			req.SetBasicAuth(id, secret)
+		}
+		rec := httptest.NewRecorder()
+		f.srv.ServeHTTP(rec, req)
+		var m map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &m)
+		return rec.Code, m
+	}
+	with := func(form url.Values, secret string) url.Values {
+		out := url.Values{}
+		for k, v := range form {
+			out[k] = v
+		}
+		if secret != "" {
+			out.Set("client_secret", secret)
+		}
+		return out
+	}
+	for _, path := range []string{PathToken, PathRevoke, PathIntrospect} {
+		form := exchange
+		if path != PathToken {
+			form = url.Values{"token": {"sgat_unknown"}, "client_id": {id}}
+		}
+		for _, tc := range []struct {
+			name  string
+			form  url.Values
+			basic bool
+		}{
+			{"no secret", with(form, ""), false},
+			{"wrong secret", with(form, "sgcs_wrong"), false},
+			{"secret in the Authorization header", with(form, ""), true},
+		} {
+			if status, m := post(path, tc.form, tc.basic); status != http.StatusUnauthorized || m["error"] != "invalid_client" {
+				t.Errorf("%s, %s: %d %v, want 401 invalid_client", path, tc.name, status, m)
+			}
+		}
+	}
+
+	status, tok := post(PathToken, with(exchange, secret), false)
+	if status != http.StatusOK {
+		t.Fatalf("exchange with the secret: %d %v", status, tok)
+	}
+	at := tok["access_token"].(string)
+	if status, m := post(PathIntrospect, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); status != 200 || m["active"] != true {
+		t.Errorf("introspection with the secret: %d %v", status, m)
+	}
+	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)}, "client_id": {id}}
+	if status, m := post(PathToken, refresh, false); status != http.StatusUnauthorized || m["error"] != "invalid_client" {
+		t.Errorf("refresh without the secret: %d %v", status, m)
+	}
+	if status, _ := post(PathRevoke, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); status != 200 {
+		t.Errorf("revocation with the secret: %d", status)
+	}
+	if _, m := post(PathIntrospect, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); m["active"] != false {
+		t.Errorf("the revoked token is still active: %v", m)
+	}
+}
+
+// operatorParams is an operator-audience request to a loopback redirect.
+func operatorParams(clientID, redirect string) url.Values {
+	_, ch := pkce()
+	q := authParams(ch)
+	q.Set("client_id", clientID)
+	q.Set("redirect_uri", redirect)
+	q.Set("scope", "openid courses:read")
+	q.Del("resource")
+	return q
 }
