@@ -58,15 +58,26 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.redirectError(w, r, redirectURI, state, e.code, e.desc)
 		return
 	}
-	if s.consentCovers(client.ID, id.Subject, req.Scopes) && q.Get("prompt") != "consent" {
+	s.decideConsent(w, r, client, req, id, q.Get("prompt"))
+}
+
+// decideConsent answers at once from a remembered consent when the
+// redirect URI proves the client (consentrule.go), and otherwise shows the
+// consent page, or refuses with consent_required under prompt=none.
+func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *Client, req *AuthRequest, id *Identity, prompt string) {
+	prior := s.priorConsent(client.ID, id.Subject)
+	remembered := coversAll(prior, req.Scopes)
+	switch {
+	case remembered && prompt != "consent" && redirectProvesClient(client, req.RedirectURI):
 		s.issueCode(w, r, req, id, http.StatusFound)
-		return
+	case prompt == "none" && remembered:
+		s.redirectError(w, r, req.RedirectURI, req.State, "consent_required",
+			"this client's redirect URI does not prove its identity, so the person approves every authorization")
+	case prompt == "none":
+		s.redirectError(w, r, req.RedirectURI, req.State, "consent_required", "the person has not approved this client")
+	default:
+		s.showConsent(w, r, client, req, id, prior)
 	}
-	if q.Get("prompt") == "none" {
-		s.redirectError(w, r, redirectURI, state, "consent_required", "the person has not approved this client")
-		return
-	}
-	s.showConsent(w, r, client, req, id)
 }
 
 // authorizeClient resolves the client and redirect URI. Failures here get
@@ -185,19 +196,6 @@ func (s *Server) checkPerson(c *Client, id *Identity) *authzError {
 		return &authzError{"access_denied", "the signed-in person has no role at this school"}
 	}
 	return nil
-}
-
-func (s *Server) consentCovers(clientID, subject string, scopes []string) bool {
-	c, err := s.store.GetConsent(clientID, subject)
-	if err != nil {
-		return false
-	}
-	for _, sc := range scopes {
-		if !slices.Contains(c.Scopes, sc) {
-			return false
-		}
-	}
-	return true
 }
 
 // redirectToLogin sends the browser to the legacy login page, which

@@ -12,8 +12,10 @@ import (
 
 // showConsent parks the request server-side and shows the consent page.
 // The form carries the request id and a CSRF token whose hash is kept with
-// the request, so a forged form cannot approve anything.
-func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, req *AuthRequest, id *Identity) {
+// the request, so a forged form cannot approve anything. prior is what the
+// person approved before: those scopes are marked, and when they cover the
+// request the page says why it asks again.
+func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, req *AuthRequest, id *Identity, prior []string) {
 	now := s.cfg.Now()
 	csrf := randomString()
 	p := &PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
@@ -32,9 +34,11 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, 
 		Action:       PathConsent,
 		RequestID:    p.ID,
 		CSRF:         csrf,
+		Approved:     coversAll(prior, req.Scopes),
+		AskEachTime:  !redirectProvesClient(c, req.RedirectURI),
 	}
 	for _, sc := range req.Scopes {
-		view.Scopes = append(view.Scopes, scopeView{sc, policy.ScopeDescription(sc)})
+		view.Scopes = append(view.Scopes, scopeView{sc, policy.ScopeDescription(sc), slices.Contains(prior, sc)})
 	}
 	setPageHeaders(w, " "+originOf(req.RedirectURI))
 	_ = consentTmpl.Execute(w, view)

@@ -52,8 +52,11 @@ button{font-size:1rem;padding:.6rem 1.2rem;border-radius:6px;border:1px solid #8
 <p class="muted">Application: <strong>{{.ClientName}}</strong> ({{.ClientHost}})<br>
 After you decide, you will be sent to <strong id="redirect-host">{{.RedirectHost}}</strong>.</p>
 <p>Signed in as <strong id="person">{{.Person}}</strong>.</p>
+{{if .Approved}}<p id="approved-before">You approved this before.{{if .AskEachTime}} This application
+receives its answer at an address that does not prove which program is asking (for a command-line or
+desktop app, any program on your device could listen there), so you are asked every time.{{end}}</p>{{end}}
 <p>It asks to:</p>
-<ul id="scopes">{{range .Scopes}}<li><code>{{.Name}}</code>: {{.Words}}</li>{{end}}</ul>
+<ul id="scopes">{{range .Scopes}}<li><code>{{.Name}}</code>: {{.Words}}{{if .Before}} <span class="before">(approved before)</span>{{end}}</li>{{end}}</ul>
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="request" value="{{.RequestID}}">
 <input type="hidden" name="csrf_token" value="{{.CSRF}}">
@@ -65,6 +68,14 @@ type consentView struct {
 	School, ClientName, ClientHost, RedirectHost, Person string
 	Scopes                                               []scopeView
 	Action, RequestID, CSRF                              string
+	// Approved: the person approved every scope before. AskEachTime: the
+	// redirect URI does not prove the client, which is why they are asked
+	// again.
+	Approved, AskEachTime bool
 }
 
-type scopeView struct{ Name, Words string }
+// scopeView is one requested scope; Before marks one approved before.
+type scopeView struct {
+	Name, Words string
+	Before      bool
+}

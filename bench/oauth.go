@@ -17,9 +17,12 @@ import (
 // The OAuth client side of the bench: a signed-in browser (a cookie) that
 // authorizes the bench's vendor client, and the token endpoint calls.
 
+// benchRedirect is https so that the remembered consent answers at once,
+// as it does for a web client (a loopback redirect shows the consent page
+// every time); the bench never follows the redirect.
 const (
 	benchClientID = "bench-agent"
-	benchRedirect = "http://127.0.0.1:9/callback"
+	benchRedirect = "https://bench-agent.example/callback"
 	benchScope    = "openid profile email account:read"
 )
 

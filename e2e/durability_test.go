@@ -22,8 +22,9 @@ import (
 
 // oauthLoad is an HTTP-only OAuth client for load tests, after
 // bench/oauth.go: a browser signed in at the demo school once, whose
-// consent to the client is then remembered, so that authorize answers at
-// once with a 302 carrying the code; plus the token, introspection and
+// consent to the client (a vendor with an https redirect URI) is then
+// remembered, so that authorize answers at once with a 302 carrying the
+// code; plus the token, introspection and
 // revocation calls of a public client. Its methods are safe for
 // concurrent use and never fail the test themselves: they return what
 // happened, transport errors included, for the caller to judge.
@@ -231,7 +232,10 @@ func TestCrashDurability(t *testing.T) {
 	sch := startSchool(t)
 	port := freePort(t)
 	dir := t.TempDir()
-	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
+	// An https redirect URI: it proves the client, so the remembered
+	// consent answers at once (a loopback one would show the page every
+	// time). The load client never follows the redirect.
+	redirect := "https://load-app.example/callback"
 	// refresh_grace 1ms: a rotated refresh token is past its grace window
 	// by the time the restarted Caddy sees it again, so a replay must be
 	// refused (and revoke the grant) — which it only is if the rotation

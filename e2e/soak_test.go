@@ -337,7 +337,7 @@ func TestSoak(t *testing.T) {
 	sch := startSchool(t)
 	port := freePort(t)
 	dir := t.TempDir()
-	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
+	redirect := "https://soak-app.example/callback" // https: the remembered consent answers at once
 	block := siteBlock(port, sch.URL, filepath.Join(dir, "site"),
 		vendorBlock("Soak App", "soak-app", redirect, "member", loadScope)+"\t\trate_limit off\n")
 	gw := startGateway(t, dir, block)

@@ -246,8 +246,28 @@ test('deny at consent: redirect with error=access_denied, state and iss; openid-
   );
 });
 
-test('a remembered consent issues a code without the consent page; prompt=none works once signed in', async () => {
-  const { callback, params, codeVerifier, state, nonce } = await authorize({ prompt: 'none' });
+test('a loopback redirect does not prove the client: prompt=none answers consent_required, and the page comes back saying it was approved before', async () => {
+  // test-agent's redirect URI is a loopback address: any program on the
+  // person's machine could listen there, so a remembered consent is not
+  // enough to answer without asking (RFC 8252 §8.6).
+  const silent = await authorize({ prompt: 'none' });
+  assert.equal(silent.params.error, 'consent_required', JSON.stringify(silent.params));
+  assert.equal(silent.params.iss, origin);
+  assert.equal(silent.params.state, silent.state);
+  assert.equal(silent.params.code, undefined);
+  await assert.rejects(
+    client.authorizationCodeGrant(config, silent.callback, { pkceCodeVerifier: silent.codeVerifier, expectedState: silent.state }, { resource: origin }),
+    (err) => err.code === 'OAUTH_AUTHORIZATION_RESPONSE_ERROR' && err.error === 'consent_required',
+  );
+
+  let approvedBefore;
+  const { callback, params, codeVerifier, state, nonce } = await authorize({}, {
+    onConsent: async (page) => {
+      const note = page.locator('#approved-before');
+      approvedBefore = (await note.count()) ? await note.textContent() : null;
+    },
+  });
+  assert.match(approvedBefore ?? '', /You approved this before/, 'the consent page is shown again and says so');
   assert.ok(params.code, `a code, got ${JSON.stringify(params)}`);
   const t = await client.authorizationCodeGrant(
     config,
@@ -259,7 +279,7 @@ test('a remembered consent issues a code without the consent page; prompt=none w
 });
 
 test('an authorization code is single use; a replay revokes what the first exchange issued', async () => {
-  const { callback, codeVerifier, state, nonce } = await authorize({ prompt: 'none' });
+  const { callback, codeVerifier, state, nonce } = await authorize();
   const checks = { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce };
   const first = await client.authorizationCodeGrant(config, callback, checks, { resource: origin });
   assert.equal((await client.tokenIntrospection(config, first.access_token)).active, true);
@@ -272,7 +292,7 @@ test('an authorization code is single use; a replay revokes what the first excha
 });
 
 test('a wrong PKCE verifier or a missing resource is refused at the token endpoint', async () => {
-  const a = await authorize({ prompt: 'none' });
+  const a = await authorize();
   await assert.rejects(
     client.authorizationCodeGrant(
       config,
@@ -282,7 +302,7 @@ test('a wrong PKCE verifier or a missing resource is refused at the token endpoi
     ),
     (err) => err.error === 'invalid_grant',
   );
-  const b = await authorize({ prompt: 'none' });
+  const b = await authorize();
   await assert.rejects(
     client.authorizationCodeGrant(config, b.callback, { pkceCodeVerifier: b.codeVerifier, expectedState: b.state, expectedNonce: b.nonce }),
     (err) => err.error === 'invalid_target',
@@ -365,7 +385,7 @@ test('a loopback app registers with openid-client (RFC 7591) and an operator aut
 });
 
 test('revoking the refresh token (RFC 7009) ends the grant', async () => {
-  const { callback, codeVerifier, state, nonce } = await authorize({ prompt: 'none' });
+  const { callback, codeVerifier, state, nonce } = await authorize();
   const t = await client.authorizationCodeGrant(
     config,
     callback,
