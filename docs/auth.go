@@ -140,10 +140,10 @@ func renderAuth(s Site) string {
 	m.line("### Loopback apps (CLI tools, desktop apps, local agents)")
 	m.blank()
 	m.line("A client whose redirect URIs are all loopback addresses (`http://127.0.0.1:<port>/<path>`, " +
-		"`http://[::1]:<port>/<path>` or `http://localhost:<port>/<path>`) is accepted. It is a public client " +
-		"(`token_endpoint_auth_method` `none`) of the operator audience, so only a person with an operator role " +
-		"can authorize it; the port may change between runs " +
-		"(RFC 8252 §7.3). Registering the same request again returns the same client.")
+		"`http://[::1]:<port>/<path>` or `http://localhost:<port>/<path>`) is accepted. It is a client of the " +
+		"operator audience, so only a person with an operator role can authorize it; the port may change between " +
+		"runs (RFC 8252 §7.3). By default it is public (`token_endpoint_auth_method` `none`), and registering the " +
+		"same request again returns the same client.")
 	m.blank()
 	m.code("sh",
 		"curl -X POST "+u(authserver.PathRegister)+" \\",
@@ -152,6 +152,20 @@ func renderAuth(s Site) string {
 		`       "redirect_uris": ["http://127.0.0.1:8765/callback"],`,
 		`       "token_endpoint_auth_method": "none"}'`)
 	m.line("The answer is 201 with the registered metadata and `client_id`.")
+	m.blank()
+	m.line("A loopback client may instead register with `\"token_endpoint_auth_method\": \"client_secret_post\"` " +
+		"to get a secret of its own installation (RFC 8252 §8.5). The 201 answer then carries `client_secret` " +
+		"(shown only in this answer; store it) and `client_secret_expires_at: 0` (it does not expire), and every " +
+		"such registration creates a new client. From then on the token, revocation and introspection endpoints " +
+		"require `client_id` and `client_secret` in the form body; without them the answer is 401 " +
+		"`invalid_client`. `client_secret_basic` and other methods are refused with `invalid_client_metadata`.")
+	m.blank()
+	m.line("**Your users will see the consent page every time.** A loopback redirect URI does not prove which " +
+		"program is asking: any program on the user's machine can listen on a port and send your `client_id`. So " +
+		"this site never turns a remembered approval into a silent code for a loopback redirect URI (RFC 8252 " +
+		"§8.6): each authorization shows the consent page, noting what the user approved before, and " +
+		"`prompt=none` answers `consent_required` instead of a code. Keep the refresh token rather than " +
+		"authorizing again.")
 	m.blank()
 	m.line("### Member applications")
 	m.blank()
@@ -175,7 +189,9 @@ func renderAuth(s Site) string {
 		"must equal its URL, its `redirect_uris` must be under the document's host or be loopback addresses, and " +
 		"the client is public (`none`). While unreviewed, such a client may request read and identity scopes " +
 		"only (`openid`, `profile`, `email` and `*:read` scopes); an operator can mark it reviewed. A document on " +
-		"a host this site does not permit is refused with `invalid_client_metadata`.")
+		"a host this site does not permit is refused with `invalid_client_metadata`. A remembered approval " +
+		"skips the consent page only for an https redirect URI on the document's host; with a loopback redirect " +
+		"URI the user sees the page every time.")
 	m.blank()
 
 	m.line("## 3. Authorize (PKCE S256)")
@@ -210,8 +226,14 @@ func renderAuth(s Site) string {
 	m.line("| `code_challenge_method` | yes | `S256` |")
 	m.line("| `state` | recommended | opaque value |")
 	m.line("| `nonce` | optional | echoed in the `id_token` |")
+	m.line("| `prompt` | optional | `none`: never show a page, answer `login_required` or `consent_required` instead; `consent`: always show the consent page |")
 	m.blank()
-	m.line("A browser that is not signed in is sent to the site's login page first. On approval the browser is "+
+	m.line("A browser that is not signed in is sent to the site's login page first. The consent page follows, " +
+		"unless the user approved these scopes before and the redirect URI proves the client: an https redirect " +
+		"URI registered for a vendor integration or a member application, or one on a metadata document's own " +
+		"host. A loopback redirect URI never does, so its users are asked every time.")
+	m.blank()
+	m.line("On approval the browser is "+
 		"redirected to `redirect_uri` with `code`, `state` and `iss` (RFC 9207); check that `iss` is `%s`. A "+
 		"refusal comes back the same way with `error` instead of `code`. An unknown client or an unregistered "+
 		"redirect URI gets an error page, never a redirect.", s.Issuer)

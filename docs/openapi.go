@@ -281,6 +281,9 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 			queryParam("code_challenge_method", true, strEnum("Always `S256`", "S256")),
 			queryParam("state", false, str("Opaque value echoed on the redirect (recommended)")),
 			queryParam("nonce", false, str("Echoed in the `id_token` when sent")),
+			queryParam("prompt", false, str("`none`: no page, `login_required` or `consent_required` instead; "+
+				"`consent`: always the consent page. A remembered approval skips the page only when the redirect "+
+				"URI proves the client (https, registered or on the metadata document's host), never for loopback")),
 		}},
 		{"responses", obj{
 			{"302", obj{{"description", "Redirect to `redirect_uri` with `code`, `state` and `iss`, or with `error`, " +
@@ -359,7 +362,9 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 		{"summary", "Dynamic client registration"},
 		{"description", "Rules: a `client_name` of a known vendor integration returns that integration's `client_id` " +
 			"(its redirect URIs must be among the vendor's); a client whose redirect URIs are all loopback " +
-			"(`http://127.0.0.1:<port>/<path>`, `[::1]`, `localhost`) is accepted as a public operator client; an " +
+			"(`http://127.0.0.1:<port>/<path>`, `[::1]`, `localhost`) is accepted as an operator client, public " +
+			"(`none`, the default) or, with `client_secret_post`, confidential with a new secret in the answer " +
+			"(every such registration creates a client); an " +
 			"unrecognized `client_name` is refused with `invalid_client_metadata`; a fixed https callback of an " +
 			"unregistered integration is refused with `invalid_redirect_uri`. Clients that act for a member are " +
 			"created by an operator in the admin area, not here."},
@@ -693,6 +698,8 @@ func openAPISchemas(s Site) obj {
 			{"response_types", strArray("")},
 			{"scope", str("Scopes the client may request")},
 			{"client_id_issued_at", integer("")},
+			{"client_secret", str("Only for a client registered with `client_secret_post`, and only in this answer")},
+			{"client_secret_expires_at", integer("`0` (the secret does not expire); with `client_secret` only")},
 			{"application_type", str("")},
 		}), kv{"additionalProperties", true})},
 		{"GraphQLRequest", object([]string{"query"}, obj{
