@@ -147,13 +147,20 @@ func (k *Keys) CanSign(now time.Time) bool { return k.signer(now) != nil }
 
 // Sign signs a JSON payload with the current key, naming it by kid.
 func (k *Keys) Sign(payload []byte, now time.Time) ([]byte, error) {
+	return k.signTyped(payload, "JWT", now)
+}
+
+// signTyped signs with typ in the protected header: the same keys sign
+// ID tokens and identity assertions, and typ keeps one from passing for
+// the other.
+func (k *Keys) signTyped(payload []byte, typ string, now time.Time) ([]byte, error) {
 	sk := k.signer(now)
 	if sk == nil {
 		return nil, fmt.Errorf("no signing key is active")
 	}
 	hdr := jws.NewHeaders()
 	_ = hdr.Set(jws.KeyIDKey, sk.KID)
-	_ = hdr.Set(jws.TypeKey, "JWT")
+	_ = hdr.Set(jws.TypeKey, typ)
 	return jws.Sign(payload, jws.WithKey(jwa.ES256(), sk.private, jws.WithProtectedHeaders(hdr)))
 }
 

@@ -158,6 +158,9 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //		}
 //		rule <method|*> <path> member|operator|deny [<scope...>]
 //		rate_limit off | <name> <events>/<s|m|h> [<burst>]
+//		identity_assertion on|off [{
+//			audience <string>
+//		}]
 //		code_ttl | access_token_ttl | refresh_token_ttl | refresh_grace <duration>
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -203,6 +206,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return g.unmarshalMetadataDocuments(d)
 	case "rule":
 		return g.unmarshalRule(d)
+	case "identity_assertion":
+		return g.unmarshalIdentityAssertion(d)
 	}
 	return d.Errf("school_gateway: unknown option %q", opt)
 }

@@ -174,16 +174,17 @@ func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Authorization")
 	s.observe.mcpCaller(tok.Audience)
 	if tok.Audience == authserver.AudienceMember {
-		r = r.WithContext(mcpserver.WithIdentity(r.Context(), &mcpserver.Identity{
+		r = r.WithContext(s.withValidatedToken(mcpserver.WithIdentity(r.Context(), &mcpserver.Identity{
 			Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID,
 			ClientID: tok.ClientID, Roles: tok.Roles, Scopes: tok.Scopes,
-		}))
+		}), tok))
 	}
 	s.extras.mcp.ServeHTTP(w, r)
 }
 
 // accountQuery runs a member's GraphQL query at the upstream Account API
-// with identity headers; the client's token never leaves the gateway.
+// with identity headers (and the identity assertion, when on); the
+// client's token never leaves the gateway.
 func (s *site) accountQuery(ctx context.Context, id *mcpserver.Identity, query string, variables map[string]any) (json.RawMessage, error) {
 	body, err := json.Marshal(map[string]any{"query": query, "variables": variables})
 	if err != nil {
@@ -195,6 +196,9 @@ func (s *site) accountQuery(ctx context.Context, id *mcpserver.Identity, query s
 	}
 	req.Header = identityHeaderValues(&policy.Token{Subject: id.Subject, Email: id.Email, Name: id.Name,
 		OrgID: id.OrgID, Roles: id.Roles, Scopes: id.Scopes, ClientID: id.ClientID, Audience: authserver.AudienceMember})
+	if err := s.setAssertion(req.Header, validatedToken(ctx)); err != nil {
+		return nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.upstream.Do(req)

@@ -55,6 +55,9 @@ type Gateway struct {
 	// RateLimits are the abuse limits of the OAuth endpoints; nil means
 	// the defaults.
 	RateLimits *RateLimits `json:"rate_limits,omitempty"`
+	// IdentityAssertion, when present, signs the caller's identity for the
+	// legacy server (X-School-Assertion); nil (the default) is off.
+	IdentityAssertion *IdentityAssertion `json:"identity_assertion,omitempty"`
 	// Token lifetimes; zero means the default.
 	CodeTTL      caddy.Duration `json:"code_ttl,omitempty"`
 	AccessTTL    caddy.Duration `json:"access_token_ttl,omitempty"`
@@ -119,6 +122,7 @@ func (g *Gateway) setDefaults() {
 	}
 	g.Issuer = strings.TrimSuffix(g.Issuer, "/")
 	g.Upstream = strings.TrimSuffix(g.Upstream, "/")
+	g.defaultAssertionAudience()
 }
 
 // Validate checks the configuration before anything is served; every
@@ -142,6 +146,9 @@ func (g *Gateway) Validate() error {
 		return fmt.Errorf("admin_prefix: %q must be an absolute path", g.AdminPrefix)
 	}
 	if err := g.validateVendors(); err != nil {
+		return err
+	}
+	if err := g.validateIdentityAssertion(); err != nil {
 		return err
 	}
 	for _, r := range g.Rules {

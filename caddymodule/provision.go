@@ -23,6 +23,8 @@ type site struct {
 	dataPath string
 	upstream *http.Client
 	extras   siteExtras
+	// assertionAudience is the aud of identity assertions; "" is off.
+	assertionAudience string
 }
 
 // Provision opens the site's store, loads its keys and builds its servers.
@@ -40,7 +42,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("data: %v", err)
 	}
-	s := &site{gateway: g, store: store, dataPath: path,
+	s := &site{gateway: g, store: store, dataPath: path, assertionAudience: g.assertionAudience(),
 		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
 		observe:  newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer)}
 	s.as, err = authserver.New(authserver.Config{

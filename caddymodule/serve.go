@@ -97,6 +97,9 @@ func (s *site) serveProtected(w http.ResponseWriter, r *http.Request, next caddy
 	s.observe.protectedOutcome("allowed")
 	r.Header.Del("Authorization")
 	setIdentity(r, tok)
+	if err := s.setAssertion(r.Header, tok); err != nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, err)
+	}
 	return next.ServeHTTP(w, r)
 }
 

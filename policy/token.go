@@ -31,6 +31,10 @@ type Token struct {
 	Name      string
 	OrgID     string
 	Roles     []string
+
+	// assertion caches the identity assertion signed for this token
+	// (assertion.go); a Token must therefore not be copied.
+	assertion assertionSlot
 }
 
 // HasScope reports whether the token carries scope.

@@ -1,0 +1,127 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// assertionHeader carries the signed identity assertion to the legacy
+// server (README, "The legacy backend contract"). Like every X-School-*
+// header it is stripped from what clients send.
+const assertionHeader = "X-School-Assertion"
+
+// IdentityAssertion turns on the signed identity assertion: every request
+// forwarded to a protected resource, and every Account API call of the
+// MCP member tools, also carries X-School-Assertion, an ES256 JWT of the
+// identity headers signed with the site's keys. A legacy server that
+// verifies it no longer has to trust whoever can reach it.
+type IdentityAssertion struct {
+	// Audience is the assertion's aud, the name the legacy server checks
+	// for itself. Default: the upstream's origin (scheme://host[:port]).
+	Audience string `json:"audience,omitempty"`
+}
+
+// unmarshalIdentityAssertion parses
+//
+//	identity_assertion on|off [{
+//		audience <string>
+//	}]
+func (g *Gateway) unmarshalIdentityAssertion(d *caddyfile.Dispenser) error {
+	var on bool
+	if err := onOff(d, "identity_assertion", &on); err != nil {
+		return err
+	}
+	ia := &IdentityAssertion{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch {
+		case !on:
+			return d.Err("identity_assertion off: takes no block")
+		case d.Val() != "audience":
+			return d.Errf("identity_assertion: unknown option %q", d.Val())
+		case ia.Audience != "":
+			return d.Err("identity_assertion audience: given twice")
+		}
+		if err := oneArg(d, "identity_assertion audience", &ia.Audience); err != nil {
+			return err
+		}
+	}
+	g.IdentityAssertion = nil
+	if on {
+		g.IdentityAssertion = ia
+	}
+	return nil
+}
+
+// defaultAssertionAudience fills in the upstream's origin. A bad upstream
+// is left for Validate to name.
+func (g *Gateway) defaultAssertionAudience() {
+	if g.IdentityAssertion == nil || g.IdentityAssertion.Audience != "" {
+		return
+	}
+	if origin, err := policy.ParseOrigin(g.Upstream); err == nil {
+		g.IdentityAssertion.Audience = origin
+	}
+}
+
+func (g *Gateway) validateIdentityAssertion() error {
+	if g.IdentityAssertion == nil {
+		return nil
+	}
+	aud := g.IdentityAssertion.Audience
+	if strings.TrimSpace(aud) != aud || aud == "" || strings.ContainsFunc(aud, unicode.IsControl) {
+		return fmt.Errorf("identity_assertion audience: %q must be a non-empty string without surrounding space or control characters", aud)
+	}
+	return nil
+}
+
+// assertionAudience is the audience the site signs for, "" when off.
+func (g *Gateway) assertionAudience() string {
+	if g.IdentityAssertion == nil {
+		return ""
+	}
+	return g.IdentityAssertion.Audience
+}
+
+// setAssertion adds the token's assertion to headers bound for the legacy
+// server when the site has it on. The assertion is signed once per
+// validated token and cached with it, so this costs a signature only on a
+// validation-cache miss. An error means the request must not be sent: the
+// legacy server would refuse it, so it fails closed here.
+func (s *site) setAssertion(h http.Header, tok *policy.Token) error {
+	if s.assertionAudience == "" {
+		return nil
+	}
+	if tok == nil {
+		return errors.New("identity assertion: no validated token")
+	}
+	a, err := s.as.IdentityAssertion(tok, s.assertionAudience)
+	if err != nil {
+		return fmt.Errorf("identity assertion: %w", err)
+	}
+	h[assertionHeader] = []string{a}
+	return nil
+}
+
+type validatedTokenKey struct{}
+
+// withValidatedToken keeps the token of an MCP request for the Account API
+// calls its tools make (their identity arrives without the token).
+func (s *site) withValidatedToken(ctx context.Context, tok *policy.Token) context.Context {
+	if s.assertionAudience == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, validatedTokenKey{}, tok)
+}
+
+func validatedToken(ctx context.Context) *policy.Token {
+	tok, _ := ctx.Value(validatedTokenKey{}).(*policy.Token)
+	return tok
+}
