@@ -20,8 +20,7 @@ import (
 	"github.com/schoolgate/schoolgate/policy"
 )
 
-// The operator's admin area, "Developers → OAuth applications" (seed
-// §4.6 rule 4): the MCP connections beta switch, member applications,
+// The operator's admin area, "Developers → OAuth applications": the MCP connections beta switch, member applications,
 // the metadata-document clients seen and the loopback (CLI) clients
 // registered. Every page is same-origin HTML for a signed-in operator;
 // every form is CSRF-protected and answered with a 303 (post/redirect/get)
@@ -63,7 +62,7 @@ func isAdminPath(p string) bool {
 // given: identity and the member's own account.
 var memberAppScopeNames = []string{"openid", "profile", "email", "account:read", "account:write"}
 
-// memberAppScopes is policy.AllScopes, in the seed's order, limited to
+// memberAppScopes is policy.AllScopes, in the table's order, limited to
 // memberAppScopeNames: what an operator may choose for a member
 // application or a reviewed metadata-document client.
 func memberAppScopes() []string {
@@ -426,7 +425,7 @@ func checkAppRedirect(raw string) string {
 }
 
 // parseMemberScopes checks chosen scopes against memberAppScopes and
-// returns them in the seed's order.
+// returns them in the scope table's order.
 func parseMemberScopes(chosen []string) ([]string, string) {
 	allowed := memberAppScopes()
 	for _, sc := range chosen {

@@ -289,8 +289,9 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 	return &metadataDoc{name: name, redirectURIs: uris}, nil
 }
 
-// checkMetadataRedirect applies the seed: a redirect URI must be under
-// the document's host or a loopback address.
+// checkMetadataRedirect: a metadata document may only name redirect URIs
+// under its own host, or loopback ones, so that a document cannot send
+// codes to a host its publisher does not control.
 func checkMetadataRedirect(raw, docHost string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Fragment != "" || strings.Contains(raw, "#") || u.User != nil || u.Host == "" {

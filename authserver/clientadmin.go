@@ -61,7 +61,7 @@ func (e *InputError) Error() string { return e.Msg }
 var ErrWrongKind = errors.New("the operation does not apply to this kind of client")
 
 // normalize validates the spec in place: trimmed name, unique redirect
-// URIs, scopes in the seed's order. The message is for the operator.
+// URIs, scopes in the table's order. The message is for the operator.
 func (spec *AppSpec) normalize() string {
 	spec.Name = strings.TrimSpace(spec.Name)
 	switch {
@@ -219,7 +219,7 @@ func (s *Server) DeleteClient(id string) (int, error) {
 
 // ReviewClient records the operator's decision on a metadata-document
 // client: the scopes it may get and whether it is reviewed. Unreviewed,
-// it keeps the seed's limit to read and identity scopes among them.
+// it keeps the limit to read and identity scopes among them.
 func (s *Server) ReviewClient(id string, scopes []string, reviewed bool) (ClientInfo, error) {
 	c, err := s.clientOfKind(id, KindMetadata)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // IdentityScopes are the OpenID Connect scopes every audience may request.
 var IdentityScopes = []string{"openid", "profile", "email"}
 
-// OperatorScopes are every scope of the seed but the member-only ones.
+// OperatorScopes are every scope of the table but the member-only ones.
 func OperatorScopes() []string {
 	var out []string
 	for _, s := range policy.AllScopes {
@@ -145,8 +145,9 @@ func (c *Client) checkScopes(scopes []string) *oauthError {
 	return nil
 }
 
-// allowedScopes applies the seed's limit on unreviewed metadata-document
-// clients: read and identity scopes only.
+// allowedScopes limits unreviewed metadata-document clients to read and
+// identity scopes: anyone can publish a document, so nothing it names may
+// write until an operator has reviewed the client.
 func (c *Client) allowedScopes() []string {
 	if c.Kind != KindMetadata || c.Reviewed {
 		return c.Scopes

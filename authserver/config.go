@@ -64,7 +64,7 @@ type VendorClient struct {
 	Secret string
 }
 
-// Defaults for lifetimes the seed leaves open.
+// Defaults for the configurable lifetimes.
 const (
 	DefaultCodeTTL         = 60 * time.Second
 	DefaultAccessTTL       = time.Hour

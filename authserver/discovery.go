@@ -54,7 +54,7 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 			"email", "name", "org_id", "roles"},
 		"service_documentation": s.url("/auth.md"),
 	}
-	// The seed: the ID-token fields appear only while a published key may
+	// The ID-token fields appear only while a published key may
 	// sign, so a client falls back to UserInfo when they are absent.
 	if s.keys.CanSign(s.cfg.Now()) {
 		m["jwks_uri"] = s.url(PathJWKS)

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// claims returns the seed's §2.2 claims the scopes allow: sub always,
+// claims returns the ID-token claims the scopes allow: sub always,
 // email with "email", name with "profile", org_id and roles always (they
 // say which school and what role, which every client of a school needs).
 func claims(id *Identity, scopes []string) map[string]any {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Seed §3 and §5.6: an ID token is issued only while discovery lists the
+// An ID token is issued only while discovery lists the
 // ID-token fields, i.e. while a published key may sign. Without one the
 // exchange still succeeds (the client falls back to UserInfo).
 func TestNoIDTokenWhileNoKeyMaySign(t *testing.T) {

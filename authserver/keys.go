@@ -15,7 +15,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 )
 
-// idTokenTTL is fixed by the seed: an ID token lives 10 minutes.
+// idTokenTTL is fixed: an ID token lives 10 minutes (documented in
+// /auth.md), long enough to be read, short enough not to be a credential.
 const idTokenTTL = 10 * time.Minute
 
 // Keys holds a site's ES256 signing keys. Keys are published in the JWKS

@@ -36,8 +36,8 @@ func errRedirect(desc string) *oauthError {
 	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_redirect_uri", Description: desc}
 }
 
-// handleRegister serves dynamic client registration with the seed's rules,
-// in order: a known vendor name, loopback redirects, anything else refused.
+// handleRegister serves dynamic client registration with the school's
+// rules (README "Clients and tokens"), in order: a known vendor name, loopback redirects, anything else refused.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	req, e := readRegistration(w, r)
 	if e != nil {

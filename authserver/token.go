@@ -104,7 +104,7 @@ func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, 
 	return nil, errServer("the code could not be redeemed")
 }
 
-// withIDToken adds the ID token (seed §3: openid was requested and a key
+// withIDToken adds the ID token (when openid was requested and a key
 // may sign, i.e. discovery lists the ID-token fields). It is signed after
 // the store's transaction, so concurrent exchanges sign in parallel
 // instead of one after another under the write lock. Should signing fail,

@@ -12,7 +12,7 @@
 //   - the public catalog feed (GET /catalog.json) and plain HTML pages;
 //   - GET /healthz and a request recorder (GET /__demo/last-request).
 //
-// All state lives in memory and starts from the same seed on every New, so
+// All state lives in memory and starts from the same seed data on every New, so
 // tests get an isolated school each time. It is deliberately not a real
 // product: there is no persistence, no sign-up and no rate limiting, and the
 // recorder exposes the headers of the last API request to anyone who can
