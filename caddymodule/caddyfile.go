@@ -47,7 +47,7 @@ func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, er
 	if err := g.Validate(); err != nil {
 		return nil, h.Err(err.Error())
 	}
-	proxy, err := upstreamProxy(g.Upstream)
+	proxy, err := upstreamProxy(g.Upstream, g.upstreamBlock)
 	if err != nil {
 		return nil, h.Errf("upstream: %v", err)
 	}
@@ -61,9 +61,53 @@ func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, er
 	return []httpcaddyfile.ConfigValue{{Class: "route", Value: route}}, nil
 }
 
-// upstreamProxy configures reverse_proxy for the legacy server with a
-// keep-alive pool big enough not to churn connections under load.
-func upstreamProxy(upstream string) (*reverseproxy.Handler, error) {
+// upstreamProxy configures reverse_proxy for the legacy server. Without
+// an upstream block it proxies to the one upstream with the default
+// transport; with one, the block is reverse_proxy's own.
+func upstreamProxy(upstream string, block caddyfile.Segment) (*reverseproxy.Handler, error) {
+	def, err := defaultUpstreamProxy(upstream)
+	if err != nil || len(block) == 0 {
+		return def, err
+	}
+	return blockUpstreamProxy(upstream, block, def.TransportRaw)
+}
+
+// blockUpstreamProxy hands an upstream block to reverse_proxy's own
+// unmarshaler, the way forward_auth does: "upstream [<to>...] { ... }"
+// reads as "reverse_proxy <upstream> [<to>...] { ... }", so every
+// reverse_proxy option (more upstreams, lb_policy, health checks,
+// transport, header_up) is the operator's. The default transport applies
+// unless the block names one.
+func blockUpstreamProxy(upstream string, block caddyfile.Segment, defaultTransport json.RawMessage) (*reverseproxy.Handler, error) {
+	first := block[0]
+	arg := first
+	arg.Text = upstream
+	tokens := append(caddyfile.Segment{first, arg}, block[1:]...)
+	rp := new(reverseproxy.Handler)
+	if err := rp.UnmarshalCaddyfile(caddyfile.NewDispenser(tokens)); err != nil {
+		return nil, err
+	}
+	if !namesOption(block, "transport") {
+		rp.TransportRaw = defaultTransport
+	}
+	return rp, nil
+}
+
+// namesOption reports whether a block sets opt at its first level.
+func namesOption(block caddyfile.Segment, opt string) bool {
+	d := caddyfile.NewDispenser(block)
+	d.Next()
+	for d.NextBlock(0) {
+		if d.Val() == opt {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultUpstreamProxy configures reverse_proxy for one legacy server
+// with a keep-alive pool big enough not to churn connections under load.
+func defaultUpstreamProxy(upstream string) (*reverseproxy.Handler, error) {
 	u, err := url.Parse(upstream)
 	if err != nil {
 		return nil, err
@@ -161,6 +205,9 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //		identity_assertion on|off [{
 //			audience <string>
 //		}]
+//		upstream [<more upstreams...>] {
+//			<reverse_proxy options: lb_policy, health_uri, transport, header_up, ...>
+//		}
 //		code_ttl | access_token_ttl | refresh_token_ttl | refresh_grace <duration>
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -208,6 +255,12 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return g.unmarshalRule(d)
 	case "identity_assertion":
 		return g.unmarshalIdentityAssertion(d)
+	case "upstream":
+		if g.upstreamBlock != nil {
+			return d.Err("upstream: only one upstream block")
+		}
+		g.upstreamBlock = d.NextSegment()
+		return nil
 	}
 	return d.Errf("school_gateway: unknown option %q", opt)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -58,6 +59,11 @@ type Gateway struct {
 	// IdentityAssertion, when present, signs the caller's identity for the
 	// legacy server (X-School-Assertion); nil (the default) is off.
 	IdentityAssertion *IdentityAssertion `json:"identity_assertion,omitempty"`
+
+	// upstreamBlock is the Caddyfile's upstream block, handed to
+	// reverse_proxy's unmarshaler when the directive expands; in JSON
+	// the reverse_proxy handler is configured directly.
+	upstreamBlock caddyfile.Segment
 	// Token lifetimes; zero means the default.
 	CodeTTL      caddy.Duration `json:"code_ttl,omitempty"`
 	AccessTTL    caddy.Duration `json:"access_token_ttl,omitempty"`

@@ -1,0 +1,116 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+)
+
+// proxyOf adapts a site block and returns its reverse_proxy handler.
+func proxyOf(t *testing.T, gateway string) (map[string]any, error) {
+	t.Helper()
+	raw, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte("http://127.0.0.1:8080 {\n"+gateway+"\n}\n"), nil)
+	if err != nil {
+		return nil, err
+	}
+	var cfg struct {
+		Apps struct {
+			HTTP struct {
+				Servers map[string]struct {
+					Routes []struct {
+						Handle []map[string]any `json:"handle"`
+					} `json:"routes"`
+				} `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range cfg.Apps.HTTP.Servers {
+		for _, r := range srv.Routes {
+			for _, h := range r.Handle {
+				if h["handler"] == "reverse_proxy" {
+					return h, nil
+				}
+			}
+			// The site's route wraps ours in a subroute.
+			for _, h := range r.Handle {
+				for _, sr := range h["routes"].([]any) {
+					for _, hh := range sr.(map[string]any)["handle"].([]any) {
+						if m := hh.(map[string]any); m["handler"] == "reverse_proxy" {
+							return m, nil
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no reverse_proxy in %s", raw)
+	return nil, nil
+}
+
+func TestUpstreamBlock(t *testing.T) {
+	tests := []struct {
+		name, gateway string
+		want          []string // substrings of the adapted reverse_proxy JSON
+		absent        []string
+	}{
+		{"no block: defaults", `school_gateway http://127.0.0.1:9080`,
+			[]string{`"dial":"127.0.0.1:9080"`, `"max_idle_conns_per_host":128`, `"dial_timeout":5000000000`}, nil},
+		{"two upstreams and a health check", `school_gateway http://127.0.0.1:9080 {
+			upstream http://127.0.0.1:9081 {
+				lb_policy round_robin
+				health_uri /healthz
+				health_interval 2s
+				header_up X-School-Proxy gateway
+			}
+		}`, []string{`"dial":"127.0.0.1:9080"`, `"dial":"127.0.0.1:9081"`, `"policy":"round_robin"`, `"uri":"/healthz"`,
+			`"max_idle_conns_per_host":128`, `"X-School-Proxy":["gateway"]`}, nil},
+		{"to inside the block", `school_gateway http://127.0.0.1:9080 {
+			upstream {
+				to http://127.0.0.1:9082
+			}
+		}`, []string{`"dial":"127.0.0.1:9080"`, `"dial":"127.0.0.1:9082"`}, nil},
+		{"own transport replaces the default", `school_gateway http://127.0.0.1:9080 {
+			upstream {
+				transport http {
+					dial_timeout 2s
+				}
+			}
+		}`, []string{`"dial_timeout":2000000000`}, []string{`"max_idle_conns_per_host":128`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := proxyOf(t, tt.gateway)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(h)
+			for _, w := range tt.want {
+				if !strings.Contains(string(raw), w) {
+					t.Errorf("reverse_proxy lacks %s: %s", w, raw)
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(string(raw), a) {
+					t.Errorf("reverse_proxy has %s: %s", a, raw)
+				}
+			}
+		})
+	}
+}
+
+func TestUpstreamBlockErrors(t *testing.T) {
+	for name, gateway := range map[string]string{
+		"unknown reverse_proxy option": "school_gateway http://127.0.0.1:9080 {\n upstream {\n  no_such_option 1\n }\n}",
+		"two blocks":                   "school_gateway http://127.0.0.1:9080 {\n upstream {\n  lb_policy first\n }\n upstream {\n  lb_policy first\n }\n}",
+		"mixed schemes":                "school_gateway http://127.0.0.1:9080 {\n upstream https://127.0.0.1:9443\n}",
+	} {
+		if _, err := proxyOf(t, gateway); err == nil {
+			t.Errorf("%s: adapted without error", name)
+		}
+	}
+}
