@@ -26,79 +26,119 @@ func init() {
 // server, protected-resource checks, MCP server and documents, in front of
 // the legacy school server (the upstream).
 type Gateway struct {
-	// Upstream is the legacy school server's base URL (http or https).
+	// Upstream is the legacy school server's base URL: http:// or https://
+	// and a host, nothing else. Required. It is the first upstream of the
+	// reverse proxy and the one the gateway itself calls (session lookup,
+	// catalog, the MCP tools' Account API calls).
 	Upstream string `json:"upstream"`
-	// Issuer is the site origin; it defaults to the site address.
+	// Issuer is the site origin: the OAuth issuer, the resource indicator
+	// and the base of every published URL; never read from a request.
+	// Default (Caddyfile only): the site address; required in JSON.
 	Issuer string `json:"issuer,omitempty"`
-	// Data is the directory of the site's bbolt file.
+	// Data is the directory of the site's bbolt file (keys, clients,
+	// tokens, catalog). Default: <Caddy's data directory>/schoolgate/<host_port>.
 	Data string `json:"data,omitempty"`
-	// SessionURL is the upstream's session endpoint (a path or URL).
+	// SessionURL is the upstream's session endpoint, a path on the
+	// upstream or an http(s) URL. Default: /api/session.
 	SessionURL string `json:"session_url,omitempty"`
-	// LoginURL is the legacy login page (a path or URL).
+	// LoginURL is the legacy login page people are sent to, a path on the
+	// site or an http(s) URL. Default: /login.
 	LoginURL string `json:"login_url,omitempty"`
-	// AdminPrefix is the admin API's path prefix.
+	// AdminPrefix is the path prefix of the school's admin API, protected
+	// with operator tokens. Default: /admin/api.
 	AdminPrefix string `json:"admin_prefix,omitempty"`
 	// AdminOpenAPI is a file path or http(s) URL of the school's own
-	// OpenAPI 3.0 description of its admin API, merged into /openapi.json.
+	// OpenAPI 3.0 description of its admin API, merged into /openapi.json
+	// with the security the gateway enforces. Default: none (generic
+	// per-area operations are published).
 	AdminOpenAPI string `json:"admin_openapi,omitempty"`
-	// Catalog is a file path or http(s) URL of the catalog feed.
+	// Catalog is a file path or http(s) URL of the catalog feed, imported
+	// into the store. Default: none (the catalog tools answer empty).
 	Catalog string `json:"catalog,omitempty"`
-	// CatalogRefresh is how often the catalog is fetched again.
+	// CatalogRefresh is how often Catalog (and an AdminOpenAPI URL) is
+	// fetched again. Default: 10m; at least 1s.
 	CatalogRefresh caddy.Duration `json:"catalog_refresh,omitempty"`
-	// Vendors are known integrations.
+	// Vendors are known integrations: pre-registered clients whose
+	// registration by name returns their client_id. Default: none.
 	Vendors []Vendor `json:"vendors,omitempty"`
-	// MCPConnections is the initial value of the beta feature switch.
+	// MCPConnections is the initial value of the beta feature switch
+	// (operators can change it in the admin area). Default: false.
 	MCPConnections bool `json:"mcp_connections,omitempty"`
-	// MetadataDocuments configures Client ID Metadata Documents.
+	// MetadataDocuments turns on Client ID Metadata Documents. Default:
+	// nil, i.e. https client_ids are not fetched.
 	MetadataDocuments *MetadataDocuments `json:"metadata_documents,omitempty"`
-	// Rules override the default admin-API policy, checked first.
+	// Rules override the default admin-API policy, first match wins, and
+	// are checked before it. Default: none.
 	Rules []Rule `json:"rules,omitempty"`
-	// RateLimits are the abuse limits of the OAuth endpoints; nil means
-	// the defaults.
+	// RateLimits are the abuse limits of the OAuth endpoints. Default:
+	// nil, i.e. the defaults listed in README "The Caddyfile".
 	RateLimits *RateLimits `json:"rate_limits,omitempty"`
 	// IdentityAssertion, when present, signs the caller's identity for the
-	// legacy server (X-School-Assertion); nil (the default) is off.
+	// legacy server (X-School-Assertion). Default: nil, off.
 	IdentityAssertion *IdentityAssertion `json:"identity_assertion,omitempty"`
+	// CodeTTL is how long an authorization code lives. Default: 60s.
+	CodeTTL caddy.Duration `json:"code_ttl,omitempty"`
+	// AccessTTL is how long an access token lives. Default: 1h.
+	AccessTTL caddy.Duration `json:"access_token_ttl,omitempty"`
+	// RefreshTTL is how long a refresh token lives. Default: 720h.
+	RefreshTTL caddy.Duration `json:"refresh_token_ttl,omitempty"`
+	// RefreshGrace is how long a rotated refresh token may still be
+	// presented (a client retrying a lost answer) before reuse revokes
+	// the grant. Default: 10s.
+	RefreshGrace caddy.Duration `json:"refresh_grace,omitempty"`
 
 	// upstreamBlock is the Caddyfile's upstream block, handed to
 	// reverse_proxy's unmarshaler when the directive expands; in JSON
 	// the reverse_proxy handler is configured directly.
 	upstreamBlock caddyfile.Segment
-	// Token lifetimes; zero means the default.
-	CodeTTL      caddy.Duration `json:"code_ttl,omitempty"`
-	AccessTTL    caddy.Duration `json:"access_token_ttl,omitempty"`
-	RefreshTTL   caddy.Duration `json:"refresh_token_ttl,omitempty"`
-	RefreshGrace caddy.Duration `json:"refresh_grace,omitempty"`
 
 	site *site
 }
 
 // Vendor is a known integration (a pre-registered client).
 type Vendor struct {
-	Name         string   `json:"name"`
-	ClientID     string   `json:"client_id"`
+	// Name is what the integration sends as client_name when it registers;
+	// it matches without regard to case and surrounding white space.
+	// Required.
+	Name string `json:"name"`
+	// ClientID is the client_id registration returns. Required.
+	ClientID string `json:"client_id"`
+	// RedirectURIs are the integration's callbacks, matched exactly.
+	// At least one.
 	RedirectURIs []string `json:"redirect_uris"`
-	Audience     string   `json:"audience,omitempty"`
-	Scopes       []string `json:"scopes,omitempty"`
-	ClientSecret string   `json:"client_secret,omitempty"`
+	// Audience is member or operator. Default: member.
+	Audience string `json:"audience,omitempty"`
+	// Scopes limits what the client may request. Default: for a member
+	// client openid, profile, email, account:read and account:write; for
+	// an operator client every operator scope.
+	Scopes []string `json:"scopes,omitempty"`
+	// ClientSecret makes the client confidential (client_secret_post);
+	// only its hash is kept in memory. Default: none, a public client.
+	ClientSecret string `json:"client_secret,omitempty"`
 }
 
 // MetadataDocuments configures fetching Client ID Metadata Documents.
 type MetadataDocuments struct {
 	// AllowHosts lists the hosts documents may come from; "*" is any
-	// public host.
+	// public host. Default: none, i.e. no document is fetched.
 	AllowHosts []string `json:"allow_hosts,omitempty"`
-	// AllowPrivateNetworks permits loopback and private addresses. For
-	// tests only.
+	// AllowPrivateNetworks permits loopback and private addresses, for
+	// tests only. Default: false.
 	AllowPrivateNetworks bool `json:"allow_private_networks,omitempty"`
 }
 
 // Rule is an operator override of the admin-API policy.
 type Rule struct {
-	Method   string   `json:"method,omitempty"`
-	Path     string   `json:"path"`
-	Audience string   `json:"audience"`
-	Scopes   []string `json:"scopes,omitempty"`
+	// Method is an HTTP method, or "" or "*" for any. Default: any.
+	Method string `json:"method,omitempty"`
+	// Path is under AdminPrefix, matched exactly, or as a prefix when it
+	// ends in "/*". Required.
+	Path string `json:"path"`
+	// Audience is member, operator, or deny (refuse whatever the token).
+	// Required.
+	Audience string `json:"audience"`
+	// Scopes are all needed. Default: none beyond the audience.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.

@@ -18,15 +18,21 @@ import (
 // authserver.RateLimits). Off disables every limit; each named limit
 // overrides the default.
 type RateLimits struct {
-	Off    bool                 `json:"off,omitempty"`
+	// Off disables every limit. Default: false.
+	Off bool `json:"off,omitempty"`
+	// Limits by name (register, new_clients, authorize, token,
+	// token_client, revoke). Default: the built-in value of each.
 	Limits map[string]RateLimit `json:"limits,omitempty"`
 }
 
 // RateLimit is "Events per Period, with a Burst".
 type RateLimit struct {
-	Events int            `json:"events"`
+	// Events allowed per Period. Required, positive.
+	Events int `json:"events"`
+	// Period of the rate. Required, positive.
 	Period caddy.Duration `json:"period"`
-	Burst  int            `json:"burst,omitempty"`
+	// Burst is how many events may come at once. Default: Events.
+	Burst int `json:"burst,omitempty"`
 }
 
 // rateLimitNames are the limits an operator can set, and where each goes.
@@ -50,7 +56,11 @@ func (g *Gateway) authserverLimits() *authserver.RateLimits {
 	}
 	for name, rl := range g.RateLimits.Limits {
 		if field, ok := rateLimitNames[name]; ok {
-			*field(&l) = authserver.Per(rl.Events, time.Duration(rl.Period), max(rl.Burst, 1))
+			burst := rl.Burst
+			if burst == 0 {
+				burst = rl.Events // as the Caddyfile defaults it
+			}
+			*field(&l) = authserver.Per(rl.Events, time.Duration(rl.Period), burst)
 		}
 	}
 	return &l
