@@ -17,6 +17,11 @@ type Options struct {
 	// 404), for a school reachable by people other than its tester.
 	DisableRecorder bool
 
+	// Assertion, when set, makes the protected APIs refuse requests without
+	// a valid signed identity assertion from the gateway and take the
+	// identity from it (assertion.go). Nil trusts the X-School-* headers.
+	Assertion *AssertionConfig
+
 	// Now is the clock for session expiry; nil means time.Now. Tests set it.
 	Now func() time.Time
 }
@@ -28,6 +33,8 @@ type school struct {
 	accounts *accountStore
 	catalog  *catalogStore
 	recorder *recorder
+	// assertions verifies the gateway's identity assertion; nil is off.
+	assertions *assertionGuard
 }
 
 // New returns the demo school's HTTP handler.
@@ -51,6 +58,7 @@ func New(opts Options) http.Handler {
 		catalog:  newCatalogStore(cat),
 		recorder: &recorder{},
 	}
+	s.assertions = newAssertionGuard(opts.Assertion, now)
 	return s.routes(!opts.DisableRecorder)
 }
 
@@ -70,6 +78,7 @@ func (s *school) routes(record bool) http.Handler {
 	mux.HandleFunc("GET /api/session", s.sessionInfo)
 
 	protected := func(h http.HandlerFunc) http.Handler {
+		h = s.assertions.guard(h)
 		if record {
 			return s.recorder.wrap(h)
 		}
