@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // The operator's admin area, "Developers → OAuth applications": the MCP connections beta switch, member applications,
@@ -26,12 +27,12 @@ import (
 // every form is CSRF-protected and answered with a 303 (post/redirect/get)
 // except where a new secret is shown once (see showSecret).
 const (
-	adminPathSwitch = PathAdmin + "/mcp-connections"
-	adminPathNew    = PathAdminApplications + "/new"
-	adminPathEdit   = PathAdminApplications + "/edit"
-	adminPathSecret = PathAdminApplications + "/secret"
-	adminPathDelete = PathAdminApplications + "/delete"
-	adminPathReview = PathAdminApplications + "/review"
+	adminPathSwitch = sitepath.Admin + "/mcp-connections"
+	adminPathNew    = sitepath.AdminApplications + "/new"
+	adminPathEdit   = sitepath.AdminApplications + "/edit"
+	adminPathSecret = sitepath.AdminApplications + "/secret"
+	adminPathDelete = sitepath.AdminApplications + "/delete"
+	adminPathReview = sitepath.AdminApplications + "/review"
 )
 
 // Limits of the admin forms.
@@ -52,11 +53,6 @@ const (
 // derived from; it lives in the store so every gateway instance of the
 // site accepts the forms any of them rendered.
 const settingAdminCSRFKey = "admin_csrf_key"
-
-// isAdminPath reports whether a path belongs to the admin area.
-func isAdminPath(p string) bool {
-	return p == PathAdmin || strings.HasPrefix(p, PathAdmin+"/")
-}
 
 // memberAppScopeNames are the scopes a client acting for a member may be
 // given: identity and the member's own account.
@@ -91,18 +87,18 @@ type adminRoute struct {
 }
 
 var adminRoutes = map[string]adminRoute{
-	PathAdmin:             {get: (*adminCtx).toOverview, always: true},
-	PathAdmin + "/":       {get: (*adminCtx).toOverview, always: true},
-	PathAdminApplications: {get: (*adminCtx).overview, always: true},
-	adminPathSwitch:       {post: (*adminCtx).toggle, always: true},
-	adminPathNew:          {get: (*adminCtx).newApp, post: (*adminCtx).createApp},
-	adminPathEdit:         {get: (*adminCtx).editApp, post: (*adminCtx).updateApp},
-	adminPathSecret:       {post: (*adminCtx).regenerateSecret},
-	adminPathDelete:       {get: (*adminCtx).confirmDelete, post: (*adminCtx).deleteClient},
-	adminPathReview:       {get: (*adminCtx).reviewForm, post: (*adminCtx).review},
+	sitepath.Admin:             {get: (*adminCtx).toOverview, always: true},
+	sitepath.Admin + "/":       {get: (*adminCtx).toOverview, always: true},
+	sitepath.AdminApplications: {get: (*adminCtx).overview, always: true},
+	adminPathSwitch:            {post: (*adminCtx).toggle, always: true},
+	adminPathNew:               {get: (*adminCtx).newApp, post: (*adminCtx).createApp},
+	adminPathEdit:              {get: (*adminCtx).editApp, post: (*adminCtx).updateApp},
+	adminPathSecret:            {post: (*adminCtx).regenerateSecret},
+	adminPathDelete:            {get: (*adminCtx).confirmDelete, post: (*adminCtx).deleteClient},
+	adminPathReview:            {get: (*adminCtx).reviewForm, post: (*adminCtx).review},
 }
 
-// handleAdmin serves everything under PathAdmin.
+// handleAdmin serves everything under sitepath.Admin.
 func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
 	setPageHeaders(w, "")
 	post := r.Method == http.MethodPost
@@ -166,7 +162,7 @@ func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
 			a.fail(http.StatusConflict, "Turn on MCP connections first.")
 			return
 		}
-		a.redirect(PathAdminApplications, nil)
+		a.redirect(sitepath.AdminApplications, nil)
 		return
 	}
 	h := route.get
@@ -204,7 +200,7 @@ func sameOriginForm(r *http.Request, issuer string) bool {
 // page, as authorize does, returning here afterwards. A form POST cannot
 // be replayed after login, so it returns to the overview.
 func (s *Server) adminLogin(w http.ResponseWriter, r *http.Request) {
-	back := s.url(PathAdminApplications)
+	back := s.url(sitepath.AdminApplications)
 	if r.Method != http.MethodPost {
 		back = s.url(r.URL.EscapedPath())
 		if r.URL.RawQuery != "" {
@@ -319,7 +315,7 @@ var adminNotices = map[string]string{
 
 func (a *adminCtx) notice() string { return adminNotices[a.r.URL.Query().Get("done")] }
 
-func (a *adminCtx) toOverview() { a.redirect(PathAdminApplications, nil) }
+func (a *adminCtx) toOverview() { a.redirect(sitepath.AdminApplications, nil) }
 
 // overview lists everything; with MCP connections off, only the switch.
 func (a *adminCtx) overview() {
@@ -373,7 +369,7 @@ func (a *adminCtx) toggle() {
 	if on {
 		done = "on"
 	}
-	a.redirect(PathAdminApplications, url.Values{"done": {done}})
+	a.redirect(sitepath.AdminApplications, url.Values{"done": {done}})
 }
 
 // parseAppForm reads the application form into a spec and validates it;
@@ -593,7 +589,7 @@ func (a *adminCtx) updateApp() {
 		return
 	}
 	a.s.cfg.Logger.Info("admin: member application updated", "client_id", c.ID, "by", a.id.Subject)
-	a.redirect(PathAdminApplications, url.Values{"done": {"saved"}})
+	a.redirect(sitepath.AdminApplications, url.Values{"done": {"saved"}})
 }
 
 // regenerateSecret replaces a confidential application's secret; the old
@@ -627,7 +623,7 @@ func (a *adminCtx) deleteClient() {
 		return
 	}
 	a.s.cfg.Logger.Info("admin: client deleted", "client_id", id, "by", a.id.Subject)
-	a.redirect(PathAdminApplications, url.Values{"done": {"deleted"}})
+	a.redirect(sitepath.AdminApplications, url.Values{"done": {"deleted"}})
 }
 
 func (a *adminCtx) reviewView(c *Client, scopes []string, reviewed bool, msg string) adminReviewView {
@@ -670,7 +666,7 @@ func (a *adminCtx) review() {
 				return
 			}
 			a.s.cfg.Logger.Info("admin: metadata-document client reviewed", "client_id", c.ID, "by", a.id.Subject)
-			a.redirect(PathAdminApplications, url.Values{"done": {"reviewed"}})
+			a.redirect(sitepath.AdminApplications, url.Values{"done": {"reviewed"}})
 			return
 		}
 		msg = ie.Msg

@@ -3,6 +3,8 @@ package authserver
 import (
 	"html/template"
 	"net/http"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // Views of the admin area. Every value reaches the page through
@@ -24,7 +26,7 @@ type adminPaths struct {
 }
 
 var theAdminPaths = adminPaths{
-	Overview: PathAdminApplications, Switch: adminPathSwitch, New: adminPathNew,
+	Overview: sitepath.AdminApplications, Switch: adminPathSwitch, New: adminPathNew,
 	Edit: adminPathEdit, Secret: adminPathSecret, Delete: adminPathDelete, Review: adminPathReview,
 }
 
@@ -259,5 +261,5 @@ var adminErrorTmpl = template.Must(template.New("admin-error").Parse(`<!doctype 
 func (s *Server) adminError(w http.ResponseWriter, status int, msg string) {
 	setPageHeaders(w, "")
 	w.WriteHeader(status)
-	_ = adminErrorTmpl.Execute(w, struct{ Msg, Back string }{msg, PathAdminApplications})
+	_ = adminErrorTmpl.Execute(w, struct{ Msg, Back string }{msg, sitepath.AdminApplications})
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 var (
@@ -50,7 +52,7 @@ func (f *fixture) adminPost(target, person string, form url.Values, hdr map[stri
 // adminCSRF returns the CSRF token of the owner's overview page.
 func (f *fixture) adminCSRF() string {
 	f.t.Helper()
-	rec := f.adminGet(PathAdminApplications, "owner")
+	rec := f.adminGet(sitepath.AdminApplications, "owner")
 	m := reCSRF.FindStringSubmatch(rec.Body.String())
 	if rec.Code != http.StatusOK || m == nil {
 		f.t.Fatalf("no CSRF token on the overview: %d\n%s", rec.Code, rec.Body)
@@ -130,21 +132,21 @@ func TestAdminAccess(t *testing.T) {
 		location                     string
 		body                         string
 	}{
-		{"anonymous", "GET", PathAdminApplications, "", http.StatusSeeOther,
-			issuer + "/login?return_to=" + url.QueryEscape(issuer+PathAdminApplications), ""},
+		{"anonymous", "GET", sitepath.AdminApplications, "", http.StatusSeeOther,
+			issuer + "/login?return_to=" + url.QueryEscape(issuer+sitepath.AdminApplications), ""},
 		{"anonymous keeps the query", "GET", adminPathEdit + "?client_id=app_x", "", http.StatusSeeOther,
 			issuer + "/login?return_to=" + url.QueryEscape(issuer+adminPathEdit+"?client_id=app_x"), ""},
 		{"anonymous post", "POST", adminPathSwitch, "", http.StatusSeeOther,
-			issuer + "/login?return_to=" + url.QueryEscape(issuer+PathAdminApplications), ""},
-		{"unknown session", "GET", PathAdminApplications, "stranger", http.StatusSeeOther, issuer + "/login?", ""},
-		{"student", "GET", PathAdminApplications, "student", http.StatusForbidden, "", "operators"},
-		{"no role", "GET", PathAdminApplications, "nobody", http.StatusForbidden, "", "operators"},
+			issuer + "/login?return_to=" + url.QueryEscape(issuer+sitepath.AdminApplications), ""},
+		{"unknown session", "GET", sitepath.AdminApplications, "stranger", http.StatusSeeOther, issuer + "/login?", ""},
+		{"student", "GET", sitepath.AdminApplications, "student", http.StatusForbidden, "", "operators"},
+		{"no role", "GET", sitepath.AdminApplications, "nobody", http.StatusForbidden, "", "operators"},
 		{"student post", "POST", adminPathSwitch, "student", http.StatusForbidden, "", "operators"},
-		{"operator", "GET", PathAdminApplications, "owner", http.StatusOK, "", `id="mcp-toggle"`},
-		{"area root", "GET", PathAdmin, "owner", http.StatusSeeOther, PathAdminApplications, ""},
-		{"unknown page", "GET", PathAdmin + "/nope", "owner", http.StatusNotFound, "", "no such page"},
-		{"method", "PUT", PathAdminApplications, "owner", http.StatusMethodNotAllowed, "", ""},
-		{"preflight gets no CORS", "OPTIONS", PathAdminApplications, "owner", http.StatusMethodNotAllowed, "", ""},
+		{"operator", "GET", sitepath.AdminApplications, "owner", http.StatusOK, "", `id="mcp-toggle"`},
+		{"area root", "GET", sitepath.Admin, "owner", http.StatusSeeOther, sitepath.AdminApplications, ""},
+		{"unknown page", "GET", sitepath.Admin + "/nope", "owner", http.StatusNotFound, "", "no such page"},
+		{"method", "PUT", sitepath.AdminApplications, "owner", http.StatusMethodNotAllowed, "", ""},
+		{"preflight gets no CORS", "OPTIONS", sitepath.AdminApplications, "owner", http.StatusMethodNotAllowed, "", ""},
 		{"get on a form target", "GET", adminPathSwitch, "owner", http.StatusMethodNotAllowed, "", ""},
 	}
 	for _, tc := range cases {
@@ -174,24 +176,21 @@ func TestAdminAccess(t *testing.T) {
 	if f.srv.MCPConnectionsEnabled() {
 		t.Error("a refused request switched MCP connections on")
 	}
-	for p, want := range map[string]bool{PathAdmin: true, PathAdminApplications: true,
-		adminPathReview: true, "/oauth/administrator": false, "/oauth/adminx/y": false} {
-		if Owns(p) != want {
-			t.Errorf("Owns(%q) = %v", p, !want)
-		}
+	if !sitepath.IsAuthServer(adminPathReview) {
+		t.Errorf("the admin area's pages are not routed to the authorization server")
 	}
 }
 
 func TestAdminSwitch(t *testing.T) {
 	f := newFixture(t)
-	page := f.adminGet(PathAdminApplications, "owner").Body.String()
+	page := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
 	if !strings.Contains(page, `id="mcp-state">off<`) || strings.Contains(page, "apps-heading") ||
 		strings.Contains(page, "metadata-heading") || !strings.Contains(page, "cannot authorize") {
 		t.Fatalf("with the switch off the area shows only the switch:\n%s", page)
 	}
 	// Other pages are not there while off.
 	if rec := f.adminGet(adminPathNew, "owner"); rec.Code != http.StatusSeeOther ||
-		rec.Header().Get("Location") != PathAdminApplications {
+		rec.Header().Get("Location") != sitepath.AdminApplications {
 		t.Errorf("new while off: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
 	form := appForm("X", "public", "openid")
@@ -206,7 +205,7 @@ func TestAdminSwitch(t *testing.T) {
 		on            bool
 	}{{"on", "on", true}, {"on", "on", true}, {"off", "off", false}, {"on", "on", true}} {
 		rec := f.adminPost(adminPathSwitch, "owner", url.Values{"enabled": {step.value}, "csrf_token": {f.adminCSRF()}}, nil)
-		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != PathAdminApplications+"?done="+step.value {
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != sitepath.AdminApplications+"?done="+step.value {
 			t.Fatalf("switch %s: %d %q\n%s", step.value, rec.Code, rec.Header().Get("Location"), rec.Body)
 		}
 		v, err := f.store.GetSetting(settingMCPConnections)
@@ -214,7 +213,7 @@ func TestAdminSwitch(t *testing.T) {
 			t.Fatalf("after switching %s the store holds %q (%v)", step.value, v, err)
 		}
 	}
-	page = f.adminGet(PathAdminApplications+"?done=on", "owner").Body.String()
+	page = f.adminGet(sitepath.AdminApplications+"?done=on", "owner").Body.String()
 	for _, want := range []string{`id="mcp-state">on<`, "apps-heading", "metadata-heading", "loopback-heading",
 		`id="notice"`, "Turn off MCP connections"} {
 		if !strings.Contains(page, want) {
@@ -291,7 +290,7 @@ func TestAdminCreateApps(t *testing.T) {
 			}
 
 			// The overview lists it.
-			over := f.adminGet(PathAdminApplications, "owner").Body.String()
+			over := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
 			if !strings.Contains(over, id) || !strings.Contains(over, "Study Buddy") || strings.Contains(over, `id="no-apps"`) {
 				t.Errorf("overview does not list %s", id)
 			}
@@ -346,7 +345,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 	form := url.Values{"client_id": {id}, "name": {"Planner 2"}, "redirect_uris": {"https://planner.example/back"},
 		"scope": {"email", "openid", "account:write"}, "csrf_token": {f.adminCSRF()}}
 	rec := f.adminPost(adminPathEdit, "owner", form, nil)
-	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != PathAdminApplications+"?done=saved" {
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != sitepath.AdminApplications+"?done=saved" {
 		t.Fatalf("save: %d %q\n%s", rec.Code, rec.Header().Get("Location"), rec.Body)
 	}
 	c, _ := f.store.GetClient(id)
@@ -390,7 +389,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 		t.Fatalf("token before delete: %v", err)
 	}
 	rec = f.adminPost(adminPathDelete, "owner", url.Values{"client_id": {id}, "csrf_token": {f.adminCSRF()}}, nil)
-	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != PathAdminApplications+"?done=deleted" {
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != sitepath.AdminApplications+"?done=deleted" {
 		t.Fatalf("delete: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
 	if _, err := f.store.GetClient(id); !errors.Is(err, ErrNotFound) {
@@ -483,7 +482,7 @@ func TestAdminFormValidation(t *testing.T) {
 
 	// Values are escaped.
 	xid, _ := f.newApp(`<script>alert("x")</script>`, "public", "openid")
-	over := f.adminGet(PathAdminApplications, "owner").Body.String()
+	over := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
 	if strings.Contains(over, "<script>") || !strings.Contains(over, "&lt;script&gt;") || !strings.Contains(over, xid) {
 		t.Error("the application name is not escaped on the overview")
 	}
@@ -581,7 +580,7 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 	if err := f.store.PutClient(md); err != nil {
 		t.Fatal(err)
 	}
-	over := f.adminGet(PathAdminApplications, "owner").Body.String()
+	over := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
 	reviewLink := adminPathReview + "?client_id=" + url.QueryEscape(docID)
 	if !strings.Contains(over, "not reviewed") || !strings.Contains(over, "Doc Agent") ||
 		!strings.Contains(strings.ToLower(over), strings.ToLower(reviewLink)) {
@@ -640,14 +639,14 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 func TestAdminLoopbackClients(t *testing.T) {
 	f := newFixture(t)
 	f.enableMCP()
-	rec := f.serve("POST", PathRegister, strings.NewReader(`{"client_name":"school-cli","redirect_uris":["http://127.0.0.1:9000/cb"]}`),
+	rec := f.serve("POST", sitepath.Register, strings.NewReader(`{"client_name":"school-cli","redirect_uris":["http://127.0.0.1:9000/cb"]}`),
 		map[string]string{"Content-Type": "application/json"})
 	var reg map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil || rec.Code != http.StatusCreated {
 		t.Fatalf("register: %d %s", rec.Code, rec.Body)
 	}
 	id := reg["client_id"].(string)
-	over := f.adminGet(PathAdminApplications, "owner").Body.String()
+	over := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
 	if !strings.Contains(over, "school-cli") || !strings.Contains(over, adminPathDelete+"?client_id="+id) {
 		t.Fatalf("overview does not list the loopback client:\n%s", over)
 	}

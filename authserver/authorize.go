@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // singleParams may appear at most once in an authorization request
@@ -201,7 +202,7 @@ func (s *Server) checkPerson(c *Client, id *Identity) *authzError {
 // redirectToLogin sends the browser to the legacy login page, which
 // returns it here once signed in.
 func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
-	back := s.url(PathAuthorize) + "?" + r.URL.RawQuery
+	back := s.url(sitepath.Authorize) + "?" + r.URL.RawQuery
 	login := s.cfg.LoginURL
 	if strings.HasPrefix(login, "/") {
 		login = s.url(login)

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 func TestAuthorizeErrorPageNeverRedirects(t *testing.T) {
@@ -111,7 +113,7 @@ func TestAuthorizeSendsStrangersToLogin(t *testing.T) {
 		}
 		u, _ := url.Parse(loc)
 		back := u.Query().Get("return_to")
-		if !strings.HasPrefix(back, issuer+PathAuthorize+"?") || !strings.Contains(back, "code_challenge="+c) {
+		if !strings.HasPrefix(back, issuer+sitepath.Authorize+"?") || !strings.Contains(back, "code_challenge="+c) {
 			t.Errorf("return_to does not come back to this request: %s", back)
 		}
 	}
@@ -164,7 +166,7 @@ func TestConsentFormIsProtected(t *testing.T) {
 		if origin != "" {
 			hdr["Origin"] = origin
 		}
-		return f.serve("POST", PathConsent, strings.NewReader(form.Encode()), hdr).Code
+		return f.serve("POST", sitepath.Consent, strings.NewReader(form.Encode()), hdr).Code
 	}
 	page := f.authorize(authParams(c), "student").Body.String()
 	id, csrf := reRequest.FindStringSubmatch(page)[1], reCSRF.FindStringSubmatch(page)[1]
@@ -185,7 +187,7 @@ func TestConsentFormIsProtected(t *testing.T) {
 	if code := post(url.Values{"request": {id}, "csrf_token": {csrf}, "decision": {"approve"}}, "student2", ""); code != http.StatusForbidden {
 		t.Errorf("another person's session: %d", code)
 	}
-	if rec := f.serve("GET", PathConsent, nil, nil); rec.Code != http.StatusMethodNotAllowed {
+	if rec := f.serve("GET", sitepath.Consent, nil, nil); rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET consent: %d", rec.Code)
 	}
 }

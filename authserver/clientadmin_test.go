@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 func TestCreateAppValidation(t *testing.T) {
@@ -234,7 +236,7 @@ func TestOverviewRowsFromClientInfo(t *testing.T) {
 	if err := f.store.PutClient(md); err != nil {
 		t.Fatal(err)
 	}
-	page := f.adminGet(PathAdminApplications, "owner").Body.String()
+	page := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
 	for _, want := range []string{"<code>" + app.ClientID + "</code></td><td>confidential</td>",
 		formatAdminTime(app.IssuedAt), "not reviewed",
 		`<ul class="plain"><li><code>openid</code></li></ul>`} {

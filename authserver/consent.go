@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // showConsent parks the request server-side and shows the consent page.
@@ -31,7 +32,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, 
 		ClientHost:   clientHost(c, req.RedirectURI),
 		RedirectHost: hostOf(req.RedirectURI),
 		Person:       personLabel(id),
-		Action:       PathConsent,
+		Action:       sitepath.Consent,
 		RequestID:    p.ID,
 		CSRF:         csrf,
 		Approved:     coversAll(prior, req.Scopes),

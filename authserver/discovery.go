@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // ProtectedResourceScopes are the scopes advertised in the protected
@@ -17,7 +18,7 @@ var ProtectedResourceScopes = []string{"openid", "profile", "email", "account:re
 func (s *Server) url(path string) string { return s.cfg.Issuer + path }
 
 // ResourceMetadataURL is where the protected-resource metadata lives.
-func (s *Server) ResourceMetadataURL() string { return s.url(PathProtectedResource) }
+func (s *Server) ResourceMetadataURL() string { return s.url(sitepath.ProtectedResource) }
 
 func (s *Server) protectedResourceMetadata() map[string]any {
 	return map[string]any{
@@ -26,19 +27,19 @@ func (s *Server) protectedResourceMetadata() map[string]any {
 		"authorization_servers":    []string{s.cfg.Issuer},
 		"scopes_supported":         ProtectedResourceScopes,
 		"bearer_methods_supported": []string{"header"},
-		"resource_documentation":   s.url("/auth.md"),
+		"resource_documentation":   s.url(sitepath.AuthGuide),
 	}
 }
 
 func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 	m := map[string]any{
 		"issuer":                                         s.cfg.Issuer,
-		"authorization_endpoint":                         s.url(PathAuthorize),
-		"token_endpoint":                                 s.url(PathToken),
-		"userinfo_endpoint":                              s.url(PathUserInfo),
-		"revocation_endpoint":                            s.url(PathRevoke),
-		"introspection_endpoint":                         s.url(PathIntrospect),
-		"registration_endpoint":                          s.url(PathRegister),
+		"authorization_endpoint":                         s.url(sitepath.Authorize),
+		"token_endpoint":                                 s.url(sitepath.Token),
+		"userinfo_endpoint":                              s.url(sitepath.UserInfo),
+		"revocation_endpoint":                            s.url(sitepath.Revoke),
+		"introspection_endpoint":                         s.url(sitepath.Introspect),
+		"registration_endpoint":                          s.url(sitepath.Register),
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
 		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
@@ -52,12 +53,12 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 		"subject_types_supported":                        []string{"public"},
 		"claims_supported": []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce",
 			"email", "name", "org_id", "roles"},
-		"service_documentation": s.url("/auth.md"),
+		"service_documentation": s.url(sitepath.AuthGuide),
 	}
 	// The ID-token fields appear only while a published key may
 	// sign, so a client falls back to UserInfo when they are absent.
 	if s.keys.CanSign(s.cfg.Now()) {
-		m["jwks_uri"] = s.url(PathJWKS)
+		m["jwks_uri"] = s.url(sitepath.JWKS)
 		m["id_token_signing_alg_values_supported"] = []string{"ES256"}
 	}
 	if oidc {
@@ -71,11 +72,11 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 	var doc map[string]any
 	switch r.URL.Path {
-	case PathProtectedResource:
+	case sitepath.ProtectedResource:
 		doc = s.protectedResourceMetadata()
-	case PathASMetadata:
+	case sitepath.ASMetadata:
 		doc = s.authorizationServerMetadata(false)
-	case PathOIDCConfig:
+	case sitepath.OIDCConfig:
 		doc = s.authorizationServerMetadata(true)
 	}
 	w.Header().Set("Cache-Control", "public, max-age=300")

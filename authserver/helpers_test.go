@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 const issuer = "https://school.example"
@@ -135,7 +137,7 @@ func (f *fixture) authorize(q url.Values, person string) *httptest.ResponseRecor
 	if person != "" {
 		hdr["Cookie"] = "session=" + person
 	}
-	return f.serve("GET", PathAuthorize+"?"+q.Encode(), nil, hdr)
+	return f.serve("GET", sitepath.Authorize+"?"+q.Encode(), nil, hdr)
 }
 
 var (
@@ -152,7 +154,7 @@ func (f *fixture) consent(rec *httptest.ResponseRecorder, person, decision strin
 		f.t.Fatalf("no consent form in %d response:\n%s", rec.Code, page)
 	}
 	form := url.Values{"request": {rm[1]}, "csrf_token": {cm[1]}, "decision": {decision}}
-	return f.serve("POST", PathConsent, strings.NewReader(form.Encode()), map[string]string{
+	return f.serve("POST", sitepath.Consent, strings.NewReader(form.Encode()), map[string]string{
 		"Content-Type": "application/x-www-form-urlencoded", "Cookie": "session=" + person,
 		"Origin": issuer})
 }
@@ -187,7 +189,7 @@ func (f *fixture) code(q url.Values, verifier string) string {
 }
 
 func (f *fixture) token(form url.Values) (int, map[string]any) {
-	rec := f.serve("POST", PathToken, strings.NewReader(form.Encode()),
+	rec := f.serve("POST", sitepath.Token, strings.NewReader(form.Encode()),
 		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	var m map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // An ID token is issued only while discovery lists the
@@ -20,7 +22,7 @@ func TestNoIDTokenWhileNoKeyMaySign(t *testing.T) {
 	}
 	f.srv.keys.mu.Unlock()
 
-	rec := f.serve("GET", PathOIDCConfig, nil, nil)
+	rec := f.serve("GET", sitepath.OIDCConfig, nil, nil)
 	if strings.Contains(rec.Body.String(), "id_token_signing_alg_values_supported") {
 		t.Fatal("discovery lists ID-token fields while no key may sign")
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // Fuzz targets for the parsers of untrusted input at the authorization
@@ -78,7 +79,7 @@ func FuzzAuthorizeQuery(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, raw string, who uint8) {
 		person := fuzzPeople[int(who)%len(fuzzPeople)]
-		req := httptest.NewRequest("GET", PathAuthorize, nil)
+		req := httptest.NewRequest("GET", sitepath.Authorize, nil)
 		req.URL.RawQuery = raw
 		if person != "" {
 			req.Header.Set("Cookie", "session="+person)
@@ -131,7 +132,7 @@ func FuzzAuthorizeQuery(f *testing.F) {
 // setup) and returns a fresh code and its verifier.
 func fuzzCode(t *testing.T, fx *fixture) (string, string) {
 	v, ch := pkce()
-	req := httptest.NewRequest("GET", PathAuthorize+"?"+authParams(ch).Encode(), nil)
+	req := httptest.NewRequest("GET", sitepath.Authorize+"?"+authParams(ch).Encode(), nil)
 	req.Header.Set("Cookie", "session=student")
 	rec := httptest.NewRecorder()
 	fx.srv.ServeHTTP(rec, req)
@@ -184,7 +185,7 @@ func FuzzTokenForm(f *testing.F) {
 		}
 		body = strings.ReplaceAll(body, "{verifier}", strings.Repeat("v", 43))
 
-		req := httptest.NewRequest("POST", PathToken, strings.NewReader(body))
+		req := httptest.NewRequest("POST", sitepath.Token, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		rec := httptest.NewRecorder()
 		fx.srv.ServeHTTP(rec, req)
@@ -231,7 +232,7 @@ func FuzzTokenForm(f *testing.F) {
 func (f *fixture) exchangeQuiet(code, verifier string) (int, map[string]any) {
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {memberRedirect},
 		"client_id": {memberClient}, "code_verifier": {verifier}, "resource": {issuer}}
-	rec := f.serve("POST", PathToken, strings.NewReader(form.Encode()),
+	rec := f.serve("POST", sitepath.Token, strings.NewReader(form.Encode()),
 		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	var m map[string]any
 	_ = json.Unmarshal(rec.Body.Bytes(), &m)

@@ -11,6 +11,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // Abuse limits on the endpoints anyone can call. Each limit is a token
@@ -115,15 +117,15 @@ func newLimiters(l RateLimits) limiters {
 // endpointName names an endpoint in metrics.
 func endpointName(path string) string {
 	switch path {
-	case PathToken:
+	case sitepath.Token:
 		return "token"
-	case PathRegister:
+	case sitepath.Register:
 		return "register"
-	case PathRevoke:
+	case sitepath.Revoke:
 		return "revoke"
-	case PathIntrospect:
+	case sitepath.Introspect:
 		return "introspect"
-	case PathAuthorize, PathConsent:
+	case sitepath.Authorize, sitepath.Consent:
 		return "authorize"
 	}
 	return "other"

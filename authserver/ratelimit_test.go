@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 func TestLimiterBucket(t *testing.T) {
@@ -50,33 +52,33 @@ func TestRateLimitsPerEndpoint(t *testing.T) {
 		json   bool
 	}{
 		{"register", RateLimits{Register: one}, func(f *fixture) (int, http.Header, string) {
-			rec := f.serve("POST", PathRegister, strings.NewReader(`{"redirect_uris":["http://127.0.0.1:1/cb"]}`),
+			rec := f.serve("POST", sitepath.Register, strings.NewReader(`{"redirect_uris":["http://127.0.0.1:1/cb"]}`),
 				map[string]string{"Content-Type": "application/json"})
 			return rec.Code, rec.Header(), rec.Body.String()
 		}, true},
 		{"token per address", RateLimits{Token: one}, func(f *fixture) (int, http.Header, string) {
-			rec := f.serve("POST", PathToken, strings.NewReader("grant_type=refresh_token&refresh_token=x&client_id="+memberClient),
+			rec := f.serve("POST", sitepath.Token, strings.NewReader("grant_type=refresh_token&refresh_token=x&client_id="+memberClient),
 				map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 			return rec.Code, rec.Header(), rec.Body.String()
 		}, true},
 		{"token per client", RateLimits{TokenClient: one}, func(f *fixture) (int, http.Header, string) {
-			rec := f.serve("POST", PathToken, strings.NewReader("grant_type=refresh_token&refresh_token=x&client_id="+memberClient),
+			rec := f.serve("POST", sitepath.Token, strings.NewReader("grant_type=refresh_token&refresh_token=x&client_id="+memberClient),
 				map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 			return rec.Code, rec.Header(), rec.Body.String()
 		}, true},
 		{"revoke", RateLimits{Revoke: one}, func(f *fixture) (int, http.Header, string) {
-			rec := f.serve("POST", PathRevoke, strings.NewReader("token=x&client_id="+memberClient),
+			rec := f.serve("POST", sitepath.Revoke, strings.NewReader("token=x&client_id="+memberClient),
 				map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 			return rec.Code, rec.Header(), rec.Body.String()
 		}, true},
 		{"introspect", RateLimits{Revoke: one}, func(f *fixture) (int, http.Header, string) {
-			rec := f.serve("POST", PathIntrospect, strings.NewReader("token=x&client_id="+memberClient),
+			rec := f.serve("POST", sitepath.Introspect, strings.NewReader("token=x&client_id="+memberClient),
 				map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 			return rec.Code, rec.Header(), rec.Body.String()
 		}, true},
 		{"authorize", RateLimits{Authorize: one}, func(f *fixture) (int, http.Header, string) {
 			_, ch := pkce()
-			rec := f.serve("GET", PathAuthorize+"?"+authParams(ch).Encode(), nil, nil)
+			rec := f.serve("GET", sitepath.Authorize+"?"+authParams(ch).Encode(), nil, nil)
 			return rec.Code, rec.Header(), rec.Body.String()
 		}, false},
 	}
@@ -106,7 +108,7 @@ func TestNewClientsPerAddress(t *testing.T) {
 	f := limitedFixture(t, RateLimits{NewClients: Per(2, time.Hour, 2)})
 	reg := func(port int) *http.Response {
 		body := `{"client_name":"cli","redirect_uris":["http://127.0.0.1:` + strconv.Itoa(port) + `/cb"]}`
-		return f.serve("POST", PathRegister, strings.NewReader(body), map[string]string{"Content-Type": "application/json"}).Result()
+		return f.serve("POST", sitepath.Register, strings.NewReader(body), map[string]string{"Content-Type": "application/json"}).Result()
 	}
 	for _, p := range []int{1, 2, 1, 2} { // two new clients, then the same two again
 		if r := reg(p); r.StatusCode != http.StatusCreated {

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 func (f *fixture) register(ctype, body string) (int, map[string]any) {
-	rec := f.serve("POST", PathRegister, strings.NewReader(body), map[string]string{"Content-Type": ctype})
+	rec := f.serve("POST", sitepath.Register, strings.NewReader(body), map[string]string{"Content-Type": ctype})
 	var m map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
 		f.t.Fatalf("registration answered non-JSON %d: %s", rec.Code, rec.Body.String())

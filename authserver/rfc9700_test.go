@@ -35,6 +35,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // RFC 9700 §2.1, §4.1.3: exact redirect URI matching; only a loopback registration may vary its port (RFC 8252 §7.3).
@@ -731,7 +733,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 	actions := map[string]bool{}
 	for name, get := range map[string]func() *httptest.ResponseRecorder{
 		"consent":        func() *httptest.ResponseRecorder { return f.authorize(authParams(ch), "student") },
-		"admin overview": func() *httptest.ResponseRecorder { return f.adminGet(PathAdminApplications, "owner") },
+		"admin overview": func() *httptest.ResponseRecorder { return f.adminGet(sitepath.AdminApplications, "owner") },
 		"admin new":      func() *httptest.ResponseRecorder { return f.adminGet(adminPathNew, "owner") },
 		"admin edit":     func() *httptest.ResponseRecorder { return f.adminGet(adminPathEdit+"?client_id="+appID, "owner") },
 		"admin delete":   func() *httptest.ResponseRecorder { return f.adminGet(adminPathDelete+"?client_id="+appID, "owner") },
@@ -769,7 +771,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 		if csrf != "" {
 			form.Set("csrf_token", csrf)
 		}
-		return f.serve("POST", PathConsent, strings.NewReader(form.Encode()), hdr)
+		return f.serve("POST", sitepath.Consent, strings.NewReader(form.Encode()), hdr)
 	}
 	pending := func() (string, string) {
 		page := f.authorize(authParams(ch), "student").Body.String()
@@ -824,7 +826,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 			"scope": {"openid", "account:write"}},
 			func() bool { c, _ := f.store.GetClient(docID); return !c.Reviewed }},
 	}
-	tested := map[string]bool{PathConsent: true}
+	tested := map[string]bool{sitepath.Consent: true}
 	for _, af := range adminForms {
 		tested[af.target] = true
 		for _, tok := range []struct{ name, value string }{
@@ -892,15 +894,15 @@ func TestRFC9700_ReferrerPolicyOnEveryHTMLPage(t *testing.T) {
 			q.Set("client_id", "https://127.0.0.1/client.json")
 			return f.authorize(q, "student")
 		}},
-		{"authorize: wrong method", 405, func() *httptest.ResponseRecorder { return f.serve("POST", PathAuthorize, nil, nil) }},
-		{"consent: wrong method", 405, func() *httptest.ResponseRecorder { return f.serve("GET", PathConsent, nil, nil) }},
+		{"authorize: wrong method", 405, func() *httptest.ResponseRecorder { return f.serve("POST", sitepath.Authorize, nil, nil) }},
+		{"consent: wrong method", 405, func() *httptest.ResponseRecorder { return f.serve("GET", sitepath.Consent, nil, nil) }},
 		{"consent: unknown request", 400, func() *httptest.ResponseRecorder {
-			return f.serve("POST", PathConsent, form(url.Values{"request": {"nope"}}), formHdr)
+			return f.serve("POST", sitepath.Consent, form(url.Values{"request": {"nope"}}), formHdr)
 		}},
 		{"consent: forged token", 403, func() *httptest.ResponseRecorder {
-			return f.serve("POST", PathConsent, form(url.Values{"request": {pendingID}, "csrf_token": {"x"}}), formHdr)
+			return f.serve("POST", sitepath.Consent, form(url.Values{"request": {pendingID}, "csrf_token": {"x"}}), formHdr)
 		}},
-		{"admin overview", 200, func() *httptest.ResponseRecorder { return f.adminGet(PathAdminApplications, "owner") }},
+		{"admin overview", 200, func() *httptest.ResponseRecorder { return f.adminGet(sitepath.AdminApplications, "owner") }},
 		{"admin new", 200, func() *httptest.ResponseRecorder { return f.adminGet(adminPathNew, "owner") }},
 		{"admin edit", 200, func() *httptest.ResponseRecorder { return f.adminGet(adminPathEdit+"?client_id="+appID, "owner") }},
 		{"admin delete", 200, func() *httptest.ResponseRecorder { return f.adminGet(adminPathDelete+"?client_id="+appID, "owner") }},
@@ -910,10 +912,10 @@ func TestRFC9700_ReferrerPolicyOnEveryHTMLPage(t *testing.T) {
 		{"admin refused form", 400, func() *httptest.ResponseRecorder {
 			return f.adminPost(adminPathEdit, "owner", url.Values{"client_id": {appID}, "name": {""}, "csrf_token": {f.adminCSRF()}}, nil)
 		}},
-		{"admin: not an operator", 403, func() *httptest.ResponseRecorder { return f.adminGet(PathAdminApplications, "student") }},
-		{"admin: no such page", 404, func() *httptest.ResponseRecorder { return f.adminGet(PathAdmin+"/nope", "owner") }},
+		{"admin: not an operator", 403, func() *httptest.ResponseRecorder { return f.adminGet(sitepath.AdminApplications, "student") }},
+		{"admin: no such page", 404, func() *httptest.ResponseRecorder { return f.adminGet(sitepath.Admin+"/nope", "owner") }},
 		{"admin: no such client", 404, func() *httptest.ResponseRecorder { return f.adminGet(adminPathEdit+"?client_id=x", "owner") }},
-		{"admin: wrong method", 405, func() *httptest.ResponseRecorder { return f.serve("PUT", PathAdminApplications, nil, nil) }},
+		{"admin: wrong method", 405, func() *httptest.ResponseRecorder { return f.serve("PUT", sitepath.AdminApplications, nil, nil) }},
 		{"admin: CSRF refused", 403, func() *httptest.ResponseRecorder {
 			return f.adminPost(adminPathSwitch, "owner", url.Values{"enabled": {"off"}}, nil)
 		}},
@@ -999,7 +1001,7 @@ func TestRFC9700_NoCredentialsInURLsOrLogs(t *testing.T) {
 		if secret != "" {
 			form.Set("client_secret", secret)
 		}
-		m := post(PathToken, form)
+		m := post(sitepath.Token, form)
 		add("access token", m["access_token"].(string))
 		add("refresh token", m["refresh_token"].(string))
 		return m, form
@@ -1008,26 +1010,26 @@ func TestRFC9700_NoCredentialsInURLsOrLogs(t *testing.T) {
 	// Public member client: authorize, exchange, refresh, userinfo,
 	// introspect, revoke.
 	_, replayed := flow(memberClient, "", memberRedirect, "openid profile email account:read", "student")
-	post(PathToken, replayed) // a replayed code: refused, its grant revoked
+	post(sitepath.Token, replayed) // a replayed code: refused, its grant revoked
 	m, _ := flow(memberClient, "", memberRedirect, "openid profile email account:read", "student")
-	r := post(PathToken, refreshForm(m["refresh_token"].(string)))
+	r := post(sitepath.Token, refreshForm(m["refresh_token"].(string)))
 	add("rotated access token", r["access_token"].(string))
 	add("rotated refresh token", r["refresh_token"].(string))
 	at, rt := r["access_token"].(string), r["refresh_token"].(string)
-	keep(f.serve("GET", PathUserInfo, nil, map[string]string{"Authorization": "Bearer " + at}))
-	keep(f.serve("GET", PathUserInfo, nil, map[string]string{"Authorization": "Bearer " + at + "x"}))
-	post(PathIntrospect, url.Values{"token": {at}, "client_id": {memberClient}})
-	post(PathIntrospect, url.Values{"token": {rt}, "client_id": {memberClient}})
-	post(PathRevoke, url.Values{"token": {at}, "client_id": {memberClient}})
-	post(PathRevoke, url.Values{"token": {rt}, "client_id": {memberClient}})
+	keep(f.serve("GET", sitepath.UserInfo, nil, map[string]string{"Authorization": "Bearer " + at}))
+	keep(f.serve("GET", sitepath.UserInfo, nil, map[string]string{"Authorization": "Bearer " + at + "x"}))
+	post(sitepath.Introspect, url.Values{"token": {at}, "client_id": {memberClient}})
+	post(sitepath.Introspect, url.Values{"token": {rt}, "client_id": {memberClient}})
+	post(sitepath.Revoke, url.Values{"token": {at}, "client_id": {memberClient}})
+	post(sitepath.Revoke, url.Values{"token": {rt}, "client_id": {memberClient}})
 	// A refresh token reused after the grace window.
 	f.clock.Advance(time.Minute)
-	post(PathToken, refreshForm(m["refresh_token"].(string)))
+	post(sitepath.Token, refreshForm(m["refresh_token"].(string)))
 
 	// Confidential vendor.
 	add("vendor client secret", portalSecret)
 	flow(confidential, portalSecret, memberRedirect, "openid account:read", "student")
-	post(PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"sgrt_x"}, "client_id": {confidential},
+	post(sitepath.Token, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"sgrt_x"}, "client_id": {confidential},
 		"client_secret": {portalSecret + "x"}})
 
 	// Confidential member application made in the admin area, its secret
@@ -1035,7 +1037,7 @@ func TestRFC9700_NoCredentialsInURLsOrLogs(t *testing.T) {
 	appID, secret := f.newApp("Logged App", "confidential", "openid", "account:read")
 	add("member application secret", secret)
 	m, _ = flow(appID, secret, appRedirect, "openid account:read", "student")
-	post(PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {m["refresh_token"].(string)},
+	post(sitepath.Token, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {m["refresh_token"].(string)},
 		"client_id": {appID}, "client_secret": {secret}})
 	regen := keep(f.adminPost(adminPathSecret, "owner", url.Values{"client_id": {appID}, "csrf_token": {f.adminCSRF()}}, nil))
 	add("regenerated secret", reClientSecret.FindStringSubmatch(regen.Body.String())[1])
@@ -1052,12 +1054,12 @@ func TestRFC9700_NoCredentialsInURLsOrLogs(t *testing.T) {
 	// Tokens in a URL are refused outright.
 	// (RFC 6750 §3.1: invalid_request, 400), even beside a valid header.
 	for _, hdr := range []map[string]string{nil, {"Authorization": "Bearer " + at}} {
-		rec := keep(f.serve("GET", PathUserInfo+"?access_token="+url.QueryEscape(at), nil, hdr))
+		rec := keep(f.serve("GET", sitepath.UserInfo+"?access_token="+url.QueryEscape(at), nil, hdr))
 		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="invalid_request"`) {
 			t.Errorf("access token in the query: %d %q", rec.Code, rec.Header().Get("WWW-Authenticate"))
 		}
 	}
-	if rec := keep(f.serve("POST", PathToken+"?grant_type=refresh_token&refresh_token="+url.QueryEscape(rt),
+	if rec := keep(f.serve("POST", sitepath.Token+"?grant_type=refresh_token&refresh_token="+url.QueryEscape(rt),
 		strings.NewReader("client_id="+memberClient), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})); rec.Code != http.StatusBadRequest {
 		t.Errorf("token request parameters in the query: %d", rec.Code)
 	}
@@ -1298,14 +1300,14 @@ func TestRFC9700_IssuerNeverTakenFromRequestHeaders(t *testing.T) {
 		}
 	}
 
-	for _, p := range []string{PathASMetadata, PathOIDCConfig, PathProtectedResource} {
+	for _, p := range []string{sitepath.ASMetadata, sitepath.OIDCConfig, sitepath.ProtectedResource} {
 		rec := forged("GET", p, "", nil)
 		var doc map[string]any
 		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
 			t.Fatalf("%s: %d", p, rec.Code)
 		}
 		noEvil(p, rec.Body.String())
-		if want := "issuer"; p == PathProtectedResource {
+		if want := "issuer"; p == sitepath.ProtectedResource {
 			if doc["resource"] != issuer {
 				t.Errorf("%s resource = %v", p, doc["resource"])
 			}
@@ -1318,14 +1320,14 @@ func TestRFC9700_IssuerNeverTakenFromRequestHeaders(t *testing.T) {
 	// and the resource challenge.
 	v, ch := pkce()
 	q := authParams(ch)
-	login := forged("GET", PathAuthorize+"?"+q.Encode(), "", nil)
-	if loc := login.Header().Get("Location"); !strings.HasPrefix(loc, issuer+"/login?return_to="+url.QueryEscape(issuer+PathAuthorize)) {
+	login := forged("GET", sitepath.Authorize+"?"+q.Encode(), "", nil)
+	if loc := login.Header().Get("Location"); !strings.HasPrefix(loc, issuer+"/login?return_to="+url.QueryEscape(issuer+sitepath.Authorize)) {
 		t.Errorf("login redirect: %q", loc)
 	}
-	page := forged("GET", PathAuthorize+"?"+q.Encode(), "", map[string]string{"Cookie": "session=student"})
+	page := forged("GET", sitepath.Authorize+"?"+q.Encode(), "", map[string]string{"Cookie": "session=student"})
 	form := url.Values{"request": {reRequest.FindStringSubmatch(page.Body.String())[1]},
 		"csrf_token": {reCSRF.FindStringSubmatch(page.Body.String())[1]}, "decision": {"approve"}}
-	cb := forged("POST", PathConsent, form.Encode(), map[string]string{"Cookie": "session=student",
+	cb := forged("POST", sitepath.Consent, form.Encode(), map[string]string{"Cookie": "session=student",
 		"Content-Type": "application/x-www-form-urlencoded", "Origin": issuer})
 	p := redirectParams(t, cb, memberRedirect+"?")
 	if p.Get("iss") != issuer {
@@ -1333,7 +1335,7 @@ func TestRFC9700_IssuerNeverTakenFromRequestHeaders(t *testing.T) {
 	}
 	tokenForm := url.Values{"grant_type": {"authorization_code"}, "code": {p.Get("code")}, "redirect_uri": {memberRedirect},
 		"client_id": {memberClient}, "code_verifier": {v}, "resource": {issuer}}
-	rec := forged("POST", PathToken, tokenForm.Encode(), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	rec := forged("POST", sitepath.Token, tokenForm.Encode(), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	var m map[string]any
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &m) != nil {
 		t.Fatalf("token: %d %s", rec.Code, rec.Body)
@@ -1341,15 +1343,15 @@ func TestRFC9700_IssuerNeverTakenFromRequestHeaders(t *testing.T) {
 	if claims := verifyIDToken(t, f, m["id_token"].(string)); claims["iss"] != issuer {
 		t.Errorf("id_token iss = %v", claims["iss"])
 	}
-	rec = forged("POST", PathIntrospect, url.Values{"token": {m["access_token"].(string)}, "client_id": {memberClient}}.Encode(),
+	rec = forged("POST", sitepath.Introspect, url.Values{"token": {m["access_token"].(string)}, "client_id": {memberClient}}.Encode(),
 		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	noEvil("introspection", rec.Body.String())
 	var intro map[string]any
 	if json.Unmarshal(rec.Body.Bytes(), &intro) != nil || intro["iss"] != issuer || intro["aud"] != issuer {
 		t.Errorf("introspection: %s", rec.Body)
 	}
-	rec = forged("GET", PathUserInfo, "", nil)
-	if wa := rec.Header().Get("WWW-Authenticate"); !strings.Contains(wa, `resource_metadata="`+issuer+PathProtectedResource+`"`) {
+	rec = forged("GET", sitepath.UserInfo, "", nil)
+	if wa := rec.Header().Get("WWW-Authenticate"); !strings.Contains(wa, `resource_metadata="`+issuer+sitepath.ProtectedResource+`"`) {
 		t.Errorf("challenge: %q", wa)
 	}
 }
@@ -1359,14 +1361,14 @@ func TestRFC9700_RevokedAccessTokenRefusedImmediately(t *testing.T) {
 	f := newFixture(t)
 	revoke := func(tok string) {
 		t.Helper()
-		rec := f.serve("POST", PathRevoke, strings.NewReader(url.Values{"token": {tok}, "client_id": {memberClient}}.Encode()),
+		rec := f.serve("POST", sitepath.Revoke, strings.NewReader(url.Values{"token": {tok}, "client_id": {memberClient}}.Encode()),
 			map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 		if rec.Code != 200 {
 			t.Fatalf("revoke: %d %s", rec.Code, rec.Body)
 		}
 	}
 	userinfo := func(at string) int {
-		return f.serve("GET", PathUserInfo, nil, map[string]string{"Authorization": "Bearer " + at}).Code
+		return f.serve("GET", sitepath.UserInfo, nil, map[string]string{"Authorization": "Bearer " + at}).Code
 	}
 	for _, which := range []string{"access_token", "refresh_token"} {
 		t.Run("revoking the "+which, func(t *testing.T) {
@@ -1412,7 +1414,7 @@ func (c bcpCred) forms() []string {
 }
 
 func bcpIntrospect(f *fixture, tok, client string) map[string]any {
-	rec := f.serve("POST", PathIntrospect, strings.NewReader(url.Values{"token": {tok}, "client_id": {client}}.Encode()),
+	rec := f.serve("POST", sitepath.Introspect, strings.NewReader(url.Values{"token": {tok}, "client_id": {client}}.Encode()),
 		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 	var m map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {

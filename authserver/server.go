@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // Server is one site's authorization server.
@@ -80,15 +81,15 @@ func (s *Server) Issuer() string { return s.cfg.Issuer }
 // Keys returns the site's signing keys.
 func (s *Server) Keys() *Keys { return s.keys }
 
-// ServeHTTP serves every path Owns reports; unknown ones get a JSON 404.
+// ServeHTTP serves every path sitepath.IsAuthServer reports; unknown ones get a JSON 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if isAdminPath(r.URL.Path) {
+	if sitepath.IsAdmin(r.URL.Path) {
 		// The admin area is same-origin HTML behind the site's cookies:
 		// no CORS, its own security headers and CSRF checks.
 		s.handleAdmin(w, r)
 		return
 	}
-	cors := r.URL.Path != PathAuthorize && r.URL.Path != PathConsent
+	cors := r.URL.Path != sitepath.Authorize && r.URL.Path != sitepath.Consent
 	if cors {
 		setCORS(w)
 		if r.Method == http.MethodOptions {
@@ -97,33 +98,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch r.URL.Path {
-	case PathProtectedResource, PathASMetadata, PathOIDCConfig:
+	case sitepath.ProtectedResource, sitepath.ASMetadata, sitepath.OIDCConfig:
 		s.getOnly(w, r, s.serveDiscovery)
-	case PathJWKS:
+	case sitepath.JWKS:
 		s.getOnly(w, r, s.serveJWKS)
-	case PathAuthorize:
+	case sitepath.Authorize:
 		if !s.limited(w, r, s.limits.authorize, true) {
 			s.handleAuthorize(w, r)
 		}
-	case PathConsent:
+	case sitepath.Consent:
 		if !s.limited(w, r, s.limits.authorize, true) {
 			s.handleConsent(w, r)
 		}
-	case PathToken:
+	case sitepath.Token:
 		if !s.limited(w, r, s.limits.token, false) {
 			s.handleToken(w, r)
 		}
-	case PathUserInfo:
+	case sitepath.UserInfo:
 		s.handleUserInfo(w, r)
-	case PathRevoke:
+	case sitepath.Revoke:
 		if !s.limited(w, r, s.limits.revoke, false) {
 			s.handleRevoke(w, r)
 		}
-	case PathIntrospect:
+	case sitepath.Introspect:
 		if !s.limited(w, r, s.limits.revoke, false) {
 			s.handleIntrospect(w, r)
 		}
-	case PathRegister:
+	case sitepath.Register:
 		if !s.limited(w, r, s.limits.register, false) {
 			s.handleRegister(w, r)
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 func TestCodeExchangeIssuesTokensAndIDToken(t *testing.T) {
@@ -45,7 +47,7 @@ func TestCodeExchangeIssuesTokensAndIDToken(t *testing.T) {
 // verifyIDToken checks the signature against the published JWKS by kid.
 func verifyIDToken(t *testing.T, f *fixture, raw string) map[string]any {
 	t.Helper()
-	rec := f.serve("GET", PathJWKS, nil, nil)
+	rec := f.serve("GET", sitepath.JWKS, nil, nil)
 	set, err := jwk.Parse(rec.Body.Bytes())
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func TestTokenEndpointRequestShape(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := f.serve(tc.method, PathToken+tc.query, strings.NewReader(tc.body), map[string]string{"Content-Type": tc.ctype})
+			rec := f.serve(tc.method, sitepath.Token+tc.query, strings.NewReader(tc.body), map[string]string{"Content-Type": tc.ctype})
 			var m map[string]any
 			if rec.Code != tc.status || json.Unmarshal(rec.Body.Bytes(), &m) != nil || m["error"] == nil {
 				t.Errorf("got %d %s", rec.Code, rec.Body.String())
@@ -274,7 +276,7 @@ func TestSecretsAndTokensAreHashedAtRest(t *testing.T) {
 func TestUserInfo(t *testing.T) {
 	f := newFixture(t)
 	at := f.tokens()["access_token"].(string)
-	rec := f.serve("GET", PathUserInfo, nil, map[string]string{"Authorization": "Bearer " + at})
+	rec := f.serve("GET", sitepath.UserInfo, nil, map[string]string{"Authorization": "Bearer " + at})
 	var m map[string]any
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &m) != nil {
 		t.Fatalf("userinfo: %d %s", rec.Code, rec.Body.String())
@@ -284,7 +286,7 @@ func TestUserInfo(t *testing.T) {
 		t.Errorf("userinfo: %v", m)
 	}
 	for _, auth := range []string{"", "Bearer nope", "Bearer sgat_unknown", "Basic abc"} {
-		rec := f.serve("GET", PathUserInfo, nil, map[string]string{"Authorization": auth})
+		rec := f.serve("GET", sitepath.UserInfo, nil, map[string]string{"Authorization": auth})
 		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Header().Get("WWW-Authenticate"), "resource_metadata=") {
 			t.Errorf("%q: %d %q", auth, rec.Code, rec.Header().Get("WWW-Authenticate"))
 		}
@@ -297,7 +299,7 @@ func TestRevocation(t *testing.T) {
 	at, rt := m["access_token"].(string), m["refresh_token"].(string)
 	revoke := func(token, client string) int {
 		form := url.Values{"token": {token}, "client_id": {client}}
-		return f.serve("POST", PathRevoke, strings.NewReader(form.Encode()),
+		return f.serve("POST", sitepath.Revoke, strings.NewReader(form.Encode()),
 			map[string]string{"Content-Type": "application/x-www-form-urlencoded"}).Code
 	}
 	// Another client's revocation is a silent no-op.
@@ -341,7 +343,7 @@ func TestIntrospection(t *testing.T) {
 	m := f.tokens()
 	introspect := func(token, client string) map[string]any {
 		form := url.Values{"token": {token}, "client_id": {client}}
-		rec := f.serve("POST", PathIntrospect, strings.NewReader(form.Encode()),
+		rec := f.serve("POST", sitepath.Introspect, strings.NewReader(form.Encode()),
 			map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 		var out map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
@@ -370,10 +372,10 @@ func TestIntrospection(t *testing.T) {
 
 func TestDiscoveryFollowsKeys(t *testing.T) {
 	f := newFixture(t)
-	rec := f.serve("GET", PathOIDCConfig, nil, nil)
+	rec := f.serve("GET", sitepath.OIDCConfig, nil, nil)
 	var m map[string]any
 	_ = json.Unmarshal(rec.Body.Bytes(), &m)
-	if m["jwks_uri"] != issuer+PathJWKS || m["issuer"] != issuer {
+	if m["jwks_uri"] != issuer+sitepath.JWKS || m["issuer"] != issuer {
 		t.Errorf("discovery: %v", m)
 	}
 	// Rotation publishes the new key before it signs.
@@ -381,7 +383,7 @@ func TestDiscoveryFollowsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jwks := f.serve("GET", PathJWKS, nil, nil).Body.String()
+	jwks := f.serve("GET", sitepath.JWKS, nil, nil).Body.String()
 	if !strings.Contains(jwks, kid) {
 		t.Error("a rotated key must be published at once")
 	}
@@ -437,9 +439,9 @@ func TestConfidentialLoopbackClientAuthentication(t *testing.T) {
 		}
 		return out
 	}
-	for _, path := range []string{PathToken, PathRevoke, PathIntrospect} {
+	for _, path := range []string{sitepath.Token, sitepath.Revoke, sitepath.Introspect} {
 		form := exchange
-		if path != PathToken {
+		if path != sitepath.Token {
 			form = url.Values{"token": {"sgat_unknown"}, "client_id": {id}}
 		}
 		for _, tc := range []struct {
@@ -457,22 +459,22 @@ func TestConfidentialLoopbackClientAuthentication(t *testing.T) {
 		}
 	}
 
-	status, tok := post(PathToken, with(exchange, secret), false)
+	status, tok := post(sitepath.Token, with(exchange, secret), false)
 	if status != http.StatusOK {
 		t.Fatalf("exchange with the secret: %d %v", status, tok)
 	}
 	at := tok["access_token"].(string)
-	if status, m := post(PathIntrospect, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); status != 200 || m["active"] != true {
+	if status, m := post(sitepath.Introspect, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); status != 200 || m["active"] != true {
 		t.Errorf("introspection with the secret: %d %v", status, m)
 	}
 	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)}, "client_id": {id}}
-	if status, m := post(PathToken, refresh, false); status != http.StatusUnauthorized || m["error"] != "invalid_client" {
+	if status, m := post(sitepath.Token, refresh, false); status != http.StatusUnauthorized || m["error"] != "invalid_client" {
 		t.Errorf("refresh without the secret: %d %v", status, m)
 	}
-	if status, _ := post(PathRevoke, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); status != 200 {
+	if status, _ := post(sitepath.Revoke, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); status != 200 {
 		t.Errorf("revocation with the secret: %d", status)
 	}
-	if _, m := post(PathIntrospect, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); m["active"] != false {
+	if _, m := post(sitepath.Introspect, url.Values{"token": {at}, "client_id": {id}, "client_secret": {secret}}, false); m["active"] != false {
 		t.Errorf("the revoked token is still active: %v", m)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/schoolgate/schoolgate/docs"
 	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // siteExtras are the parts of a school beside the authorization server:
@@ -35,8 +36,6 @@ type siteExtras struct {
 	// inputs must not be stored over one from newer inputs.
 	rebuild sync.Mutex
 }
-
-const pathMCP = "/mcp"
 
 func (s *site) provisionExtras(ctx caddy.Context) error {
 	logger := ctx.Slogger()
@@ -144,7 +143,7 @@ func (s *site) refreshCatalog(ctx context.Context, src string, every time.Durati
 // serveExtras answers /mcp and the documents.
 func (s *site) serveExtras(w http.ResponseWriter, r *http.Request) bool {
 	path := r.URL.Path
-	if path == pathMCP || path == pathMCP+"/" {
+	if sitepath.IsMCP(path) {
 		s.serveMCP(w, r)
 		return true
 	}
@@ -190,7 +189,7 @@ func (s *site) accountQuery(ctx context.Context, id *mcpserver.Identity, query s
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.gateway.Upstream+"/account/graphql", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.gateway.Upstream+sitepath.Account, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // ServeHTTP routes a request: the gateway's own endpoints are answered
@@ -25,7 +25,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	switch {
-	case authserver.Owns(r.URL.Path):
+	case sitepath.IsAuthServer(r.URL.Path):
 		s.as.ServeHTTP(w, r)
 		return nil
 	case s.serveExtras(w, r):

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // validateWithKin loads the document with kin-openapi, a strict
@@ -30,8 +32,8 @@ func TestOpenAPIValidates(t *testing.T) {
 		"switch off":      func() Site { s := testSite(); s.MCPConnections = false; return s }(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			validateWithKin(t, body(t, mustBuild(t, s, testFeed()), PathOpenAPI))
-			validateWithKin(t, body(t, mustBuild(t, s, nil), PathOpenAPI))
+			validateWithKin(t, body(t, mustBuild(t, s, testFeed()), sitepath.OpenAPI))
+			validateWithKin(t, body(t, mustBuild(t, s, nil), sitepath.OpenAPI))
 		})
 	}
 }
@@ -75,7 +77,7 @@ const schoolAdminOpenAPI = `{
 func TestAdminOpenAPIMerge(t *testing.T) {
 	s := testSite()
 	s.AdminOpenAPI = []byte(schoolAdminOpenAPI)
-	raw := body(t, mustBuild(t, s, testFeed()), PathOpenAPI)
+	raw := body(t, mustBuild(t, s, testFeed()), sitepath.OpenAPI)
 	kin := validateWithKin(t, raw)
 	doc := decodeOpenAPI(t, mustBuild(t, s, testFeed()))
 	paths := doc["paths"].(map[string]any)
@@ -140,7 +142,7 @@ func TestAdminOpenAPIWithTheGatewayPolicy(t *testing.T) {
 		}
 		return []string{"analytics:read"}, true
 	}
-	kin := validateWithKin(t, body(t, mustBuild(t, s, nil), PathOpenAPI))
+	kin := validateWithKin(t, body(t, mustBuild(t, s, nil), sitepath.OpenAPI))
 	if kin.Paths.Value("/admin/api/courses/{id}").Delete != nil {
 		t.Error("an operation the policy denies is advertised")
 	}

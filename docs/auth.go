@@ -5,8 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // mdWriter collects a Markdown document line by line.
@@ -59,7 +58,7 @@ func renderAuth(s Site) string {
 	m.blank()
 	m.line("The discovery documents are the source of truth for endpoints, grant types and scopes. Where this "+
 		"page disagrees with the authorization-server metadata, the metadata wins. The machine-readable API "+
-		"description is [openapi.json](%s).", u(PathOpenAPI))
+		"description is [openapi.json](%s).", u(sitepath.OpenAPI))
 	m.blank()
 	m.line("The WorkOS-style `agent_auth` extension (`identity_assertion` via ID-JAG, `service_auth`, anonymous " +
 		"claim ceremony) is not supported: do not attempt it or call an `identity_endpoint` or `register_uri` for it.")
@@ -70,18 +69,18 @@ func renderAuth(s Site) string {
 	m.line("| What | URL |")
 	m.line("|---|---|")
 	for _, row := range [][2]string{
-		{"Protected resource metadata (RFC 9728)", u(authserver.PathProtectedResource)},
-		{"Authorization server metadata (RFC 8414)", u(authserver.PathASMetadata)},
-		{"OpenID Connect discovery", u(authserver.PathOIDCConfig)},
-		{"JSON Web Key Set (ID-token keys)", u(authserver.PathJWKS)},
-		{"Authorization", u(authserver.PathAuthorize)},
-		{"Token", u(authserver.PathToken)},
-		{"UserInfo", u(authserver.PathUserInfo)},
-		{"Revocation (RFC 7009)", u(authserver.PathRevoke)},
-		{"Introspection (RFC 7662)", u(authserver.PathIntrospect)},
-		{"Client registration", u(authserver.PathRegister)},
-		{"Member Account API (GraphQL)", u(policy.PathAccount)},
-		{"MCP server (Streamable HTTP)", u(pathMCP)},
+		{"Protected resource metadata (RFC 9728)", u(sitepath.ProtectedResource)},
+		{"Authorization server metadata (RFC 8414)", u(sitepath.ASMetadata)},
+		{"OpenID Connect discovery", u(sitepath.OIDCConfig)},
+		{"JSON Web Key Set (ID-token keys)", u(sitepath.JWKS)},
+		{"Authorization", u(sitepath.Authorize)},
+		{"Token", u(sitepath.Token)},
+		{"UserInfo", u(sitepath.UserInfo)},
+		{"Revocation (RFC 7009)", u(sitepath.Revoke)},
+		{"Introspection (RFC 7662)", u(sitepath.Introspect)},
+		{"Client registration", u(sitepath.Register)},
+		{"Member Account API (GraphQL)", u(sitepath.Account)},
+		{"MCP server (Streamable HTTP)", u(sitepath.MCP)},
 	} {
 		m.line("| %s | `%s` |", row[0], row[1])
 	}
@@ -95,7 +94,7 @@ func renderAuth(s Site) string {
 	m.line("- **Member clients** act for one signed-in member of this site. They read that person's enrollments, "+
 		"progress, orders and event registrations through `%s` and `%s`. They request `%s` and send "+
 		"`resource=%s`; the token is bound to this origin and reads one person's data at this site only.",
-		policy.PathAccount, pathMCP, memberScopes, s.Issuer)
+		sitepath.Account, sitepath.MCP, memberScopes, s.Issuer)
 	if s.AdminPrefix != "" {
 		m.line("- **Operator clients** act for a site operator (a person with the role `owner`, `admin` or "+
 			"`operator`) and use the admin API under `%s` with the operator scopes: every scope below except "+
@@ -112,9 +111,9 @@ func renderAuth(s Site) string {
 	m.line("## 1. Discover")
 	m.blank()
 	m.code("sh",
-		"curl "+u(authserver.PathProtectedResource),
-		"curl "+u(authserver.PathASMetadata),
-		"curl "+u(authserver.PathOIDCConfig))
+		"curl "+u(sitepath.ProtectedResource),
+		"curl "+u(sitepath.ASMetadata),
+		"curl "+u(sitepath.OIDCConfig))
 	m.line("The protected resource metadata names the resource (`%s`), its authorization server (`%s`) and the "+
 		"scopes a member client requests (`%s`). The authorization server metadata lists every scope, "+
 		"`code_challenge_methods_supported: [\"S256\"]`, `client_id_metadata_document_supported: true` and, only "+
@@ -146,7 +145,7 @@ func renderAuth(s Site) string {
 		"same request again returns the same client.")
 	m.blank()
 	m.code("sh",
-		"curl -X POST "+u(authserver.PathRegister)+" \\",
+		"curl -X POST "+u(sitepath.Register)+" \\",
 		"  -H 'Content-Type: application/json' \\",
 		`  -d '{"client_name": "my-cli", "application_type": "native",`,
 		`       "redirect_uris": ["http://127.0.0.1:8765/callback"],`,
@@ -173,7 +172,7 @@ func renderAuth(s Site) string {
 		"admin area, **Developers → OAuth applications** (<%s>), chooses its scopes and passes the `client_id` "+
 		"(and a secret for a confidential client) to the client's developer. Anyone with a role at the site, "+
 		"students included, may then authorize it. That area appears once the operator enables the beta feature "+
-		"**MCP connections**.", u(authserver.PathAdminApplications))
+		"**MCP connections**.", u(sitepath.AdminApplications))
 	m.blank()
 	if s.MCPConnections {
 		m.line("MCP connections is currently **on** at this site: operators can create member applications.")
@@ -214,7 +213,7 @@ func renderAuth(s Site) string {
 	m.line("Send the user's browser to the authorization endpoint (a member client; `resource` is required for "+
 		"member tokens and its value is `%s`):", s.Issuer)
 	m.blank()
-	m.code("", u(authserver.PathAuthorize)+"?"+q.Encode())
+	m.code("", u(sitepath.Authorize)+"?"+q.Encode())
 	m.line("| Parameter | Required | Notes |")
 	m.line("|---|---|---|")
 	m.line("| `response_type` | yes | `code` |")
@@ -242,7 +241,7 @@ func renderAuth(s Site) string {
 	m.line("## 4. Exchange the code")
 	m.blank()
 	m.code("sh",
-		"curl -X POST "+u(authserver.PathToken)+" \\",
+		"curl -X POST "+u(sitepath.Token)+" \\",
 		"  -d grant_type=authorization_code \\",
 		"  -d code=AUTHORIZATION_CODE \\",
 		"  --data-urlencode redirect_uri=http://127.0.0.1:8765/callback \\",
@@ -270,10 +269,10 @@ func renderAuth(s Site) string {
 	m.line("## 5. Call the Account API")
 	m.blank()
 	m.line("`POST %s` reads the signed-in member's data. The token must carry `account:read` and be bound to `%s`. "+
-		"There is no anonymous mode.", policy.PathAccount, s.Issuer)
+		"There is no anonymous mode.", sitepath.Account, s.Issuer)
 	m.blank()
 	m.code("sh",
-		"curl -X POST "+u(policy.PathAccount)+" \\",
+		"curl -X POST "+u(sitepath.Account)+" \\",
 		"  -H 'Authorization: Bearer ACCESS_TOKEN' \\",
 		"  -H 'Content-Type: application/json' \\",
 		`  -d '{"query": "`+exampleViewerQuery+`"}'`)
@@ -288,7 +287,7 @@ func renderAuth(s Site) string {
 
 	m.line("## 6. MCP at /mcp")
 	m.blank()
-	m.line("`%s` is an MCP server over Streamable HTTP (stateless; send JSON-RPC messages with POST).", u(pathMCP))
+	m.line("`%s` is an MCP server over Streamable HTTP (stateless; send JSON-RPC messages with POST).", u(sitepath.MCP))
 	m.blank()
 	m.line("- **Anonymous** (no `Authorization` header): public catalog tools only (`search_catalog`, " +
 		"`get_course`, `list_events`, `list_membership_plans`).")
@@ -326,7 +325,7 @@ func renderAuth(s Site) string {
 	m.line("## Refresh")
 	m.blank()
 	m.code("sh",
-		"curl -X POST "+u(authserver.PathToken)+" \\",
+		"curl -X POST "+u(sitepath.Token)+" \\",
 		"  -d grant_type=refresh_token \\",
 		"  -d refresh_token=REFRESH_TOKEN \\",
 		"  -d client_id=CLIENT_ID")
@@ -338,7 +337,7 @@ func renderAuth(s Site) string {
 	m.line("## Revocation")
 	m.blank()
 	m.code("sh",
-		"curl -X POST "+u(authserver.PathRevoke)+" \\",
+		"curl -X POST "+u(sitepath.Revoke)+" \\",
 		"  -d token=REFRESH_TOKEN \\",
 		"  -d client_id=CLIENT_ID")
 	m.line("Form fields `token` (access or refresh token) and `client_id` (plus `client_secret` for confidential " +
@@ -348,7 +347,7 @@ func renderAuth(s Site) string {
 	m.line("## Introspection")
 	m.blank()
 	m.code("sh",
-		"curl -X POST "+u(authserver.PathIntrospect)+" \\",
+		"curl -X POST "+u(sitepath.Introspect)+" \\",
 		"  -d token=ACCESS_TOKEN \\",
 		"  -d client_id=CLIENT_ID")
 	m.line("RFC 7662. A client sees its own tokens only; anything else is `{\"active\": false}`. `aud` is the "+
@@ -358,7 +357,7 @@ func renderAuth(s Site) string {
 
 	m.line("## UserInfo")
 	m.blank()
-	m.code("sh", "curl "+u(authserver.PathUserInfo)+" -H 'Authorization: Bearer ACCESS_TOKEN'")
+	m.code("sh", "curl "+u(sitepath.UserInfo)+" -H 'Authorization: Bearer ACCESS_TOKEN'")
 	m.line("Returns `sub`, `email` (with the `email` scope), `name`, `org_id` and `roles`. The token needs `openid`.")
 	m.blank()
 
@@ -368,7 +367,7 @@ func renderAuth(s Site) string {
 		"`id_token_signing_alg_values_supported` and `jwks_uri`), the ID token:")
 	m.blank()
 	m.line("- is signed with ES256; the signature validates against the key named by `kid` at `jwks_uri` (%s);",
-		u(authserver.PathJWKS))
+		u(sitepath.JWKS))
 	m.line("- has `iss` = `%s` and `aud` = your `client_id`;", s.Issuer)
 	m.line("- expires 10 minutes after issue (`exp`); allow no more than your verifier's usual clock skew;")
 	m.line("- echoes the `nonce` you sent;")
@@ -397,7 +396,7 @@ func renderAuth(s Site) string {
 	m.line("Challenges look like `WWW-Authenticate: Bearer error=\"invalid_token\", error_description=\"...\", "+
 		"resource_metadata=\"%s\"` (with `scope=\"...\"` on `insufficient_scope`). A request without a token to "+
 		"`/mcp` is served as anonymous; the same request to `%s` gets 401 `invalid_token`.",
-		u(authserver.PathProtectedResource), policy.PathAccount)
+		u(sitepath.ProtectedResource), sitepath.Account)
 	m.blank()
 
 	m.line("## Scopes")

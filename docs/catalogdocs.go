@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // Caps keep the documents readable for huge catalogs; the MCP server's
@@ -164,23 +164,23 @@ func renderLLMs(s Site, feed *catalog.Feed, now time.Time) string {
 		"through the MCP server at %s (Streamable HTTP, no sign-in needed). A member's own enrollments, progress, "+
 		"orders and event registrations need an OAuth 2.0 member token (Authorization Code with PKCE S256, "+
 		"`resource=%s`): see the [authentication guide](%s). Prices are in [pricing.md](%s).",
-		s.Issuer, u(pathMCP), s.Issuer, u(PathAuth), u(PathPricing))
+		s.Issuer, u(sitepath.MCP), s.Issuer, u(sitepath.AuthGuide), u(sitepath.Pricing))
 	m.blank()
 
 	m.line("## Docs")
 	m.blank()
 	m.line("- [OpenAPI](%s): OpenAPI %s description of this origin: OAuth endpoints, the member Account API, "+
-		"the MCP endpoint and the operator admin API", u(PathOpenAPI), openAPIVersion)
+		"the MCP endpoint and the operator admin API", u(sitepath.OpenAPI), openAPIVersion)
 	m.line("- [Authentication guide](%s): how to get a client_id, authorize with PKCE, exchange, refresh and "+
-		"revoke tokens, with this site's URLs", u(PathAuth))
-	m.line("- [Pricing](%s): courses, membership plans, events and digital products with prices", u(PathPricing))
+		"revoke tokens, with this site's URLs", u(sitepath.AuthGuide))
+	m.line("- [Pricing](%s): courses, membership plans, events and digital products with prices", u(sitepath.Pricing))
 	m.line("- [MCP server](%s): Streamable HTTP; anonymous catalog tools (search_catalog, get_course, "+
-		"list_events, list_membership_plans), member tools with a member token", u(pathMCP))
+		"list_events, list_membership_plans), member tools with a member token", u(sitepath.MCP))
 	m.line("- [Protected resource metadata](%s): RFC 9728 discovery of the resource and its scopes",
-		u(authserver.PathProtectedResource))
+		u(sitepath.ProtectedResource))
 	m.line("- [Authorization server metadata](%s): RFC 8414 discovery of endpoints, grant types and scopes",
-		u(authserver.PathASMetadata))
-	m.line("- [OpenID Connect discovery](%s)", u(authserver.PathOIDCConfig))
+		u(sitepath.ASMetadata))
+	m.line("- [OpenID Connect discovery](%s)", u(sitepath.OIDCConfig))
 	m.blank()
 
 	m.line("## Courses")
@@ -194,7 +194,7 @@ func renderLLMs(s Site, feed *catalog.Feed, now time.Time) string {
 		for i, c := range feed.Courses {
 			if i == llmsMaxCourses {
 				m.line("- %d more courses are not listed here: search them with the search_catalog tool of the "+
-					"[MCP server](%s)", len(feed.Courses)-llmsMaxCourses, u(pathMCP))
+					"[MCP server](%s)", len(feed.Courses)-llmsMaxCourses, u(sitepath.MCP))
 				break
 			}
 			note := mdText(c.Summary, summaryRunes)
@@ -220,7 +220,7 @@ func renderLLMs(s Site, feed *catalog.Feed, now time.Time) string {
 			for i, e := range events {
 				if i == llmsMaxOther {
 					m.line("- %d more upcoming events: use the list_events tool of the [MCP server](%s)",
-						len(events)-llmsMaxOther, u(pathMCP))
+						len(events)-llmsMaxOther, u(sitepath.MCP))
 					break
 				}
 				m.line("- %s: event, %s, %s", link(title(e.Title, e.Slug), itemURL(s.Issuer, eventPath, e.Slug, e.Extra)),
@@ -229,7 +229,7 @@ func renderLLMs(s Site, feed *catalog.Feed, now time.Time) string {
 			for i, p := range feed.MembershipPlans {
 				if i == llmsMaxOther {
 					m.line("- %d more membership plans: use the list_membership_plans tool of the [MCP server](%s)",
-						len(feed.MembershipPlans)-llmsMaxOther, u(pathMCP))
+						len(feed.MembershipPlans)-llmsMaxOther, u(sitepath.MCP))
 					break
 				}
 				m.line("- %s: membership plan, %s", link(title(p.Name, p.Slug), itemURL(s.Issuer, planPath, p.Slug, p.Extra)),
@@ -238,7 +238,7 @@ func renderLLMs(s Site, feed *catalog.Feed, now time.Time) string {
 			for i, d := range feed.DigitalProducts {
 				if i == llmsMaxOther {
 					m.line("- %d more digital products: search them with the search_catalog tool of the [MCP server](%s)",
-						len(feed.DigitalProducts)-llmsMaxOther, u(pathMCP))
+						len(feed.DigitalProducts)-llmsMaxOther, u(sitepath.MCP))
 					break
 				}
 				m.line("- %s: digital product, %s", link(title(d.Title, d.Slug), itemURL(s.Issuer, productPath, d.Slug, d.Extra)),
@@ -261,7 +261,7 @@ func renderPricing(s Site, feed *catalog.Feed, now time.Time) string {
 	}
 	m.line("What <%s> sells, from the school's catalog. Amounts are in the currency shown, in its main unit; "+
 		"the checkout on the site is authoritative. The public catalog can also be searched with the "+
-		"search_catalog tool of the MCP server at <%s>.", s.Issuer, s.Issuer+pathMCP)
+		"search_catalog tool of the MCP server at <%s>.", s.Issuer, s.Issuer+sitepath.MCP)
 	m.blank()
 	if feedEmpty(feed) {
 		m.line("The catalog lists nothing for sale.")

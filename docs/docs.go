@@ -18,19 +18,8 @@ import (
 
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
-
-// The paths of the documents on the site origin.
-const (
-	PathOpenAPI = "/openapi.json"
-	PathAuth    = "/auth.md"
-	PathLLMs    = "/llms.txt"
-	PathPricing = "/pricing.md"
-)
-
-// pathMCP is where the site's MCP server answers (the Caddy adapter mounts
-// it there; the mcpserver package is not imported for one constant).
-const pathMCP = "/mcp"
 
 // Content types. llms.txt is Markdown by the llmstxt.org convention, but it
 // is served as text/plain: the .txt name promises plain text, browsers show
@@ -93,10 +82,10 @@ func Build(s Site, feed *catalog.Feed, now time.Time) (*Set, error) {
 		return nil, fmt.Errorf("openapi.json: %w", err)
 	}
 	set := &Set{docs: map[string]*document{
-		PathOpenAPI: newDocument(openapi, typeJSON),
-		PathAuth:    newDocument([]byte(renderAuth(site)), typeMarkdown),
-		PathLLMs:    newDocument([]byte(renderLLMs(site, feed, now)), typeText),
-		PathPricing: newDocument([]byte(renderPricing(site, feed, now)), typeMarkdown),
+		sitepath.OpenAPI:   newDocument(openapi, typeJSON),
+		sitepath.AuthGuide: newDocument([]byte(renderAuth(site)), typeMarkdown),
+		sitepath.LLMs:      newDocument([]byte(renderLLMs(site, feed, now)), typeText),
+		sitepath.Pricing:   newDocument([]byte(renderPricing(site, feed, now)), typeMarkdown),
 	}}
 	return set, nil
 }

@@ -7,15 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
-	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 func decodeOpenAPI(t *testing.T, set *Set) map[string]any {
 	t.Helper()
 	var doc map[string]any
-	if err := json.Unmarshal([]byte(body(t, set, PathOpenAPI)), &doc); err != nil {
+	if err := json.Unmarshal([]byte(body(t, set, sitepath.OpenAPI)), &doc); err != nil {
 		t.Fatalf("openapi.json is not JSON: %v", err)
 	}
 	return doc
@@ -32,30 +31,30 @@ func TestOpenAPIDocument(t *testing.T) {
 		{"version", dig(doc, "openapi"), "3.0.3"},
 		{"title", dig(doc, "info", "title"), "Demo School of Photography"},
 		{"authorizationUrl", dig(doc, "components", "securitySchemes", "oauth2", "flows", "authorizationCode", "authorizationUrl"),
-			testIssuer + authserver.PathAuthorize},
+			testIssuer + sitepath.Authorize},
 		{"tokenUrl", dig(doc, "components", "securitySchemes", "oauth2", "flows", "authorizationCode", "tokenUrl"),
-			testIssuer + authserver.PathToken},
+			testIssuer + sitepath.Token},
 		{"refreshUrl", dig(doc, "components", "securitySchemes", "oauth2", "flows", "authorizationCode", "refreshUrl"),
-			testIssuer + authserver.PathToken},
+			testIssuer + sitepath.Token},
 		{"oauth2 type", dig(doc, "components", "securitySchemes", "oauth2", "type"), "oauth2"},
 		{"oidc type", dig(doc, "components", "securitySchemes", "openIdConnect", "type"), "openIdConnect"},
 		{"oidc url", dig(doc, "components", "securitySchemes", "openIdConnect", "openIdConnectUrl"),
-			testIssuer + authserver.PathOIDCConfig},
-		{"token body", dig(doc, "paths", authserver.PathToken, "post", "requestBody", "content",
+			testIssuer + sitepath.OIDCConfig},
+		{"token body", dig(doc, "paths", sitepath.Token, "post", "requestBody", "content",
 			"application/x-www-form-urlencoded", "schema", "$ref"), "#/components/schemas/TokenRequest"},
 		{"graphql 401 header", dig(doc, "components", "responses", "InvalidToken", "headers", "WWW-Authenticate", "$ref"),
 			"#/components/headers/WWWAuthenticate"},
-		{"graphql 401", dig(doc, "paths", policy.PathAccount, "post", "responses", "401", "$ref"),
+		{"graphql 401", dig(doc, "paths", sitepath.Account, "post", "responses", "401", "$ref"),
 			"#/components/responses/InvalidToken"},
-		{"graphql 403", dig(doc, "paths", policy.PathAccount, "post", "responses", "403", "$ref"),
+		{"graphql 403", dig(doc, "paths", sitepath.Account, "post", "responses", "403", "$ref"),
 			"#/components/responses/InsufficientScope"},
-		{"register 201", dig(doc, "paths", authserver.PathRegister, "post", "responses", "201", "content",
+		{"register 201", dig(doc, "paths", sitepath.Register, "post", "responses", "201", "content",
 			"application/json", "schema", "$ref"), "#/components/schemas/RegistrationResponse"},
-		{"register error example", dig(doc, "paths", authserver.PathRegister, "post", "responses", "400", "content",
+		{"register error example", dig(doc, "paths", sitepath.Register, "post", "responses", "400", "content",
 			"application/json", "examples", "invalid_redirect_uri", "value", "error"), "invalid_redirect_uri"},
-		{"userinfo scope", fmt.Sprint(dig(doc, "paths", authserver.PathUserInfo, "get", "security")), "[map[oauth2:[openid]]]"},
-		{"account security", fmt.Sprint(dig(doc, "paths", policy.PathAccount, "post", "security")), "[map[oauth2:[account:read]]]"},
-		{"mcp security optional", fmt.Sprint(dig(doc, "paths", pathMCP, "post", "security")), "[map[] map[oauth2:[account:read]]]"},
+		{"userinfo scope", fmt.Sprint(dig(doc, "paths", sitepath.UserInfo, "get", "security")), "[map[oauth2:[openid]]]"},
+		{"account security", fmt.Sprint(dig(doc, "paths", sitepath.Account, "post", "security")), "[map[oauth2:[account:read]]]"},
+		{"mcp security optional", fmt.Sprint(dig(doc, "paths", sitepath.MCP, "post", "security")), "[map[] map[oauth2:[account:read]]]"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -91,9 +90,9 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 	}
 
-	for _, p := range []string{authserver.PathToken, authserver.PathRevoke, authserver.PathUserInfo, authserver.PathRegister,
-		authserver.PathIntrospect, authserver.PathAuthorize, policy.PathAccount, pathMCP,
-		PathOpenAPI, PathAuth, PathLLMs, PathPricing} {
+	for _, p := range []string{sitepath.Token, sitepath.Revoke, sitepath.UserInfo, sitepath.Register,
+		sitepath.Introspect, sitepath.Authorize, sitepath.Account, sitepath.MCP,
+		sitepath.OpenAPI, sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing} {
 		if dig(doc, "paths", p) == nil {
 			t.Errorf("path %s missing", p)
 		}
@@ -187,7 +186,7 @@ func TestOpenAPIWellFormed(t *testing.T) {
 			t.Errorf("%s differs between two builds", p)
 		}
 	}
-	raw := body(t, set, PathOpenAPI)
+	raw := body(t, set, sitepath.OpenAPI)
 	if !strings.HasPrefix(raw, "{\n  \"openapi\": \"3.0.3\",") {
 		t.Errorf("openapi.json does not start with the version: %.40q", raw)
 	}
@@ -205,20 +204,20 @@ func TestAuthMarkdown(t *testing.T) {
 	}{
 		{"urls and rules", on, []string{
 			"# Authentication at Demo School of Photography\n",
-			"curl -X POST " + testIssuer + authserver.PathToken,
-			testIssuer + authserver.PathAuthorize + "?",
+			"curl -X POST " + testIssuer + sitepath.Token,
+			testIssuer + sitepath.Authorize + "?",
 			"code_challenge_method=S256",
 			"resource=https%3A%2F%2Fschool.example",
 			"--data-urlencode resource='" + testIssuer + "'",
-			testIssuer + authserver.PathProtectedResource,
-			testIssuer + authserver.PathASMetadata,
-			testIssuer + authserver.PathOIDCConfig,
-			testIssuer + authserver.PathRegister,
-			testIssuer + authserver.PathRevoke,
-			testIssuer + authserver.PathIntrospect,
-			testIssuer + authserver.PathUserInfo,
-			testIssuer + policy.PathAccount,
-			testIssuer + pathMCP,
+			testIssuer + sitepath.ProtectedResource,
+			testIssuer + sitepath.ASMetadata,
+			testIssuer + sitepath.OIDCConfig,
+			testIssuer + sitepath.Register,
+			testIssuer + sitepath.Revoke,
+			testIssuer + sitepath.Introspect,
+			testIssuer + sitepath.UserInfo,
+			testIssuer + sitepath.Account,
+			testIssuer + sitepath.MCP,
 			"http://127.0.0.1:8765/callback",
 			"Developers → OAuth applications",
 			"currently **on**",
@@ -245,7 +244,7 @@ func TestAuthMarkdown(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			md := body(t, mustBuild(t, tc.site, testFeed()), PathAuth)
+			md := body(t, mustBuild(t, tc.site, testFeed()), sitepath.AuthGuide)
 			for _, w := range tc.want {
 				if !strings.Contains(md, w) {
 					t.Errorf("auth.md lacks %q", w)
@@ -266,7 +265,7 @@ func TestAuthMarkdown(t *testing.T) {
 }
 
 func TestLLMsTxt(t *testing.T) {
-	txt := body(t, mustBuild(t, testSite(), testFeed()), PathLLMs)
+	txt := body(t, mustBuild(t, testSite(), testFeed()), sitepath.LLMs)
 	if !strings.HasPrefix(txt, "# Demo School of Photography\n\n> Online photography courses, workshops and photo walks.\n") {
 		t.Fatalf("llms.txt header:\n%s", txt[:min(len(txt), 200)])
 	}
@@ -278,7 +277,7 @@ func TestLLMsTxt(t *testing.T) {
 		"- [Authentication guide](" + testIssuer + "/auth.md): ",
 		"- [Pricing](" + testIssuer + "/pricing.md): ",
 		"- [MCP server](" + testIssuer + "/mcp): ",
-		"(" + testIssuer + authserver.PathProtectedResource + ")",
+		"(" + testIssuer + sitepath.ProtectedResource + ")",
 		"- [Photography Fundamentals](" + testIssuer + "/courses/photography-fundamentals): Exposure, focus and composition. (49.00 EUR)",
 		"- [Smartphone Photography](" + testIssuer + "/courses/smartphone-photography): free",
 		"- [Hosted Elsewhere](https://courses.example.org/hosted): 1200 JPY",
@@ -308,7 +307,7 @@ func TestLLMsTxtCapsHugeCatalogs(t *testing.T) {
 	for i := range 250 {
 		feed.Courses = append(feed.Courses, catalog.Course{Slug: fmt.Sprintf("c%d", i), Title: fmt.Sprintf("Course %d", i)})
 	}
-	txt := body(t, mustBuild(t, testSite(), feed), PathLLMs)
+	txt := body(t, mustBuild(t, testSite(), feed), sitepath.LLMs)
 	if n := strings.Count(txt, "/courses/c"); n != llmsMaxCourses {
 		t.Errorf("%d course links, want %d", n, llmsMaxCourses)
 	}
@@ -321,7 +320,7 @@ func TestLLMsTxtCapsHugeCatalogs(t *testing.T) {
 }
 
 func TestPricingMarkdown(t *testing.T) {
-	md := body(t, mustBuild(t, testSite(), testFeed()), PathPricing)
+	md := body(t, mustBuild(t, testSite(), testFeed()), sitepath.Pricing)
 	want := []string{
 		"# Pricing at Demo School of Photography\n",
 		"## Courses\n\n- [Photography Fundamentals](" + testIssuer + "/courses/photography-fundamentals): 49.00 EUR\n",
@@ -363,10 +362,10 @@ func TestNilAndEmptyFeed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			set := mustBuild(t, testSite(), tc.feed)
-			if p := body(t, set, PathPricing); !strings.Contains(p, tc.pricing) {
+			if p := body(t, set, sitepath.Pricing); !strings.Contains(p, tc.pricing) {
 				t.Errorf("pricing.md:\n%s", p)
 			}
-			l := body(t, set, PathLLMs)
+			l := body(t, set, sitepath.LLMs)
 			if !strings.Contains(l, tc.llms) || !strings.Contains(l, "## Docs") || strings.Contains(l, "## Optional") {
 				t.Errorf("llms.txt:\n%s", l)
 			}
@@ -374,7 +373,7 @@ func TestNilAndEmptyFeed(t *testing.T) {
 				t.Errorf("llms.txt summary without a feed description:\n%s", l)
 			}
 			decodeOpenAPI(t, set)
-			if a := body(t, set, PathAuth); !strings.Contains(a, testIssuer+authserver.PathToken) {
+			if a := body(t, set, sitepath.AuthGuide); !strings.Contains(a, testIssuer+sitepath.Token) {
 				t.Errorf("auth.md without a feed lacks the token URL")
 			}
 		})
@@ -396,7 +395,7 @@ func TestMarkdownInjectionFromFeed(t *testing.T) {
 	s := testSite()
 	s.SchoolName = evil
 	set := mustBuild(t, s, feed)
-	for _, p := range []string{PathLLMs, PathPricing, PathAuth} {
+	for _, p := range []string{sitepath.LLMs, sitepath.Pricing, sitepath.AuthGuide} {
 		t.Run(p, func(t *testing.T) {
 			md := body(t, set, p)
 			for _, bad := range []string{"[click]", "<img", "\n# Owned", "\u202e", "`code` *bold*", "](https://evil.example",
@@ -413,8 +412,8 @@ func TestMarkdownInjectionFromFeed(t *testing.T) {
 			}
 		})
 	}
-	if !strings.Contains(body(t, set, PathLLMs), `\[click\]\(https\://evil.example)\<img`) {
-		t.Errorf("title not escaped as expected:\n%s", body(t, set, PathLLMs))
+	if !strings.Contains(body(t, set, sitepath.LLMs), `\[click\]\(https\://evil.example)\<img`) {
+		t.Errorf("title not escaped as expected:\n%s", body(t, set, sitepath.LLMs))
 	}
 }
 
@@ -456,7 +455,7 @@ func TestBuildNormalizesSite(t *testing.T) {
 	if dig(doc, "paths", "/admin/api/courses") == nil {
 		t.Errorf("admin prefix not normalized")
 	}
-	if strings.Contains(body(t, set, PathAuth), testIssuer+"//") {
+	if strings.Contains(body(t, set, sitepath.AuthGuide), testIssuer+"//") {
 		t.Errorf("double slash after the issuer")
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // openAPIVersion is the OpenAPI release the document follows: clients are
@@ -206,7 +206,7 @@ func renderOpenAPI(s Site) ([]byte, error) {
 				") is the issuer and the `resource` value (RFC 8707) of member tokens. The discovery documents under " +
 				"`/.well-known/` are the source of truth for endpoints, grant types and scopes; where this document " +
 				"disagrees with the authorization-server metadata, the metadata wins. Walkthrough: [auth.md](" +
-				s.Issuer + PathAuth + ")."},
+				s.Issuer + sitepath.AuthGuide + ")."},
 		}},
 		{"servers", []obj{{{"url", s.Issuer}, {"description", "This school's origin: issuer and protected resource"}}}},
 		{"tags", []obj{
@@ -244,18 +244,18 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 			{"responses", obj{{"200", obj{{"description", what}, {"content", jsonContent(obj{{"type", "object"}})}}}}},
 		}}}
 	}
-	paths.add(authserver.PathProtectedResource, discovery("getProtectedResourceMetadata",
+	paths.add(sitepath.ProtectedResource, discovery("getProtectedResourceMetadata",
 		"Protected Resource Metadata (RFC 9728)",
 		"The resource ("+s.Issuer+"), its authorization server and the scopes a member client requests"))
-	paths.add(authserver.PathASMetadata, discovery("getAuthorizationServerMetadata",
+	paths.add(sitepath.ASMetadata, discovery("getAuthorizationServerMetadata",
 		"Authorization Server Metadata (RFC 8414)",
 		"Endpoints, grant types, scopes and client authentication methods"))
-	paths.add(authserver.PathOIDCConfig, discovery("getOpenIDConfiguration",
+	paths.add(sitepath.OIDCConfig, discovery("getOpenIDConfiguration",
 		"OpenID Connect Discovery",
 		"The authorization server metadata plus OpenID Connect fields. `jwks_uri` and "+
 			"`id_token_signing_alg_values_supported` appear only while an ID token can be signed; "+
 			"without them, use UserInfo"))
-	paths.add(authserver.PathJWKS, obj{{"get", obj{
+	paths.add(sitepath.JWKS, obj{{"get", obj{
 		{"tags", []string{"Discovery"}},
 		{"summary", "JSON Web Key Set of the ID-token signing keys"},
 		{"operationId", "getJWKS"},
@@ -263,7 +263,7 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 			{"content", obj{{"application/jwk-set+json", obj{{"schema", obj{{"type", "object"}}}}}}}}}}},
 	}}})
 
-	paths.add(authserver.PathAuthorize, obj{{"get", obj{
+	paths.add(sitepath.Authorize, obj{{"get", obj{
 		{"tags", []string{"OAuth"}},
 		{"summary", "Authorization endpoint (Authorization Code with PKCE S256)"},
 		{"description", "The user agent is sent here. A browser that is not signed in is sent to the site's login page " +
@@ -295,7 +295,7 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 		}},
 	}}})
 
-	paths.add(authserver.PathToken, obj{{"post", obj{
+	paths.add(sitepath.Token, obj{{"post", obj{
 		{"tags", []string{"OAuth"}},
 		{"summary", "Token endpoint: exchange an authorization code or a refresh token"},
 		{"description", "Public clients authenticate with `none` (only `client_id`), confidential clients with " +
@@ -327,9 +327,9 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 			}},
 		}
 	}
-	paths.add(authserver.PathUserInfo, obj{{"get", userinfo("Get")}, {"post", userinfo("Post")}})
+	paths.add(sitepath.UserInfo, obj{{"get", userinfo("Get")}, {"post", userinfo("Post")}})
 
-	paths.add(authserver.PathRevoke, obj{{"post", obj{
+	paths.add(sitepath.Revoke, obj{{"post", obj{
 		{"tags", []string{"OAuth"}},
 		{"summary", "Token revocation (RFC 7009)"},
 		{"description", "Revokes an access or refresh token of the calling client. The answer is 200 whether or not the token was known."},
@@ -343,7 +343,7 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 		}},
 	}}})
 
-	paths.add(authserver.PathIntrospect, obj{{"post", obj{
+	paths.add(sitepath.Introspect, obj{{"post", obj{
 		{"tags", []string{"OAuth"}},
 		{"summary", "Token introspection (RFC 7662)"},
 		{"description", "A client sees its own tokens only; any other token is `{\"active\": false}`. `aud` shows the origin the token is bound to."},
@@ -357,7 +357,7 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 		}},
 	}}})
 
-	paths.add(authserver.PathRegister, obj{{"post", obj{
+	paths.add(sitepath.Register, obj{{"post", obj{
 		{"tags", []string{"OAuth"}},
 		{"summary", "Dynamic client registration"},
 		{"description", "Rules: a `client_name` of a known vendor integration returns that integration's `client_id` " +
@@ -377,7 +377,7 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 		}},
 	}}})
 
-	paths.add(policy.PathAccount, obj{{"post", obj{
+	paths.add(sitepath.Account, obj{{"post", obj{
 		{"tags", []string{"Account"}},
 		{"summary", "Member Account API (GraphQL)"},
 		{"description", "Reads the signed-in member's data: `viewer { id email enrolledCourses(first: N) { nodes { slug " +
@@ -397,7 +397,7 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 		}},
 	}}})
 
-	paths.add(pathMCP, obj{{"post", obj{
+	paths.add(sitepath.MCP, obj{{"post", obj{
 		{"tags", []string{"MCP"}},
 		{"summary", "MCP server (Streamable HTTP, stateless)"},
 		{"description", "JSON-RPC 2.0 messages of the Model Context Protocol. Without a token the request is served as " +
@@ -420,10 +420,10 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 	}}})
 
 	for _, d := range []struct{ path, id, summary, ctype string }{
-		{PathOpenAPI, "getOpenAPI", "This OpenAPI document", typeJSON},
-		{PathAuth, "getAuthGuide", "Authentication walkthrough for this site (Markdown)", typeMarkdown},
-		{PathLLMs, "getLLMsTxt", "Content index for agents (llmstxt.org format)", typeText},
-		{PathPricing, "getPricing", "What the site sells, with prices (Markdown)", typeMarkdown},
+		{sitepath.OpenAPI, "getOpenAPI", "This OpenAPI document", typeJSON},
+		{sitepath.AuthGuide, "getAuthGuide", "Authentication walkthrough for this site (Markdown)", typeMarkdown},
+		{sitepath.LLMs, "getLLMsTxt", "Content index for agents (llmstxt.org format)", typeText},
+		{sitepath.Pricing, "getPricing", "What the site sells, with prices (Markdown)", typeMarkdown},
 	} {
 		paths.add(d.path, obj{{"get", obj{
 			{"tags", []string{"Documents"}},
@@ -550,7 +550,7 @@ func openAPIComponents(s Site) obj {
 	for _, sc := range dedupe(s.Scopes) {
 		scopes = append(scopes, kv{sc, desc[sc]})
 	}
-	metadata := s.Issuer + authserver.PathProtectedResource
+	metadata := s.Issuer + sitepath.ProtectedResource
 	return obj{
 		{"securitySchemes", obj{
 			{"oauth2", obj{
@@ -560,16 +560,16 @@ func openAPIComponents(s Site) obj {
 					"`; operator clients request operator scopes (every scope except `account:read` and " +
 					"`account:write`). Tokens are sent as `Authorization: Bearer <ACCESS_TOKEN>`."},
 				{"flows", obj{{"authorizationCode", obj{
-					{"authorizationUrl", s.Issuer + authserver.PathAuthorize},
-					{"tokenUrl", s.Issuer + authserver.PathToken},
-					{"refreshUrl", s.Issuer + authserver.PathToken},
+					{"authorizationUrl", s.Issuer + sitepath.Authorize},
+					{"tokenUrl", s.Issuer + sitepath.Token},
+					{"refreshUrl", s.Issuer + sitepath.Token},
 					{"scopes", scopes},
 				}}}},
 			}},
 			{"openIdConnect", obj{
 				{"type", "openIdConnect"},
 				{"description", "OpenID Connect Discovery of this issuer"},
-				{"openIdConnectUrl", s.Issuer + authserver.PathOIDCConfig},
+				{"openIdConnectUrl", s.Issuer + sitepath.OIDCConfig},
 			}},
 		}},
 		{"schemas", openAPISchemas(s)},

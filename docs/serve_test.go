@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 func TestOwns(t *testing.T) {
@@ -32,10 +34,10 @@ func TestServeDocuments(t *testing.T) {
 	tests := []struct {
 		path, contentType, prefix string
 	}{
-		{PathOpenAPI, "application/json", "{\n  \"openapi\": \"3.0.3\""},
-		{PathAuth, "text/markdown; charset=utf-8", "# Authentication at "},
-		{PathLLMs, "text/plain; charset=utf-8", "# Demo School of Photography\n"},
-		{PathPricing, "text/markdown; charset=utf-8", "# Pricing at "},
+		{sitepath.OpenAPI, "application/json", "{\n  \"openapi\": \"3.0.3\""},
+		{sitepath.AuthGuide, "text/markdown; charset=utf-8", "# Authentication at "},
+		{sitepath.LLMs, "text/plain; charset=utf-8", "# Demo School of Photography\n"},
+		{sitepath.Pricing, "text/markdown; charset=utf-8", "# Pricing at "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
@@ -85,7 +87,7 @@ func TestServeMethods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.method, func(t *testing.T) {
-			resp, b := get(t, set, tc.method, PathPricing, nil)
+			resp, b := get(t, set, tc.method, sitepath.Pricing, nil)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
 			}
@@ -111,7 +113,7 @@ func TestServeMethods(t *testing.T) {
 
 func TestServeHeadMatchesGet(t *testing.T) {
 	set := mustBuild(t, testSite(), testFeed())
-	for _, p := range []string{PathOpenAPI, PathAuth, PathLLMs, PathPricing} {
+	for _, p := range []string{sitepath.OpenAPI, sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing} {
 		g, gb := get(t, set, http.MethodGet, p, nil)
 		h, hb := get(t, set, http.MethodHead, p, nil)
 		if hb != "" {
@@ -130,9 +132,9 @@ func TestServeHeadMatchesGet(t *testing.T) {
 
 func TestServeConditional(t *testing.T) {
 	set := mustBuild(t, testSite(), testFeed())
-	resp, _ := get(t, set, http.MethodGet, PathAuth, nil)
+	resp, _ := get(t, set, http.MethodGet, sitepath.AuthGuide, nil)
 	etag := resp.Header.Get("ETag")
-	other, _ := get(t, set, http.MethodGet, PathPricing, nil)
+	other, _ := get(t, set, http.MethodGet, sitepath.Pricing, nil)
 	tests := []struct {
 		name   string
 		method string
@@ -157,7 +159,7 @@ func TestServeConditional(t *testing.T) {
 			for _, v := range tc.inm {
 				h.Add("If-None-Match", v)
 			}
-			resp, b := get(t, set, tc.method, PathAuth, h)
+			resp, b := get(t, set, tc.method, sitepath.AuthGuide, h)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
 			}
@@ -178,10 +180,10 @@ func TestETagFollowsContent(t *testing.T) {
 	f := testFeed()
 	f.Courses[0].Price = eur(59)
 	b := mustBuild(t, testSite(), f)
-	if a.docs[PathPricing].etag == b.docs[PathPricing].etag {
+	if a.docs[sitepath.Pricing].etag == b.docs[sitepath.Pricing].etag {
 		t.Errorf("pricing ETag unchanged after a price change")
 	}
-	if a.docs[PathAuth].etag != b.docs[PathAuth].etag {
+	if a.docs[sitepath.AuthGuide].etag != b.docs[sitepath.AuthGuide].etag {
 		t.Errorf("auth ETag changed with the catalog")
 	}
 }
@@ -196,7 +198,7 @@ func TestServeUnknownPath(t *testing.T) {
 
 func BenchmarkServeHTTP(b *testing.B) {
 	set := mustBuild(b, testSite(), testFeed())
-	for _, p := range []string{PathOpenAPI, PathLLMs} {
+	for _, p := range []string{sitepath.OpenAPI, sitepath.LLMs} {
 		b.Run(strings.TrimPrefix(p, "/"), func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, p, nil)
 			b.ReportAllocs()
@@ -206,8 +208,8 @@ func BenchmarkServeHTTP(b *testing.B) {
 		})
 	}
 	b.Run("304", func(b *testing.B) {
-		req := httptest.NewRequest(http.MethodGet, PathAuth, nil)
-		req.Header.Set("If-None-Match", set.docs[PathAuth].etag)
+		req := httptest.NewRequest(http.MethodGet, sitepath.AuthGuide, nil)
+		req.Header.Set("If-None-Match", set.docs[sitepath.AuthGuide].etag)
 		b.ReportAllocs()
 		for b.Loop() {
 			set.ServeHTTP(discard{h: http.Header{}}, req)

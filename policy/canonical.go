@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // The gateway judges a request and forwards it with one and the same
@@ -124,7 +126,7 @@ func (p *Policy) anyReadingProtected(sent, canon string) bool {
 // the Account API (and anything below it, which a prefix-mounted GraphQL
 // handler would serve) or the admin API.
 func (p *Policy) protectedKey(key string) bool {
-	return key == PathAccount || strings.HasPrefix(key, PathAccount+"/") ||
+	return key == sitepath.Account || strings.HasPrefix(key, sitepath.Account+"/") ||
 		underPrefix(key, normalizePath(p.AdminPrefix))
 }
 

@@ -1,9 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
 
-// PathAccount is the member Account API.
-const PathAccount = "/account/graphql"
+	"github.com/schoolgate/schoolgate/sitepath"
+)
 
 // Requirement is what a route asks of a token. An empty Audience accepts
 // either audience; every scope listed is needed.
@@ -49,7 +50,7 @@ var accountScopes = []string{"account:read"}
 // legacy routers ignore, cannot step around a rule.
 func (p *Policy) Decide(method, canonicalPath string) (Requirement, Decision) {
 	n := normalizePath(canonicalPath)
-	if n == PathAccount {
+	if n == sitepath.Account {
 		switch method {
 		case "POST":
 			return Requirement{Audience: AudienceMember, Scopes: accountScopes}, Allow
