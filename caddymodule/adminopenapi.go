@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/schoolgate/schoolgate/docs"
+	"github.com/schoolgate/schoolgate/sitedocs"
 )
 
 // The school's own OpenAPI description of its admin API (option
@@ -54,12 +54,12 @@ func (s *site) readAdminOpenAPI(ctx context.Context) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	raw, err := io.ReadAll(io.LimitReader(r, docs.MaxAdminOpenAPIBytes+1))
+	raw, err := io.ReadAll(io.LimitReader(r, sitedocs.MaxAdminOpenAPIBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) > docs.MaxAdminOpenAPIBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", src, docs.MaxAdminOpenAPIBytes)
+	if len(raw) > sitedocs.MaxAdminOpenAPIBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", src, sitedocs.MaxAdminOpenAPIBytes)
 	}
 	return raw, nil
 }

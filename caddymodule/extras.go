@@ -16,9 +16,9 @@ import (
 
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
-	"github.com/schoolgate/schoolgate/docs"
 	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitedocs"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -27,7 +27,7 @@ import (
 type siteExtras struct {
 	catalog *catalog.Manager
 	mcp     http.Handler
-	docs    atomic.Pointer[docs.Set]
+	docs    atomic.Pointer[sitedocs.Set]
 	logf    func(string, ...any)
 	// adminOpenAPI is the school's admin API description (adminopenapi.go).
 	adminOpenAPI atomic.Pointer[[]byte]
@@ -85,7 +85,7 @@ func (s *site) rebuildDocs() error {
 	if idx := s.extras.catalog.Current(); idx != nil {
 		feed = idx.Feed()
 	}
-	set, err := docs.Build(docs.Site{
+	set, err := sitedocs.Build(sitedocs.Site{
 		Issuer:                  s.gateway.Issuer,
 		SchoolName:              s.schoolName(),
 		AdminPrefix:             s.gateway.AdminPrefix,
@@ -93,7 +93,7 @@ func (s *site) rebuildDocs() error {
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
 		MCPConnections:          s.as.MCPConnectionsEnabled(),
 		AdminOpenAPI:            s.adminOpenAPIBytes(),
-		AdminScopes:             docs.PolicyScopes(s.policy),
+		AdminScopes:             sitedocs.PolicyScopes(s.policy),
 	}, feed, time.Now())
 	if err != nil {
 		return fmt.Errorf("documents: %v", err)

@@ -1,10 +1,10 @@
-// Package docs renders a school's machine-readable documents from its real
-// configuration and catalog: /openapi.json (OpenAPI 3.0.3 for the origin),
+// Package sitedocs renders a school's machine-readable documents from its
+// real configuration and catalog: /openapi.json (OpenAPI 3.0.3 for the origin),
 // /auth.md (the authentication walkthrough with this site's URLs),
 // /llms.txt (the llmstxt.org content index) and /pricing.md (what the site
 // sells). Build renders all four once; Set serves the stored bytes with
 // strong ETags, so a request never renders anything.
-package docs
+package sitedocs
 
 import (
 	"crypto/sha256"
