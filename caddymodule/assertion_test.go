@@ -16,6 +16,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -266,5 +267,44 @@ func TestProtectedRequestCarriesAssertion(t *testing.T) {
 	first := h.Get(assertionHeader)
 	if request().Get(assertionHeader) != first {
 		t.Error("the second request of the same token was signed again")
+	}
+}
+
+// The MCP member tools call the Account API themselves: with the option
+// on, that call carries the assertion of the MCP request's token, and
+// without a validated token it is not made at all.
+func TestAccountQueryCarriesAssertion(t *testing.T) {
+	var got http.Header
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	}))
+	defer upstream.Close()
+	for _, on := range []bool{false, true} {
+		var opt *IdentityAssertion
+		if on {
+			opt = &IdentityAssertion{Audience: "http://legacy.internal"}
+		}
+		ts := newTestSite(t, opt)
+		s := ts.g.site
+		s.gateway.Upstream, s.upstream = upstream.URL, upstream.Client()
+		tok, err := ts.as.LookupAccessToken(t.Context(), ts.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := &mcpserver.Identity{Subject: tok.Subject, Scopes: tok.Scopes}
+		got = nil
+		if _, err := s.accountQuery(s.withValidatedToken(t.Context(), tok), id, "{ viewer { id } }", nil); err != nil {
+			t.Fatalf("on=%v: %v", on, err)
+		}
+		want, _ := ts.as.IdentityAssertion(tok, "http://legacy.internal")
+		if a := got.Get(assertionHeader); (a != "") != on || (on && a != want) {
+			t.Errorf("on=%v: assertion %q, want the token's cached one: %v", on, a, on)
+		}
+		got = nil
+		_, err = s.accountQuery(t.Context(), id, "{ viewer { id } }", nil)
+		if on && (err == nil || got != nil) {
+			t.Errorf("without a validated token the call must fail closed: %v, upstream saw %v", err, got)
+		}
 	}
 }
