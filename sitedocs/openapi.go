@@ -128,11 +128,12 @@ func scopeDescription(scope string) string {
 // adminArea is one area of the operator admin API, derived from the scope
 // table: <area>:read allows GET, <area>:write allows the writing methods.
 type adminArea struct {
-	name        string
-	read, write bool
+	Name        string
+	Read, Write bool
 }
 
-func (a adminArea) words() string { return strings.ReplaceAll(a.name, "_", " ") }
+// Words is the area's name as words: "membership plans".
+func (a adminArea) Words() string { return strings.ReplaceAll(a.Name, "_", " ") }
 
 // adminAreas lists the areas in the order their first scope appears.
 func adminAreas(scopes []string) []adminArea {
@@ -147,19 +148,19 @@ func adminAreas(scopes []string) []adminArea {
 		if !seen {
 			i = len(out)
 			index[area] = i
-			out = append(out, adminArea{name: area})
+			out = append(out, adminArea{Name: area})
 		}
 		switch access {
 		case "read":
-			out[i].read = true
+			out[i].Read = true
 		case "write":
-			out[i].write = true
+			out[i].Write = true
 		}
 	}
 	// An area whose scopes are neither read nor write gets no operations.
 	kept := out[:0]
 	for _, a := range out {
-		if a.read || a.write {
+		if a.Read || a.Write {
 			kept = append(kept, a)
 		}
 	}
@@ -447,10 +448,10 @@ func openAPIPaths(s Site, admin *adminDoc) obj {
 			described, covered = admin.adminPaths(s)
 		}
 		for _, a := range adminAreas(s.Scopes) {
-			if covered[a.name] || covered[strings.ReplaceAll(a.name, "_", "-")] {
+			if covered[a.Name] || covered[strings.ReplaceAll(a.Name, "_", "-")] {
 				continue
 			}
-			base := s.AdminPrefix + "/" + a.name
+			base := s.AdminPrefix + "/" + a.Name
 			paths.add(base, adminOperations(a, false))
 			paths.add(base+"/{path}", adminOperations(a, true))
 		}
@@ -480,8 +481,6 @@ var registrationErrors = obj{
 	}}}},
 }
 
-const exampleViewerQuery = "query { viewer { id email enrolledCourses(first: 10) { nodes { slug expireDate hasLifetimeAccess lastWatchedLecture { lectureId positionSeconds } } } } }"
-
 func queryParam(name string, required bool, schema obj) obj {
 	o := obj{{"name", name}, {"in", "query"}, {"required", required}}
 	for _, m := range schema {
@@ -501,14 +500,14 @@ func oauthErrorResponse(desc string) obj {
 // <area>:write, as the gateway enforces. What is common to every operation
 // is said once, on the path item and the Admin tag.
 func adminOperations(a adminArea, item bool) obj {
-	suffix, where := "", "the "+a.words()+" area"
+	suffix, where := "", "the "+a.Words()+" area"
 	if item {
-		suffix, where = "Item", "a resource below the "+a.words()+" area"
+		suffix, where = "Item", "a resource below the "+a.Words()+" area"
 	}
 	ops := obj{
 		{"summary", "Admin API: " + where},
 		{"description", "Proxied to the school's admin API with the caller's identity; request and response " +
-			"bodies are the school's own. Reads need `" + a.name + ":read`, writes `" + a.name + ":write`."},
+			"bodies are the school's own. Reads need `" + a.Name + ":read`, writes `" + a.Name + ":write`."},
 	}
 	if item {
 		ops = append(ops, kv{"parameters", []obj{ref("parameters", "AdminPath")}})
@@ -517,7 +516,7 @@ func adminOperations(a adminArea, item bool) obj {
 		o := obj{
 			{"tags", []string{"Admin"}},
 			{"summary", verb + " (" + scope + ")"},
-			{"operationId", "admin_" + a.name + suffix + "_" + method},
+			{"operationId", "admin_" + a.Name + suffix + "_" + method},
 			{"security", oauthScopes(scope)},
 		}
 		if body {
@@ -529,11 +528,11 @@ func adminOperations(a adminArea, item bool) obj {
 			{"403", ref("responses", "InsufficientScope")},
 		}})
 	}
-	if a.read {
-		ops = append(ops, kv{"get", op("get", "Read", a.name+":read", false)})
+	if a.Read {
+		ops = append(ops, kv{"get", op("get", "Read", a.Name+":read", false)})
 	}
-	if a.write {
-		w := a.name + ":write"
+	if a.Write {
+		w := a.Name + ":write"
 		ops = append(ops,
 			kv{"post", op("post", "Create or act", w, true)},
 			kv{"put", op("put", "Replace", w, true)},

@@ -2,8 +2,9 @@
 // real configuration and catalog: /openapi.json (OpenAPI 3.0.3 for the origin),
 // /auth.md (the authentication walkthrough with this site's URLs),
 // /llms.txt (the llmstxt.org content index) and /pricing.md (what the site
-// sells). Build renders all four once; Set serves the stored bytes with
-// strong ETags, so a request never renders anything.
+// sells). The Markdown documents are text/template files under templates/.
+// Build renders all four once; Set serves the stored bytes with strong
+// ETags, so a request never renders anything.
 package sitedocs
 
 import (
@@ -77,16 +78,23 @@ func Build(s Site, feed *catalog.Feed, now time.Time) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	openapi, err := renderOpenAPI(site)
-	if err != nil {
-		return nil, fmt.Errorf("openapi.json: %w", err)
+	documents := []struct {
+		path, contentType string
+		render            func() ([]byte, error)
+	}{
+		{sitepath.OpenAPI, typeJSON, func() ([]byte, error) { return renderOpenAPI(site) }},
+		{sitepath.AuthGuide, typeMarkdown, func() ([]byte, error) { return renderAuth(site) }},
+		{sitepath.LLMs, typeText, func() ([]byte, error) { return renderLLMs(site, feed, now) }},
+		{sitepath.Pricing, typeMarkdown, func() ([]byte, error) { return renderPricing(site, feed, now) }},
 	}
-	set := &Set{docs: map[string]*document{
-		sitepath.OpenAPI:   newDocument(openapi, typeJSON),
-		sitepath.AuthGuide: newDocument([]byte(renderAuth(site)), typeMarkdown),
-		sitepath.LLMs:      newDocument([]byte(renderLLMs(site, feed, now)), typeText),
-		sitepath.Pricing:   newDocument([]byte(renderPricing(site, feed, now)), typeMarkdown),
-	}}
+	set := &Set{docs: make(map[string]*document, len(documents))}
+	for _, d := range documents {
+		body, err := d.render()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.path, err)
+		}
+		set.docs[d.path] = newDocument(body, d.contentType)
+	}
 	return set, nil
 }
 

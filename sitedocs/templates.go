@@ -1,0 +1,77 @@
+package sitedocs
+
+import (
+	"bytes"
+	"embed"
+	"strings"
+	"text/template"
+
+	"github.com/schoolgate/schoolgate/sitepath"
+)
+
+// The Markdown documents are text/template files under templates/, named
+// as the documents they render, so their wording is reviewed as Markdown.
+// A template prints the site's own values (checked by normalizeSite) as
+// they are; anything from the catalog reaches it escaped already, or
+// through md.
+
+//go:embed templates
+var templateFiles embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"md":    escapeMarkdown,
+	"shell": shellQuote,
+}).ParseFS(templateFiles, "templates/*"))
+
+// render executes the template of one document. The document ends with
+// exactly one newline, however its last section ended.
+func render(name string, data any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+		return nil, err
+	}
+	return append(bytes.TrimRight(b.Bytes(), "\n"), '\n'), nil
+}
+
+// page is what every document's template starts from: the site, and the
+// paths of sitepath by name, as paths and as absolute URLs.
+type page struct {
+	Site
+	Path, URL links
+}
+
+func newPage(s Site) page { return page{Site: s, Path: linksAt(""), URL: linksAt(s.Issuer)} }
+
+// links names the paths of the site the documents mention.
+type links struct {
+	ProtectedResource, ASMetadata, OIDCConfig, JWKS                    string
+	Authorize, Token, UserInfo, Revoke, Introspect, Register           string
+	AdminApplications, Account, MCP, OpenAPI, AuthGuide, LLMs, Pricing string
+}
+
+// linksAt is every path below base: the paths themselves for "", the
+// absolute URLs for the issuer.
+func linksAt(base string) links {
+	return links{
+		ProtectedResource: base + sitepath.ProtectedResource,
+		ASMetadata:        base + sitepath.ASMetadata,
+		OIDCConfig:        base + sitepath.OIDCConfig,
+		JWKS:              base + sitepath.JWKS,
+		Authorize:         base + sitepath.Authorize,
+		Token:             base + sitepath.Token,
+		UserInfo:          base + sitepath.UserInfo,
+		Revoke:            base + sitepath.Revoke,
+		Introspect:        base + sitepath.Introspect,
+		Register:          base + sitepath.Register,
+		AdminApplications: base + sitepath.AdminApplications,
+		Account:           base + sitepath.Account,
+		MCP:               base + sitepath.MCP,
+		OpenAPI:           base + sitepath.OpenAPI,
+		AuthGuide:         base + sitepath.AuthGuide,
+		LLMs:              base + sitepath.LLMs,
+		Pricing:           base + sitepath.Pricing,
+	}
+}
+
+// shellQuote quotes s for a POSIX shell in the examples.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
