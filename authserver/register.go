@@ -37,7 +37,8 @@ func errRedirect(desc string) *oauthError {
 }
 
 // handleRegister serves dynamic client registration with the school's
-// rules (README "Clients and tokens"), in order: a known vendor name, loopback redirects, anything else refused.
+// rules (docs/clients.md), in order: a known vendor name, loopback
+// redirects, anything else refused.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	req, e := readRegistration(w, r)
 	if e != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // assertionHeader carries the signed identity assertion to the legacy
-// server (README, "The legacy backend contract"). Like every X-School-*
+// server (docs/backend-contract.md). Like every X-School-*
 // header it is stripped from what clients send.
 const assertionHeader = "X-School-Assertion"
 

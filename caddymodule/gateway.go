@@ -71,7 +71,7 @@ type Gateway struct {
 	// are checked before it. Default: none.
 	Rules []Rule `json:"rules,omitempty"`
 	// RateLimits are the abuse limits of the OAuth endpoints. Default:
-	// nil, i.e. the defaults listed in README "The Caddyfile".
+	// nil, i.e. the defaults listed in docs/operator.md.
 	RateLimits *RateLimits `json:"rate_limits,omitempty"`
 	// IdentityAssertion, when present, signs the caller's identity for the
 	// legacy server (X-School-Assertion). Default: nil, off.

@@ -16,8 +16,8 @@ import (
 )
 
 // AssertionConfig makes the protected APIs verify the gateway's signed
-// identity assertion (X-School-Assertion, README "The legacy backend
-// contract") and take the caller's identity from it instead of from the
+// identity assertion (X-School-Assertion, docs/backend-contract.md) and
+// take the caller's identity from it instead of from the
 // plain X-School-* headers, which anyone who reaches this server directly
 // can send.
 type AssertionConfig struct {
@@ -57,7 +57,8 @@ const (
 )
 
 // verifyAssertion checks an X-School-Assertion with the gateway's keys.
-// The README shows this function as the example for legacy servers.
+// docs/backend-contract.md shows this function as the example for legacy
+// servers.
 func verifyAssertion(raw string, keys jwk.Set, issuer, audience string) (jwt.Token, error) {
 	msg, err := jws.ParseString(raw, jws.WithCompact())
 	if err != nil {

@@ -266,14 +266,14 @@ func TestAssertionMisconfiguredRefusesAll(t *testing.T) {
 	}
 }
 
-// The README's Go example is verifyAssertion, verbatim, so the code the
+// The backend contract's Go example is verifyAssertion, verbatim, so the code the
 // tests above exercise is the code operators copy.
-func TestREADMEShowsVerifyAssertion(t *testing.T) {
+func TestBackendContractShowsVerifyAssertion(t *testing.T) {
 	src, err := os.ReadFile("assertion.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/backend-contract.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,6 +284,6 @@ func TestREADMEShowsVerifyAssertion(t *testing.T) {
 	}
 	fn := string(src[start : start+end+2])
 	if !strings.Contains(string(readme), fn) {
-		t.Errorf("README.md does not show verifyAssertion as it is in demoschool/assertion.go:\n%s", fn)
+		t.Errorf("docs/backend-contract.md does not show verifyAssertion as it is in demoschool/assertion.go:\n%s", fn)
 	}
 }

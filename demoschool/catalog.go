@@ -18,9 +18,9 @@ func BundledCatalog() []byte {
 	return append([]byte(nil), bundledCatalog...)
 }
 
-// Catalog is the public catalog feed of the legacy backend contract (the
-// README's "The legacy backend contract", item 5). Members the contract does not name are kept in Extra and written
-// back out by MarshalJSON.
+// Catalog is the public catalog feed of the legacy backend contract
+// (docs/backend-contract.md, item 5). Members the contract does not name
+// are kept in Extra and written back out by MarshalJSON.
 type Catalog struct {
 	School          School                     `json:"school"`
 	Courses         []Course                   `json:"courses"`

@@ -1,7 +1,7 @@
 // Package demoschool is a small legacy course-school web server: the
 // upstream that the schoolgate gateway is put in front of in demos and
-// end-to-end tests. It implements the legacy backend contract (README,
-// "The legacy backend contract") and nothing more:
+// end-to-end tests. It implements the legacy backend contract
+// (docs/backend-contract.md) and nothing more:
 //
 //   - a cookie-session login (GET/POST /login, POST /logout) and the session
 //     lookup the gateway calls (GET /api/session);

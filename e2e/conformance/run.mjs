@@ -37,7 +37,7 @@ const cli = path.join(here, 'node_modules', '@modelcontextprotocol', 'conformanc
 // (test_simple_text, test_prompt_with_arguments, ...), which a school's
 // gateway does not have.
 //
-// Where each one runs: the first three on the stack as the README
+// Where each one runs: the first three on the stack as docs/operator.md
 // configures a site (site address http://127.0.0.1:<port>).
 // dns-rebinding-protection sends Host: evil.example.com; on that stack
 // Caddy's own host routing never hands such a request to the gateway and

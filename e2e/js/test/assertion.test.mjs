@@ -1,6 +1,6 @@
 // The signed identity assertion (identity_assertion on) verified with jose,
-// by the README's own JavaScript example: the code block under "The signed
-// identity assertion" is taken from README.md, pointed at this stack and
+// by the backend contract's own JavaScript example: the code block under "The
+// signed identity assertion" is taken from docs/backend-contract.md, pointed at this stack and
 // run. A real assertion the gateway forwarded to the school verifies; a
 // tampered one, one checked for another audience and the member's ID
 // token (same keys) do not.
@@ -41,15 +41,15 @@ after(async () => {
 });
 
 /**
- * The README's example as a module, with its ISSUER and AUDIENCE set as
+ * The backend contract's example as a module, with its ISSUER and AUDIENCE set as
  * an operator would set them.
  */
 let loaded = 0;
 async function readmeExample({ issuer, audience }) {
-  const readme = await readFile(path.join(repoRoot, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### The signed identity assertion'));
+  const readme = await readFile(path.join(repoRoot, 'docs', 'backend-contract.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## The signed identity assertion'));
   const match = section.match(/```js\n([\s\S]*?)```/);
-  assert.ok(match, 'README has a JavaScript example under "The signed identity assertion"');
+  assert.ok(match, 'docs/backend-contract.md has a JavaScript example under "The signed identity assertion"');
   let code = match[1];
   for (const [name, value] of [
     ['ISSUER', issuer],
