@@ -254,24 +254,3 @@ func (d *adminDoc) mergeComponents(comps obj) obj {
 	}
 	return comps
 }
-
-// get returns a member's value.
-func (o obj) get(k string) (any, bool) {
-	for _, m := range o {
-		if m.k == k {
-			return m.v, true
-		}
-	}
-	return nil, false
-}
-
-// set replaces a member's value, or appends it.
-func (o *obj) set(k string, v any) {
-	for i := range *o {
-		if (*o)[i].k == k {
-			(*o)[i].v = v
-			return
-		}
-	}
-	*o = append(*o, kv{k, v})
-}
