@@ -1,0 +1,99 @@
+package sitedocs
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Set is the rendered documents of one site. It is immutable once built
+// and safe for concurrent use.
+type Set struct {
+	docs map[string]*document
+}
+
+// document is one rendered body with the headers that depend on it.
+type document struct {
+	body          []byte
+	contentType   string
+	etag          string
+	contentLength string
+}
+
+func newDocument(body []byte, contentType string) *document {
+	sum := sha256.Sum256(body)
+	return &document{
+		body:          body,
+		contentType:   contentType,
+		etag:          `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`,
+		contentLength: strconv.Itoa(len(body)),
+	}
+}
+
+// Owns reports whether path is one of the documents.
+func (s *Set) Owns(path string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.docs[path]
+	return ok
+}
+
+// ServeHTTP answers GET and HEAD for the documents with the stored body.
+// Any other method gets 405; a path that is not a document gets 404.
+func (s *Set) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("X-Content-Type-Options", "nosniff")
+	var d *document
+	if s != nil {
+		d = s.docs[r.URL.Path]
+	}
+	if d == nil {
+		writeJSONError(w, http.StatusNotFound, "not_found", "no such document")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		writeJSONError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET or HEAD")
+		return
+	}
+	h.Set("ETag", d.etag)
+	h.Set("Cache-Control", "public, max-age=300")
+	if noneMatch(r.Header.Values("If-None-Match"), d.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", d.contentType)
+	h.Set("Content-Length", d.contentLength)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(d.body)
+	}
+}
+
+// noneMatch reports whether an If-None-Match header matches etag, using
+// the weak comparison RFC 9110 §13.1.2 prescribes for this header.
+func noneMatch(values []string, etag string) bool {
+	opaque := strings.TrimPrefix(etag, "W/")
+	for _, v := range values {
+		for tag := range strings.SplitSeq(v, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == opaque {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func writeJSONError(w http.ResponseWriter, status int, code, desc string) {
+	h := w.Header()
+	h.Set("Content-Type", typeJSON)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, "{\"error\":%q,\"error_description\":%q}\n", code, desc)
+}
