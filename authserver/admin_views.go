@@ -3,7 +3,11 @@ package authserver
 import (
 	"html/template"
 	"net/http"
+	"slices"
+	"strconv"
+	"time"
 
+	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -68,6 +72,27 @@ type adminReviewView struct {
 	Client   ClientInfo
 	Scopes   []scopeChoice
 	Reviewed bool
+}
+
+// page is what every admin page shows.
+func (a *adminCtx) page(title string) adminPage {
+	return adminPage{Title: title, Person: personLabel(a.id), CSRF: a.csrf}
+}
+
+func formatAdminTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+func scopeChoices(checked []string) []scopeChoice {
+	var out []scopeChoice
+	for i, sc := range memberAppScopes() {
+		out = append(out, scopeChoice{ID: "scope-" + strconv.Itoa(i), Name: sc,
+			Words: policy.ScopeDescription(sc), Checked: slices.Contains(checked, sc)})
+	}
+	return out
 }
 
 const adminLayout = `{{define "layout"}}<!doctype html>

@@ -1,0 +1,102 @@
+package authserver
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// Forms of the admin area carry a token bound to the operator and to the
+// time the page was rendered, and a browser's word that they were sent
+// from this site is checked before anything else.
+
+// adminCSRFMaxAge bounds how long a rendered form stays valid; adminCSRFSkew
+// tolerates the clocks of several gateway instances.
+const (
+	adminCSRFMaxAge = 12 * time.Hour
+	adminCSRFSkew   = 5 * time.Minute
+)
+
+// settingAdminCSRFKey holds the per-site random key CSRF tokens are
+// derived from; it lives in the store so every gateway instance of the
+// site accepts the forms any of them rendered.
+const settingAdminCSRFKey = "admin_csrf_key"
+
+// sameOriginForm refuses a form a browser says came from another site.
+// "Origin: null" is what browsers send for this area's own forms, whose
+// pages carry Referrer-Policy: no-referrer, so it is left to the CSRF
+// token; Sec-Fetch-Site, where sent, must be same-origin.
+func sameOriginForm(r *http.Request, issuer string) bool {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !policy.SameOrigin(o, issuer) {
+		return false
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
+}
+
+// adminCSRFKey returns the site's CSRF key, creating it on first use.
+func (s *Server) adminCSRFKey() ([]byte, error) {
+	v, err := s.store.GetSetting(settingAdminCSRFKey)
+	if err == nil && len(v) >= 32 {
+		return v, nil
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err := s.store.PutSetting(settingAdminCSRFKey, []byte(randomString())); err != nil {
+		return nil, err
+	}
+	// Read back: if another instance wrote its key at the same time, the
+	// stored one is what both use from now on.
+	return s.store.GetSetting(settingAdminCSRFKey)
+}
+
+// adminCSRFToken binds a form to the operator (their subject) and to the
+// time it was rendered: "<unix time>.<HMAC-SHA256>".
+func adminCSRFToken(key []byte, subject string, now time.Time) string {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	return ts + "." + adminCSRFMAC(key, subject, ts)
+}
+
+func adminCSRFMAC(key []byte, subject, ts string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("schoolgate admin form\x00" + subject + "\x00" + ts))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkAdminCSRF verifies a token in constant time.
+func checkAdminCSRF(key []byte, subject, token string, now time.Time) bool {
+	ts, mac, ok := strings.Cut(token, ".")
+	if !ok || len(token) > 128 {
+		return false
+	}
+	secs, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	issued := time.Unix(secs, 0)
+	if issued.After(now.Add(adminCSRFSkew)) || now.Sub(issued) > adminCSRFMaxAge {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(adminCSRFMAC(key, subject, ts)))
+}
+
+// formIssued checks a POSTed form's token: issued to this operator, and
+// not long ago. A refused form is answered here.
+func (a *adminCtx) formIssued(key []byte, now time.Time) bool {
+	if checkAdminCSRF(key, a.id.Subject, a.r.PostForm.Get("csrf_token"), now) {
+		return true
+	}
+	a.fail(http.StatusForbidden, "The form has expired or was not issued to you. Go back, reload the page and try again.")
+	return false
+}

@@ -1,0 +1,295 @@
+package authserver
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/schoolgate/schoolgate/sitepath"
+)
+
+// The pages of the admin area, one handler per route of adminRoutes.
+
+// adminNotices are the fixed messages a redirect may ask for; nothing of
+// the query string is echoed.
+var adminNotices = map[string]string{
+	"on":       "MCP connections is on. Member applications can now be created and authorized.",
+	"off":      "MCP connections is off. Member applications you created are kept, but cannot authorize until it is switched on again.",
+	"saved":    "The application was saved.",
+	"deleted":  "The client was deleted and the access it had been granted was revoked.",
+	"reviewed": "The metadata-document client was updated.",
+	"resubmit": "This form had already been submitted, so no second application was created. Its secret was shown only once: if it was not copied, regenerate it below.",
+}
+
+func (a *adminCtx) notice() string { return adminNotices[a.r.URL.Query().Get("done")] }
+
+func (a *adminCtx) toOverview() { a.redirect(sitepath.AdminApplications, nil) }
+
+// overview lists everything; with MCP connections off, only the switch.
+func (a *adminCtx) overview() {
+	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: a.s.MCPConnectionsEnabled()}
+	v.Notice = a.notice()
+	if v.Enabled {
+		clients, err := a.s.ListClients()
+		if err != nil {
+			a.internal("listing the clients", err)
+			return
+		}
+		for _, c := range clients {
+			switch c.Kind {
+			case KindApp:
+				v.Apps = append(v.Apps, c)
+			case KindMetadata:
+				v.Metadata = append(v.Metadata, c)
+			case KindLoopback:
+				v.Loopback = append(v.Loopback, c)
+			}
+		}
+	}
+	a.render(http.StatusOK, overviewTmpl, v)
+}
+
+// toggle switches MCP connections. The form names the wanted state, so a
+// repeated submission changes nothing.
+func (a *adminCtx) toggle() {
+	var on bool
+	switch a.r.PostForm.Get("enabled") {
+	case "on":
+		on = true
+	case "off":
+	default:
+		a.fail(http.StatusBadRequest, "The form did not say whether to turn MCP connections on or off.")
+		return
+	}
+	if err := a.s.SetMCPConnections(on); err != nil {
+		a.internal("saving the MCP connections switch", err)
+		return
+	}
+	a.s.cfg.Logger.Info("admin: MCP connections switched", "on", on, "by", a.id.Subject)
+	done := "off"
+	if on {
+		done = "on"
+	}
+	a.redirect(sitepath.AdminApplications, url.Values{"done": {done}})
+}
+
+// appFormView fills the application form.
+func (a *adminCtx) appFormView(title string, c *Client, in AppSpec, msg string) adminAppForm {
+	v := adminAppForm{adminPage: a.page(title), Name: in.Name,
+		RedirectURIs: strings.Join(in.RedirectURIs, "\n"), Confidential: in.Confidential,
+		Scopes: scopeChoices(in.Scopes)}
+	v.Error = msg
+	if c != nil {
+		v.ClientID, v.Confidential = c.ID, !c.Public()
+	}
+	return v
+}
+
+// newApp shows the creation form. Its form nonce lets a resubmission of
+// the same form be recognised instead of creating a second application.
+func (a *adminCtx) newApp() {
+	v := a.appFormView("Create a member application", nil, AppSpec{}, "")
+	v.FormNonce = randomString()
+	a.render(http.StatusOK, appFormTmpl, v)
+}
+
+// createApp creates a member application; a resubmitted form (same
+// nonce) leads to the application it created, without its secret.
+func (a *adminCtx) createApp() {
+	form := a.r.PostForm
+	spec, msg := parseAppForm(form, true)
+	nonce := form.Get("form_nonce")
+	if msg == "" && (nonce == "" || len(nonce) > maxFormNonceLen) {
+		msg = "The form is incomplete. Reload the page and try again."
+	}
+	if msg != "" {
+		a.refuseAppForm("Create a member application", nil, nonce, msg)
+		return
+	}
+	app, err := a.s.CreateApp(spec, nonce)
+	if err != nil {
+		a.internal("creating the application", err)
+		return
+	}
+	if app.Existing {
+		a.redirect(adminPathEdit, url.Values{"client_id": {app.ClientID}, "done": {"resubmit"}})
+		return
+	}
+	a.s.cfg.Logger.Info("admin: member application created", "client_id", app.ClientID, "by", a.id.Subject)
+	a.showSecret("Application created", app.ClientInfo, app.ClientSecret, true)
+}
+
+// refuseAppForm shows the form again with what the operator typed and
+// why it was refused.
+func (a *adminCtx) refuseAppForm(title string, c *Client, nonce, msg string) {
+	form := a.r.PostForm
+	in := AppSpec{Name: form.Get("name"), Scopes: form["scope"],
+		RedirectURIs: []string{strings.TrimSpace(form.Get("redirect_uris"))},
+		Confidential: form.Get("client_type") == "confidential"}
+	v := a.appFormView(title, c, in, msg)
+	if c == nil {
+		v.FormNonce = nonce
+		if nonce == "" || len(nonce) > maxFormNonceLen {
+			v.FormNonce = randomString()
+		}
+	}
+	a.render(http.StatusBadRequest, appFormTmpl, v)
+}
+
+// showSecret answers the creating (or regenerating) POST directly with
+// 200, the one exception to post/redirect/get: the secret then exists
+// only in this response, never in a URL, a log or the store (which keeps
+// its hash alone), and it works the same across gateway instances. The
+// page is no-store; a resubmitted creation form is recognised by its
+// nonce and does not create or reveal anything again.
+func (a *adminCtx) showSecret(title string, c ClientInfo, secret string, created bool) {
+	v := adminSecretView{adminPage: a.page(title), ClientID: c.ClientID, Name: c.Name,
+		Secret: secret, AuthMethod: c.AuthMethod, Created: created, Scopes: c.Scopes,
+		RedirectURIs: c.RedirectURIs, Issuer: a.s.cfg.Issuer}
+	a.render(http.StatusOK, secretTmpl, v)
+}
+
+// loadClient finds a stored client of one of the kinds, answering 404
+// itself when there is none.
+func (a *adminCtx) loadClient(kinds ...string) (*Client, bool) {
+	c, err := a.s.clientOfKind(a.target(), kinds...)
+	if err != nil {
+		a.clientFailure("loading the client", err)
+		return nil, false
+	}
+	return c, true
+}
+
+// clientFailure answers an error of the client operations: 404 for a
+// missing client (or one of a kind the page does not handle), 400 for a
+// refused input, 500 for the store.
+func (a *adminCtx) clientFailure(what string, err error) {
+	var ie *InputError
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrWrongKind):
+		a.fail(http.StatusNotFound, "There is no such client.")
+	case errors.As(err, &ie):
+		a.fail(http.StatusBadRequest, ie.Msg)
+	default:
+		a.internal(what, err)
+	}
+}
+
+func (a *adminCtx) target() string {
+	if a.r.Method == http.MethodPost {
+		return a.r.PostForm.Get("client_id")
+	}
+	return a.r.URL.Query().Get("client_id")
+}
+
+func (a *adminCtx) editApp() {
+	c, ok := a.loadClient(KindApp)
+	if !ok {
+		return
+	}
+	v := a.appFormView("Edit "+displayName(c), c,
+		AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
+	v.Notice = a.notice()
+	a.render(http.StatusOK, appFormTmpl, v)
+}
+
+func (a *adminCtx) updateApp() {
+	c, ok := a.loadClient(KindApp)
+	if !ok {
+		return
+	}
+	spec, msg := parseAppForm(a.r.PostForm, false)
+	if msg != "" {
+		a.refuseAppForm("Edit "+displayName(c), c, "", msg)
+		return
+	}
+	if _, err := a.s.UpdateApp(c.ID, spec); err != nil {
+		a.clientFailure("saving the application", err)
+		return
+	}
+	a.s.cfg.Logger.Info("admin: member application updated", "client_id", c.ID, "by", a.id.Subject)
+	a.redirect(sitepath.AdminApplications, url.Values{"done": {"saved"}})
+}
+
+// regenerateSecret replaces a confidential application's secret; the old
+// one stops working at once (tokens already issued stay valid, but no
+// refresh succeeds with the old secret).
+func (a *adminCtx) regenerateSecret() {
+	info, secret, err := a.s.RegenerateSecret(a.target())
+	if err != nil {
+		a.clientFailure("saving the new secret", err)
+		return
+	}
+	a.s.cfg.Logger.Info("admin: client secret regenerated", "client_id", info.ClientID, "by", a.id.Subject)
+	a.showSecret("New secret for "+info.Name, info, secret, false)
+}
+
+func (a *adminCtx) confirmDelete() {
+	c, ok := a.loadClient(KindApp, KindLoopback)
+	if !ok {
+		return
+	}
+	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("Delete " + displayName(c)),
+		Client: clientInfo(c), Loopback: c.Kind == KindLoopback})
+}
+
+// deleteClient deletes a member application or a loopback client and
+// revokes its grants, so its tokens stop working at once.
+func (a *adminCtx) deleteClient() {
+	id := a.target()
+	if _, err := a.s.DeleteClient(id); err != nil {
+		a.clientFailure("deleting the client", err)
+		return
+	}
+	a.s.cfg.Logger.Info("admin: client deleted", "client_id", id, "by", a.id.Subject)
+	a.redirect(sitepath.AdminApplications, url.Values{"done": {"deleted"}})
+}
+
+func (a *adminCtx) reviewView(c *Client, scopes []string, reviewed bool, msg string) adminReviewView {
+	v := adminReviewView{adminPage: a.page("Review " + displayName(c)), Client: clientInfo(c),
+		Scopes: scopeChoices(scopes), Reviewed: reviewed}
+	v.Error = msg
+	return v
+}
+
+func (a *adminCtx) reviewForm() {
+	c, ok := a.loadClient(KindMetadata)
+	if !ok {
+		return
+	}
+	a.render(http.StatusOK, reviewTmpl, a.reviewView(c, c.Scopes, c.Reviewed, ""))
+}
+
+// review records the operator's decision on a metadata-document client.
+func (a *adminCtx) review() {
+	c, ok := a.loadClient(KindMetadata)
+	if !ok {
+		return
+	}
+	form := a.r.PostForm
+	var reviewed bool
+	var msg string
+	switch form.Get("status") {
+	case "reviewed":
+		reviewed = true
+	case "unreviewed":
+	default:
+		msg = "Choose whether the client is reviewed."
+	}
+	if msg == "" {
+		_, err := a.s.ReviewClient(c.ID, form["scope"], reviewed)
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			if err != nil {
+				a.clientFailure("saving the review", err)
+				return
+			}
+			a.s.cfg.Logger.Info("admin: metadata-document client reviewed", "client_id", c.ID, "by", a.id.Subject)
+			a.redirect(sitepath.AdminApplications, url.Values{"done": {"reviewed"}})
+			return
+		}
+		msg = ie.Msg
+	}
+	a.render(http.StatusBadRequest, reviewTmpl, a.reviewView(c, form["scope"], reviewed, msg))
+}
