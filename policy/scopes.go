@@ -4,7 +4,10 @@
 // plain Go; the Caddy adapter and the authorization server both use it.
 package policy
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // AllScopes are every scope the service knows, grouped by area: the one
 // scope table that the policy, the consent page and the documents use.
@@ -50,36 +53,50 @@ var knownScopes = func() map[string]bool {
 // IsScope reports whether s is a scope of the table (AllScopes).
 func IsScope(s string) bool { return knownScopes[s] }
 
-// ScopeDescription says in plain words what a scope grants, for consent
-// pages and documents.
-func ScopeDescription(scope string) string {
-	switch scope {
-	case "openid":
-		return "Sign you in with your school account"
-	case "profile":
-		return "See your name, organization and roles"
-	case "email":
-		return "See your e-mail address"
-	case "account:read":
-		return "Read your enrollments, course progress, orders and event registrations"
-	case "account:write":
-		return "Change your own account data (enrollments, orders, event registrations)"
+// ScopeDescription says in plain words what a scope grants, to the person
+// on the consent page.
+func ScopeDescription(scope string) string { return PersonWording.Describe(scope) }
+
+// ScopeWording words scope descriptions for one readership. The meaning
+// (which area, read or write, whether a write also reads) is derived here
+// once; only the words differ between the consent page and the documents.
+type ScopeWording struct {
+	// Fixed words the scopes that name no admin area.
+	Fixed map[string]string
+	// Read, Write and ReadWrite are formats of the area in words
+	// ("membership plans"); Other is a format of the scope itself.
+	Read, Write, ReadWrite, Other string
+}
+
+// PersonWording speaks to the person on the consent page.
+var PersonWording = ScopeWording{
+	Fixed: map[string]string{
+		"openid":        "Sign you in with your school account",
+		"profile":       "See your name, organization and roles",
+		"email":         "See your e-mail address",
+		"account:read":  "Read your enrollments, course progress, orders and event registrations",
+		"account:write": "Change your own account data (enrollments, orders, event registrations)",
+	},
+	Read: "Read the school's %s", Write: "Change the school's %s", ReadWrite: "Read and change the school's %s",
+	Other: "%s",
+}
+
+// Describe is the one-line meaning of scope in these words.
+func (w ScopeWording) Describe(scope string) string {
+	if d, ok := w.Fixed[scope]; ok {
+		return d
 	}
-	area, access, ok := strings.Cut(scope, ":")
-	if !ok {
-		return scope
-	}
+	area, access, _ := strings.Cut(scope, ":")
 	words := strings.ReplaceAll(area, "_", " ")
-	switch access {
-	case "read":
-		return "Read the school's " + words
-	case "write":
-		if !WriteIncludesRead(scope) {
-			return "Change the school's " + words
-		}
-		return "Read and change the school's " + words
+	switch {
+	case access == "read":
+		return fmt.Sprintf(w.Read, words)
+	case access == "write" && WriteIncludesRead(scope):
+		return fmt.Sprintf(w.ReadWrite, words)
+	case access == "write":
+		return fmt.Sprintf(w.Write, words)
 	}
-	return scope
+	return fmt.Sprintf(w.Other, scope)
 }
 
 // WriteIncludesRead reports whether a write scope also lets its holder

@@ -9,38 +9,22 @@ import (
 // The documents describe scopes and admin areas from the scope table
 // (policy.AllScopes), so they cannot drift from what the gateway grants.
 
-// scopeDescription is the one-line meaning of a scope for developers
-// (policy.ScopeDescription words the same for the people on the consent
-// page).
-func scopeDescription(scope string) string {
-	switch scope {
-	case "openid":
-		return "OpenID Connect sign-in: an ID token (when the discovery document lists the signing fields) and the UserInfo endpoint"
-	case "profile":
-		return "The member's basic profile: name, organization and roles"
-	case "email":
-		return "The member's e-mail address"
-	case "account:read":
-		return "Read the member's own account data: enrollments, course progress, orders and event registrations (member clients only)"
-	case "account:write":
-		return "Read and change the member's own account data (member clients only)"
-	}
-	area, access, ok := strings.Cut(scope, ":")
-	if !ok {
-		return "Scope " + scope
-	}
-	words := strings.ReplaceAll(area, "_", " ")
-	switch access {
-	case "read":
-		return "Read access to " + words
-	case "write":
-		if !policy.WriteIncludesRead(scope) {
-			return "Write access to " + words
-		}
-		return "Read and write access to " + words
-	}
-	return "Scope " + scope
+// developerWording describes scopes for developers; policy.PersonWording
+// words the same meanings for the people on the consent page.
+var developerWording = policy.ScopeWording{
+	Fixed: map[string]string{
+		"openid":        "OpenID Connect sign-in: an ID token (when the discovery document lists the signing fields) and the UserInfo endpoint",
+		"profile":       "The member's basic profile: name, organization and roles",
+		"email":         "The member's e-mail address",
+		"account:read":  "Read the member's own account data: enrollments, course progress, orders and event registrations (member clients only)",
+		"account:write": "Read and change the member's own account data (member clients only)",
+	},
+	Read: "Read access to %s", Write: "Write access to %s", ReadWrite: "Read and write access to %s",
+	Other: "Scope %s",
 }
+
+// scopeDescription is the one-line meaning of a scope for developers.
+func scopeDescription(scope string) string { return developerWording.Describe(scope) }
 
 // adminArea is one area of the operator admin API, derived from the scope
 // table: <area>:read allows GET, <area>:write allows the writing methods.
