@@ -1,7 +1,6 @@
 package authserver
 
 import (
-	"bytes"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -165,20 +164,24 @@ func (s *Server) adminLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 }
 
-// render writes a page, or a plain error page if the template fails (so
-// a half-written page never reaches the browser).
+// render writes a page, or the error page if the template fails.
 func (a *adminCtx) render(status int, t *template.Template, v any) {
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, v); err != nil {
+	page, err := renderPage(t, v)
+	if err != nil {
 		a.s.cfg.Logger.Error("admin: rendering a page", "error", err)
-		a.s.adminError(a.w, http.StatusInternalServerError, "The page could not be shown.")
+		a.fail(http.StatusInternalServerError, "The page could not be shown.")
 		return
 	}
 	a.w.WriteHeader(status)
-	_, _ = a.w.Write(buf.Bytes())
+	_, _ = a.w.Write(page)
 }
 
 func (a *adminCtx) fail(status int, msg string) { a.s.adminError(a.w, status, msg) }
+
+// adminError answers with the error page of the admin area.
+func (s *Server) adminError(w http.ResponseWriter, status int, msg string) {
+	s.showError(w, status, errorView{Message: msg, Admin: true})
+}
 
 func (a *adminCtx) internal(what string, err error) {
 	a.s.cfg.Logger.Error("admin: "+what, "error", err)

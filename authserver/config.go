@@ -18,6 +18,10 @@ type Config struct {
 	LoginURL string
 	// AdminPrefix is the path prefix of the admin API (for documents).
 	AdminPrefix string
+	// SchoolName is the school's name as people know it, asked for at
+	// every consent (the catalog may rename the school while the server
+	// runs); nil or "" shows the issuer.
+	SchoolName func() string
 	// Vendors are clients configured in the Caddyfile.
 	Vendors []VendorClient
 	// MCPConnections is the initial value of the beta feature switch.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
@@ -27,7 +28,8 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, 
 		return
 	}
 	view := consentView{
-		School:       s.cfg.Issuer,
+		School:       s.schoolName(),
+		Origin:       s.cfg.Issuer,
 		ClientName:   displayName(c),
 		ClientHost:   clientHost(c, req.RedirectURI),
 		RedirectHost: hostOf(req.RedirectURI),
@@ -41,8 +43,45 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, 
 	for _, sc := range req.Scopes {
 		view.Scopes = append(view.Scopes, scopeView{sc, policy.ScopeDescription(sc), slices.Contains(prior, sc)})
 	}
+	page, err := renderPage(consentTmpl, view)
+	if err != nil {
+		s.cfg.Logger.Error("rendering the consent page", "error", err)
+		s.errorPage(w, http.StatusInternalServerError, "The page could not be shown.")
+		return
+	}
 	setPageHeaders(w, " "+originOf(req.RedirectURI))
-	_ = consentTmpl.Execute(w, view)
+	_, _ = w.Write(page)
+}
+
+// consentView is what the consent page shows: who asks (the client, and
+// the host that vouches for it), for which school and person, and what.
+type consentView struct {
+	// School is the school's name, Origin the site it is asked for.
+	School, Origin                               string
+	ClientName, ClientHost, RedirectHost, Person string
+	Scopes                                       []scopeView
+	Action, RequestID, CSRF                      string
+	// Approved: the person approved every scope before. AskEachTime: the
+	// redirect URI does not prove the client, which is why they are asked
+	// again.
+	Approved, AskEachTime bool
+}
+
+// scopeView is one requested scope; Before marks one approved before.
+type scopeView struct {
+	Name, Words string
+	Before      bool
+}
+
+// schoolName is the name the consent page asks for: the configured one,
+// else the origin.
+func (s *Server) schoolName() string {
+	if s.cfg.SchoolName != nil {
+		if name := strings.TrimSpace(s.cfg.SchoolName()); name != "" {
+			return name
+		}
+	}
+	return s.cfg.Issuer
 }
 
 // handleConsent serves the consent form's POST.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -83,10 +84,15 @@ func (s *Server) Keys() *Keys { return s.keys }
 
 // ServeHTTP serves every path sitepath.IsAuthServer reports; unknown ones get a JSON 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if sitepath.IsAdmin(r.URL.Path) {
+	switch {
+	case sitepath.IsAdmin(r.URL.Path):
 		// The admin area is same-origin HTML behind the site's cookies:
 		// no CORS, its own security headers and CSRF checks.
 		s.handleAdmin(w, r)
+		return
+	case strings.HasPrefix(r.URL.Path, sitepath.Assets):
+		// What the pages load; they are this origin's alone.
+		s.getOnly(w, r, serveAsset)
 		return
 	}
 	cors := r.URL.Path != sitepath.Authorize && r.URL.Path != sitepath.Consent

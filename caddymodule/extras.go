@@ -69,6 +69,8 @@ func (s *site) provisionExtras(ctx caddy.Context) error {
 	return nil
 }
 
+// schoolName is what the school is called: its catalog's name, else its
+// origin. The documents, the MCP server and the consent page use it.
 func (s *site) schoolName() string {
 	if idx := s.extras.catalog.Current(); idx != nil && idx.Feed().School.Name != "" {
 		return idx.Feed().School.Name

@@ -50,6 +50,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		SessionURL:        g.upstreamURL(g.SessionURL),
 		LoginURL:          g.LoginURL,
 		AdminPrefix:       g.AdminPrefix,
+		SchoolName:        s.schoolName,
 		Vendors:           g.vendorClients(),
 		MCPConnections:    g.MCPConnections,
 		CodeTTL:           time.Duration(g.CodeTTL),

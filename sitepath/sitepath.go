@@ -24,6 +24,9 @@ const (
 	// applications): same-origin HTML pages, no CORS.
 	Admin             = "/oauth/admin"
 	AdminApplications = Admin + "/applications"
+	// Assets are the files the gateway's own pages load (their
+	// stylesheet), under names that change with their content.
+	Assets = "/oauth/assets/"
 )
 
 // MCP is where the MCP server answers (also with a trailing slash).
@@ -50,7 +53,7 @@ func IsAuthServer(path string) bool {
 	case JWKS, OIDCConfig, Authorize, Consent:
 		return true
 	}
-	return IsAdmin(path) || strings.HasPrefix(path, "/.well-known/oauth-") ||
+	return IsAdmin(path) || strings.HasPrefix(path, Assets) || strings.HasPrefix(path, "/.well-known/oauth-") ||
 		strings.HasPrefix(path, "/api/oauth/") || path == "/api/oauth" ||
 		strings.HasPrefix(path, OIDCConfig)
 }

@@ -72,10 +72,18 @@ describe('sign-in and consent', () => {
     }
   });
 
-  test('the consent page: client name, scopes in words, the signed-in person and protective headers', async () => {
+  test('the consent page: school, client name, scopes in words, the signed-in person and protective headers', async () => {
     const page = await context.newPage();
+    const violations = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+    });
+    const stylesheets = [];
+    page.on('response', (r) => {
+      if (r.request().resourceType() === 'stylesheet') stylesheets.push(r);
+    });
     try {
-      const resp = await page.goto(String(authorizationURL({ prompt: 'consent' })), { waitUntil: 'domcontentloaded' });
+      const resp = await page.goto(String(authorizationURL({ prompt: 'consent' })), { waitUntil: 'load' });
       assert.equal(resp.status(), 200);
       assert.equal(await page.locator('#approve').count(), 1, 'the consent page is shown');
       await page.screenshot({ path: path.join(artifactsDir, 'consent.png'), fullPage: true });
@@ -83,9 +91,26 @@ describe('sign-in and consent', () => {
       const h = await resp.allHeaders();
       assert.equal(h['x-frame-options']?.toUpperCase(), 'DENY');
       assert.match(h['content-security-policy'] ?? '', /frame-ancestors 'none'/);
+      assert.match(h['content-security-policy'] ?? '', /style-src 'self';/);
+      assert.doesNotMatch(h['content-security-policy'] ?? '', /unsafe-inline/);
       assert.equal(h['referrer-policy'], 'no-referrer');
       assert.match(h['cache-control'] ?? '', /no-store/);
       assert.equal(h['access-control-allow-origin'], undefined, 'no CORS on the authorization endpoint');
+
+      // The one stylesheet comes from the gateway, under a name that
+      // changes with its content, and the strict policy lets it apply.
+      assert.equal(stylesheets.length, 1, 'one stylesheet');
+      const sheet = stylesheets[0];
+      assert.equal(sheet.status(), 200);
+      assert.match(sheet.url(), new RegExp(`^${origin}/oauth/assets/pages-[0-9a-f]{12}\\.css$`));
+      assert.match((await sheet.allHeaders())['cache-control'] ?? '', /immutable/);
+      const approve = await page.locator('#approve').evaluate((el) => getComputedStyle(el).backgroundColor);
+      assert.equal(approve, 'rgb(26, 95, 180)', 'the stylesheet is applied');
+      assert.deepEqual(violations, [], 'nothing on the page breaks its Content-Security-Policy');
+
+      // The school is named, with the origin it is asked for beneath.
+      assert.equal(await page.locator('#school').innerText(), 'Demo School of Photography');
+      assert.equal(await page.locator('#origin').innerText(), origin);
 
       const body = await page.locator('body').innerText();
       assert.ok(body.includes(VENDOR.name), 'the client name is shown');
