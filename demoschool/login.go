@@ -4,22 +4,9 @@ import (
 	"net/http"
 )
 
-// The field names and ids are part of the contract with the browser tests.
-var loginPage = newPage("login", `{{define "title"}}Sign in{{end}}
-{{define "body"}}{{with .Data}}
-<h2>Sign in</h2>
-{{if .Error}}<p class="error" id="login-error" role="alert">{{.Error}}</p>{{end}}
-<form method="post" action="/login">
-<input type="hidden" name="return_to" value="{{.ReturnTo}}">
-<label for="email">E-mail</label>
-<input type="email" id="email" name="email" value="{{.Email}}" autocomplete="username" required autofocus>
-<label for="password">Password</label>
-<input type="password" id="password" name="password" autocomplete="current-password" required>
-<p><button type="submit" id="login">Sign in</button></p>
-</form>
-<p class="muted">Demo accounts: student@demo.school / student, second@demo.school / student2 (members), owner@demo.school / owner (operator).</p>
-{{end}}{{end}}
-`)
+// loginPage is templates/login.html; its field names and ids are part of
+// the contract with the browser tests.
+var loginPage = newPage("login.html")
 
 type loginForm struct {
 	ReturnTo string

@@ -6,46 +6,14 @@ import (
 	"time"
 )
 
-// The public HTML pages. The MCP tools link to /courses/<slug>, so those
-// URLs are part of the contract; the rest is decoration.
-
-var homePage = newPage("home", `{{define "title"}}Courses{{end}}
-{{define "body"}}{{with .Data}}
-<p>{{.School.Description}}</p>
-<h2>Courses</h2>
-<ul>{{range .Courses}}
-<li><a href="/courses/{{.Slug}}">{{.Title}}</a> · {{price .Price}}</li>{{end}}
-</ul>
-<h2>Events</h2>
-<ul>{{range .Events}}
-<li>{{.Title}} · {{when .StartsAt}} · {{price .Price}}</li>{{end}}
-</ul>
-<h2>Memberships</h2>
-<ul>{{range .MembershipPlans}}
-<li>{{.Name}} · {{price .Price}}{{with .Interval}} per {{.}}{{end}}</li>{{end}}
-</ul>
-<h2>Downloads</h2>
-<ul>{{range .DigitalProducts}}
-<li>{{.Title}} · {{price .Price}}</li>{{end}}
-</ul>
-<p class="muted">Machine-readable catalog: <a href="/catalog.json">/catalog.json</a></p>
-{{end}}{{end}}
-`)
-
-var coursePage = newPage("course", `{{define "title"}}{{.Data.Title}}{{end}}
-{{define "body"}}{{with .Data}}
-<h2 id="course-title">{{.Title}}</h2>
-<p>{{.Summary}}</p>
-<p><strong>{{price .Price}}</strong></p>
-{{with .Lecturers}}<p>Taught by {{join . ", "}}</p>{{end}}
-{{with .Tags}}<p class="muted">Tags: {{join . ", "}}</p>{{end}}
-<p><a href="/">All courses</a></p>
-{{end}}{{end}}
-`)
-
-var notFoundPage = newPage("notfound", `{{define "title"}}Not found{{end}}
-{{define "body"}}<h2>Not found</h2><p>There is no such page. <a href="/">See all courses</a>.</p>{{end}}
-`)
+// The public HTML pages (templates/home.html, course.html, notfound.html).
+// The MCP tools link to /courses/<slug>, so those URLs are part of the
+// contract; the rest is decoration.
+var (
+	homePage     = newPage("home.html")
+	coursePage   = newPage("course.html")
+	notFoundPage = newPage("notfound.html")
+)
 
 func formatPrice(p *Price) string {
 	switch {

@@ -68,6 +68,7 @@ func (s *school) routes(record bool) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
+	mux.HandleFunc("GET "+stylesheetPath, serveStylesheet)
 	mux.HandleFunc("GET /{$}", s.home)
 	mux.HandleFunc("GET /courses/{slug}", s.course)
 	mux.HandleFunc("GET /catalog.json", s.catalogFeed)

@@ -2,44 +2,34 @@ package demoschool
 
 import (
 	"bytes"
+	"embed"
 	"fmt"
 	"html/template"
 	"log"
 	"net/http"
 	"strings"
+	"time"
 )
 
-// layout is shared by every HTML page; each page template defines "title"
-// and "body".
-const layout = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{template "title" .}} · {{.SchoolName}}</title>
-<style>
-body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;line-height:1.5;color:#222}
-header{display:flex;justify-content:space-between;align-items:baseline;border-bottom:1px solid #ddd;margin-bottom:1rem}
-header a{color:inherit;text-decoration:none}
-.muted{color:#666}.error{color:#b00020}
-form.inline{display:inline}
-label{display:block;margin:.5rem 0}
-input[type=email],input[type=password]{width:100%;max-width:20rem;padding:.3rem}
-</style>
-</head>
-<body>
-<header>
-<h1><a href="/">{{.SchoolName}}</a></h1>
-<nav>{{if .Viewer}}<span class="muted">{{.Viewer.Name}}</span>
-<form class="inline" method="post" action="/logout"><button type="submit" id="logout">Sign out</button></form>
-{{else}}<a href="/login">Sign in</a>{{end}}</nav>
-</header>
-<main>
-{{template "body" .}}
-</main>
-</body>
-</html>
-`
+// The pages are html/template files under templates/: layout.html around
+// each page, which defines "title" and "body", and one stylesheet served
+// by the school itself, so the pages allow no inline style.
+
+//go:embed templates
+var templateFiles embed.FS
+
+// stylesheetPath is where the school serves templates/school.css.
+const stylesheetPath = "/static/school.css"
+
+var stylesheet = mustReadTemplateFile("school.css")
+
+func mustReadTemplateFile(name string) []byte {
+	b, err := templateFiles.ReadFile("templates/" + name)
+	if err != nil {
+		panic("demoschool: " + err.Error())
+	}
+	return b
+}
 
 // pageData is what every page template receives; Data is the page's own.
 type pageData struct {
@@ -49,16 +39,27 @@ type pageData struct {
 }
 
 var funcs = template.FuncMap{
-	"price": formatPrice,
-	"when":  formatWhen,
-	"join":  strings.Join,
+	"price":      formatPrice,
+	"when":       formatWhen,
+	"join":       strings.Join,
+	"stylesheet": func() string { return stylesheetPath },
 }
 
-// newPage parses one page against the shared layout. It panics on a bad
-// template, which every test run catches: the templates are constants.
-func newPage(name, body string) *template.Template {
-	t := template.Must(template.New(name).Funcs(funcs).Parse(layout))
-	return template.Must(t.Parse(body))
+// newPage parses one page file with the layout. It panics on a bad
+// template, which every test run catches: the files are part of the binary.
+func newPage(file string) *template.Template {
+	return template.Must(template.New("layout.html").Funcs(funcs).
+		ParseFS(templateFiles, "templates/layout.html", "templates/"+file))
+}
+
+// serveStylesheet serves the pages' stylesheet; browsers check back
+// after five minutes, so a changed stylesheet shows soon.
+func serveStylesheet(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "school.css", time.Time{}, bytes.NewReader(stylesheet))
 }
 
 // render writes a page with status. It renders into a buffer first, so a
@@ -78,7 +79,7 @@ func render(w http.ResponseWriter, status int, t *template.Template, data pageDa
 	}
 	h.Set("Content-Length", fmt.Sprint(buf.Len()))
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; frame-ancestors 'none'")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }

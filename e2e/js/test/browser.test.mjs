@@ -60,6 +60,9 @@ describe('sign-in and consent', () => {
       assert.equal(login.pathname, '/login');
       const back = new URL(login.searchParams.get('return_to'));
       assert.equal(`${back.origin}${back.pathname}`, `${origin}/oauth/authorize`);
+      // The school's own stylesheet applies under its strict policy.
+      await page.waitForLoadState('load');
+      assert.equal(await page.locator('header').evaluate((el) => getComputedStyle(el).display), 'flex');
       await page.fill('#email', MEMBER.email);
       await page.fill('#password', MEMBER.password);
       await Promise.all([
