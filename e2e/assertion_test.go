@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,9 +16,6 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // startVerifyingSchool runs a demo school that verifies the identity
@@ -32,41 +28,6 @@ func startVerifyingSchool(t *testing.T, origin string) *school {
 		"-assertion-jwks", origin+"/.well-known/jwks.json", "-assertion-audience", s.URL)
 	waitHTTP(t, s.URL+"/healthz")
 	return s
-}
-
-// callToolAs calls an MCP tool with a bearer token and returns the text
-// of the result ("ERROR: …" for a tool error).
-func callToolAs(t *testing.T, mcpURL, token, tool string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	trans, err := transport.NewStreamableHTTP(mcpURL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans)
-	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "schoolgate-e2e", Version: "1"}}}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool}})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	var out strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			out.WriteString(tc.Text)
-		}
-	}
-	if res.IsError {
-		return "ERROR: " + out.String()
-	}
-	return out.String()
 }
 
 // forgedAssertion is what someone who reaches the legacy server directly
@@ -132,7 +93,7 @@ func TestIdentityAssertion(t *testing.T) {
 	if r := call(t, "GET", gw.URL+"/admin/api/courses", operator.AccessToken, "", nil); r.status != 200 {
 		t.Errorf("operator through the gateway: %d %s", r.status, r.body)
 	}
-	if out := callToolAs(t, gw.URL+"/mcp", member.AccessToken, "my_enrollments"); strings.HasPrefix(out, "ERROR") {
+	if out := callToolWith(t, gw.URL+"/mcp", member.AccessToken, "my_enrollments", nil); strings.HasPrefix(out, "ERROR") {
 		t.Errorf("my_enrollments (the gateway's own Account API call): %s", out)
 	}
 

@@ -14,12 +14,22 @@ import (
 )
 
 // callTool calls an MCP tool anonymously with mcp-go's stock client and
-// returns the text of the result.
+// returns the text of the result ("ERROR: …" for a tool error).
 func callTool(t testing.TB, mcpURL, tool string, args map[string]any) string {
+	t.Helper()
+	return callToolWith(t, mcpURL, "", tool, args)
+}
+
+// callToolWith is callTool with a bearer token ("" for none).
+func callToolWith(t testing.TB, mcpURL, token, tool string, args map[string]any) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	trans, err := transport.NewStreamableHTTP(mcpURL)
+	var opts []transport.StreamableHTTPCOption
+	if token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	}
+	trans, err := transport.NewStreamableHTTP(mcpURL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
