@@ -72,8 +72,12 @@ func (s *site) provisionExtras(ctx caddy.Context) error {
 // schoolName is what the school is called: its catalog's name, else its
 // origin. The documents, the MCP server and the consent page use it.
 func (s *site) schoolName() string {
-	if idx := s.extras.catalog.Current(); idx != nil && idx.Feed().School.Name != "" {
-		return idx.Feed().School.Name
+	if idx := s.extras.catalog.Current(); idx != nil {
+		// The feed is the legacy site's word: one clean line, so that no
+		// control or bidi character reorders what the consent page shows.
+		if name := sitedocs.PlainLine(idx.Feed().School.Name, 120); name != "" {
+			return name
+		}
 	}
 	return s.gateway.Issuer
 }

@@ -42,6 +42,10 @@ func cleanText(s string) string {
 	return b.String()
 }
 
+// PlainLine is a feed value fit to show as one line anywhere (a page, a
+// document, MCP instructions): cleanText, at most n characters.
+func PlainLine(s string, n int) string { return truncate(cleanText(s), n) }
+
 // isBidiControl reports the formatting characters that reorder text when
 // displayed, so that what a reader sees differs from what is there.
 func isBidiControl(r rune) bool {

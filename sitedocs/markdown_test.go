@@ -259,3 +259,17 @@ func TestUpcomingEvents(t *testing.T) {
 		t.Errorf("zero now: %d events, %d past", len(all), past)
 	}
 }
+
+func TestPlainLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"Demo School":                    "Demo School",
+		"  Demo\n\tSchool \u202eloohcS ": "Demo School loohcS",
+		"evil\u200f\x00name":             "evilname",
+		strings.Repeat("a", 130):         strings.Repeat("a", 120) + "…",
+		"\u2066\u2069":                   "",
+	} {
+		if got := PlainLine(in, 120); got != want {
+			t.Errorf("PlainLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
