@@ -96,7 +96,7 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 		s.adminError(w, http.StatusForbidden, "Only the school's operators (owner, admin or operator role) can manage OAuth applications.")
 		return nil, false
 	}
-	key, err := s.adminCSRFKey()
+	key, err := s.adminCSRFKey(r.Context())
 	if err != nil {
 		s.cfg.Logger.Error("admin: loading the CSRF key", "error", err)
 		s.adminError(w, http.StatusInternalServerError, "The admin area is unavailable; please try again.")
@@ -114,7 +114,7 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 // MCP connections is off, the area has only the routes marked always.
 func (a *adminCtx) serve(route adminRoute) {
 	post := a.r.Method == http.MethodPost
-	if !route.always && !a.s.MCPConnectionsEnabled() {
+	if !route.always && !a.s.MCPConnectionsEnabled(a.r.Context()) {
 		if post {
 			a.fail(http.StatusConflict, "Turn on MCP connections first.")
 			return

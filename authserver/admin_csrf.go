@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -45,20 +46,20 @@ func sameOriginForm(r *http.Request, issuer string) bool {
 }
 
 // adminCSRFKey returns the site's CSRF key, creating it on first use.
-func (s *Server) adminCSRFKey() ([]byte, error) {
-	v, err := s.store.GetSetting(settingAdminCSRFKey)
+func (s *Server) adminCSRFKey(ctx context.Context) ([]byte, error) {
+	v, err := s.store.GetSetting(ctx, settingAdminCSRFKey)
 	if err == nil && len(v) >= 32 {
 		return v, nil
 	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	if err := s.store.PutSetting(settingAdminCSRFKey, []byte(randomString())); err != nil {
+	if err := s.store.PutSetting(ctx, settingAdminCSRFKey, []byte(randomString())); err != nil {
 		return nil, err
 	}
 	// Read back: if another instance wrote its key at the same time, the
 	// stored one is what both use from now on.
-	return s.store.GetSetting(settingAdminCSRFKey)
+	return s.store.GetSetting(ctx, settingAdminCSRFKey)
 }
 
 // adminCSRFToken binds a form to the operator (their subject) and to the

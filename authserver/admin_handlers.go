@@ -28,10 +28,10 @@ func (a *adminCtx) toOverview() { a.redirect(sitepath.AdminApplications, nil) }
 
 // overview lists everything; with MCP connections off, only the switch.
 func (a *adminCtx) overview() {
-	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: a.s.MCPConnectionsEnabled()}
+	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: a.s.MCPConnectionsEnabled(a.r.Context())}
 	v.Notice = a.notice()
 	if v.Enabled {
-		clients, err := a.s.ListClients()
+		clients, err := a.s.ListClients(a.r.Context())
 		if err != nil {
 			a.internal("listing the clients", err)
 			return
@@ -62,7 +62,7 @@ func (a *adminCtx) toggle() {
 		a.fail(http.StatusBadRequest, "The form did not say whether to turn MCP connections on or off.")
 		return
 	}
-	if err := a.s.SetMCPConnections(on); err != nil {
+	if err := a.s.SetMCPConnections(a.r.Context(), on); err != nil {
 		a.internal("saving the MCP connections switch", err)
 		return
 	}
@@ -107,7 +107,7 @@ func (a *adminCtx) createApp() {
 		a.refuseAppForm("Create a member application", nil, nonce, msg)
 		return
 	}
-	app, err := a.s.CreateApp(spec, nonce)
+	app, err := a.s.CreateApp(a.r.Context(), spec, nonce)
 	if err != nil {
 		a.internal("creating the application", err)
 		return
@@ -153,7 +153,7 @@ func (a *adminCtx) showSecret(title string, c ClientInfo, secret string, created
 // loadClient finds a stored client of one of the kinds, answering 404
 // itself when there is none.
 func (a *adminCtx) loadClient(kinds ...string) (*Client, bool) {
-	c, err := a.s.clientOfKind(a.target(), kinds...)
+	c, err := a.s.clientOfKind(a.r.Context(), a.target(), kinds...)
 	if err != nil {
 		a.clientFailure("loading the client", err)
 		return nil, false
@@ -204,7 +204,7 @@ func (a *adminCtx) updateApp() {
 		a.refuseAppForm("Edit "+displayName(c), c, "", msg)
 		return
 	}
-	if _, err := a.s.UpdateApp(c.ID, spec); err != nil {
+	if _, err := a.s.UpdateApp(a.r.Context(), c.ID, spec); err != nil {
 		a.clientFailure("saving the application", err)
 		return
 	}
@@ -216,7 +216,7 @@ func (a *adminCtx) updateApp() {
 // one stops working at once (tokens already issued stay valid, but no
 // refresh succeeds with the old secret).
 func (a *adminCtx) regenerateSecret() {
-	info, secret, err := a.s.RegenerateSecret(a.target())
+	info, secret, err := a.s.RegenerateSecret(a.r.Context(), a.target())
 	if err != nil {
 		a.clientFailure("saving the new secret", err)
 		return
@@ -238,7 +238,7 @@ func (a *adminCtx) confirmDelete() {
 // revokes its grants, so its tokens stop working at once.
 func (a *adminCtx) deleteClient() {
 	id := a.target()
-	if _, err := a.s.DeleteClient(id); err != nil {
+	if _, err := a.s.DeleteClient(a.r.Context(), id); err != nil {
 		a.clientFailure("deleting the client", err)
 		return
 	}
@@ -278,7 +278,7 @@ func (a *adminCtx) review() {
 		msg = "Choose whether the client is reviewed."
 	}
 	if msg == "" {
-		_, err := a.s.ReviewClient(c.ID, form["scope"], reviewed)
+		_, err := a.s.ReviewClient(a.r.Context(), c.ID, form["scope"], reviewed)
 		var ie *InputError
 		if !errors.As(err, &ie) {
 			if err != nil {

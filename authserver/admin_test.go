@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -62,7 +63,7 @@ func (f *fixture) adminCSRF() string {
 
 func (f *fixture) enableMCP() {
 	f.t.Helper()
-	if err := f.srv.SetMCPConnections(true); err != nil {
+	if err := f.srv.SetMCPConnections(context.Background(), true); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -173,7 +174,7 @@ func TestAdminAccess(t *testing.T) {
 			checkPageHeaders(t, rec)
 		})
 	}
-	if f.srv.MCPConnectionsEnabled() {
+	if f.srv.MCPConnectionsEnabled(context.Background()) {
 		t.Error("a refused request switched MCP connections on")
 	}
 	if !sitepath.IsAuthServer(adminPathReview) {
@@ -208,8 +209,8 @@ func TestAdminSwitch(t *testing.T) {
 		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != sitepath.AdminApplications+"?done="+step.value {
 			t.Fatalf("switch %s: %d %q\n%s", step.value, rec.Code, rec.Header().Get("Location"), rec.Body)
 		}
-		v, err := f.store.GetSetting(settingMCPConnections)
-		if err != nil || string(v) != step.stored || f.srv.MCPConnectionsEnabled() != step.on {
+		v, err := f.store.GetSetting(context.Background(), settingMCPConnections)
+		if err != nil || string(v) != step.stored || f.srv.MCPConnectionsEnabled(context.Background()) != step.on {
 			t.Fatalf("after switching %s the store holds %q (%v)", step.value, v, err)
 		}
 	}
@@ -225,7 +226,7 @@ func TestAdminSwitch(t *testing.T) {
 	}
 	// The stored value wins over the Caddyfile's initial one on restart.
 	f.srv.cfg.MCPConnections = false
-	if err := f.srv.initSettings(); err != nil || !f.srv.MCPConnectionsEnabled() {
+	if err := f.srv.initSettings(context.Background()); err != nil || !f.srv.MCPConnectionsEnabled(context.Background()) {
 		t.Errorf("the switch did not survive a restart: %v", err)
 	}
 }
@@ -247,7 +248,7 @@ func TestAdminCreateApps(t *testing.T) {
 			}
 			checkPageHeaders(t, rec)
 			id := idm[1]
-			c, err := f.store.GetClient(id)
+			c, err := f.store.GetClient(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +282,7 @@ func TestAdminCreateApps(t *testing.T) {
 				strings.Contains(again.Body.String(), prefixSecret) {
 				t.Errorf("resubmission: %d %q", again.Code, again.Header().Get("Location"))
 			}
-			if n, _ := f.store.CountClientsByKind(KindApp); n != 1 {
+			if n, _ := f.store.CountClientsByKind(context.Background(), KindApp); n != 1 {
 				t.Errorf("%d applications after a resubmission", n)
 			}
 			edit := f.adminGet(again.Header().Get("Location"), "owner").Body.String()
@@ -348,7 +349,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != sitepath.AdminApplications+"?done=saved" {
 		t.Fatalf("save: %d %q\n%s", rec.Code, rec.Header().Get("Location"), rec.Body)
 	}
-	c, _ := f.store.GetClient(id)
+	c, _ := f.store.GetClient(context.Background(), id)
 	if c.Name != "Planner 2" || !slices.Equal(c.RedirectURIs, []string{"https://planner.example/back"}) ||
 		!slices.Equal(c.Scopes, []string{"openid", "email", "account:write"}) || c.SecretHash != hashSecret(secret) {
 		t.Errorf("after edit: %+v", c)
@@ -371,7 +372,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 	if rec.Code != http.StatusOK || sm == nil || sm[1] == secret {
 		t.Fatalf("regenerate: %d\n%s", rec.Code, rec.Body)
 	}
-	c, _ = f.store.GetClient(id)
+	c, _ = f.store.GetClient(context.Background(), id)
 	if c.SecretHash != hashSecret(sm[1]) || secretMatches(secret, c.SecretHash) {
 		t.Error("the new secret is not the stored one, or the old one still matches")
 	}
@@ -392,7 +393,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != sitepath.AdminApplications+"?done=deleted" {
 		t.Fatalf("delete: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
-	if _, err := f.store.GetClient(id); !errors.Is(err, ErrNotFound) {
+	if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
 		t.Errorf("still stored: %v", err)
 	}
 	if _, err := f.srv.LookupAccessToken(t.Context(), access); !errors.Is(err, ErrInvalidToken) {
@@ -465,7 +466,7 @@ func TestAdminFormValidation(t *testing.T) {
 			checkPageHeaders(t, rec)
 		})
 	}
-	if n, _ := f.store.CountClientsByKind(KindApp); n != 0 {
+	if n, _ := f.store.CountClientsByKind(context.Background(), KindApp); n != 0 {
 		t.Errorf("refused forms created %d applications", n)
 	}
 
@@ -476,7 +477,7 @@ func TestAdminFormValidation(t *testing.T) {
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "must use https") {
 		t.Errorf("edit with a bad redirect: %d", rec.Code)
 	}
-	if c, _ := f.store.GetClient(id); !slices.Equal(c.RedirectURIs, []string{appRedirect, appLoopback}) {
+	if c, _ := f.store.GetClient(context.Background(), id); !slices.Equal(c.RedirectURIs, []string{appRedirect, appLoopback}) {
 		t.Errorf("a refused edit changed the client: %v", c.RedirectURIs)
 	}
 
@@ -528,14 +529,14 @@ func TestAdminCSRFAndOrigin(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := f.srv.SetMCPConnections(false); err != nil {
+			if err := f.srv.SetMCPConnections(context.Background(), false); err != nil {
 				t.Fatal(err)
 			}
 			rec := f.adminPost(adminPathSwitch, "owner", url.Values{"enabled": {"on"}, "csrf_token": {tc.token}}, tc.hdr)
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d\n%s", rec.Code, tc.status, rec.Body)
 			}
-			if on := f.srv.MCPConnectionsEnabled(); on != (tc.status == http.StatusSeeOther) {
+			if on := f.srv.MCPConnectionsEnabled(context.Background()); on != (tc.status == http.StatusSeeOther) {
 				t.Errorf("switch is %v after a %d", on, rec.Code)
 			}
 			checkPageHeaders(t, rec)
@@ -543,7 +544,7 @@ func TestAdminCSRFAndOrigin(t *testing.T) {
 	}
 
 	// A token is bound to the operator and expires.
-	key, err := f.srv.adminCSRFKey()
+	key, err := f.srv.adminCSRFKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +578,7 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 	md := &Client{ID: docID, Name: "Doc Agent", Kind: KindMetadata, Audience: AudienceMember,
 		RedirectURIs: []string{"https://agent.example/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none",
 		IssuedAt: f.clock.Now()}
-	if err := f.store.PutClient(md); err != nil {
+	if err := f.store.PutClient(context.Background(), md); err != nil {
 		t.Fatal(err)
 	}
 	over := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
@@ -592,7 +593,7 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 	}
 
 	mayRequest := func(scope string) bool {
-		c, err := f.store.GetClient(docID)
+		c, err := f.store.GetClient(context.Background(), docID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -664,7 +665,7 @@ func TestAdminLoopbackClients(t *testing.T) {
 	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("delete: %d\n%s", rec.Code, rec.Body)
 	}
-	if _, err := f.store.GetClient(id); !errors.Is(err, ErrNotFound) {
+	if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
 		t.Errorf("loopback client still stored: %v", err)
 	}
 }

@@ -66,7 +66,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 // redirect URI proves the client (consentrule.go), and otherwise shows the
 // consent page, or refuses with consent_required under prompt=none.
 func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *Client, req *AuthRequest, id *Identity, prompt string) {
-	prior := s.priorConsent(client.ID, id.Subject)
+	prior := s.priorConsent(r.Context(), client.ID, id.Subject)
 	remembered := coversAll(prior, req.Scopes)
 	switch {
 	case remembered && prompt != "consent" && redirectProvesClient(client, req.RedirectURI):
@@ -223,7 +223,7 @@ func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *AuthRequest, id *Identity, status int) {
 	now := s.cfg.Now()
 	raw := newToken(prefixCode)
-	err := s.store.PutCode(hashToken(raw), &Code{
+	err := s.store.PutCode(r.Context(), hashToken(raw), &Code{
 		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
 	})
 	if err != nil {

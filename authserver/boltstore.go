@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,8 +36,8 @@ var (
 	keySchemaVersion = []byte("schema_version")
 )
 
-// BoltStore is the embedded Store: one bbolt file per site.
-type BoltStore struct {
+// boltStore is the embedded Store: one bbolt file per site.
+type boltStore struct {
 	db *bolt.DB
 	// writers counts the hot-path writes in flight (see write).
 	writers atomic.Int32
@@ -48,7 +49,10 @@ type BoltStore struct {
 // lets concurrent token requests scale. Durability is never relaxed. fn
 // may run more than once (Batch retries a failed batch one by one), so it
 // must reset whatever it records outside the transaction.
-func (s *BoltStore) write(fn func(*bolt.Tx) error) error {
+func (s *boltStore) write(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	n := s.writers.Add(1)
 	defer s.writers.Add(-1)
 	if n == 1 {
@@ -57,10 +61,27 @@ func (s *BoltStore) write(fn func(*bolt.Tx) error) error {
 	return s.db.Batch(fn)
 }
 
+// update runs fn in a read-write transaction, unless ctx has ended: bbolt
+// takes no context, so a cancelled caller is refused before it acts.
+func (s *boltStore) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(fn)
+}
+
+// view runs fn in a read-only transaction, unless ctx has ended.
+func (s *boltStore) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
 // OpenBolt opens (creating if needed) the store file at path. The timeout
 // bounds the wait for the file lock, which another process or a config
 // that was not cleaned up may hold.
-func OpenBolt(path string, timeout time.Duration) (*BoltStore, error) {
+func OpenBolt(path string, timeout time.Duration) (Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
@@ -74,7 +95,7 @@ func OpenBolt(path string, timeout time.Duration) (*BoltStore, error) {
 	// Concurrent token endpoints share fsyncs through Batch; a short delay
 	// keeps a lone writer fast.
 	db.MaxBatchDelay = time.Millisecond
-	s := &BoltStore{db: db}
+	s := &boltStore{db: db}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
@@ -82,7 +103,7 @@ func OpenBolt(path string, timeout time.Duration) (*BoltStore, error) {
 	return s, nil
 }
 
-func (s *BoltStore) migrate() error {
+func (s *boltStore) migrate() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -105,16 +126,16 @@ func (s *BoltStore) migrate() error {
 }
 
 // SaveCatalog keeps the last good catalog feed.
-func (s *BoltStore) SaveCatalog(raw []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) SaveCatalog(ctx context.Context, raw []byte) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketCatalog).Put([]byte("feed"), raw)
 	})
 }
 
 // LoadCatalog returns the last good catalog feed, or nil.
-func (s *BoltStore) LoadCatalog() ([]byte, error) {
+func (s *boltStore) LoadCatalog(ctx context.Context) ([]byte, error) {
 	var out []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketCatalog).Get([]byte("feed")); v != nil {
 			out = append([]byte(nil), v...)
 		}
@@ -124,7 +145,7 @@ func (s *BoltStore) LoadCatalog() ([]byte, error) {
 }
 
 // Close closes the file.
-func (s *BoltStore) Close() error { return s.db.Close() }
+func (s *boltStore) Close() error { return s.db.Close() }
 
 func getJSON(b *bolt.Bucket, key string, v any) error {
 	raw := b.Get([]byte(key))
@@ -143,9 +164,9 @@ func putJSON(b *bolt.Bucket, key string, v any) error {
 }
 
 // LoadKeys returns every stored signing key.
-func (s *BoltStore) LoadKeys() ([]StoredKey, error) {
+func (s *boltStore) LoadKeys(ctx context.Context) ([]StoredKey, error) {
 	var keys []StoredKey
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
 			var k StoredKey
 			if err := json.Unmarshal(v, &k); err != nil {
@@ -159,16 +180,16 @@ func (s *BoltStore) LoadKeys() ([]StoredKey, error) {
 }
 
 // SaveKey stores or updates a signing key.
-func (s *BoltStore) SaveKey(k StoredKey) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) SaveKey(ctx context.Context, k StoredKey) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketKeys), k.KID, k)
 	})
 }
 
 // GetClient returns a stored client.
-func (s *BoltStore) GetClient(id string) (*Client, error) {
+func (s *boltStore) GetClient(ctx context.Context, id string) (*Client, error) {
 	var c Client
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bucketClients), id, &c)
 	})
 	if err != nil {
@@ -178,15 +199,15 @@ func (s *BoltStore) GetClient(id string) (*Client, error) {
 }
 
 // PutClient stores a client.
-func (s *BoltStore) PutClient(c *Client) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) PutClient(ctx context.Context, c *Client) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketClients), c.ID, c)
 	})
 }
 
 // DeleteClient removes a client.
-func (s *BoltStore) DeleteClient(id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) DeleteClient(ctx context.Context, id string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketClients)
 		if b.Get([]byte(id)) == nil {
 			return ErrNotFound
@@ -196,9 +217,9 @@ func (s *BoltStore) DeleteClient(id string) error {
 }
 
 // ListClients returns every stored client.
-func (s *BoltStore) ListClients() ([]*Client, error) {
+func (s *boltStore) ListClients(ctx context.Context) ([]*Client, error) {
 	var out []*Client
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketClients).ForEach(func(_, v []byte) error {
 			var c Client
 			if err := json.Unmarshal(v, &c); err != nil {
@@ -212,8 +233,8 @@ func (s *BoltStore) ListClients() ([]*Client, error) {
 }
 
 // CountClientsByKind counts stored clients of one kind.
-func (s *BoltStore) CountClientsByKind(kind string) (int, error) {
-	clients, err := s.ListClients()
+func (s *boltStore) CountClientsByKind(ctx context.Context, kind string) (int, error) {
+	clients, err := s.ListClients(ctx)
 	n := 0
 	for _, c := range clients {
 		if c.Kind == kind {
@@ -224,16 +245,16 @@ func (s *BoltStore) CountClientsByKind(kind string) (int, error) {
 }
 
 // PutPending stores a pending authorization request.
-func (s *BoltStore) PutPending(p *PendingAuth) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) PutPending(ctx context.Context, p *PendingAuth) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketPending), p.ID, p)
 	})
 }
 
 // TakePending returns and deletes a pending authorization request.
-func (s *BoltStore) TakePending(id string) (*PendingAuth, error) {
+func (s *boltStore) TakePending(ctx context.Context, id string) (*PendingAuth, error) {
 	var p PendingAuth
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPending)
 		if err := getJSON(b, id, &p); err != nil {
 			return err
@@ -249,9 +270,9 @@ func (s *BoltStore) TakePending(id string) (*PendingAuth, error) {
 func consentKey(clientID, subject string) string { return clientID + "\x00" + subject }
 
 // GetConsent returns what a person granted a client before.
-func (s *BoltStore) GetConsent(clientID, subject string) (*Consent, error) {
+func (s *boltStore) GetConsent(ctx context.Context, clientID, subject string) (*Consent, error) {
 	var c Consent
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), &c)
 	})
 	if err != nil {
@@ -261,23 +282,23 @@ func (s *BoltStore) GetConsent(clientID, subject string) (*Consent, error) {
 }
 
 // PutConsent remembers a person's grant to a client.
-func (s *BoltStore) PutConsent(clientID, subject string, c *Consent) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) PutConsent(ctx context.Context, clientID, subject string, c *Consent) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), c)
 	})
 }
 
 // PutCode stores an authorization code under its hash.
-func (s *BoltStore) PutCode(hash string, c *Code) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *boltStore) PutCode(ctx context.Context, hash string, c *Code) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketCodes), hash, c)
 	})
 }
 
 // RedeemCode implements Store.
-func (s *BoltStore) RedeemCode(hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
+func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
 	var reused bool
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx *bolt.Tx) error {
 		reused = false
 		codes := tx.Bucket(bucketCodes)
 		var c Code
@@ -333,10 +354,10 @@ func revokeGrant(tx *bolt.Tx, id string) error {
 }
 
 // GetToken implements Store.
-func (s *BoltStore) GetToken(hash string) (*Token, *Grant, error) {
+func (s *boltStore) GetToken(ctx context.Context, hash string) (*Token, *Grant, error) {
 	var t Token
 	var g Grant
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if err := getJSON(tx.Bucket(bucketTokens), hash, &t); err != nil {
 			return err
 		}
@@ -349,9 +370,9 @@ func (s *BoltStore) GetToken(hash string) (*Token, *Grant, error) {
 }
 
 // RotateRefresh implements Store.
-func (s *BoltStore) RotateRefresh(hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
+func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
 	var reused bool
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx *bolt.Tx) error {
 		reused = false
 		tb := tx.Bucket(bucketTokens)
 		var t Token
@@ -385,8 +406,8 @@ func (s *BoltStore) RotateRefresh(hash string, now time.Time, grace time.Duratio
 }
 
 // RevokeToken revokes a token; a refresh token takes its whole grant along.
-func (s *BoltStore) RevokeToken(hash string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) RevokeToken(ctx context.Context, hash string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTokens)
 		var t Token
 		if err := getJSON(tb, hash, &t); err != nil {
@@ -401,15 +422,15 @@ func (s *BoltStore) RevokeToken(hash string) error {
 }
 
 // RevokeGrant revokes a grant and so every token issued under it.
-func (s *BoltStore) RevokeGrant(id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return revokeGrant(tx, id) })
+func (s *boltStore) RevokeGrant(ctx context.Context, id string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error { return revokeGrant(tx, id) })
 }
 
 // RevokeClientGrants implements Store. Grants are not indexed by client;
 // the scan only runs when an operator deletes a client.
-func (s *BoltStore) RevokeClientGrants(clientID string) (int, error) {
+func (s *boltStore) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketGrants)
 		var ids []string
 		err := b.ForEach(func(k, v []byte) error {
@@ -437,8 +458,8 @@ func (s *BoltStore) RevokeClientGrants(clientID string) (int, error) {
 }
 
 // PurgeExpired implements Store.
-func (s *BoltStore) PurgeExpired(before time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) PurgeExpired(ctx context.Context, before time.Time) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		if err := purge(tx.Bucket(bucketCodes), before, func(v []byte) time.Time {
 			var c Code
 			_ = json.Unmarshal(v, &c)
@@ -481,9 +502,9 @@ func purge(b *bolt.Bucket, before time.Time, expiry func([]byte) time.Time) erro
 }
 
 // GetSetting returns a site setting.
-func (s *BoltStore) GetSetting(key string) ([]byte, error) {
+func (s *boltStore) GetSetting(ctx context.Context, key string) ([]byte, error) {
 	var out []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketSettings).Get([]byte(key))
 		if v == nil {
 			return ErrNotFound
@@ -495,8 +516,8 @@ func (s *BoltStore) GetSetting(key string) ([]byte, error) {
 }
 
 // PutSetting stores a site setting.
-func (s *BoltStore) PutSetting(key string, value []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (s *boltStore) PutSetting(ctx context.Context, key string, value []byte) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSettings).Put([]byte(key), value)
 	})
 }

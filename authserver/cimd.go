@@ -86,10 +86,10 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
-	stored, err := s.store.GetClient(id)
+	stored, err := s.store.GetClient(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		n, err := s.store.CountClientsByKind(KindMetadata)
+		n, err := s.store.CountClientsByKind(ctx, KindMetadata)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*Client, error)
 		c := &Client{ID: id, Name: doc.name, Kind: KindMetadata, Audience: AudienceMember,
 			RedirectURIs: doc.redirectURIs, Scopes: DefaultMemberScopes, AuthMethod: "none",
 			IssuedAt: s.cfg.Now().UTC()}
-		return c, s.store.PutClient(c)
+		return c, s.store.PutClient(ctx, c)
 	case err != nil:
 		return nil, err
 	case stored.Kind != KindMetadata:
@@ -108,7 +108,7 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*Client, error)
 	if stored.Name != doc.name || !slices.Equal(stored.RedirectURIs, doc.redirectURIs) {
 		// Only a changed document costs a write.
 		stored.Name, stored.RedirectURIs = doc.name, doc.redirectURIs
-		if err := s.store.PutClient(stored); err != nil {
+		if err := s.store.PutClient(ctx, stored); err != nil {
 			return nil, err
 		}
 	}

@@ -86,12 +86,12 @@ func TestMetadataDocumentClient(t *testing.T) {
 	if loc := rec.Header().Get("Location"); !strings.Contains(loc, "error=invalid_scope") {
 		t.Fatalf("unreviewed write scope: %d %s", rec.Code, loc)
 	}
-	c, err := f.store.GetClient(id)
+	c, err := f.store.GetClient(context.Background(), id)
 	if err != nil || c.Kind != KindMetadata || c.Audience != AudienceMember || c.Name != "Doc Agent" {
 		t.Fatalf("stored client %+v, %v", c, err)
 	}
 	c.Reviewed = true
-	if err := f.store.PutClient(c); err != nil {
+	if err := f.store.PutClient(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 	rec = f.authorize(metadataAuthParams(id, "https://"+host+"/cb", "openid account:write"), "student")
@@ -158,7 +158,7 @@ func TestMetadataDocumentRejections(t *testing.T) {
 			if !strings.Contains(body, "invalid_client_metadata") || !strings.Contains(body, tt.want) {
 				t.Errorf("error page lacks %q:\n%s", tt.want, body)
 			}
-			if _, err := f.store.GetClient(tt.id); !errors.Is(err, ErrNotFound) {
+			if _, err := f.store.GetClient(context.Background(), tt.id); !errors.Is(err, ErrNotFound) {
 				t.Errorf("a refused document left a client record: %v", err)
 			}
 		})

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -96,8 +97,8 @@ func (spec *AppSpec) normalize() string {
 
 // ListClients returns the stored clients, newest first. Vendor clients
 // configured in the Caddyfile are included once they have been seen.
-func (s *Server) ListClients() ([]ClientInfo, error) {
-	clients, err := s.store.ListClients()
+func (s *Server) ListClients(ctx context.Context) ([]ClientInfo, error) {
+	clients, err := s.store.ListClients(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -127,13 +128,13 @@ type CreatedApp struct {
 // CreateApp creates a member application. A non-empty key makes the
 // creation idempotent: another call with the same key returns the first
 // application, marked Existing.
-func (s *Server) CreateApp(spec AppSpec, key string) (*CreatedApp, error) {
+func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*CreatedApp, error) {
 	if msg := spec.normalize(); msg != "" {
 		return nil, &InputError{msg}
 	}
 	if key != "" {
 		key = hashToken("admin-app\x00" + key)
-		clients, err := s.store.ListClients()
+		clients, err := s.store.ListClients(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +152,7 @@ func (s *Server) CreateApp(spec AppSpec, key string) (*CreatedApp, error) {
 		secret = newToken(prefixSecret)
 		c.SecretHash, c.AuthMethod = hashSecret(secret), "client_secret_post"
 	}
-	if err := s.store.PutClient(c); err != nil {
+	if err := s.store.PutClient(ctx, c); err != nil {
 		return nil, err
 	}
 	s.cfg.Logger.Info("member application created", "client_id", c.ID, "confidential", spec.Confidential)
@@ -162,8 +163,8 @@ func (s *Server) CreateApp(spec AppSpec, key string) (*CreatedApp, error) {
 // scopes (not its type or secret). Narrower scopes apply to new
 // authorizations and to refreshes (see the token endpoint), not to access
 // tokens already issued, which expire within the hour.
-func (s *Server) UpdateApp(id string, spec AppSpec) (ClientInfo, error) {
-	c, err := s.clientOfKind(id, KindApp)
+func (s *Server) UpdateApp(ctx context.Context, id string, spec AppSpec) (ClientInfo, error) {
+	c, err := s.clientOfKind(ctx, id, KindApp)
 	if err != nil {
 		return ClientInfo{}, err
 	}
@@ -171,7 +172,7 @@ func (s *Server) UpdateApp(id string, spec AppSpec) (ClientInfo, error) {
 		return ClientInfo{}, &InputError{msg}
 	}
 	c.Name, c.RedirectURIs, c.Scopes = spec.Name, spec.RedirectURIs, spec.Scopes
-	if err := s.store.PutClient(c); err != nil {
+	if err := s.store.PutClient(ctx, c); err != nil {
 		return ClientInfo{}, err
 	}
 	s.cfg.Logger.Info("member application updated", "client_id", c.ID)
@@ -180,8 +181,8 @@ func (s *Server) UpdateApp(id string, spec AppSpec) (ClientInfo, error) {
 
 // RegenerateSecret replaces a confidential application's secret; the old
 // one stops working at once.
-func (s *Server) RegenerateSecret(id string) (ClientInfo, string, error) {
-	c, err := s.clientOfKind(id, KindApp)
+func (s *Server) RegenerateSecret(ctx context.Context, id string) (ClientInfo, string, error) {
+	c, err := s.clientOfKind(ctx, id, KindApp)
 	if err != nil {
 		return ClientInfo{}, "", err
 	}
@@ -190,7 +191,7 @@ func (s *Server) RegenerateSecret(id string) (ClientInfo, string, error) {
 	}
 	secret := newToken(prefixSecret)
 	c.SecretHash = hashSecret(secret)
-	if err := s.store.PutClient(c); err != nil {
+	if err := s.store.PutClient(ctx, c); err != nil {
 		return ClientInfo{}, "", err
 	}
 	s.cfg.Logger.Info("client secret regenerated", "client_id", c.ID)
@@ -200,15 +201,15 @@ func (s *Server) RegenerateSecret(id string) (ClientInfo, string, error) {
 // DeleteClient deletes a member application or a loopback client and
 // revokes its grants, so its tokens stop working at once. It returns how
 // many grants were revoked.
-func (s *Server) DeleteClient(id string) (int, error) {
-	c, err := s.clientOfKind(id, KindApp, KindLoopback)
+func (s *Server) DeleteClient(ctx context.Context, id string) (int, error) {
+	c, err := s.clientOfKind(ctx, id, KindApp, KindLoopback)
 	if err != nil {
 		return 0, err
 	}
-	if err := s.store.DeleteClient(c.ID); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.store.DeleteClient(ctx, c.ID); err != nil && !errors.Is(err, ErrNotFound) {
 		return 0, err
 	}
-	n, err := s.store.RevokeClientGrants(c.ID)
+	n, err := s.store.RevokeClientGrants(ctx, c.ID)
 	s.cache.purge()
 	if err != nil {
 		return n, err
@@ -220,8 +221,8 @@ func (s *Server) DeleteClient(id string) (int, error) {
 // ReviewClient records the operator's decision on a metadata-document
 // client: the scopes it may get and whether it is reviewed. Unreviewed,
 // it keeps the limit to read and identity scopes among them.
-func (s *Server) ReviewClient(id string, scopes []string, reviewed bool) (ClientInfo, error) {
-	c, err := s.clientOfKind(id, KindMetadata)
+func (s *Server) ReviewClient(ctx context.Context, id string, scopes []string, reviewed bool) (ClientInfo, error) {
+	c, err := s.clientOfKind(ctx, id, KindMetadata)
 	if err != nil {
 		return ClientInfo{}, err
 	}
@@ -230,7 +231,7 @@ func (s *Server) ReviewClient(id string, scopes []string, reviewed bool) (Client
 		return ClientInfo{}, &InputError{msg}
 	}
 	c.Scopes, c.Reviewed = scopes, reviewed
-	if err := s.store.PutClient(c); err != nil {
+	if err := s.store.PutClient(ctx, c); err != nil {
 		return ClientInfo{}, err
 	}
 	s.cfg.Logger.Info("metadata-document client reviewed", "client_id", c.ID,
@@ -240,11 +241,11 @@ func (s *Server) ReviewClient(id string, scopes []string, reviewed bool) (Client
 
 // clientOfKind loads a stored client of one of the kinds; ErrNotFound
 // when there is none, ErrWrongKind when it is of another kind.
-func (s *Server) clientOfKind(id string, kinds ...string) (*Client, error) {
+func (s *Server) clientOfKind(ctx context.Context, id string, kinds ...string) (*Client, error) {
 	if id == "" || len(id) > maxClientIDLen {
 		return nil, ErrNotFound
 	}
-	c, err := s.store.GetClient(id)
+	c, err := s.store.GetClient(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -41,7 +42,7 @@ func TestCreateAppValidation(t *testing.T) {
 			spec := ok
 			spec.RedirectURIs = append([]string(nil), ok.RedirectURIs...)
 			tt.change(&spec)
-			app, err := f.srv.CreateApp(spec, "")
+			app, err := f.srv.CreateApp(context.Background(), spec, "")
 			var ie *InputError
 			switch {
 			case tt.want == "" && err != nil:
@@ -61,28 +62,28 @@ func TestCreateAppValidation(t *testing.T) {
 func TestCreateAppIdempotentAndConfidential(t *testing.T) {
 	f := newFixture(t)
 	spec := AppSpec{Name: "Billing", RedirectURIs: []string{appRedirect}, Scopes: []string{"account:read"}, Confidential: true}
-	first, err := f.srv.CreateApp(spec, "key-1")
+	first, err := f.srv.CreateApp(context.Background(), spec, "key-1")
 	if err != nil || first.Existing || !strings.HasPrefix(first.ClientSecret, prefixSecret) ||
 		first.AuthMethod != "client_secret_post" {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	again, err := f.srv.CreateApp(spec, "key-1")
+	again, err := f.srv.CreateApp(context.Background(), spec, "key-1")
 	if err != nil || !again.Existing || again.ClientID != first.ClientID || again.ClientSecret != "" {
 		t.Fatalf("same key: %+v %v", again, err)
 	}
-	other, err := f.srv.CreateApp(spec, "key-2")
+	other, err := f.srv.CreateApp(context.Background(), spec, "key-2")
 	if err != nil || other.ClientID == first.ClientID {
 		t.Fatalf("another key: %+v %v", other, err)
 	}
-	stored, _ := f.store.GetClient(first.ClientID)
+	stored, _ := f.store.GetClient(context.Background(), first.ClientID)
 	if stored.SecretHash == "" || strings.Contains(stored.SecretHash, first.ClientSecret) {
 		t.Errorf("the secret must be stored hashed: %q", stored.SecretHash)
 	}
-	list, err := f.srv.ListClients()
+	list, err := f.srv.ListClients(context.Background())
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list: %d %v", len(list), err)
 	}
-	_, secret, err := f.srv.RegenerateSecret(first.ClientID)
+	_, secret, err := f.srv.RegenerateSecret(context.Background(), first.ClientID)
 	if err != nil || secret == first.ClientSecret || secret == "" {
 		t.Errorf("regenerate: %v", err)
 	}
@@ -90,25 +91,25 @@ func TestCreateAppIdempotentAndConfidential(t *testing.T) {
 
 func TestClientOperationsOnWrongClients(t *testing.T) {
 	f := newFixture(t)
-	pub, err := f.srv.CreateApp(AppSpec{Name: "P", RedirectURIs: []string{appRedirect}, Scopes: []string{"openid"}}, "")
+	pub, err := f.srv.CreateApp(context.Background(), AppSpec{Name: "P", RedirectURIs: []string{appRedirect}, Scopes: []string{"openid"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ie *InputError
-	if _, _, err := f.srv.RegenerateSecret(pub.ClientID); !errors.As(err, &ie) {
+	if _, _, err := f.srv.RegenerateSecret(context.Background(), pub.ClientID); !errors.As(err, &ie) {
 		t.Errorf("secret of a public app: %v", err)
 	}
-	if _, err := f.srv.ReviewClient(pub.ClientID, []string{"openid"}, true); !errors.Is(err, ErrWrongKind) {
+	if _, err := f.srv.ReviewClient(context.Background(), pub.ClientID, []string{"openid"}, true); !errors.Is(err, ErrWrongKind) {
 		t.Errorf("review of an app: %v", err)
 	}
-	if _, err := f.srv.DeleteClient(memberClient); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrWrongKind) {
+	if _, err := f.srv.DeleteClient(context.Background(), memberClient); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrWrongKind) {
 		t.Errorf("delete of a vendor: %v", err)
 	}
 	for _, id := range []string{"", "nope", strings.Repeat("x", maxClientIDLen+1)} {
-		if _, err := f.srv.DeleteClient(id); !errors.Is(err, ErrNotFound) {
+		if _, err := f.srv.DeleteClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("delete %q: %v", id, err)
 		}
-		if _, err := f.srv.UpdateApp(id, AppSpec{}); !errors.Is(err, ErrNotFound) {
+		if _, err := f.srv.UpdateApp(context.Background(), id, AppSpec{}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("update %q: %v", id, err)
 		}
 	}
@@ -131,13 +132,13 @@ func (f *fixture) appTokens(clientID, scope string) map[string]any {
 func TestNarrowedAppScopesApplyAtRefresh(t *testing.T) {
 	f := newFixture(t)
 	f.enableMCP()
-	app, err := f.srv.CreateApp(AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
+	app, err := f.srv.CreateApp(context.Background(), AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
 		Scopes: []string{"openid", "account:read", "account:write"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := f.appTokens(app.ClientID, "openid account:read account:write")
-	if _, err := f.srv.UpdateApp(app.ClientID, AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
+	if _, err := f.srv.UpdateApp(context.Background(), app.ClientID, AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
 		Scopes: []string{"openid", "account:read"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestNarrowedAppScopesApplyAtRefresh(t *testing.T) {
 		t.Fatalf("refresh after narrowing: %d %v", status, r)
 	}
 	// Narrowed to nothing the grant holds: the refresh is refused.
-	if _, err := f.srv.UpdateApp(app.ClientID, AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
+	if _, err := f.srv.UpdateApp(context.Background(), app.ClientID, AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
 		Scopes: []string{"email"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestNarrowedAppScopesApplyAtRefresh(t *testing.T) {
 func TestSwitchingOffDisconnectsApps(t *testing.T) {
 	f := newFixture(t)
 	f.enableMCP()
-	app, err := f.srv.CreateApp(AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
+	app, err := f.srv.CreateApp(context.Background(), AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
 		Scopes: []string{"openid", "account:read"}}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestSwitchingOffDisconnectsApps(t *testing.T) {
 	if _, err := f.srv.LookupAccessToken(t.Context(), m["access_token"].(string)); err != nil {
 		t.Fatalf("app token before: %v", err)
 	}
-	if err := f.srv.SetMCPConnections(false); err != nil {
+	if err := f.srv.SetMCPConnections(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.srv.LookupAccessToken(t.Context(), m["access_token"].(string)); err == nil {
@@ -188,13 +189,13 @@ func TestSwitchingOffDisconnectsApps(t *testing.T) {
 func TestDeleteAndReviewThroughTheAPI(t *testing.T) {
 	f := newFixture(t)
 	f.enableMCP()
-	app, err := f.srv.CreateApp(AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
+	app, err := f.srv.CreateApp(context.Background(), AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect},
 		Scopes: []string{"openid", "account:read"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := f.appTokens(app.ClientID, "openid account:read")
-	n, err := f.srv.DeleteClient(app.ClientID)
+	n, err := f.srv.DeleteClient(context.Background(), app.ClientID)
 	if err != nil || n != 1 {
 		t.Fatalf("delete: %d %v", n, err)
 	}
@@ -203,19 +204,19 @@ func TestDeleteAndReviewThroughTheAPI(t *testing.T) {
 	}
 	md := &Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: KindMetadata,
 		Audience: AudienceMember, RedirectURIs: []string{"http://127.0.0.1/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none"}
-	if err := f.store.PutClient(md); err != nil {
+	if err := f.store.PutClient(context.Background(), md); err != nil {
 		t.Fatal(err)
 	}
-	info, err := f.srv.ReviewClient(md.ID, []string{"openid", "account:read", "account:write"}, false)
+	info, err := f.srv.ReviewClient(context.Background(), md.ID, []string{"openid", "account:read", "account:write"}, false)
 	if err != nil || info.Reviewed || strings.Contains(strings.Join(info.AllowedScopes, " "), "account:write") {
 		t.Fatalf("unreviewed keeps the read limit: %+v %v", info, err)
 	}
-	info, err = f.srv.ReviewClient(md.ID, []string{"openid", "account:read", "account:write"}, true)
+	info, err = f.srv.ReviewClient(context.Background(), md.ID, []string{"openid", "account:read", "account:write"}, true)
 	if err != nil || !info.Reviewed || !strings.Contains(strings.Join(info.AllowedScopes, " "), "account:write") {
 		t.Fatalf("reviewed: %+v %v", info, err)
 	}
 	var ie *InputError
-	if _, err := f.srv.ReviewClient(md.ID, []string{"admin:read"}, true); !errors.As(err, &ie) {
+	if _, err := f.srv.ReviewClient(context.Background(), md.ID, []string{"admin:read"}, true); !errors.As(err, &ie) {
 		t.Errorf("operator scope on a metadata client: %v", err)
 	}
 }
@@ -225,7 +226,7 @@ func TestDeleteAndReviewThroughTheAPI(t *testing.T) {
 func TestOverviewRowsFromClientInfo(t *testing.T) {
 	f := newFixture(t)
 	f.enableMCP()
-	app, err := f.srv.CreateApp(AppSpec{Name: "Billing", RedirectURIs: []string{appRedirect},
+	app, err := f.srv.CreateApp(context.Background(), AppSpec{Name: "Billing", RedirectURIs: []string{appRedirect},
 		Scopes: []string{"account:read"}, Confidential: true}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestOverviewRowsFromClientInfo(t *testing.T) {
 	md := &Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: KindMetadata,
 		Audience: AudienceMember, RedirectURIs: []string{"http://127.0.0.1/cb"},
 		Scopes: []string{"openid", "account:write"}, AuthMethod: "none", IssuedAt: f.clock.Now()}
-	if err := f.store.PutClient(md); err != nil {
+	if err := f.store.PutClient(context.Background(), md); err != nil {
 		t.Fatal(err)
 	}
 	page := f.adminGet(sitepath.AdminApplications, "owner").Body.String()

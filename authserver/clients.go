@@ -73,14 +73,14 @@ func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	if c, ok := s.vendors[id]; ok {
 		return c, nil
 	}
-	c, err := s.store.GetClient(id)
+	c, err := s.store.GetClient(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownClient
 	}
 	if err != nil {
 		return nil, err
 	}
-	if c.Kind == KindApp && !s.MCPConnectionsEnabled() {
+	if c.Kind == KindApp && !s.MCPConnectionsEnabled(ctx) {
 		// Member applications exist only while the beta feature is on.
 		return nil, errUnknownClient
 	}

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"net/http"
@@ -22,7 +23,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, 
 	csrf := randomString()
 	p := &PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
 		Identity: *id, ExpiresAt: now.Add(s.cfg.ConsentTTL)}
-	if err := s.store.PutPending(p); err != nil {
+	if err := s.store.PutPending(r.Context(), p); err != nil {
 		s.cfg.Logger.Error("storing pending authorization", "error", err)
 		s.errorPage(w, http.StatusInternalServerError, "The request could not be saved; please try again.")
 		return
@@ -102,7 +103,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	p, err := s.store.TakePending(r.PostForm.Get("request"))
+	p, err := s.store.TakePending(r.Context(), r.PostForm.Get("request"))
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			s.cfg.Logger.Error("loading pending authorization", "error", err)
@@ -126,16 +127,16 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 			"error": {"access_denied"}, "error_description": {"the person denied the request"}, "state": {req.State}})
 		return
 	}
-	s.rememberConsent(req.ClientID, id.Subject, req.Scopes)
+	s.rememberConsent(r.Context(), req.ClientID, id.Subject, req.Scopes)
 	s.issueCode(w, r, req, id, http.StatusSeeOther)
 }
 
-func (s *Server) rememberConsent(clientID, subject string, scopes []string) {
+func (s *Server) rememberConsent(ctx context.Context, clientID, subject string, scopes []string) {
 	granted := slices.Clone(scopes)
-	if prev, err := s.store.GetConsent(clientID, subject); err == nil {
+	if prev, err := s.store.GetConsent(ctx, clientID, subject); err == nil {
 		granted = dedupe(append(prev.Scopes, scopes...))
 	}
-	if err := s.store.PutConsent(clientID, subject, &Consent{Scopes: granted, GrantedAt: s.cfg.Now()}); err != nil {
+	if err := s.store.PutConsent(ctx, clientID, subject, &Consent{Scopes: granted, GrantedAt: s.cfg.Now()}); err != nil {
 		s.cfg.Logger.Warn("remembering consent", "error", err)
 	}
 }

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"net/url"
 	"slices"
 	"strings"
@@ -38,8 +39,8 @@ func redirectProvesClient(c *Client, redirectURI string) bool {
 
 // priorConsent is what the person approved for the client before, if
 // anything.
-func (s *Server) priorConsent(clientID, subject string) []string {
-	c, err := s.store.GetConsent(clientID, subject)
+func (s *Server) priorConsent(ctx context.Context, clientID, subject string) []string {
+	c, err := s.store.GetConsent(ctx, clientID, subject)
 	if err != nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -22,7 +23,7 @@ func consentCases(t *testing.T) []consentCase {
 	app := func(redirect string) func(f *fixture) url.Values {
 		return func(f *fixture) url.Values {
 			f.enableMCP()
-			created, err := f.srv.CreateApp(AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect, appLoopback},
+			created, err := f.srv.CreateApp(context.Background(), AppSpec{Name: "Planner", RedirectURIs: []string{appRedirect, appLoopback},
 				Scopes: []string{"openid", "account:read"}}, "")
 			if err != nil {
 				t.Fatal(err)

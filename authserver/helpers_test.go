@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -44,7 +45,7 @@ func (c *clock) Advance(d time.Duration) {
 type fixture struct {
 	t     testing.TB
 	srv   *Server
-	store *BoltStore
+	store Store
 	clock *clock
 	path  string
 }
@@ -81,7 +82,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	t.Cleanup(func() { store.Close() })
 	clk := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
-	srv, err := New(Config{
+	srv, err := New(context.Background(), Config{
 		Issuer:     issuer,
 		SessionURL: legacy.URL + "/api/session",
 		LoginURL:   "/login",

@@ -25,7 +25,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inactive := map[string]any{"active": false}
-	t, g, err := s.store.GetToken(hashToken(raw))
+	t, g, err := s.store.GetToken(r.Context(), hashToken(raw))
 	now := s.cfg.Now()
 	if err != nil || t.ClientID != client.ID || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) ||
 		(t.Kind == TokenRefresh && !t.RotatedAt.IsZero() && now.Sub(t.RotatedAt) > s.cfg.RefreshGrace) {

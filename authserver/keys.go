@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -23,7 +24,7 @@ const idTokenTTL = 10 * time.Minute
 // from creation, sign only from their SignFrom date, and stay published
 // after retirement until every ID token they signed has expired.
 type Keys struct {
-	store Store
+	store KeyStore
 	mu    sync.RWMutex
 	keys  []signingKey // oldest first
 }
@@ -35,9 +36,9 @@ type signingKey struct {
 }
 
 // LoadKeys reads the site's keys, creating the first one on first start.
-func LoadKeys(store Store, now time.Time) (*Keys, error) {
+func LoadKeys(ctx context.Context, store KeyStore, now time.Time) (*Keys, error) {
 	k := &Keys{store: store}
-	stored, err := store.LoadKeys()
+	stored, err := store.LoadKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("loading signing keys: %w", err)
 	}
@@ -52,7 +53,7 @@ func LoadKeys(store Store, now time.Time) (*Keys, error) {
 	if len(k.keys) == 0 {
 		// Nothing has been signed yet, so the first key may sign at once:
 		// it is published from the same moment.
-		if _, err := k.add(now, now); err != nil {
+		if _, err := k.add(ctx, now, now); err != nil {
 			return nil, err
 		}
 	}
@@ -72,7 +73,7 @@ func parseSigningKey(sk StoredKey) (signingKey, error) {
 }
 
 // add generates, stores and publishes a new key that signs from signFrom.
-func (k *Keys) add(now, signFrom time.Time) (string, error) {
+func (k *Keys) add(ctx context.Context, now, signFrom time.Time) (string, error) {
 	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", err
@@ -92,7 +93,7 @@ func (k *Keys) add(now, signFrom time.Time) (string, error) {
 		return "", err
 	}
 	sk := StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}
-	if err := k.store.SaveKey(sk); err != nil {
+	if err := k.store.SaveKey(ctx, sk); err != nil {
 		return "", fmt.Errorf("storing signing key: %w", err)
 	}
 	parsed, err := parseSigningKey(sk)
@@ -108,9 +109,9 @@ func (k *Keys) add(now, signFrom time.Time) (string, error) {
 // Rotate publishes a new key now; it starts signing after publishDelay,
 // which gives verifiers caching the JWKS time to see it. The keys it
 // replaces retire at that moment.
-func (k *Keys) Rotate(now time.Time, publishDelay time.Duration) (string, error) {
+func (k *Keys) Rotate(ctx context.Context, now time.Time, publishDelay time.Duration) (string, error) {
 	signFrom := now.Add(publishDelay)
-	kid, err := k.add(now, signFrom)
+	kid, err := k.add(ctx, now, signFrom)
 	if err != nil {
 		return "", err
 	}
@@ -120,7 +121,7 @@ func (k *Keys) Rotate(now time.Time, publishDelay time.Duration) (string, error)
 		sk := &k.keys[i]
 		if sk.KID != kid && sk.RetiredAt.IsZero() {
 			sk.RetiredAt = signFrom
-			if err := k.store.SaveKey(sk.StoredKey); err != nil {
+			if err := k.store.SaveKey(ctx, sk.StoredKey); err != nil {
 				return "", err
 			}
 		}
@@ -196,8 +197,8 @@ func (k *Keys) KIDs() []string {
 
 // RotateKeys publishes a new signing key that signs after the configured
 // publish delay; the current key signs until then.
-func (s *Server) RotateKeys() (kid string, signFrom time.Time, err error) {
+func (s *Server) RotateKeys(ctx context.Context) (kid string, signFrom time.Time, err error) {
 	now := s.cfg.Now()
-	kid, err = s.keys.Rotate(now, s.cfg.KeyPublishDelay)
+	kid, err = s.keys.Rotate(ctx, now, s.cfg.KeyPublishDelay)
 	return kid, now.Add(s.cfg.KeyPublishDelay), err
 }

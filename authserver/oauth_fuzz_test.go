@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -43,11 +44,11 @@ func (fuzzDocTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func newFuzzFixture(f *testing.F) (*fixture, string) {
 	fx := newFixture(f)
 	fx.srv.limits = newLimiters(RateLimits{})
-	fx.store.db.NoSync = true
+	fx.store.(*boltStore).db.NoSync = true
 	fx.srv.metadata = newMetadataResolver(MetadataDocumentsConfig{}, fx.clock.Now)
 	fx.srv.metadata.client = &http.Client{Transport: fuzzDocTransport{}}
 	fx.enableMCP()
-	app, err := fx.srv.CreateApp(AppSpec{Name: "Fuzz App", RedirectURIs: []string{appRedirect, appLoopback},
+	app, err := fx.srv.CreateApp(context.Background(), AppSpec{Name: "Fuzz App", RedirectURIs: []string{appRedirect, appLoopback},
 		Scopes: []string{"openid", "account:read"}}, "")
 	if err != nil {
 		f.Fatal(err)

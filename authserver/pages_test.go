@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -51,7 +52,7 @@ func TestPagesLoadOnlyTheStylesheet(t *testing.T) {
 		}},
 		{"review", http.StatusOK, func() *http.Response {
 			const doc = "https://agent.example/client.json"
-			if err := f.store.PutClient(&Client{ID: doc, Name: "Doc Agent", Kind: KindMetadata,
+			if err := f.store.PutClient(context.Background(), &Client{ID: doc, Name: "Doc Agent", Kind: KindMetadata,
 				Audience: AudienceMember, RedirectURIs: []string{"https://agent.example/cb"},
 				Scopes: DefaultMemberScopes, AuthMethod: "none", IssuedAt: f.clock.Now()}); err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package authserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +46,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, "register", e)
 		return
 	}
-	c, secret, e := s.register(req, s.clientAddr(r))
+	c, secret, e := s.register(r.Context(), req, s.clientAddr(r))
 	if e != nil {
 		s.refuse(w, "register", e)
 		return
@@ -114,7 +115,7 @@ func checkRedirectSyntax(raw string) *oauthError {
 
 // register applies the rules and returns the client, with its secret when
 // one was just created (it exists only in this answer).
-func (s *Server) register(req *registration, addr string) (*Client, string, *oauthError) {
+func (s *Server) register(ctx context.Context, req *registration, addr string) (*Client, string, *oauthError) {
 	if v := s.vendorByName(req.ClientName); v != nil {
 		for _, ru := range req.RedirectURIs {
 			if !slices.Contains(v.RedirectURIs, ru) {
@@ -124,7 +125,7 @@ func (s *Server) register(req *registration, addr string) (*Client, string, *oau
 		return v, "", nil
 	}
 	if allLoopback(req.RedirectURIs) {
-		return s.registerLoopback(req, addr)
+		return s.registerLoopback(ctx, req, addr)
 	}
 	for _, ru := range req.RedirectURIs {
 		if strings.HasPrefix(ru, "https://") {
@@ -169,7 +170,7 @@ var loopbackAuthMethods = []string{"none", "client_secret_post"}
 // app or local agent. An identical public registration returns the client
 // it created before; a confidential one always creates a client, because
 // its secret is shown only once.
-func (s *Server) registerLoopback(req *registration, addr string) (*Client, string, *oauthError) {
+func (s *Server) registerLoopback(ctx context.Context, req *registration, addr string) (*Client, string, *oauthError) {
 	if e := checkLoopbackMetadata(req); e != nil {
 		return nil, "", e
 	}
@@ -177,7 +178,7 @@ func (s *Server) registerLoopback(req *registration, addr string) (*Client, stri
 	uris := slices.Clone(req.RedirectURIs)
 	sort.Strings(uris)
 	key := hashToken(req.ClientName + "\x00" + strings.Join(uris, "\x00"))
-	clients, err := s.store.ListClients()
+	clients, err := s.store.ListClients(ctx)
 	if err != nil {
 		return nil, "", errServer("registration is unavailable")
 	}
@@ -204,7 +205,7 @@ func (s *Server) registerLoopback(req *registration, addr string) (*Client, stri
 	} else {
 		c.RegistrationKey = key
 	}
-	if err := s.store.PutClient(c); err != nil {
+	if err := s.store.PutClient(ctx, c); err != nil {
 		return nil, "", errServer("registration is unavailable")
 	}
 	return c, secret, nil

@@ -161,7 +161,7 @@ func TestConfidentialLoopbackRegistration(t *testing.T) {
 		t.Errorf("a public registration has no secret: %v", p2)
 	}
 
-	c, err := f.store.GetClient(a["client_id"].(string))
+	c, err := f.store.GetClient(context.Background(), a["client_id"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestConfidentialRegistrationsAreBounded(t *testing.T) {
 	t.Run("per site", func(t *testing.T) {
 		f := newFixture(t)
 		f.srv.limits = newLimiters(RateLimits{})
-		err := f.store.db.Update(func(tx *bolt.Tx) error {
+		err := f.store.(*boltStore).db.Update(func(tx *bolt.Tx) error {
 			for i := 0; i < maxLoopbackClients-1; i++ {
 				c := &Client{ID: "sgc_fill" + strconv.Itoa(i), Kind: KindLoopback, AuthMethod: "none"}
 				if err := putJSON(tx.Bucket(bucketClients), c.ID, c); err != nil {

@@ -25,7 +25,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hash := hashToken(raw)
-	t, _, err := s.store.GetToken(hash)
+	t, _, err := s.store.GetToken(r.Context(), hash)
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
@@ -33,7 +33,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, "revoke", &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
 		return
 	case t.ClientID == client.ID:
-		if err := s.store.RevokeToken(hash); err != nil {
+		if err := s.store.RevokeToken(r.Context(), hash); err != nil {
 			s.cfg.Logger.Error("revoking token", "error", err)
 			s.refuse(w, "revoke", &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
 			return

@@ -313,7 +313,7 @@ func TestRFC9700_PKCERequiredS256OnlyAndNoDowngrade(t *testing.T) {
 	// (above), and even a planted one is useless with any verifier.
 	t.Run("code without a challenge", func(t *testing.T) {
 		raw, now := newToken(prefixCode), f.clock.Now()
-		err := f.store.PutCode(hashToken(raw), &Code{Request: AuthRequest{ClientID: memberClient,
+		err := f.store.PutCode(context.Background(), hashToken(raw), &Code{Request: AuthRequest{ClientID: memberClient,
 			RedirectURI: memberRedirect, Scopes: []string{"openid"}, Resource: issuer, Audience: AudienceMember},
 			Identity: people["student"], AuthTime: now, ExpiresAt: now.Add(time.Minute)})
 		if err != nil {
@@ -544,7 +544,7 @@ func TestRFC9700_CredentialsHashedAtRest(t *testing.T) {
 	add("confidential vendor's access token", m["access_token"].(string))
 
 	// A confidential member application created by an operator.
-	app, err := f.srv.CreateApp(AppSpec{Name: "Vault", RedirectURIs: []string{appRedirect},
+	app, err := f.srv.CreateApp(context.Background(), AppSpec{Name: "Vault", RedirectURIs: []string{appRedirect},
 		Scopes: []string{"openid", "account:read"}, Confidential: true}, "")
 	if err != nil || app.ClientSecret == "" {
 		t.Fatalf("CreateApp: %+v %v", app, err)
@@ -568,7 +568,7 @@ func TestRFC9700_CredentialsHashedAtRest(t *testing.T) {
 		`"token_endpoint_auth_method":"client_secret_post"}`)
 	add("loopback client's registered secret", reg["client_secret"].(string))
 
-	_, regenerated, err := f.srv.RegenerateSecret(app.ClientID)
+	_, regenerated, err := f.srv.RegenerateSecret(context.Background(), app.ClientID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -721,7 +721,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 	f.enableMCP()
 	appID, _ := f.newApp("Framed", "confidential", "openid")
 	const docID = "https://agent.example/client.json"
-	if err := f.store.PutClient(&Client{ID: docID, Name: "Doc Agent", Kind: KindMetadata, Audience: AudienceMember,
+	if err := f.store.PutClient(context.Background(), &Client{ID: docID, Name: "Doc Agent", Kind: KindMetadata, Audience: AudienceMember,
 		RedirectURIs: []string{"https://agent.example/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none"}); err != nil {
 		t.Fatal(err)
 	}
@@ -797,12 +797,12 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 	}
 
 	// The admin forms: each refused without a valid token, nothing changed.
-	key, err := f.srv.adminCSRFKey()
+	key, err := f.srv.adminCSRFKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := f.clock.Now()
-	app, _ := f.store.GetClient(appID)
+	app, _ := f.store.GetClient(context.Background(), appID)
 	secretHash := app.SecretHash
 	nonce := reFormNonce.FindStringSubmatch(f.adminGet(adminPathNew, "owner").Body.String())[1]
 	adminForms := []struct {
@@ -811,20 +811,20 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 		unchanged    func() bool
 	}{
 		{"MCP connections switch", adminPathSwitch, url.Values{"enabled": {"off"}},
-			func() bool { return f.srv.MCPConnectionsEnabled() }},
+			func() bool { return f.srv.MCPConnectionsEnabled(context.Background()) }},
 		{"create application", adminPathNew, url.Values{"name": {"Forged"}, "redirect_uris": {appRedirect},
 			"scope": {"openid"}, "client_type": {"public"}, "form_nonce": {nonce}},
-			func() bool { n, _ := f.store.CountClientsByKind(KindApp); return n == 1 }},
+			func() bool { n, _ := f.store.CountClientsByKind(context.Background(), KindApp); return n == 1 }},
 		{"edit application", adminPathEdit, url.Values{"client_id": {appID}, "name": {"Forged"},
 			"redirect_uris": {"https://evil.example/cb"}, "scope": {"openid"}},
-			func() bool { c, _ := f.store.GetClient(appID); return c.Name == "Framed" }},
+			func() bool { c, _ := f.store.GetClient(context.Background(), appID); return c.Name == "Framed" }},
 		{"regenerate secret", adminPathSecret, url.Values{"client_id": {appID}},
-			func() bool { c, _ := f.store.GetClient(appID); return c.SecretHash == secretHash }},
+			func() bool { c, _ := f.store.GetClient(context.Background(), appID); return c.SecretHash == secretHash }},
 		{"delete client", adminPathDelete, url.Values{"client_id": {appID}},
-			func() bool { _, err := f.store.GetClient(appID); return err == nil }},
+			func() bool { _, err := f.store.GetClient(context.Background(), appID); return err == nil }},
 		{"review metadata client", adminPathReview, url.Values{"client_id": {docID}, "status": {"reviewed"},
 			"scope": {"openid", "account:write"}},
-			func() bool { c, _ := f.store.GetClient(docID); return !c.Reviewed }},
+			func() bool { c, _ := f.store.GetClient(context.Background(), docID); return !c.Reviewed }},
 	}
 	tested := map[string]bool{sitepath.Consent: true}
 	for _, af := range adminForms {
@@ -862,7 +862,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 	}
 	// Control: the genuine admin form works.
 	rec := f.adminPost(adminPathSwitch, "owner", url.Values{"enabled": {"off"}, "csrf_token": {f.adminCSRF()}}, nil)
-	if rec.Code != http.StatusSeeOther || f.srv.MCPConnectionsEnabled() {
+	if rec.Code != http.StatusSeeOther || f.srv.MCPConnectionsEnabled(context.Background()) {
 		t.Errorf("control: the genuine switch form: %d", rec.Code)
 	}
 }
@@ -1262,7 +1262,7 @@ func TestRFC9700_MetadataDocumentFetchBlocksInternalAddresses(t *testing.T) {
 			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "redirects are not followed") {
 				t.Errorf("%d redirect: got %d\n%s", status, rec.Code, rec.Body)
 			}
-			if _, err := f.store.GetClient(id); !errors.Is(err, ErrNotFound) {
+			if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
 				t.Errorf("%d redirect left a client: %v", status, err)
 			}
 		}

@@ -28,13 +28,14 @@ type Server struct {
 	limits   limiters
 }
 
-// New builds the authorization server of a site on its store.
-func New(cfg Config, store Store) (*Server, error) {
+// New builds the authorization server of a site on its store; ctx bounds
+// the store calls that load its keys and settings.
+func New(ctx context.Context, cfg Config, store Store) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	keys, err := LoadKeys(store, cfg.Now())
+	keys, err := LoadKeys(ctx, store, cfg.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func New(cfg Config, store Store) (*Server, error) {
 		limits = *cfg.RateLimits
 	}
 	s.limits = newLimiters(limits)
-	if err := s.initSettings(); err != nil {
+	if err := s.initSettings(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -162,10 +163,18 @@ func (s *Server) RunJanitor(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			// Keep records a while past expiry so replays are recognised.
-			if err := s.store.PurgeExpired(s.cfg.Now().Add(-time.Hour)); err != nil {
-				s.cfg.Logger.Warn("purging expired records", "error", err)
-			}
+			s.purgeExpired(ctx, every)
 		}
+	}
+}
+
+// purgeExpired runs one janitor pass, given at most one interval so that a
+// slow store never stacks passes.
+func (s *Server) purgeExpired(ctx context.Context, every time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, every)
+	defer cancel()
+	// Keep records a while past expiry so replays are recognised.
+	if err := s.store.PurgeExpired(ctx, s.cfg.Now().Add(-time.Hour)); err != nil {
+		s.cfg.Logger.Warn("purging expired records", "error", err)
 	}
 }

@@ -1,23 +1,26 @@
 package authserver
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 const settingMCPConnections = "mcp_connections"
 
 // initSettings stores the Caddyfile's initial value of each switch the
 // first time a site starts; afterwards the stored value wins, so what an
 // operator switched in the admin area survives restarts.
-func (s *Server) initSettings() error {
-	_, err := s.store.GetSetting(settingMCPConnections)
+func (s *Server) initSettings(ctx context.Context) error {
+	_, err := s.store.GetSetting(ctx, settingMCPConnections)
 	if errors.Is(err, ErrNotFound) {
-		return s.SetMCPConnections(s.cfg.MCPConnections)
+		return s.SetMCPConnections(ctx, s.cfg.MCPConnections)
 	}
 	return err
 }
 
 // MCPConnectionsEnabled reports the beta feature switch.
-func (s *Server) MCPConnectionsEnabled() bool {
-	v, err := s.store.GetSetting(settingMCPConnections)
+func (s *Server) MCPConnectionsEnabled(ctx context.Context) bool {
+	v, err := s.store.GetSetting(ctx, settingMCPConnections)
 	return err == nil && string(v) == "on"
 }
 
@@ -25,15 +28,15 @@ func (s *Server) MCPConnectionsEnabled() bool {
 // revokes every grant of the member applications, so none of them keeps
 // access through tokens issued before: off means disconnected. The
 // applications themselves are kept for when it is switched on again.
-func (s *Server) SetMCPConnections(on bool) error {
+func (s *Server) SetMCPConnections(ctx context.Context, on bool) error {
 	v := "off"
 	if on {
 		v = "on"
 	}
-	if err := s.store.PutSetting(settingMCPConnections, []byte(v)); err != nil || on {
+	if err := s.store.PutSetting(ctx, settingMCPConnections, []byte(v)); err != nil || on {
 		return err
 	}
-	clients, err := s.store.ListClients()
+	clients, err := s.store.ListClients(ctx)
 	if err != nil {
 		return err
 	}
@@ -42,7 +45,7 @@ func (s *Server) SetMCPConnections(on bool) error {
 		if c.Kind != KindApp {
 			continue
 		}
-		if _, err := s.store.RevokeClientGrants(c.ID); err != nil {
+		if _, err := s.store.RevokeClientGrants(ctx, c.ID); err != nil {
 			return err
 		}
 	}
@@ -51,8 +54,8 @@ func (s *Server) SetMCPConnections(on bool) error {
 
 // CheckStore reads from the store, for health checks: nil when the
 // site's data can be read.
-func (s *Server) CheckStore() error {
-	_, err := s.store.GetSetting(settingMCPConnections)
+func (s *Server) CheckStore(ctx context.Context) error {
+	_, err := s.store.GetSetting(ctx, settingMCPConnections)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}

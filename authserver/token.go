@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -45,9 +46,9 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	var resp *tokenResponse
 	if grantType == "authorization_code" {
-		resp, e = s.exchangeCode(client, form)
+		resp, e = s.exchangeCode(r.Context(), client, form)
 	} else {
-		resp, e = s.refresh(client, form)
+		resp, e = s.refresh(r.Context(), client, form)
 	}
 	if e != nil {
 		s.refuse(w, "token", e)
@@ -59,7 +60,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 
 // exchangeCode redeems an authorization code (RFC 6749 §4.1.3, RFC 7636,
 // RFC 8707).
-func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, *oauthError) {
+func (s *Server) exchangeCode(ctx context.Context, client *Client, form url.Values) (*tokenResponse, *oauthError) {
 	code, verifier, redirectURI := form.Get("code"), form.Get("code_verifier"), form.Get("redirect_uri")
 	switch {
 	case code == "":
@@ -76,7 +77,7 @@ func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, 
 	var fail *oauthError
 	var grant *Grant
 	var nonce string
-	err := s.store.RedeemCode(hashToken(code), func(c *Code) (*Grant, []IssuedToken, error) {
+	err := s.store.RedeemCode(ctx, hashToken(code), func(c *Code) (*Grant, []IssuedToken, error) {
 		resp, fail = nil, nil
 		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], now); fail != nil {
 			return nil, nil, fail
@@ -91,7 +92,7 @@ func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, 
 	})
 	switch {
 	case err == nil:
-		return s.withIDToken(resp, grant, nonce, now)
+		return s.withIDToken(ctx, resp, grant, nonce, now)
 	case fail != nil:
 		return nil, fail
 	case errors.Is(err, ErrNotFound):
@@ -109,14 +110,14 @@ func (s *Server) exchangeCode(client *Client, form url.Values) (*tokenResponse, 
 // the store's transaction, so concurrent exchanges sign in parallel
 // instead of one after another under the write lock. Should signing fail,
 // the grant just stored is revoked: nothing half-issued stays valid.
-func (s *Server) withIDToken(resp *tokenResponse, g *Grant, nonce string, now time.Time) (*tokenResponse, *oauthError) {
+func (s *Server) withIDToken(ctx context.Context, resp *tokenResponse, g *Grant, nonce string, now time.Time) (*tokenResponse, *oauthError) {
 	if !slices.Contains(g.Scopes, "openid") || !s.keys.CanSign(now) {
 		return resp, nil
 	}
 	idt, err := s.idToken(g, nonce, now)
 	if err != nil {
 		s.cfg.Logger.Error("signing an ID token", "error", err)
-		if err := s.store.RevokeGrant(g.ID); err != nil {
+		if err := s.store.RevokeGrant(ctx, g.ID); err != nil {
 			s.cfg.Logger.Error("revoking the grant of an unsigned ID token", "error", err)
 		}
 		s.cache.purge()
@@ -163,7 +164,7 @@ func (s *Server) mintTokens(g *Grant, scopes []string, now time.Time) (*tokenRes
 }
 
 // refresh exchanges a refresh token for a new pair, rotating it.
-func (s *Server) refresh(client *Client, form url.Values) (*tokenResponse, *oauthError) {
+func (s *Server) refresh(ctx context.Context, client *Client, form url.Values) (*tokenResponse, *oauthError) {
 	raw := form.Get("refresh_token")
 	if raw == "" {
 		return nil, errInvalidRequest("refresh_token is required")
@@ -171,7 +172,7 @@ func (s *Server) refresh(client *Client, form url.Values) (*tokenResponse, *oaut
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
-	err := s.store.RotateRefresh(hashToken(raw), now, s.cfg.RefreshGrace, func(t *Token, g *Grant) ([]IssuedToken, error) {
+	err := s.store.RotateRefresh(ctx, hashToken(raw), now, s.cfg.RefreshGrace, func(t *Token, g *Grant) ([]IssuedToken, error) {
 		resp, fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {

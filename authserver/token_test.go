@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -379,7 +380,7 @@ func TestDiscoveryFollowsKeys(t *testing.T) {
 		t.Errorf("discovery: %v", m)
 	}
 	// Rotation publishes the new key before it signs.
-	kid, err := f.srv.Keys().Rotate(f.clock.Now(), time.Hour)
+	kid, err := f.srv.Keys().Rotate(context.Background(), f.clock.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (c *tokenCache) purge() {
 
 // LookupAccessToken validates an access token: hash, cache, store. It
 // implements policy.Lookup.
-func (s *Server) LookupAccessToken(_ context.Context, raw string) (*policy.Token, error) {
+func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Token, error) {
 	if !strings.HasPrefix(raw, prefixAccess) || len(raw) > 256 {
 		return nil, ErrInvalidToken
 	}
@@ -72,7 +72,7 @@ func (s *Server) LookupAccessToken(_ context.Context, raw string) (*policy.Token
 	}
 	s.cfg.Observer.TokenLookup(false)
 	gen := s.cache.gen.Load()
-	t, g, err := s.store.GetToken(hex.EncodeToString(digest[:]))
+	t, g, err := s.store.GetToken(ctx, hex.EncodeToString(digest[:]))
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrInvalidToken
 	}

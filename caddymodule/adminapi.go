@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -121,7 +122,7 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	out := make([]siteHealth, 0, len(sites))
 	status := http.StatusOK
 	for _, s := range sites {
-		h := s.health()
+		h := s.health(r.Context())
 		if !h.Healthy {
 			status = http.StatusServiceUnavailable
 		}
@@ -132,9 +133,9 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 
 // health checks one school. A missing catalog is reported but does not
 // make the site unhealthy: everything but the catalog tools still works.
-func (s *site) health() siteHealth {
+func (s *site) health(ctx context.Context) siteHealth {
 	h := siteHealth{Issuer: s.as.Issuer(), Healthy: true, Store: "ok", Keys: "ok", Catalog: "none configured"}
-	if err := s.as.CheckStore(); err != nil {
+	if err := s.as.CheckStore(ctx); err != nil {
 		h.Healthy, h.Store = false, "unreadable: "+err.Error()
 	}
 	if !s.as.Keys().CanSign(time.Now()) {
@@ -192,7 +193,7 @@ func handleRotate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kid, signFrom, err := s.as.RotateKeys()
+	kid, signFrom, err := s.as.RotateKeys(r.Context())
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("rotating keys: %v", err)}
 	}

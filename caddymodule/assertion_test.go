@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -151,7 +152,7 @@ func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
 	if err := g.Validate(); err != nil {
 		tb.Fatal(err)
 	}
-	as, err := authserver.New(authserver.Config{Issuer: g.Issuer, SessionURL: g.upstreamURL(g.SessionURL)}, store)
+	as, err := authserver.New(context.Background(), authserver.Config{Issuer: g.Issuer, SessionURL: g.upstreamURL(g.SessionURL)}, store)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -163,15 +164,15 @@ func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
 
 // mintMemberToken stores a member grant and access token as a code
 // exchange would.
-func mintMemberToken(tb testing.TB, store *authserver.BoltStore, origin string) string {
+func mintMemberToken(tb testing.TB, store authserver.Store, origin string) string {
 	tb.Helper()
 	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
 	raw := "sgat_" + strings.Repeat("t", 43)
 	now := time.Now()
-	if err := store.PutCode(hash("code"), &authserver.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
+	if err := store.PutCode(context.Background(), hash("code"), &authserver.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
 		tb.Fatal(err)
 	}
-	err := store.RedeemCode(hash("code"), func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	err := store.RedeemCode(context.Background(), hash("code"), func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
 		g := &authserver.Grant{ID: "grant-1", ClientID: "member-app", Audience: authserver.AudienceMember,
 			Scopes: []string{"openid", "account:read"}, Resource: origin, CreatedAt: now,
 			Identity: authserver.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",

@@ -26,7 +26,7 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": s.as.MCPConnectionsEnabled()})
+		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": s.as.MCPConnectionsEnabled(r.Context())})
 	}
 	var body struct {
 		Issuer  string `json:"issuer"`
@@ -42,7 +42,7 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.as.SetMCPConnections(*body.Enabled); err != nil {
+	if err := s.as.SetMCPConnections(r.Context(), *body.Enabled); err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("saving the switch: %v", err)}
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": *body.Enabled})
@@ -55,7 +55,7 @@ func handleClients(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		list, err := s.as.ListClients()
+		list, err := s.as.ListClients(r.Context())
 		if err != nil {
 			return clientsAPIError(err)
 		}
@@ -82,10 +82,10 @@ func createClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !s.as.MCPConnectionsEnabled() {
+	if !s.as.MCPConnectionsEnabled(r.Context()) {
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", body.Issuer)}
 	}
-	app, err := s.as.CreateApp(body.AppSpec, body.IdempotencyKey)
+	app, err := s.as.CreateApp(r.Context(), body.AppSpec, body.IdempotencyKey)
 	if err != nil {
 		return clientsAPIError(err)
 	}
@@ -109,7 +109,7 @@ func handleClientDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.as.DeleteClient(body.ClientID)
+	n, err := s.as.DeleteClient(r.Context(), body.ClientID)
 	if err != nil {
 		return clientsAPIError(err)
 	}
@@ -133,7 +133,7 @@ func handleClientReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.as.ReviewClient(body.ClientID, body.Scopes, *body.Reviewed)
+	info, err := s.as.ReviewClient(r.Context(), body.ClientID, body.Scopes, *body.Reviewed)
 	if err != nil {
 		return clientsAPIError(err)
 	}

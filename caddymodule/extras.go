@@ -41,7 +41,7 @@ func (s *site) provisionExtras(ctx caddy.Context) error {
 	logger := ctx.Slogger()
 	s.extras.logf = func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	s.extras.catalog = catalog.NewManager(s.gateway.Issuer, s.store)
-	if err := s.extras.catalog.LoadPersisted(); err != nil {
+	if err := s.extras.catalog.LoadPersisted(ctx); err != nil {
 		logger.Warn("stored catalog unreadable; waiting for the feed", "error", err)
 	}
 	mcp, err := mcpserver.New(mcpserver.Options{
@@ -85,6 +85,10 @@ func (s *site) schoolName() string {
 // rebuildDocs renders the documents from the configuration and the
 // current catalog.
 func (s *site) rebuildDocs() error {
+	// Rebuilds run on behalf of no request (or after it has been
+	// answered), so the switch is read under a deadline of their own.
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	defer cancel()
 	s.extras.rebuild.Lock()
 	defer s.extras.rebuild.Unlock()
 	var feed *catalog.Feed
@@ -97,7 +101,7 @@ func (s *site) rebuildDocs() error {
 		AdminPrefix:             s.gateway.AdminPrefix,
 		Scopes:                  policy.AllScopes,
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
-		MCPConnections:          s.as.MCPConnectionsEnabled(),
+		MCPConnections:          s.as.MCPConnectionsEnabled(ctx),
 		AdminOpenAPI:            s.adminOpenAPIBytes(),
 		AdminScopes:             sitedocs.PolicyScopes(s.policy),
 	}, feed, time.Now())

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -38,7 +39,7 @@ func TestRebuildDocsKeepsTheLatestInputs(t *testing.T) {
 	defer store.Close()
 	g := &Gateway{Issuer: "https://school.example"}
 	g.setDefaults()
-	as, err := authserver.New(authserver.Config{Issuer: g.Issuer, SessionURL: "https://school.example/api/session"}, store)
+	as, err := authserver.New(context.Background(), authserver.Config{Issuer: g.Issuer, SessionURL: "https://school.example/api/session"}, store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 type site struct {
 	gateway  *Gateway
 	as       *authserver.Server
-	store    *authserver.BoltStore
+	store    authserver.Store
 	policy   *policy.Policy
 	observe  siteObserver
 	dataPath string
@@ -45,7 +45,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	s := &site{gateway: g, store: store, dataPath: path, assertionAudience: g.assertionAudience(),
 		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
 		observe:  newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer)}
-	s.as, err = authserver.New(authserver.Config{
+	s.as, err = authserver.New(ctx, authserver.Config{
 		Issuer:            g.Issuer,
 		SessionURL:        g.upstreamURL(g.SessionURL),
 		LoginURL:          g.LoginURL,

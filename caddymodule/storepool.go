@@ -17,12 +17,15 @@ var stores = caddy.NewUsagePool()
 // storeLockTimeout bounds the wait for a file lock held by another process.
 const storeLockTimeout = 5 * time.Second
 
-type pooledStore struct{ *authserver.BoltStore }
+// storeCallTimeout bounds a store call made on behalf of no request.
+const storeCallTimeout = 5 * time.Second
+
+type pooledStore struct{ authserver.Store }
 
 // Destruct closes the file once no config uses it.
 func (p pooledStore) Destruct() error { return p.Close() }
 
-func acquireStore(path string) (*authserver.BoltStore, error) {
+func acquireStore(path string) (authserver.Store, error) {
 	v, _, err := stores.LoadOrNew(path, func() (caddy.Destructor, error) {
 		s, err := authserver.OpenBolt(path, storeLockTimeout)
 		if err != nil {
@@ -33,7 +36,7 @@ func acquireStore(path string) (*authserver.BoltStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.(pooledStore).BoltStore, nil
+	return v.(pooledStore).Store, nil
 }
 
 func releaseStore(path string) error {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -37,7 +38,7 @@ type memStore struct {
 	failErr error
 }
 
-func (s *memStore) SaveCatalog(raw []byte) error {
+func (s *memStore) SaveCatalog(_ context.Context, raw []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failErr != nil {
@@ -48,7 +49,7 @@ func (s *memStore) SaveCatalog(raw []byte) error {
 	return nil
 }
 
-func (s *memStore) LoadCatalog() ([]byte, error) {
+func (s *memStore) LoadCatalog(context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failErr != nil {

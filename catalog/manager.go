@@ -12,8 +12,9 @@ import (
 // Persister stores the last good feed so that a restarted gateway serves
 // its catalog at once, without waiting for (or depending on) the upstream.
 type Persister interface {
-	SaveCatalog([]byte) error
-	LoadCatalog() ([]byte, error)
+	SaveCatalog(context.Context, []byte) error
+	// LoadCatalog returns the stored feed, or nil when there is none.
+	LoadCatalog(context.Context) ([]byte, error)
 }
 
 // Manager owns a site's current catalog. Readers call Current on every
@@ -40,11 +41,11 @@ func (m *Manager) Current() *Index { return m.cur.Load() }
 
 // LoadPersisted serves the stored feed, if there is one. It does nothing
 // when a catalog is already being served, since that one is newer.
-func (m *Manager) LoadPersisted() error {
+func (m *Manager) LoadPersisted(ctx context.Context) error {
 	if m.store == nil {
 		return nil
 	}
-	raw, err := m.store.LoadCatalog()
+	raw, err := m.store.LoadCatalog(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the stored catalog: %v", err)
 	}
@@ -67,7 +68,7 @@ func (m *Manager) LoadPersisted() error {
 // previous catalog keeps serving and the error says why. Importing the
 // bytes already served does nothing, so a periodic refresh of an unchanged
 // feed costs no disk write.
-func (m *Manager) Import(raw []byte) error {
+func (m *Manager) Import(ctx context.Context, raw []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur := m.cur.Load(); cur != nil && cur.sum == sha256.Sum256(raw) {
@@ -78,7 +79,7 @@ func (m *Manager) Import(raw []byte) error {
 		return err
 	}
 	if m.store != nil {
-		if err := m.store.SaveCatalog(raw); err != nil {
+		if err := m.store.SaveCatalog(ctx, raw); err != nil {
 			return fmt.Errorf("storing the catalog: %v", err)
 		}
 	}
@@ -93,7 +94,7 @@ func (m *Manager) Refresh(ctx context.Context, src string) error {
 	if err != nil {
 		return err
 	}
-	return m.Import(raw)
+	return m.Import(ctx, raw)
 }
 
 func (m *Manager) index(raw []byte, f *Feed) *Index {

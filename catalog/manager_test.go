@@ -34,7 +34,7 @@ func TestManagerImport(t *testing.T) {
 	if m.Current() != nil {
 		t.Fatal("no catalog before the first import")
 	}
-	if err := m.Import([]byte(feedV1)); err != nil {
+	if err := m.Import(context.Background(), []byte(feedV1)); err != nil {
 		t.Fatal(err)
 	}
 	if servedCourse(t, m) != "one" || string(store.raw) != feedV1 {
@@ -44,7 +44,7 @@ func TestManagerImport(t *testing.T) {
 		t.Fatalf("origin not applied: %s", got)
 	}
 
-	err := m.Import([]byte(feedBad))
+	err := m.Import(context.Background(), []byte(feedBad))
 	if err == nil || !strings.Contains(err.Error(), `courses[0] "x": title is required`) {
 		t.Fatalf("bad feed: %v", err)
 	}
@@ -53,7 +53,7 @@ func TestManagerImport(t *testing.T) {
 	}
 
 	store.failErr = errDiskFull
-	if err := m.Import([]byte(feedV2)); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := m.Import(context.Background(), []byte(feedV2)); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("persist failure: %v", err)
 	}
 	if servedCourse(t, m) != "one" {
@@ -63,7 +63,7 @@ func TestManagerImport(t *testing.T) {
 
 	saves := store.saves
 	before := m.Current()
-	if err := m.Import([]byte(feedV1)); err != nil {
+	if err := m.Import(context.Background(), []byte(feedV1)); err != nil {
 		t.Fatal(err)
 	}
 	if store.saves != saves || m.Current() != before {
@@ -86,7 +86,7 @@ func TestManagerLoadPersisted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := NewManager(testOrigin, tt.store)
-			err := m.LoadPersisted()
+			err := m.LoadPersisted(context.Background())
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}
@@ -95,18 +95,18 @@ func TestManagerLoadPersisted(t *testing.T) {
 			}
 		})
 	}
-	if err := NewManager(testOrigin, nil).LoadPersisted(); err != nil {
+	if err := NewManager(testOrigin, nil).LoadPersisted(context.Background()); err != nil {
 		t.Fatal("no persister is not an error")
 	}
 }
 
 func TestManagerLoadPersistedKeepsNewer(t *testing.T) {
 	m := NewManager(testOrigin, &memStore{})
-	if err := m.Import([]byte(feedV2)); err != nil {
+	if err := m.Import(context.Background(), []byte(feedV2)); err != nil {
 		t.Fatal(err)
 	}
 	m.store.(*memStore).raw = []byte(feedV1)
-	if err := m.LoadPersisted(); err != nil {
+	if err := m.LoadPersisted(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if servedCourse(t, m) != "two" {
@@ -118,7 +118,7 @@ func TestManagerLoadPersistedKeepsNewer(t *testing.T) {
 // it proves Current needs no lock.
 func TestManagerConcurrentReaders(t *testing.T) {
 	m := NewManager(testOrigin, &memStore{})
-	if err := m.Import([]byte(feedV1)); err != nil {
+	if err := m.Import(context.Background(), []byte(feedV1)); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -135,7 +135,7 @@ func TestManagerConcurrentReaders(t *testing.T) {
 	}
 	for i := range 50 {
 		feeds := []string{feedV1, feedV2, feedBad, feedV3}
-		_ = m.Import([]byte(feeds[i%len(feeds)]))
+		_ = m.Import(context.Background(), []byte(feeds[i%len(feeds)]))
 	}
 	wg.Wait()
 }
