@@ -1,0 +1,127 @@
+// Package storetest is the conformance suite of authserver.Store: every
+// store (bbolt today, others to come) passes it unchanged, so the protocol
+// code can rely on the contract and not on one implementation.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/authserver"
+)
+
+// Run checks the store that open returns, a fresh and empty one per
+// subtest, against the contract stated on authserver.Store.
+func Run(t *testing.T, open func(t *testing.T) authserver.Store) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, s authserver.Store)
+	}{
+		{"NotFound", testNotFound},
+		{"Clients", testClients},
+		{"PendingTakenOnce", testPendingTakenOnce},
+		{"Consents", testConsents},
+		{"CodeRedeemedOnce", testCodeRedeemedOnce},
+		{"CodeCallbackError", testCodeCallbackError},
+		{"ConcurrentRedeem", testConcurrentRedeem},
+		{"RefreshRotation", testRefreshRotation},
+		{"RefreshCallbackError", testRefreshCallbackError},
+		{"ConcurrentRotation", testConcurrentRotation},
+		{"Revocation", testRevocation},
+		{"RevokeClientGrants", testRevokeClientGrants},
+		{"PurgeExpired", testPurgeExpired},
+		{"Settings", testSettings},
+		{"Keys", testKeys},
+		{"Catalog", testCatalog},
+		{"CancelledContext", testCancelledContext},
+		{"CallbacksRerun", testCallbacksRerun},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
+	}
+}
+
+// epoch is the suite's clock: whole seconds in UTC, which every store
+// keeps exactly.
+var epoch = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+var serial atomic.Int64
+
+// unique returns a fresh name with a readable prefix.
+func unique(prefix string) string { return fmt.Sprintf("%s-%d", prefix, serial.Add(1)) }
+
+func newCode(clientID string) *authserver.Code {
+	return &authserver.Code{
+		Request: authserver.AuthRequest{ClientID: clientID, RedirectURI: "https://app.example/cb",
+			Scopes: []string{"openid"}, Audience: authserver.AudienceMember},
+		Identity:  authserver.Identity{Subject: "ada"},
+		AuthTime:  epoch,
+		ExpiresAt: epoch.Add(time.Minute),
+	}
+}
+
+// pair is a grant's access and refresh token hashes.
+type pair struct{ access, refresh string }
+
+// newTokens returns a fresh access and refresh token for g.
+func newTokens(g *authserver.Grant) (pair, []authserver.IssuedToken) {
+	p := pair{unique("access"), unique("refresh")}
+	return p, []authserver.IssuedToken{
+		{Hash: p.access, Token: &authserver.Token{Kind: authserver.TokenAccess, GrantID: g.ID,
+			ClientID: g.ClientID, IssuedAt: epoch, ExpiresAt: epoch.Add(time.Hour)}},
+		{Hash: p.refresh, Token: &authserver.Token{Kind: authserver.TokenRefresh, GrantID: g.ID,
+			ClientID: g.ClientID, IssuedAt: epoch, ExpiresAt: epoch.Add(24 * time.Hour)}},
+	}
+}
+
+// newGrant is the callback's grant for a code.
+func newGrant(c *authserver.Code) *authserver.Grant {
+	return &authserver.Grant{ID: unique("grant"), ClientID: c.Request.ClientID,
+		Audience: c.Request.Audience, Scopes: c.Request.Scopes, Identity: c.Identity,
+		AuthTime: c.AuthTime, CreatedAt: epoch}
+}
+
+// grantOf stores a code for clientID and redeems it: a live grant with
+// an access and a refresh token.
+func grantOf(t *testing.T, s authserver.Store, clientID string) (string, pair) {
+	t.Helper()
+	ctx := context.Background()
+	code := unique("code")
+	if err := s.PutCode(ctx, code, newCode(clientID)); err != nil {
+		t.Fatal(err)
+	}
+	var grantID string
+	var p pair
+	err := s.RedeemCode(ctx, code, func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+		g := newGrant(c)
+		var toks []authserver.IssuedToken
+		p, toks = newTokens(g)
+		grantID = g.ID
+		return g, toks, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return grantID, p
+}
+
+// revoked reports whether the token under hash no longer grants access,
+// by its own flag or its grant's.
+func revoked(t *testing.T, s authserver.Store, hash string) bool {
+	t.Helper()
+	tok, g, err := s.GetToken(context.Background(), hash)
+	if err != nil {
+		t.Fatalf("GetToken(%s): %v", hash, err)
+	}
+	return tok.Revoked || g.Revoked
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: got error %v, want %v", what, err, want)
+	}
+}

@@ -1,0 +1,212 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/authserver"
+)
+
+const grace = 30 * time.Second
+
+// rotateAt rotates the refresh token at now and returns the new pair.
+func rotateAt(s authserver.Store, hash string, now time.Time) (pair, int, error) {
+	var p pair
+	calls := 0
+	err := s.RotateRefresh(context.Background(), hash, now, grace, func(_ *authserver.Token, g *authserver.Grant) ([]authserver.IssuedToken, error) {
+		calls++
+		var toks []authserver.IssuedToken
+		p, toks = newTokens(g)
+		return toks, nil
+	})
+	return p, calls, err
+}
+
+func testRefreshRotation(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	_, first := grantOf(t, s, "app-1")
+	second, _, err := rotateAt(s, first.refresh, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if revoked(t, s, second.access) || revoked(t, s, second.refresh) {
+		t.Fatal("the rotated pair is revoked")
+	}
+	// A client that lost the answer retries within the grace window.
+	if _, _, err := rotateAt(s, first.refresh, epoch.Add(grace/2)); err != nil {
+		t.Fatalf("rotation within grace: %v", err)
+	}
+	tok, _, err := s.GetToken(ctx, first.refresh)
+	if err != nil || !tok.RotatedAt.Equal(epoch) {
+		t.Fatalf("RotatedAt = %v, %v; want the first rotation's %v, set once", tok.RotatedAt, err, epoch)
+	}
+	_, calls, err := rotateAt(s, first.refresh, epoch.Add(grace+time.Second))
+	wantErr(t, "reuse after grace", err, authserver.ErrRefreshReuse)
+	if calls != 0 {
+		t.Errorf("a reuse called rotate %d times", calls)
+	}
+	if !revoked(t, s, second.access) || !revoked(t, s, second.refresh) {
+		t.Error("a reused refresh token left its grant valid")
+	}
+}
+
+func testRefreshCallbackError(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	_, p := grantOf(t, s, "app-1")
+	refused := errors.New("scope widened")
+	err := s.RotateRefresh(ctx, p.refresh, epoch, grace, func(*authserver.Token, *authserver.Grant) ([]authserver.IssuedToken, error) {
+		return nil, refused
+	})
+	if err != refused {
+		t.Fatalf("RotateRefresh = %v, want the callback's error as is", err)
+	}
+	tok, _, err := s.GetToken(ctx, p.refresh)
+	if err != nil || !tok.RotatedAt.IsZero() {
+		t.Fatalf("a refused rotation marked the token rotated: %v, %v", tok.RotatedAt, err)
+	}
+	// Long after, it is still its first rotation.
+	if _, _, err := rotateAt(s, p.refresh, epoch.Add(time.Hour)); err != nil {
+		t.Fatalf("rotation after a refused one: %v", err)
+	}
+}
+
+func testConcurrentRotation(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	_, p := grantOf(t, s, "app-1")
+	const n = 16
+	pairs := make([]pair, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { pairs[i], _, errs[i] = rotateAt(s, p.refresh, epoch) })
+	}
+	wg.Wait()
+	// All within the grace window of the first: every one succeeds and
+	// each keeps what it was given.
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent rotation %d: %v", i, err)
+		}
+		if revoked(t, s, pairs[i].access) || revoked(t, s, pairs[i].refresh) {
+			t.Errorf("rotation %d's pair is revoked", i)
+		}
+	}
+	tok, _, err := s.GetToken(ctx, p.refresh)
+	if err != nil || !tok.RotatedAt.Equal(epoch) {
+		t.Errorf("RotatedAt = %v, %v; want %v", tok.RotatedAt, err, epoch)
+	}
+	// After the window, concurrent reuses all fail and revoke the grant.
+	for i := range n {
+		wg.Go(func() { _, _, errs[i] = rotateAt(s, p.refresh, epoch.Add(grace+time.Second)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		wantErr(t, "concurrent reuse", err, authserver.ErrRefreshReuse)
+		if !revoked(t, s, pairs[i].access) {
+			t.Errorf("rotation %d's pair survived the reuse", i)
+		}
+	}
+}
+
+func testRevocation(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		revoke func(grantID string, p pair) error
+		// wantAccess, wantRefresh: revoked afterwards.
+		wantAccess, wantRefresh bool
+	}{
+		{"access token alone", func(_ string, p pair) error { return s.RevokeToken(ctx, p.access) }, true, false},
+		{"refresh token ends its grant", func(_ string, p pair) error { return s.RevokeToken(ctx, p.refresh) }, true, true},
+		{"grant", func(id string, _ pair) error { return s.RevokeGrant(ctx, id) }, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			grantID, p := grantOf(t, s, "app-1")
+			_, other := grantOf(t, s, "app-1")
+			if err := c.revoke(grantID, p); err != nil {
+				t.Fatal(err)
+			}
+			if got := revoked(t, s, p.access); got != c.wantAccess {
+				t.Errorf("access revoked = %v, want %v", got, c.wantAccess)
+			}
+			if got := revoked(t, s, p.refresh); got != c.wantRefresh {
+				t.Errorf("refresh revoked = %v, want %v", got, c.wantRefresh)
+			}
+			if revoked(t, s, other.access) || revoked(t, s, other.refresh) {
+				t.Error("another grant was revoked too")
+			}
+		})
+	}
+	if err := s.RevokeGrant(ctx, "no-such-grant"); err != nil {
+		t.Errorf("RevokeGrant of an unknown grant: %v", err)
+	}
+}
+
+func testRevokeClientGrants(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	_, a1 := grantOf(t, s, "app-1")
+	_, a2 := grantOf(t, s, "app-1")
+	_, b := grantOf(t, s, "app-2")
+	n, err := s.RevokeClientGrants(ctx, "app-1")
+	if err != nil || n != 2 {
+		t.Fatalf("RevokeClientGrants = %d, %v; want 2", n, err)
+	}
+	for _, p := range []pair{a1, a2} {
+		if !revoked(t, s, p.access) || !revoked(t, s, p.refresh) {
+			t.Error("a grant of the client survived")
+		}
+	}
+	if revoked(t, s, b.access) {
+		t.Error("another client's grant was revoked")
+	}
+	if n, err := s.RevokeClientGrants(ctx, "app-1"); err != nil || n != 0 {
+		t.Errorf("second RevokeClientGrants = %d, %v; want 0: nothing left to revoke", n, err)
+	}
+}
+
+func testPurgeExpired(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	cut := epoch.Add(2 * time.Hour)
+	grantID, p := grantOf(t, s, "app-1") // access expires before cut, refresh after
+	old, fresh := newCode("app-1"), newCode("app-1")
+	old.ExpiresAt, fresh.ExpiresAt = cut.Add(-time.Second), cut.Add(time.Second)
+	for hash, c := range map[string]*authserver.Code{"old-code": old, "fresh-code": fresh} {
+		if err := s.PutCode(ctx, hash, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, exp := range map[string]time.Time{"old-req": cut.Add(-time.Second), "fresh-req": cut.Add(time.Second)} {
+		if err := s.PutPending(ctx, &authserver.PendingAuth{ID: id, ExpiresAt: exp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutClient(ctx, &authserver.Client{ID: "app-1", Kind: authserver.KindApp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PurgeExpired(ctx, cut); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.GetToken(ctx, p.access)
+	wantErr(t, "expired access token", err, authserver.ErrNotFound)
+	if _, g, err := s.GetToken(ctx, p.refresh); err != nil || g.ID != grantID {
+		t.Errorf("unexpired refresh token: %v", err)
+	}
+	_, err = s.TakePending(ctx, "old-req")
+	wantErr(t, "expired pending request", err, authserver.ErrNotFound)
+	if _, err := s.TakePending(ctx, "fresh-req"); err != nil {
+		t.Errorf("unexpired pending request: %v", err)
+	}
+	noop := func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+		return nil, nil, errors.New("checked")
+	}
+	wantErr(t, "expired code", s.RedeemCode(ctx, "old-code", noop), authserver.ErrNotFound)
+	if err := s.RedeemCode(ctx, "fresh-code", noop); err == nil || errors.Is(err, authserver.ErrNotFound) {
+		t.Errorf("unexpired code: %v", err)
+	}
+	if _, err := s.GetClient(ctx, "app-1"); err != nil {
+		t.Errorf("a client was purged: %v", err)
+	}
+}
