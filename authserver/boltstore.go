@@ -297,16 +297,14 @@ func (s *boltStore) PutCode(ctx context.Context, hash string, c *Code) error {
 
 // RedeemCode implements Store.
 func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
-	var reused bool
+	var outcome RedeemOutcome
 	err := s.write(ctx, func(tx *bolt.Tx) error {
-		reused = false
 		codes := tx.Bucket(bucketCodes)
 		var c Code
 		if err := getJSON(codes, hash, &c); err != nil {
 			return err
 		}
-		if c.Used {
-			reused = true
+		if outcome = DecideRedeem(&c); outcome == RedeemReplay {
 			return revokeGrant(tx, c.GrantID)
 		}
 		g, toks, err := issue(&c)
@@ -319,10 +317,10 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*Cod
 		}
 		return putGrantAndTokens(tx, g, toks)
 	})
-	if err == nil && reused {
-		return ErrCodeReuse
+	if err != nil {
+		return err
 	}
-	return err
+	return outcome.Err()
 }
 
 func putGrantAndTokens(tx *bolt.Tx, g *Grant, toks []IssuedToken) error {
@@ -371,9 +369,8 @@ func (s *boltStore) GetToken(ctx context.Context, hash string) (*Token, *Grant, 
 
 // RotateRefresh implements Store.
 func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
-	var reused bool
+	var outcome RotateOutcome
 	err := s.write(ctx, func(tx *bolt.Tx) error {
-		reused = false
 		tb := tx.Bucket(bucketTokens)
 		var t Token
 		var g Grant
@@ -383,15 +380,14 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 		if err := getJSON(tx.Bucket(bucketGrants), t.GrantID, &g); err != nil {
 			return err
 		}
-		if !t.RotatedAt.IsZero() && now.Sub(t.RotatedAt) > grace {
-			reused = true
+		if outcome = DecideRotate(&t, now, grace); outcome == RotateReplay {
 			return revokeGrant(tx, g.ID)
 		}
 		toks, err := rotate(&t, &g)
 		if err != nil {
 			return err
 		}
-		if t.RotatedAt.IsZero() {
+		if outcome == RotateFirst {
 			t.RotatedAt = now
 			if err := putJSON(tb, hash, &t); err != nil {
 				return err
@@ -399,13 +395,13 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 		}
 		return putGrantAndTokens(tx, nil, toks)
 	})
-	if err == nil && reused {
-		return ErrRefreshReuse
+	if err != nil {
+		return err
 	}
-	return err
+	return outcome.Err()
 }
 
-// RevokeToken revokes a token; a refresh token takes its whole grant along.
+// RevokeToken implements Store.
 func (s *boltStore) RevokeToken(ctx context.Context, hash string) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTokens)
@@ -413,7 +409,7 @@ func (s *boltStore) RevokeToken(ctx context.Context, hash string) error {
 		if err := getJSON(tb, hash, &t); err != nil {
 			return err
 		}
-		if t.Kind == TokenRefresh {
+		if DecideRevoke(&t) == RevokeWholeGrant {
 			return revokeGrant(tx, t.GrantID)
 		}
 		t.Revoked = true

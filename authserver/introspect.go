@@ -28,7 +28,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	t, g, err := s.store.GetToken(r.Context(), hashToken(raw))
 	now := s.cfg.Now()
 	if err != nil || t.ClientID != client.ID || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) ||
-		(t.Kind == TokenRefresh && !t.RotatedAt.IsZero() && now.Sub(t.RotatedAt) > s.cfg.RefreshGrace) {
+		(t.Kind == TokenRefresh && DecideRotate(t, now, s.cfg.RefreshGrace) == RotateReplay) {
 		writeJSON(w, http.StatusOK, inactive)
 		return
 	}

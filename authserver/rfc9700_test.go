@@ -1541,3 +1541,40 @@ func bcpDNSAnswer(q []byte, table map[string]netip.Addr) []byte {
 	}
 	return resp
 }
+
+// TestDecisions pins the shared rules every store applies.
+func TestDecisions(t *testing.T) {
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	const grace = 30 * time.Second
+	for _, c := range []struct {
+		name string
+		got  any
+		want any
+		err  error
+	}{
+		{"fresh code issues", DecideRedeem(&Code{}), RedeemIssue, nil},
+		{"used code is a replay", DecideRedeem(&Code{Used: true, GrantID: "g"}), RedeemReplay, ErrCodeReuse},
+		{"unrotated refresh rotates first", DecideRotate(&Token{}, now, grace), RotateFirst, nil},
+		{"within grace rotates again", DecideRotate(&Token{RotatedAt: now.Add(-grace)}, now, grace), RotateAgain, nil},
+		{"clock behind the first rotation rotates again", DecideRotate(&Token{RotatedAt: now.Add(time.Second)}, now, grace), RotateAgain, nil},
+		{"after grace is a replay", DecideRotate(&Token{RotatedAt: now.Add(-grace - time.Nanosecond)}, now, grace), RotateReplay, ErrRefreshReuse},
+		{"no grace: a second rotation later is a replay", DecideRotate(&Token{RotatedAt: now.Add(-time.Nanosecond)}, now, 0), RotateReplay, ErrRefreshReuse},
+		{"no grace: at the same instant rotates again", DecideRotate(&Token{RotatedAt: now}, now, 0), RotateAgain, nil},
+		{"access token revoked alone", DecideRevoke(&Token{Kind: TokenAccess}), RevokeOne, nil},
+		{"refresh token ends its grant", DecideRevoke(&Token{Kind: TokenRefresh}), RevokeWholeGrant, nil},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+		var err error
+		switch o := c.got.(type) {
+		case RedeemOutcome:
+			err = o.Err()
+		case RotateOutcome:
+			err = o.Err()
+		}
+		if err != c.err {
+			t.Errorf("%s: Err() = %v, want %v", c.name, err, c.err)
+		}
+	}
+}
