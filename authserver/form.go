@@ -40,7 +40,9 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) 
 // public clients, client_secret_post for confidential ones.
 func (s *Server) authenticateClient(r *http.Request, form url.Values) (*Client, *oauthError) {
 	if _, _, ok := r.BasicAuth(); ok {
-		return nil, errInvalidClient("client_secret_basic is not supported; send client_id and client_secret in the body")
+		e := errInvalidClient("client_secret_basic is not supported; send client_id and client_secret in the body")
+		e.Challenge = `Basic realm="token", charset="UTF-8"`
+		return nil, e
 	}
 	id := form.Get("client_id")
 	if id == "" {

@@ -13,6 +13,12 @@ type oauthError struct {
 	Description string `json:"error_description,omitempty"`
 	// RetryAfter, in seconds, is sent as Retry-After (429 answers).
 	RetryAfter int `json:"-"`
+	// Challenge is sent as WWW-Authenticate: only to a client that tried
+	// an HTTP authentication scheme (RFC 6749 §5.2 requires a challenge
+	// of that scheme then). Clients authenticating in the body get none,
+	// since no HTTP scheme is offered, and strict libraries read the body
+	// of a 401 without a challenge as the OAuth error it is.
+	Challenge string `json:"-"`
 }
 
 func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
@@ -51,9 +57,8 @@ func writeOAuthError(w http.ResponseWriter, e *oauthError) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	if e.Status == http.StatusUnauthorized && e.Code == "invalid_client" {
-		// RFC 6749 §5.2: a 401 names the scheme the client should use.
-		w.Header().Set("WWW-Authenticate", `Basic realm="token", charset="UTF-8"`)
+	if e.Challenge != "" {
+		w.Header().Set("WWW-Authenticate", e.Challenge)
 	}
 	writeJSON(w, e.Status, e)
 }

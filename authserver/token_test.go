@@ -418,6 +418,7 @@ func TestConfidentialLoopbackClientAuthentication(t *testing.T) {
 	exchange := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {q.Get("redirect_uri")},
 		"client_id": {id}, "code_verifier": {v}}
 
+	var challenge string // the last answer's WWW-Authenticate
 	post := func(path string, form url.Values, basic bool) (int, map[string]any) {
 		req := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -428,6 +429,7 @@ func TestConfidentialLoopbackClientAuthentication(t *testing.T) {
 		f.srv.ServeHTTP(rec, req)
 		var m map[string]any
 		_ = json.Unmarshal(rec.Body.Bytes(), &m)
+		challenge = rec.Header().Get("WWW-Authenticate")
 		return rec.Code, m
 	}
 	with := func(form url.Values, secret string) url.Values {
@@ -456,6 +458,11 @@ func TestConfidentialLoopbackClientAuthentication(t *testing.T) {
 		} {
 			if status, m := post(path, tc.form, tc.basic); status != http.StatusUnauthorized || m["error"] != "invalid_client" {
 				t.Errorf("%s, %s: %d %v, want 401 invalid_client", path, tc.name, status, m)
+			}
+			// RFC 6749 §5.2: a challenge of the scheme the client tried, and
+			// none when it authenticated in the body (no scheme is offered).
+			if tc.basic != strings.HasPrefix(challenge, "Basic ") || (!tc.basic && challenge != "") {
+				t.Errorf("%s, %s: WWW-Authenticate %q", path, tc.name, challenge)
 			}
 		}
 	}

@@ -87,9 +87,10 @@ async function authorize(config, redirectURI, { prompt, decision = 'approve' } =
 }
 
 /**
- * Expects the call to fail with HTTP 401 invalid_client. The 401 carries a
- * WWW-Authenticate challenge (RFC 6749 §5.2), which oauth4webapi reports
- * as such before reading the body; the body is read here.
+ * Expects the call to fail with HTTP 401 invalid_client. A client that
+ * authenticated in the body gets no WWW-Authenticate challenge (RFC 6749
+ * §5.2), so oauth4webapi reports the body's error; should a challenge come,
+ * the body is read here.
  */
 async function refusedAsInvalidClient(call) {
   const err = await call.then(
