@@ -654,6 +654,14 @@ func TestAdminLoopbackClients(t *testing.T) {
 	if strings.Contains(over, adminPathEdit+"?client_id="+id) {
 		t.Error("loopback clients are read-only")
 	}
+	// The operator sees which are public and which hold a secret.
+	f.serve("POST", sitepath.Register, strings.NewReader(`{"client_name":"secret-cli","redirect_uris":["http://127.0.0.1:9001/cb"],`+
+		`"token_endpoint_auth_method":"client_secret_post"}`), map[string]string{"Content-Type": "application/json"})
+	over = f.adminGet(sitepath.AdminApplications, "owner").Body.String()
+	if !regexp.MustCompile(`school-cli(?s:.)*?<td class="client-type">public</td>`).MatchString(over) ||
+		!regexp.MustCompile(`secret-cli(?s:.)*?<td class="client-type">confidential`).MatchString(over) {
+		t.Errorf("the overview does not tell public from confidential loopback clients:\n%s", over)
+	}
 	if rec := f.adminPost(adminPathEdit, "owner", url.Values{"client_id": {id}, "name": {"x"}, "redirect_uris": {appRedirect},
 		"scope": {"openid"}, "csrf_token": {f.adminCSRF()}}, nil); rec.Code != http.StatusNotFound {
 		t.Errorf("editing a loopback client: %d", rec.Code)
