@@ -158,6 +158,10 @@ func TestHostilePaths(t *testing.T) {
 	if rec := jsonOf(t, body); rec["path"] != "/admin/api/courses" || rec["query"] != query {
 		t.Errorf("upstream saw path %v query %v, want /admin/api/courses and %s", rec["path"], rec["query"], query)
 	}
+	// An absolute-form request without a path is the root, not a refusal.
+	if r := rawRequest(t, a, "GET", a, "", ""); r.status != 200 {
+		t.Errorf("absolute form without a path: %d %s", r.status, r.body)
+	}
 	if r := rawRequest(t, a, "GET", "/%2e%2e/etc/passwd", "", ""); r.status != refused || r.header.Get("Content-Type") == "application/json" {
 		t.Errorf("climb elsewhere: %d %s %s", r.status, r.header.Get("Content-Type"), r.body)
 	}

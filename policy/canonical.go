@@ -62,8 +62,11 @@ var (
 // Elsewhere an encoded slash is forwarded as it was sent ("/files/a%2Fb"
 // stays that), since no reading of such a path concerns the gateway.
 func (p *Policy) Canonical(sent string) (canon string, protected bool, err error) {
-	if sent == "*" { // OPTIONS * names the server, not a path
+	switch sent {
+	case "*": // OPTIONS * names the server, not a path
 		return sent, false, nil
+	case "": // an absolute-form target without a path: the root (RFC 9110 §4.2.3)
+		return "/", false, nil
 	}
 	if isCleanPath(sent) {
 		// Nothing to decode, fold or resolve: every reading is the path.

@@ -22,6 +22,7 @@ func TestCanonical(t *testing.T) {
 		{"clean page", "/courses/portrait-photography", "/courses/portrait-photography", false},
 		{"root", "/", "/", false},
 		{"options star", "*", "*", false},
+		{"absolute form without a path", "", "/", false},
 
 		// The reproductions: dot segments are resolved and the resolved
 		// path is what is judged and forwarded.
