@@ -130,7 +130,7 @@ func (p *Policy) anyReadingProtected(sent, canon string) bool {
 // handler would serve) or the admin API.
 func (p *Policy) protectedKey(key string) bool {
 	return key == sitepath.Account || strings.HasPrefix(key, sitepath.Account+"/") ||
-		underPrefix(key, normalizePath(p.AdminPrefix))
+		underPrefix(key, p.matchKeys().admin)
 }
 
 // canonicalize applies RFC 3986 normalization to an absolute path:

@@ -146,6 +146,11 @@ func TestDecide(t *testing.T) {
 		{"GET", "/admin/api/x/../../api/courses", Allow, []string{"courses:read"}, AudienceOperator},
 		{"GET", "/admin/api/%2e%2e/api/unknown", Deny, nil, ""},
 		{"GET", "/admin/api/reports/daily", Allow, []string{"analytics:read"}, AudienceOperator},
+		{"GET", "/admin/api/reports", Allow, []string{"analytics:read"}, AudienceOperator},
+		// A prefix rule covers its segment and below, never a longer
+		// sibling (which gets the default policy: an unknown area).
+		{"GET", "/admin/api/reportsx", Deny, nil, ""},
+		{"GET", "/admin/api/reports-secret/1", Deny, nil, ""},
 		{"POST", "/admin/api/reports/daily", Deny, nil, ""},
 		{"PUT", "/admin/api/ping", Allow, nil, AudienceOperator},
 		{"GET", "/elsewhere", Deny, nil, ""},

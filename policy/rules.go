@@ -2,6 +2,7 @@ package policy
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/schoolgate/schoolgate/sitepath"
 )
@@ -38,6 +39,34 @@ const (
 type Policy struct {
 	AdminPrefix string
 	Rules       []Rule
+
+	once sync.Once
+	keys matchKeys // AdminPrefix and rule paths normalized, once
+}
+
+// matchKeys are the policy's paths as the request keys they are compared
+// with, computed on first use instead of on every request.
+type matchKeys struct {
+	admin string
+	rules []ruleKey
+}
+
+// ruleKey is a rule's path normalized; prefix rules ("…/*") match their
+// base and what lies below it segment-wise, never a longer sibling.
+type ruleKey struct {
+	base   string
+	prefix bool
+}
+
+func (p *Policy) matchKeys() *matchKeys {
+	p.once.Do(func() {
+		p.keys.admin = normalizePath(p.AdminPrefix)
+		for _, r := range p.Rules {
+			pre, prefix := strings.CutSuffix(r.Path, "*")
+			p.keys.rules = append(p.keys.rules, ruleKey{base: normalizePath(pre), prefix: prefix})
+		}
+	})
+	return &p.keys
 }
 
 // accountScopes is what the Account API needs; shared, never modified.
@@ -58,13 +87,14 @@ func (p *Policy) Decide(method, canonicalPath string) (Requirement, Decision) {
 			return Requirement{}, MethodNotAllowed
 		}
 	}
-	prefix := normalizePath(p.AdminPrefix)
+	keys := p.matchKeys()
+	prefix := keys.admin
 	if !underPrefix(n, prefix) {
 		// Below the Account API, or not protected at all.
 		return Requirement{}, Deny
 	}
-	for _, r := range p.Rules {
-		if r.matches(method, n) {
+	for i, r := range p.Rules {
+		if r.matches(method, n, keys.rules[i]) {
 			if r.Deny {
 				return Requirement{}, Deny
 			}
@@ -99,14 +129,14 @@ func defaultAdminRequirement(method, rest string) (Requirement, Decision) {
 	return Requirement{Audience: AudienceOperator, Scopes: []string{scope}}, Allow
 }
 
-func (r *Rule) matches(method, p string) bool {
+func (r *Rule) matches(method, p string, key ruleKey) bool {
 	if r.Method != "" && r.Method != "*" && !strings.EqualFold(r.Method, method) {
 		return false
 	}
-	if pre, ok := strings.CutSuffix(r.Path, "*"); ok {
-		return strings.HasPrefix(p, normalizePath(pre)) || p == strings.TrimSuffix(normalizePath(pre), "/")
+	if key.prefix {
+		return p == key.base || strings.HasPrefix(p, strings.TrimSuffix(key.base, "/")+"/")
 	}
-	return p == normalizePath(r.Path)
+	return p == key.base
 }
 
 // Covers reports whether a rule path lies under the admin prefix, where
