@@ -106,6 +106,7 @@ func TestHostilePaths(t *testing.T) {
 		{"NUL after the account API", "POST", "/account/graphql%00", "", viewerQuery, refused, "", ""},
 		{"escape into admin", "GET", "/static/..;/admin/api/students", "", "", refused, "", ""},
 		{"below the account API", "POST", "/account/graphql/x", "", viewerQuery, 403, "", ""},
+		{"string prefix of the account API", "POST", "/account/graphqlx", "", viewerQuery, 403, "", ""},
 		// A member token.
 		{"NUL with a member token", "POST", "/account/graphql%00", member.AccessToken, viewerQuery, refused, "", ""},
 		{"member through dot-dot", "POST", "/x/../account/graphql", member.AccessToken, viewerQuery, 200, "/account/graphql", "account"},

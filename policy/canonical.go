@@ -129,8 +129,10 @@ func (p *Policy) anyReadingProtected(sent, canon string) bool {
 // the Account API (and anything below it, which a prefix-mounted GraphQL
 // handler would serve) or the admin API.
 func (p *Policy) protectedKey(key string) bool {
-	return key == sitepath.Account || strings.HasPrefix(key, sitepath.Account+"/") ||
-		underPrefix(key, p.matchKeys().admin)
+	// Anything that starts with the Account API's path, even mid-segment
+	// ("/account/graphqlx"): legacy routers that match string prefixes
+	// serve it from the GraphQL handler, and nothing else lives there.
+	return strings.HasPrefix(key, sitepath.Account) || underPrefix(key, p.matchKeys().admin)
 }
 
 // canonicalize applies RFC 3986 normalization to an absolute path:

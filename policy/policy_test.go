@@ -97,7 +97,8 @@ func TestIsProtected(t *testing.T) {
 		{"/admin/apix", false},
 		{"/admin", false},
 		{"/account", false},
-		{"/account/graphqlx", false},
+		{"/account/graphqlx", true}, // a string-prefix router serves it: protected, and denied
+		{"/account/graph", false},
 		{"/courses/x", false},
 		{"/", false},
 	}
