@@ -179,10 +179,47 @@ func (s *boltStore) LoadKeys(ctx context.Context) ([]StoredKey, error) {
 	return keys, err
 }
 
-// SaveKey stores or updates a signing key.
-func (s *boltStore) SaveKey(ctx context.Context, k StoredKey) error {
+// InitKeys implements KeyStore: one process holds the file, so the
+// transaction alone keeps a site to one first key.
+func (s *boltStore) InitKeys(ctx context.Context, first StoredKey) ([]StoredKey, error) {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		if k, _ := b.Cursor().First(); k != nil {
+			return nil
+		}
+		return putJSON(b, first.KID, first)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.LoadKeys(ctx)
+}
+
+// RotateKey implements KeyStore.
+func (s *boltStore) RotateKey(ctx context.Context, k StoredKey) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucketKeys), k.KID, k)
+		b := tx.Bucket(bucketKeys)
+		var retire []StoredKey
+		err := b.ForEach(func(_, v []byte) error {
+			var old StoredKey
+			if err := json.Unmarshal(v, &old); err != nil {
+				return err
+			}
+			if old.KID != k.KID && old.RetiredAt.IsZero() {
+				old.RetiredAt = k.SignFrom
+				retire = append(retire, old)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, old := range retire {
+			if err := putJSON(b, old.KID, old); err != nil {
+				return err
+			}
+		}
+		return putJSON(b, k.KID, k)
 	})
 }
 
@@ -203,6 +240,44 @@ func (s *boltStore) PutClient(ctx context.Context, c *Client) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketClients), c.ID, c)
 	})
+}
+
+// CreateClient implements ClientStore. Clients are few (registrations
+// are capped), so the scan costs little and runs only on creation.
+func (s *boltStore) CreateClient(ctx context.Context, c *Client, limit int) (*Client, bool, error) {
+	var got *Client
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		got = nil
+		b := tx.Bucket(bucketClients)
+		n := 0
+		err := b.ForEach(func(k, v []byte) error {
+			var old Client
+			if err := json.Unmarshal(v, &old); err != nil {
+				return err
+			}
+			if string(k) == c.ID || (c.RegistrationKey != "" && old.Kind == c.Kind && old.RegistrationKey == c.RegistrationKey) {
+				got = &old
+			}
+			if old.Kind == c.Kind {
+				n++
+			}
+			return nil
+		})
+		switch {
+		case err != nil || got != nil:
+			return err
+		case limit > 0 && n >= limit:
+			return ErrClientLimit
+		}
+		return putJSON(b, c.ID, c)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if got != nil {
+		return got, true, nil
+	}
+	return c, false, nil
 }
 
 // DeleteClient removes a client.
@@ -427,61 +502,118 @@ func (s *boltStore) RevokeGrant(ctx context.Context, id string) error {
 func (s *boltStore) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
 	n := 0
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketGrants)
-		var ids []string
-		err := b.ForEach(func(k, v []byte) error {
-			var g Grant
-			if err := json.Unmarshal(v, &g); err != nil {
-				return err
-			}
-			if g.ClientID == clientID && !g.Revoked {
-				ids = append(ids, string(k))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if err := revokeGrant(tx, id); err != nil {
-				return err
-			}
-		}
-		n = len(ids)
-		return nil
+		var err error
+		n, err = revokeGrantsWhere(tx, func(g *Grant) bool { return g.ClientID == clientID })
+		return err
 	})
 	return n, err
+}
+
+// revokeGrantsWhere revokes every live grant that match holds for and
+// returns how many.
+func revokeGrantsWhere(tx *bolt.Tx, match func(*Grant) bool) (int, error) {
+	b := tx.Bucket(bucketGrants)
+	var ids []string
+	err := b.ForEach(func(k, v []byte) error {
+		var g Grant
+		if err := json.Unmarshal(v, &g); err != nil {
+			return err
+		}
+		if !g.Revoked && match(&g) {
+			ids = append(ids, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := revokeGrant(tx, id); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
 }
 
 // PurgeExpired implements Store.
 func (s *boltStore) PurgeExpired(ctx context.Context, before time.Time) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		if err := purge(tx.Bucket(bucketCodes), before, func(v []byte) time.Time {
+		if err := purge(tx.Bucket(bucketCodes), func(v []byte) bool {
 			var c Code
 			_ = json.Unmarshal(v, &c)
-			return c.ExpiresAt
+			return c.ExpiresAt.Before(before)
 		}); err != nil {
 			return err
 		}
-		if err := purge(tx.Bucket(bucketPending), before, func(v []byte) time.Time {
+		if err := purge(tx.Bucket(bucketPending), func(v []byte) bool {
 			var p PendingAuth
 			_ = json.Unmarshal(v, &p)
-			return p.ExpiresAt
+			return p.ExpiresAt.Before(before)
 		}); err != nil {
 			return err
 		}
-		return purge(tx.Bucket(bucketTokens), before, func(v []byte) time.Time {
+		if err := purge(tx.Bucket(bucketTokens), func(v []byte) bool {
 			var t Token
 			_ = json.Unmarshal(v, &t)
-			return t.ExpiresAt
-		})
+			return t.ExpiresAt.Before(before)
+		}); err != nil {
+			return err
+		}
+		return purgeGrants(tx)
 	})
 }
 
-func purge(b *bolt.Bucket, before time.Time, expiry func([]byte) time.Time) error {
+// purgeGrants deletes the grants that are revoked or have no token left,
+// with the tokens of the revoked ones: nothing can use them any more.
+func purgeGrants(tx *bolt.Tx) error {
+	live := map[string]bool{}
+	tb := tx.Bucket(bucketTokens)
+	err := tb.ForEach(func(_, v []byte) error {
+		var t Token
+		if err := json.Unmarshal(v, &t); err != nil {
+			return err
+		}
+		live[t.GrantID] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	dead := map[string]bool{}
+	gb := tx.Bucket(bucketGrants)
+	err = gb.ForEach(func(k, v []byte) error {
+		var g Grant
+		if err := json.Unmarshal(v, &g); err != nil {
+			return err
+		}
+		if g.Revoked || !live[string(k)] {
+			dead[string(k)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := purge(tb, func(v []byte) bool {
+		var t Token
+		_ = json.Unmarshal(v, &t)
+		return dead[t.GrantID]
+	}); err != nil {
+		return err
+	}
+	for id := range dead {
+		if err := gb.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purge deletes the records of b that gone holds for.
+func purge(b *bolt.Bucket, gone func(v []byte) bool) error {
 	var dead [][]byte
 	err := b.ForEach(func(k, v []byte) error {
-		if expiry(v).Before(before) {
+		if gone(v) {
 			dead = append(dead, append([]byte(nil), k...))
 		}
 		return nil
@@ -516,4 +648,45 @@ func (s *boltStore) PutSetting(ctx context.Context, key string, value []byte) er
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSettings).Put([]byte(key), value)
 	})
+}
+
+// InitSetting implements SettingStore.
+func (s *boltStore) InitSetting(ctx context.Context, key string, value []byte) ([]byte, error) {
+	var out []byte
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSettings)
+		if v := b.Get([]byte(key)); v != nil {
+			out = append([]byte(nil), v...)
+			return nil
+		}
+		out = append([]byte(nil), value...)
+		return b.Put([]byte(key), value)
+	})
+	return out, err
+}
+
+// PutSettingRevoking implements SettingStore.
+func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []byte, kind string) (int, error) {
+	n := 0
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		if err := tx.Bucket(bucketSettings).Put([]byte(key), value); err != nil {
+			return err
+		}
+		ofKind := map[string]bool{}
+		err := tx.Bucket(bucketClients).ForEach(func(k, v []byte) error {
+			var c Client
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			ofKind[string(k)] = c.Kind == kind
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		n, err = revokeGrantsWhere(tx, func(g *Grant) bool { return ofKind[g.ClientID] })
+		return err
+	})
+	return n, err
 }

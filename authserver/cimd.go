@@ -89,17 +89,22 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*Client, error)
 	stored, err := s.store.GetClient(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		n, err := s.store.CountClientsByKind(ctx, KindMetadata)
-		if err != nil {
-			return nil, err
-		}
-		if n >= maxMetadataClients {
-			return nil, metaErr("this school has reached its limit of metadata-document clients")
-		}
 		c := &Client{ID: id, Name: doc.name, Kind: KindMetadata, Audience: AudienceMember,
 			RedirectURIs: doc.redirectURIs, Scopes: DefaultMemberScopes, AuthMethod: "none",
 			IssuedAt: s.cfg.Now().UTC()}
-		return c, s.store.PutClient(ctx, c)
+		got, existing, err := s.store.CreateClient(ctx, c, maxMetadataClients)
+		switch {
+		case errors.Is(err, ErrClientLimit):
+			return nil, metaErr("this school has reached its limit of metadata-document clients")
+		case err != nil:
+			return nil, err
+		case !existing:
+			return got, nil
+		case got.Kind != KindMetadata:
+			return nil, errUnknownClient
+		}
+		// Another request created it meanwhile: go on with that one.
+		stored = got
 	case err != nil:
 		return nil, err
 	case stored.Kind != KindMetadata:

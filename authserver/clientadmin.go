@@ -134,15 +134,6 @@ func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*Crea
 	}
 	if key != "" {
 		key = hashToken("admin-app\x00" + key)
-		clients, err := s.store.ListClients(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range clients {
-			if c.Kind == KindApp && c.RegistrationKey == key {
-				return &CreatedApp{ClientInfo: clientInfo(c), Existing: true}, nil
-			}
-		}
 	}
 	c := &Client{ID: "app_" + randomString()[:22], Name: spec.Name, Kind: KindApp,
 		Audience: AudienceMember, RedirectURIs: spec.RedirectURIs, Scopes: spec.Scopes,
@@ -152,8 +143,12 @@ func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*Crea
 		secret = newToken(prefixSecret)
 		c.SecretHash, c.AuthMethod = hashSecret(secret), "client_secret_post"
 	}
-	if err := s.store.PutClient(ctx, c); err != nil {
+	got, existing, err := s.store.CreateClient(ctx, c, 0)
+	if err != nil {
 		return nil, err
+	}
+	if existing {
+		return &CreatedApp{ClientInfo: clientInfo(got), Existing: true}, nil
 	}
 	s.cfg.Logger.Info("member application created", "client_id", c.ID, "confidential", spec.Confidential)
 	return &CreatedApp{ClientInfo: clientInfo(c), ClientSecret: secret}, nil

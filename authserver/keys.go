@@ -37,27 +37,45 @@ type signingKey struct {
 
 // LoadKeys reads the site's keys, creating the first one on first start.
 func LoadKeys(ctx context.Context, store KeyStore, now time.Time) (*Keys, error) {
-	k := &Keys{store: store}
-	stored, err := store.LoadKeys(ctx)
+	// Nothing has been signed yet on a first start, so the first key may
+	// sign at once: it is published from the same moment.
+	first, err := newStoredKey(now, now)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := store.InitKeys(ctx, first)
 	if err != nil {
 		return nil, fmt.Errorf("loading signing keys: %w", err)
 	}
+	k := &Keys{store: store}
+	return k, k.set(stored)
+}
+
+// Reload reads the keys again, for when another instance of the site has
+// rotated them.
+func (k *Keys) Reload(ctx context.Context) error {
+	stored, err := k.store.LoadKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("loading signing keys: %w", err)
+	}
+	return k.set(stored)
+}
+
+// set replaces the keys in memory with stored, oldest first.
+func (k *Keys) set(stored []StoredKey) error {
+	keys := make([]signingKey, 0, len(stored))
 	for _, sk := range stored {
 		parsed, err := parseSigningKey(sk)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		k.keys = append(k.keys, parsed)
+		keys = append(keys, parsed)
 	}
-	sort.Slice(k.keys, func(i, j int) bool { return k.keys[i].CreatedAt.Before(k.keys[j].CreatedAt) })
-	if len(k.keys) == 0 {
-		// Nothing has been signed yet, so the first key may sign at once:
-		// it is published from the same moment.
-		if _, err := k.add(ctx, now, now); err != nil {
-			return nil, err
-		}
-	}
-	return k, nil
+	sort.Slice(keys, func(i, j int) bool { return keys[i].CreatedAt.Before(keys[j].CreatedAt) })
+	k.mu.Lock()
+	k.keys = keys
+	k.mu.Unlock()
+	return nil
 }
 
 func parseSigningKey(sk StoredKey) (signingKey, error) {
@@ -72,61 +90,42 @@ func parseSigningKey(sk StoredKey) (signingKey, error) {
 	return signingKey{StoredKey: sk, private: priv, public: pub}, nil
 }
 
-// add generates, stores and publishes a new key that signs from signFrom.
-func (k *Keys) add(ctx context.Context, now, signFrom time.Time) (string, error) {
+// newStoredKey generates an ES256 key that signs from signFrom.
+func newStoredKey(now, signFrom time.Time) (StoredKey, error) {
 	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", err
+		return StoredKey{}, err
 	}
 	priv, err := jwk.Import(raw)
 	if err != nil {
-		return "", err
+		return StoredKey{}, err
 	}
 	if err := jwk.AssignKeyID(priv); err != nil {
-		return "", err
+		return StoredKey{}, err
 	}
 	kid, _ := priv.KeyID()
 	_ = priv.Set(jwk.AlgorithmKey, jwa.ES256())
 	_ = priv.Set(jwk.KeyUsageKey, "sig")
 	blob, err := json.Marshal(priv)
 	if err != nil {
-		return "", err
+		return StoredKey{}, err
 	}
-	sk := StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}
-	if err := k.store.SaveKey(ctx, sk); err != nil {
-		return "", fmt.Errorf("storing signing key: %w", err)
-	}
-	parsed, err := parseSigningKey(sk)
-	if err != nil {
-		return "", err
-	}
-	k.mu.Lock()
-	k.keys = append(k.keys, parsed)
-	k.mu.Unlock()
-	return kid, nil
+	return StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}, nil
 }
 
 // Rotate publishes a new key now; it starts signing after publishDelay,
 // which gives verifiers caching the JWKS time to see it. The keys it
-// replaces retire at that moment.
+// replaces retire at that moment, on every instance of the site alike,
+// since the moment is stored with them.
 func (k *Keys) Rotate(ctx context.Context, now time.Time, publishDelay time.Duration) (string, error) {
-	signFrom := now.Add(publishDelay)
-	kid, err := k.add(ctx, now, signFrom)
+	sk, err := newStoredKey(now, now.Add(publishDelay))
 	if err != nil {
 		return "", err
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for i := range k.keys {
-		sk := &k.keys[i]
-		if sk.KID != kid && sk.RetiredAt.IsZero() {
-			sk.RetiredAt = signFrom
-			if err := k.store.SaveKey(ctx, sk.StoredKey); err != nil {
-				return "", err
-			}
-		}
+	if err := k.store.RotateKey(ctx, sk); err != nil {
+		return "", fmt.Errorf("storing signing key: %w", err)
 	}
-	return kid, nil
+	return sk.KID, k.Reload(ctx)
 }
 
 // signer returns the key that signs at now: the newest one whose signing

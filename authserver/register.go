@@ -178,21 +178,16 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	uris := slices.Clone(req.RedirectURIs)
 	sort.Strings(uris)
 	key := hashToken(req.ClientName + "\x00" + strings.Join(uris, "\x00"))
-	clients, err := s.store.ListClients(ctx)
-	if err != nil {
-		return nil, "", errServer("registration is unavailable")
-	}
-	n := 0
-	for _, c := range clients {
-		if c.Kind != KindLoopback {
-			continue
-		}
-		if !confidential && c.Public() && c.RegistrationKey == key {
+	if !confidential {
+		// Repeating an identical registration needs no allowance: look for
+		// it before the per-address limit counts a new client.
+		if c, err := s.loopbackByKey(ctx, key); err != nil {
+			return nil, "", errServer("registration is unavailable")
+		} else if c != nil {
 			return c, "", nil
 		}
-		n++
 	}
-	if e := s.admitNewClient(n, addr); e != nil {
+	if e := s.admitNewClient(addr); e != nil {
 		return nil, "", e
 	}
 	c := &Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: KindLoopback,
@@ -205,10 +200,34 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	} else {
 		c.RegistrationKey = key
 	}
-	if err := s.store.PutClient(ctx, c); err != nil {
+	// The store decides idempotency and the cap in one transaction, so
+	// registrations racing on other instances neither duplicate a client
+	// nor pass the cap.
+	got, existing, err := s.store.CreateClient(ctx, c, maxLoopbackClients)
+	switch {
+	case errors.Is(err, ErrClientLimit):
+		return nil, "", errTooManyClients()
+	case err != nil:
 		return nil, "", errServer("registration is unavailable")
+	case existing:
+		return got, "", nil
 	}
 	return c, secret, nil
+}
+
+// loopbackByKey returns the public loopback client registered with key,
+// or nil.
+func (s *Server) loopbackByKey(ctx context.Context, key string) (*Client, error) {
+	clients, err := s.store.ListClients(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range clients {
+		if c.Kind == KindLoopback && c.Public() && c.RegistrationKey == key {
+			return c, nil
+		}
+	}
+	return nil, nil
 }
 
 // checkLoopbackMetadata refuses what a loopback client cannot have.
@@ -230,19 +249,19 @@ func checkLoopbackMetadata(req *registration) *oauthError {
 	return nil
 }
 
-// admitNewClient applies the bounds on new registrations, public and
-// confidential alike: existing loopback clients per site, and new clients
-// per caller address.
-func (s *Server) admitNewClient(existing int, addr string) *oauthError {
-	if existing >= maxLoopbackClients {
-		return &oauthError{Status: http.StatusBadRequest, Code: "invalid_client_metadata", Description: "this school has too many registered clients"}
-	}
+// admitNewClient applies the per-address bound on new registrations,
+// public and confidential alike; the per-site cap is the store's.
+func (s *Server) admitNewClient(addr string) *oauthError {
 	if ok, wait := s.limits.newClients.allow(addr, s.cfg.Now()); !ok {
 		secs := max(1, int(wait.Round(time.Second)/time.Second))
 		return &oauthError{Status: http.StatusTooManyRequests, Code: "temporarily_unavailable",
 			Description: fmt.Sprintf("too many new clients from this address; retry after %d s", secs), RetryAfter: secs}
 	}
 	return nil
+}
+
+func errTooManyClients() *oauthError {
+	return &oauthError{Status: http.StatusBadRequest, Code: "invalid_client_metadata", Description: "this school has too many registered clients"}
 }
 
 // registrationResponse is the RFC 7591 §3.2.1 answer; secret is set only

@@ -11,11 +11,15 @@ const settingMCPConnections = "mcp_connections"
 // first time a site starts; afterwards the stored value wins, so what an
 // operator switched in the admin area survives restarts.
 func (s *Server) initSettings(ctx context.Context) error {
-	_, err := s.store.GetSetting(ctx, settingMCPConnections)
-	if errors.Is(err, ErrNotFound) {
-		return s.SetMCPConnections(ctx, s.cfg.MCPConnections)
-	}
+	_, err := s.store.InitSetting(ctx, settingMCPConnections, []byte(onOff(s.cfg.MCPConnections)))
 	return err
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // MCPConnectionsEnabled reports the beta feature switch.
@@ -29,27 +33,13 @@ func (s *Server) MCPConnectionsEnabled(ctx context.Context) bool {
 // access through tokens issued before: off means disconnected. The
 // applications themselves are kept for when it is switched on again.
 func (s *Server) SetMCPConnections(ctx context.Context, on bool) error {
-	v := "off"
+	v := []byte(onOff(on))
 	if on {
-		v = "on"
-	}
-	if err := s.store.PutSetting(ctx, settingMCPConnections, []byte(v)); err != nil || on {
-		return err
-	}
-	clients, err := s.store.ListClients(ctx)
-	if err != nil {
-		return err
+		return s.store.PutSetting(ctx, settingMCPConnections, v)
 	}
 	defer s.cache.purge()
-	for _, c := range clients {
-		if c.Kind != KindApp {
-			continue
-		}
-		if _, err := s.store.RevokeClientGrants(ctx, c.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := s.store.PutSettingRevoking(ctx, settingMCPConnections, v, KindApp)
+	return err
 }
 
 // CheckStore reads from the store, for health checks: nil when the

@@ -21,6 +21,9 @@ var (
 	// grace window ago; its grant is revoked in the same transaction (see
 	// DecideRotate).
 	ErrRefreshReuse = errors.New("refresh token already rotated")
+	// ErrClientLimit: CreateClient was given a limit and the site already
+	// holds that many clients of the kind.
+	ErrClientLimit = errors.New("too many clients of this kind")
 )
 
 // IssuedToken is a token to be stored under its hash.
@@ -45,8 +48,13 @@ type IssuedToken struct {
 //     they capture outside on every call: the last call's result is the one
 //     stored. An error a callback returns aborts the transaction and is
 //     returned as is.
-//   - Errors: ErrNotFound, ErrCodeReuse and ErrRefreshReuse mean the same
-//     in every store; anything else is the store failing.
+//   - Errors: ErrNotFound, ErrCodeReuse, ErrRefreshReuse and ErrClientLimit
+//     mean the same in every store; anything else is the store failing
+//     (unreachable, too slow, out of retries), which callers answer with
+//     503 and never with "no" or "off".
+//   - What is decided from what is stored is decided in one method, never
+//     by a read and then a write: several gateway instances may share the
+//     store, and another may write in between.
 //   - Tokens, codes and secrets are kept and looked up by their hashes.
 type Store interface {
 	KeyStore
@@ -62,8 +70,14 @@ type Store interface {
 type KeyStore interface {
 	// LoadKeys returns every stored key, none on first start.
 	LoadKeys(ctx context.Context) ([]StoredKey, error)
-	// SaveKey stores a key or updates the one with its kid.
-	SaveKey(ctx context.Context, k StoredKey) error
+	// InitKeys returns every stored key; when there is none, it stores
+	// first and returns it alone. Of instances starting at once, one
+	// stores its key and the others get that one: a site never has two
+	// first keys.
+	InitKeys(ctx context.Context, first StoredKey) ([]StoredKey, error)
+	// RotateKey stores k and retires, at k.SignFrom, every other key not
+	// yet retired.
+	RotateKey(ctx context.Context, k StoredKey) error
 }
 
 // ClientStore keeps registered clients.
@@ -71,6 +85,13 @@ type ClientStore interface {
 	GetClient(ctx context.Context, id string) (*Client, error)
 	// PutClient stores a client or replaces the one with its ID.
 	PutClient(ctx context.Context, c *Client) error
+	// CreateClient stores c as a new client. When a client with c.ID
+	// exists, or c.RegistrationKey is set and a client of c.Kind already
+	// has that key, it stores nothing and returns that client with
+	// existing true. Otherwise, when limit > 0 and the site already holds
+	// limit clients of c.Kind, it stores nothing and returns
+	// ErrClientLimit. Of identical creations at once, exactly one stores.
+	CreateClient(ctx context.Context, c *Client, limit int) (got *Client, existing bool, err error)
 	DeleteClient(ctx context.Context, id string) error
 	// ListClients returns every client, in no particular order.
 	ListClients(ctx context.Context) ([]*Client, error)
@@ -116,7 +137,10 @@ type TokenStore interface {
 	// a deleted client stop working at once. It returns how many it revoked.
 	RevokeClientGrants(ctx context.Context, clientID string) (int, error)
 	// PurgeExpired deletes codes, pending requests and tokens that expired
-	// before the given time, and nothing else.
+	// before the given time, then grants that are revoked or have no token
+	// left, with their tokens, and nothing else. A store may do it in
+	// several transactions, each whole; a pass cut short leaves nothing
+	// half deleted and the next pass goes on.
 	PurgeExpired(ctx context.Context, before time.Time) error
 }
 
@@ -124,6 +148,13 @@ type TokenStore interface {
 type SettingStore interface {
 	GetSetting(ctx context.Context, key string) ([]byte, error)
 	PutSetting(ctx context.Context, key string, value []byte) error
+	// InitSetting stores value under key unless the key holds one already,
+	// and returns what is stored: the first start's value wins.
+	InitSetting(ctx context.Context, key string, value []byte) ([]byte, error)
+	// PutSettingRevoking stores the setting and revokes every live grant
+	// of every client of kind, in one transaction, and returns how many
+	// grants it revoked: a switch turned off takes its access with it.
+	PutSettingRevoking(ctx context.Context, key string, value []byte, kind string) (int, error)
 }
 
 // CatalogStore keeps the last good catalog feed, so a restarted gateway
@@ -133,6 +164,40 @@ type CatalogStore interface {
 	// LoadCatalog returns the stored feed, or nil and no error when none
 	// has been stored: an empty catalog is not a missing row.
 	LoadCatalog(ctx context.Context) ([]byte, error)
+}
+
+// Change names what changed in a store that several gateway instances
+// share, so that each instance refreshes what it keeps in memory.
+type Change int
+
+const (
+	// ChangeTokens: a token or grant was revoked.
+	ChangeTokens Change = iota + 1
+	// ChangeKeys: a signing key was added or retired.
+	ChangeKeys
+	// ChangeSettings: a setting changed.
+	ChangeSettings
+	// ChangeCatalog: a new catalog feed was stored.
+	ChangeCatalog
+	// ChangeAll: changes may have been missed (a reconnect, or the
+	// periodic version check found the site changed); refresh everything.
+	ChangeAll
+)
+
+// Watcher is implemented by a store that several instances share. fn is
+// called, from one goroutine at a time, for every change made by any
+// instance of the site, this one included. stop ends the calls.
+type Watcher interface {
+	Watch(fn func(Change)) (stop func())
+}
+
+// Scheduler is implemented by a store that several instances share, so
+// that periodic work (the janitor, the catalog fetch) runs on one instance
+// per site and period. A store without it runs every job everywhere.
+type Scheduler interface {
+	// ClaimRun reports whether this instance runs job now: true for the
+	// first caller of the site in each period, false for the others.
+	ClaimRun(ctx context.Context, job string, period time.Duration) (bool, error)
 }
 
 // StoredKey is a signing key with its lifecycle dates.

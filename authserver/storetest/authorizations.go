@@ -103,16 +103,23 @@ func testCodeCallbackError(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testConcurrentRedeem(t *testing.T, s authserver.Store) {
+func testConcurrentRedeem(t *testing.T, s authserver.Store) { concurrentRedeem(t, s, s) }
+
+// concurrentRedeem redeems one code from a and b, alternately, at once.
+func concurrentRedeem(t *testing.T, a, b authserver.Store) {
 	ctx := context.Background()
 	code := unique("code")
-	if err := s.PutCode(ctx, code, newCode("app-1")); err != nil {
+	if err := a.PutCode(ctx, code, newCode("app-1")); err != nil {
 		t.Fatal(err)
 	}
 	const n = 16
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
 		wg.Go(func() {
 			errs[i] = s.RedeemCode(ctx, code, func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
 				g := newGrant(c)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -57,5 +58,41 @@ func testClients(t *testing.T, s authserver.Store) {
 	slices.Sort(ids)
 	if !slices.Equal(ids, []string{"app-1", "cli-1"}) {
 		t.Errorf("ListClients = %v", ids)
+	}
+}
+
+func testCreateClient(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	mk := func(id, kind, key string) *authserver.Client {
+		return &authserver.Client{ID: id, Name: id, Kind: kind, RegistrationKey: key, IssuedAt: epoch}
+	}
+	for _, c := range []struct {
+		name     string
+		client   *authserver.Client
+		limit    int
+		wantID   string
+		existing bool
+		err      error
+	}{
+		{"new", mk("cli-1", authserver.KindLoopback, "k1"), 3, "cli-1", false, nil},
+		{"same key", mk("cli-2", authserver.KindLoopback, "k1"), 3, "cli-1", true, nil},
+		{"same key, other kind", mk("app-1", authserver.KindApp, "k1"), 0, "app-1", false, nil},
+		{"no key", mk("cli-3", authserver.KindLoopback, ""), 3, "cli-3", false, nil},
+		{"another no key", mk("cli-4", authserver.KindLoopback, ""), 3, "cli-4", false, nil},
+		{"over the limit", mk("cli-5", authserver.KindLoopback, "k5"), 3, "", false, authserver.ErrClientLimit},
+		{"existing key over the limit", mk("cli-6", authserver.KindLoopback, "k1"), 3, "cli-1", true, nil},
+		{"same id", mk("cli-3", authserver.KindLoopback, ""), 0, "cli-3", true, nil},
+		{"no limit", mk("cli-7", authserver.KindLoopback, ""), 0, "cli-7", false, nil},
+	} {
+		got, existing, err := s.CreateClient(ctx, c.client, c.limit)
+		if !errors.Is(err, c.err) || (err == nil && (got.ID != c.wantID || existing != c.existing)) {
+			t.Errorf("%s: CreateClient = %+v, %v, %v; want %s, %v, %v", c.name, got, existing, err, c.wantID, c.existing, c.err)
+		}
+	}
+	if n, _ := s.CountClientsByKind(ctx, authserver.KindLoopback); n != 4 {
+		t.Errorf("%d loopback clients stored, want 4", n)
+	}
+	if _, err := s.GetClient(ctx, "cli-2"); !errors.Is(err, authserver.ErrNotFound) {
+		t.Errorf("a duplicate registration was stored: %v", err)
 	}
 }

@@ -64,7 +64,9 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		call func() error
 	}{
 		{"LoadKeys", func() error { _, err := s.LoadKeys(ctx); return err }},
-		{"SaveKey", func() error { return s.SaveKey(ctx, authserver.StoredKey{KID: "k"}) }},
+		{"InitKeys", func() error { _, err := s.InitKeys(ctx, authserver.StoredKey{KID: "k"}); return err }},
+		{"RotateKey", func() error { return s.RotateKey(ctx, authserver.StoredKey{KID: "k"}) }},
+		{"CreateClient", func() error { _, _, err := s.CreateClient(ctx, &authserver.Client{ID: "x"}, 0); return err }},
 		{"GetClient", func() error { _, err := s.GetClient(ctx, "x"); return err }},
 		{"PutClient", func() error { return s.PutClient(ctx, &authserver.Client{ID: "x"}) }},
 		{"DeleteClient", func() error { return s.DeleteClient(ctx, "x") }},
@@ -84,6 +86,11 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		{"PurgeExpired", func() error { return s.PurgeExpired(ctx, epoch.Add(1000*time.Hour)) }},
 		{"GetSetting", func() error { _, err := s.GetSetting(ctx, "x"); return err }},
 		{"PutSetting", func() error { return s.PutSetting(ctx, "x", []byte("y")) }},
+		{"InitSetting", func() error { _, err := s.InitSetting(ctx, "x", []byte("y")); return err }},
+		{"PutSettingRevoking", func() error {
+			_, err := s.PutSettingRevoking(ctx, "x", []byte("y"), authserver.KindApp)
+			return err
+		}},
 		{"SaveCatalog", func() error { return s.SaveCatalog(ctx, []byte("{}")) }},
 		{"LoadCatalog", func() error { _, err := s.LoadCatalog(ctx); return err }},
 	} {

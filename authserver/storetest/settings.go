@@ -28,28 +28,83 @@ func testKeys(t *testing.T, s authserver.Store) {
 	}
 	a := authserver.StoredKey{KID: "a", JWK: []byte(`{"kty":"EC"}`), CreatedAt: epoch, SignFrom: epoch}
 	b := authserver.StoredKey{KID: "b", JWK: []byte(`{"kty":"EC","x":"1"}`), CreatedAt: epoch.Add(time.Hour), SignFrom: epoch.Add(2 * time.Hour)}
-	for _, k := range []authserver.StoredKey{a, b} {
-		if err := s.SaveKey(ctx, k); err != nil {
+	c := authserver.StoredKey{KID: "c", JWK: []byte(`{"kty":"EC","x":"2"}`), CreatedAt: epoch.Add(3 * time.Hour), SignFrom: epoch.Add(4 * time.Hour)}
+	keys, err := s.InitKeys(ctx, a)
+	if err != nil || len(keys) != 1 || keys[0].KID != "a" {
+		t.Fatalf("InitKeys of a new store = %v, %v; want the first key", keys, err)
+	}
+	// A second first start finds the key stored and stores none of its own.
+	if keys, err := s.InitKeys(ctx, b); err != nil || len(keys) != 1 || keys[0].KID != "a" {
+		t.Fatalf("InitKeys again = %v, %v; want the stored key alone", keys, err)
+	}
+	for _, k := range []authserver.StoredKey{b, c} {
+		if err := s.RotateKey(ctx, k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a.RetiredAt = b.SignFrom
-	if err := s.SaveKey(ctx, a); err != nil {
+	// Each rotation retires the keys still signing at its new key's start;
+	// a key retired before keeps its date.
+	a.RetiredAt, b.RetiredAt = b.SignFrom, c.SignFrom
+	keys, err = s.LoadKeys(ctx)
+	if err != nil || len(keys) != 3 {
+		t.Fatalf("LoadKeys = %d keys, %v; want 3", len(keys), err)
+	}
+	want := map[string]authserver.StoredKey{"a": a, "b": b, "c": c}
+	for _, got := range keys {
+		w := want[got.KID]
+		if !bytes.Equal(got.JWK, w.JWK) || !got.CreatedAt.Equal(w.CreatedAt) ||
+			!got.SignFrom.Equal(w.SignFrom) || !got.RetiredAt.Equal(w.RetiredAt) {
+			t.Errorf("key %s = %+v, want %+v", got.KID, got, w)
+		}
+	}
+}
+
+func testInitSetting(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	if v, err := s.InitSetting(ctx, "switch", []byte("on")); err != nil || string(v) != "on" {
+		t.Fatalf("InitSetting of a new key = %q, %v; want on", v, err)
+	}
+	if v, err := s.InitSetting(ctx, "switch", []byte("off")); err != nil || string(v) != "on" {
+		t.Errorf("InitSetting again = %q, %v; want the first value, on", v, err)
+	}
+	if err := s.PutSetting(ctx, "switch", []byte("off")); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := s.LoadKeys(ctx)
-	if err != nil || len(keys) != 2 {
-		t.Fatalf("LoadKeys = %d keys, %v; want 2", len(keys), err)
+	if v, err := s.InitSetting(ctx, "switch", []byte("on")); err != nil || string(v) != "off" {
+		t.Errorf("InitSetting after PutSetting = %q, %v; want off", v, err)
 	}
-	for _, got := range keys {
-		want := a
-		if got.KID == "b" {
-			want = b
+}
+
+// testPutSettingRevoking: switching off revokes the grants of the clients
+// of one kind, and only those, with the setting.
+func testPutSettingRevoking(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	for _, c := range []*authserver.Client{
+		{ID: "app-1", Kind: authserver.KindApp}, {ID: "app-2", Kind: authserver.KindApp},
+		{ID: "cli-1", Kind: authserver.KindLoopback},
+	} {
+		if err := s.PutClient(ctx, c); err != nil {
+			t.Fatal(err)
 		}
-		if !bytes.Equal(got.JWK, want.JWK) || !got.CreatedAt.Equal(want.CreatedAt) ||
-			!got.SignFrom.Equal(want.SignFrom) || !got.RetiredAt.Equal(want.RetiredAt) {
-			t.Errorf("key %s = %+v, want %+v", got.KID, got, want)
-		}
+	}
+	_, a := grantOf(t, s, "app-1")
+	_, b := grantOf(t, s, "app-2")
+	_, c := grantOf(t, s, "cli-1")
+	n, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), authserver.KindApp)
+	if err != nil || n != 2 {
+		t.Fatalf("PutSettingRevoking = %d, %v; want 2 grants", n, err)
+	}
+	if v, err := s.GetSetting(ctx, "apps"); err != nil || string(v) != "off" {
+		t.Errorf("setting = %q, %v; want off", v, err)
+	}
+	if !revoked(t, s, a.access) || !revoked(t, s, b.refresh) {
+		t.Error("a grant of the kind survived")
+	}
+	if revoked(t, s, c.access) {
+		t.Error("a grant of another kind was revoked")
+	}
+	if n, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), authserver.KindApp); err != nil || n != 0 {
+		t.Errorf("again = %d, %v; want 0", n, err)
 	}
 }
 

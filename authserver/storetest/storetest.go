@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) authserver.Store) {
 	}{
 		{"NotFound", testNotFound},
 		{"Clients", testClients},
+		{"CreateClient", testCreateClient},
 		{"PendingTakenOnce", testPendingTakenOnce},
 		{"Consents", testConsents},
 		{"CodeRedeemedOnce", testCodeRedeemedOnce},
@@ -35,6 +36,9 @@ func Run(t *testing.T, open func(t *testing.T) authserver.Store) {
 		{"RevokeClientGrants", testRevokeClientGrants},
 		{"PurgeExpired", testPurgeExpired},
 		{"Settings", testSettings},
+		{"InitSetting", testInitSetting},
+		{"PutSettingRevoking", testPutSettingRevoking},
+		{"PurgeGrants", testPurgeGrants},
 		{"Keys", testKeys},
 		{"Catalog", testCatalog},
 		{"CancelledContext", testCancelledContext},

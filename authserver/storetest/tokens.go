@@ -73,15 +73,26 @@ func testRefreshCallbackError(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testConcurrentRotation(t *testing.T, s authserver.Store) {
+func testConcurrentRotation(t *testing.T, s authserver.Store) { concurrentRotation(t, s, s) }
+
+// concurrentRotation rotates one refresh token from a and b, alternately,
+// at once.
+func concurrentRotation(t *testing.T, a, b authserver.Store) {
 	ctx := context.Background()
+	s := a
 	_, p := grantOf(t, s, "app-1")
+	other := func(i int) authserver.Store {
+		if i%2 == 1 {
+			return b
+		}
+		return a
+	}
 	const n = 16
 	pairs := make([]pair, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { pairs[i], _, errs[i] = rotateAt(s, p.refresh, epoch) })
+		wg.Go(func() { pairs[i], _, errs[i] = rotateAt(other(i), p.refresh, epoch) })
 	}
 	wg.Wait()
 	// All within the grace window of the first: every one succeeds and
@@ -100,7 +111,7 @@ func testConcurrentRotation(t *testing.T, s authserver.Store) {
 	}
 	// After the window, concurrent reuses all fail and revoke the grant.
 	for i := range n {
-		wg.Go(func() { _, _, errs[i] = rotateAt(s, p.refresh, epoch.Add(grace+time.Second)) })
+		wg.Go(func() { _, _, errs[i] = rotateAt(other(i), p.refresh, epoch.Add(grace+time.Second)) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -208,5 +219,40 @@ func testPurgeExpired(t *testing.T, s authserver.Store) {
 	}
 	if _, err := s.GetClient(ctx, "app-1"); err != nil {
 		t.Errorf("a client was purged: %v", err)
+	}
+}
+
+// testPurgeGrants: a revoked grant and a grant with no token left go with
+// the expired records; a live grant stays.
+func testPurgeGrants(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	cut := epoch.Add(30 * time.Hour) // after both tokens of every grant
+	_, live := grantOf(t, s, "app-1")
+	revokedID, gone := grantOf(t, s, "app-1")
+	emptyID, _ := grantOf(t, s, "app-1")
+	if err := s.RevokeGrant(ctx, revokedID); err != nil {
+		t.Fatal(err)
+	}
+	// Purge at a time before every expiry: only the revoked grant goes,
+	// with its unexpired tokens.
+	if err := s.PurgeExpired(ctx, epoch); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{gone.access, gone.refresh} {
+		_, _, err := s.GetToken(ctx, h)
+		wantErr(t, "token of a revoked grant", err, authserver.ErrNotFound)
+	}
+	if revoked(t, s, live.access) {
+		t.Error("a live grant was touched")
+	}
+	// Once every token of a grant has expired, the grant goes too: a later
+	// revocation of it finds nothing and is no error.
+	if err := s.PurgeExpired(ctx, cut); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.GetToken(ctx, live.refresh)
+	wantErr(t, "expired refresh token", err, authserver.ErrNotFound)
+	if err := s.RevokeGrant(ctx, emptyID); err != nil {
+		t.Errorf("RevokeGrant of a purged grant: %v", err)
 	}
 }
