@@ -28,8 +28,9 @@ type Server struct {
 	limits   limiters
 }
 
-// New builds the authorization server of a site on its store; ctx bounds
-// the store calls that load its keys and settings.
+// New builds the authorization server of a site on its store. ctx bounds
+// the store calls that load its keys and settings and, on a store that
+// several instances share, how long the server follows their changes.
 func New(ctx context.Context, cfg Config, store Store) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -49,6 +50,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Server, error) {
 	if err := s.initSettings(ctx); err != nil {
 		return nil, err
 	}
+	s.follow(ctx)
 	return s, nil
 }
 
@@ -173,6 +175,9 @@ func (s *Server) RunJanitor(ctx context.Context, every time.Duration) {
 func (s *Server) purgeExpired(ctx context.Context, every time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, every)
 	defer cancel()
+	if !s.claim(ctx, "janitor", every) {
+		return
+	}
 	// Keep records a while past expiry so replays are recognised.
 	if err := s.store.PurgeExpired(ctx, s.cfg.Now().Add(-time.Hour)); err != nil {
 		s.cfg.Logger.Warn("purging expired records", "error", err)

@@ -1,0 +1,123 @@
+package authserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ExportBolt reads the whole state of the site in a bbolt file, opening it
+// read-only so that the file stays as it was (going back is the old
+// configuration). A running gateway holds the file's lock, so that is
+// refused with a word to stop it first.
+func ExportBolt(path string) (*Dump, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("opening %s: the file is locked by a running gateway: stop Caddy first", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer db.Close()
+	d := &Dump{Settings: map[string][]byte{}}
+	err = db.View(func(tx *bolt.Tx) error {
+		if err := checkSchema(tx); err != nil {
+			return err
+		}
+		return exportBuckets(tx, d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// checkSchema refuses a file written by a newer build.
+func checkSchema(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return errors.New("not a schoolgate store: it has no meta bucket")
+	}
+	var have int
+	if v := meta.Get(keySchemaVersion); v != nil {
+		if err := json.Unmarshal(v, &have); err != nil {
+			return fmt.Errorf("reading schema version: %w", err)
+		}
+	}
+	if have > schemaVersion {
+		return fmt.Errorf("store schema version %d is newer than this build supports (%d)", have, schemaVersion)
+	}
+	return nil
+}
+
+func exportBuckets(tx *bolt.Tx, d *Dump) error {
+	each := func(name []byte, fn func(k string, v []byte) error) error {
+		b := tx.Bucket(name)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+	}
+	steps := []struct {
+		bucket []byte
+		fn     func(k string, v []byte) error
+	}{
+		{bucketKeys, func(_ string, v []byte) error {
+			return decodeInto(v, func(k *StoredKey) { d.Keys = append(d.Keys, *k) })
+		}},
+		{bucketClients, func(_ string, v []byte) error {
+			return decodeInto(v, func(c *Client) { d.Clients = append(d.Clients, c) })
+		}},
+		{bucketConsents, func(k string, v []byte) error {
+			client, subject, ok := strings.Cut(k, "\x00")
+			if !ok {
+				return fmt.Errorf("consent key %q is malformed", k)
+			}
+			return decodeInto(v, func(c *Consent) {
+				d.Consents = append(d.Consents, DumpConsent{ClientID: client, Subject: subject, Consent: c})
+			})
+		}},
+		{bucketCodes, func(k string, v []byte) error {
+			return decodeInto(v, func(c *Code) { d.Codes = append(d.Codes, DumpCode{Hash: k, Code: c}) })
+		}},
+		{bucketGrants, func(_ string, v []byte) error {
+			return decodeInto(v, func(g *Grant) { d.Grants = append(d.Grants, g) })
+		}},
+		{bucketTokens, func(k string, v []byte) error {
+			return decodeInto(v, func(t *Token) { d.Tokens = append(d.Tokens, IssuedToken{Hash: k, Token: t}) })
+		}},
+		{bucketSettings, func(k string, v []byte) error {
+			d.Settings[k] = append([]byte(nil), v...)
+			return nil
+		}},
+	}
+	for _, s := range steps {
+		if err := each(s.bucket, s.fn); err != nil {
+			return fmt.Errorf("reading %s: %w", s.bucket, err)
+		}
+	}
+	if b := tx.Bucket(bucketCatalog); b != nil {
+		if v := b.Get([]byte("feed")); v != nil {
+			d.Catalog = append([]byte(nil), v...)
+		}
+	}
+	return nil
+}
+
+// decodeInto decodes v as a T and hands it to keep.
+func decodeInto[T any](v []byte, keep func(*T)) error {
+	var x T
+	if err := json.Unmarshal(v, &x); err != nil {
+		return err
+	}
+	keep(&x)
+	return nil
+}
