@@ -1,0 +1,47 @@
+package pgstore
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// defaultMaxConns replaces pgx's default of max(4, CPUs) connections,
+// measured too few for a gateway whose token endpoint holds a connection
+// for each request's transaction.
+const defaultMaxConns = 16
+
+// ParseDSN parses a connection string (URL or keyword=value) into a pool
+// configuration. Unless the DSN sets pool_max_conns, the pool holds up to
+// defaultMaxConns connections. Its errors never quote the DSN: it may hold
+// a password, and the errors end up in logs.
+func ParseDSN(dsn string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, errDSN(dsn)
+	}
+	// pgxpool has consumed pool_max_conns by now; only the connection
+	// parameters, parsed anew, tell whether the DSN set it.
+	conn, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, errDSN(dsn)
+	}
+	if _, set := conn.RuntimeParams["pool_max_conns"]; !set {
+		cfg.MaxConns = defaultMaxConns
+	}
+	return cfg, nil
+}
+
+// errDSN says which form of DSN failed to parse without quoting it: pgx's
+// own message masks passwords only on a best-effort basis, and wraps an
+// error that may hold the whole string.
+func errDSN(dsn string) error {
+	form := "keyword=value pairs"
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		form = "a postgres:// URL"
+	}
+	return errors.New("pgstore: the database DSN does not parse as " + form +
+		" (its text is left out of this message, since it may hold a password)")
+}

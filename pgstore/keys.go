@@ -1,0 +1,91 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schoolgate/schoolgate/authserver"
+)
+
+// LoadKeys implements authserver.KeyStore.
+func (s *Site) LoadKeys(ctx context.Context) ([]authserver.StoredKey, error) {
+	var keys []authserver.StoredKey
+	err := s.run(ctx, "loading signing keys", func(ctx context.Context, q querier) (err error) {
+		keys, err = s.loadKeys(ctx, q)
+		return err
+	})
+	return keys, err
+}
+
+// InitKeys implements authserver.KeyStore. Keys have different kids, so
+// no unique index can keep a site to one first key: instances starting
+// together take turns on a lock of the site's keys instead.
+func (s *Site) InitKeys(ctx context.Context, first authserver.StoredKey) ([]authserver.StoredKey, error) {
+	var keys []authserver.StoredKey
+	err := s.tx(ctx, "initializing signing keys", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.lock(ctx, tx, "keys"); err != nil {
+			return err
+		}
+		var err error
+		if keys, err = s.loadKeys(ctx, tx); err != nil || len(keys) > 0 {
+			return err
+		}
+		if err := s.putKey(ctx, tx, first); err != nil {
+			return err
+		}
+		keys = []authserver.StoredKey{first}
+		return s.announce(ctx, tx, authserver.ChangeKeys)
+	})
+	return keys, err
+}
+
+// RotateKey implements authserver.KeyStore.
+func (s *Site) RotateKey(ctx context.Context, k authserver.StoredKey) error {
+	return s.tx(ctx, "rotating signing keys", func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.putKey(ctx, tx, k); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE keys SET retired_at = $3
+			WHERE site_id = $1 AND kid <> $2 AND retired_at IS NULL`, s.id, k.KID, k.SignFrom)
+		if err != nil {
+			return err
+		}
+		return s.announce(ctx, tx, authserver.ChangeKeys)
+	})
+}
+
+func (s *Site) putKey(ctx context.Context, q querier, k authserver.StoredKey) error {
+	_, err := q.Exec(ctx, `INSERT INTO keys (site_id, kid, sealed, created_at, sign_from, retired_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (site_id, kid) DO UPDATE SET sealed = EXCLUDED.sealed, created_at = EXCLUDED.created_at,
+			sign_from = EXCLUDED.sign_from, retired_at = EXCLUDED.retired_at`,
+		s.id, k.KID, s.seal(k.KID, k.JWK), k.CreatedAt, k.SignFrom, nullTime(k.RetiredAt))
+	return err
+}
+
+// loadKeys reads and opens the site's keys, oldest first.
+func (s *Site) loadKeys(ctx context.Context, q querier) ([]authserver.StoredKey, error) {
+	rows, err := q.Query(ctx, `SELECT kid, sealed, created_at, sign_from, retired_at
+		FROM keys WHERE site_id = $1 ORDER BY created_at, kid`, s.id)
+	if err != nil {
+		return nil, err
+	}
+	var keys []authserver.StoredKey
+	for rows.Next() {
+		var k authserver.StoredKey
+		var sealed []byte
+		var retired *time.Time
+		if err := rows.Scan(&k.KID, &sealed, &k.CreatedAt, &k.SignFrom, &retired); err != nil {
+			return nil, err
+		}
+		if k.JWK, err = s.open(k.KID, sealed); err != nil {
+			return nil, fmt.Errorf("signing key %s: %w", k.KID, err)
+		}
+		k.CreatedAt, k.SignFrom, k.RetiredAt = k.CreatedAt.UTC(), k.SignFrom.UTC(), timeOf(retired)
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}

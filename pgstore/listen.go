@@ -1,0 +1,235 @@
+package pgstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/schoolgate/schoolgate/authserver"
+)
+
+// pollEvery is how often an instance compares each site's version row
+// with the last it saw: the safety net under notifications, which a
+// dropped connection loses. A variable so tests can shorten it.
+var pollEvery = 30 * time.Second
+
+// relistenMax caps the pause between attempts to listen again.
+const relistenMax = 5 * time.Second
+
+// hub delivers the changes announced on notifyChannel to the watchers of
+// this process's sites. A pool has one: it listens on one connection taken
+// out of the pool for good (hijacked), so listening never holds back the
+// pool's connections, and the budget is N instances × (pool + 1).
+type hub struct {
+	db *pgxpool.Pool
+
+	mu       sync.Mutex
+	watchers map[int64]map[int]func(authserver.Change) // site id → watcher
+	versions map[int64]int64                           // last version seen per site
+	next     int
+	cancel   context.CancelFunc // nil until the first watcher starts the hub
+	done     chan struct{}
+
+	// deliver serializes the calls of watchers: Watcher promises one
+	// goroutine at a time, and the listener and the poll both deliver.
+	deliver sync.Mutex
+}
+
+func newHub(db *pgxpool.Pool) *hub {
+	return &hub{db: db, watchers: map[int64]map[int]func(authserver.Change){}, versions: map[int64]int64{}}
+}
+
+// Watch implements authserver.Watcher.
+func (s *Site) Watch(fn func(authserver.Change)) (stop func()) {
+	return s.pool.hub.add(s.id, fn)
+}
+
+var _ authserver.Watcher = (*Site)(nil)
+
+// add registers fn for site, starting the hub with its first watcher.
+func (h *hub) add(site int64, fn func(authserver.Change)) func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watchers[site] == nil {
+		h.watchers[site] = map[int]func(authserver.Change){}
+	}
+	h.next++
+	id := h.next
+	h.watchers[site][id] = fn
+	if h.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.cancel, h.done = cancel, make(chan struct{})
+		go h.run(ctx)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.watchers[site], id)
+			if len(h.watchers[site]) == 0 {
+				delete(h.watchers, site)
+			}
+			h.mu.Unlock()
+		})
+	}
+}
+
+// close stops listening and polling; the pool closes after it.
+func (h *hub) close() {
+	h.mu.Lock()
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// run listens and polls until ctx ends.
+func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
+	go h.poll(ctx)
+	pause := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		listened := h.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if listened {
+			pause = 50 * time.Millisecond
+		}
+		if !sleep(ctx, pause) {
+			return
+		}
+		pause = min(2*pause, relistenMax)
+	}
+}
+
+// listen opens a listening connection and delivers what arrives on it
+// until it fails. Whatever was announced while no connection listened is
+// lost, so every (re)connection first tells every watcher to refresh
+// everything. It reports whether it got as far as listening.
+func (h *hub) listen(ctx context.Context) bool {
+	conn, err := h.connect(ctx)
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	h.broadcast(authserver.ChangeAll)
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return true
+		}
+		site, change, version, err := parseNotice(n.Payload)
+		if err != nil {
+			continue
+		}
+		h.mu.Lock()
+		if version > h.versions[site] {
+			h.versions[site] = version
+		}
+		h.mu.Unlock()
+		h.send(site, change)
+	}
+}
+
+// connect takes a connection out of the pool and listens on it.
+func (h *hub) connect(ctx context.Context) (*pgx.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	pc, err := h.db.Acquire(actx)
+	if err != nil {
+		return nil, err
+	}
+	conn := pc.Hijack()
+	if _, err := conn.Exec(actx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// poll compares each watched site's version with the last seen, every
+// pollEvery, and tells the watchers of a site that moved to refresh
+// everything: the change came while notifications were not arriving.
+func (h *hub) poll(ctx context.Context) {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, site := range h.stale(ctx) {
+			h.send(site, authserver.ChangeAll)
+		}
+	}
+}
+
+// stale returns the watched sites whose version moved past the last seen.
+func (h *hub) stale(ctx context.Context) []int64 {
+	h.mu.Lock()
+	ids := make([]int64, 0, len(h.watchers))
+	for id := range h.watchers {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	rows, err := h.db.Query(qctx, `SELECT id, version FROM sites WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var moved []int64
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for rows.Next() {
+		var id, v int64
+		if rows.Scan(&id, &v) != nil {
+			return moved
+		}
+		seen, known := h.versions[id]
+		h.versions[id] = v
+		if known && v > seen {
+			moved = append(moved, id)
+		}
+	}
+	return moved
+}
+
+// send delivers c to the watchers of one site.
+func (h *hub) send(site int64, c authserver.Change) {
+	h.mu.Lock()
+	fns := make([]func(authserver.Change), 0, len(h.watchers[site]))
+	for _, fn := range h.watchers[site] {
+		fns = append(fns, fn)
+	}
+	h.mu.Unlock()
+	h.deliver.Lock()
+	defer h.deliver.Unlock()
+	for _, fn := range fns {
+		fn(c)
+	}
+}
+
+// broadcast delivers c to the watchers of every site.
+func (h *hub) broadcast(c authserver.Change) {
+	h.mu.Lock()
+	ids := make([]int64, 0, len(h.watchers))
+	for id := range h.watchers {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		h.send(id, c)
+	}
+}
