@@ -68,24 +68,22 @@ func (s *Site) putKey(ctx context.Context, q querier, k authserver.StoredKey) er
 
 // loadKeys reads and opens the site's keys, oldest first.
 func (s *Site) loadKeys(ctx context.Context, q querier) ([]authserver.StoredKey, error) {
-	rows, err := q.Query(ctx, `SELECT kid, sealed, created_at, sign_from, retired_at
-		FROM keys WHERE site_id = $1 ORDER BY created_at, kid`, s.id)
-	if err != nil {
-		return nil, err
-	}
 	var keys []authserver.StoredKey
-	for rows.Next() {
+	err := eachRow(ctx, q, `SELECT kid, sealed, created_at, sign_from, retired_at
+		FROM keys WHERE site_id = $1 ORDER BY created_at, kid`, s.id, func(row pgx.Rows) error {
 		var k authserver.StoredKey
 		var sealed []byte
 		var retired *time.Time
-		if err := rows.Scan(&k.KID, &sealed, &k.CreatedAt, &k.SignFrom, &retired); err != nil {
-			return nil, err
+		if err := row.Scan(&k.KID, &sealed, &k.CreatedAt, &k.SignFrom, &retired); err != nil {
+			return err
 		}
-		if k.JWK, err = s.open(k.KID, sealed); err != nil {
-			return nil, fmt.Errorf("signing key %s: %w", k.KID, err)
+		jwk, err := s.open(k.KID, sealed)
+		if err != nil {
+			return fmt.Errorf("signing key %s: %w", k.KID, err)
 		}
-		k.CreatedAt, k.SignFrom, k.RetiredAt = k.CreatedAt.UTC(), k.SignFrom.UTC(), timeOf(retired)
+		k.JWK, k.CreatedAt, k.SignFrom, k.RetiredAt = jwk, k.CreatedAt.UTC(), k.SignFrom.UTC(), timeOf(retired)
 		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+		return nil
+	})
+	return keys, err
 }

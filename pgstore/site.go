@@ -85,12 +85,13 @@ func (s *Site) run(ctx context.Context, op string, fn func(context.Context, quer
 
 // tx runs fn in a transaction, committed when fn returns nil.
 func (s *Site) tx(ctx context.Context, op string, fn func(context.Context, pgx.Tx) error) error {
-	return s.txFor(ctx, op, callTimeout, fn)
+	return s.txFor(ctx, op, callTimeout, pgx.TxOptions{}, fn)
 }
 
-func (s *Site) txFor(ctx context.Context, op string, limit time.Duration, fn func(context.Context, pgx.Tx) error) error {
+// txFor is tx with a deadline and transaction options of its own.
+func (s *Site) txFor(ctx context.Context, op string, limit time.Duration, opts pgx.TxOptions, fn func(context.Context, pgx.Tx) error) error {
 	return retry(ctx, op, limit, func(ctx context.Context) error {
-		tx, err := s.pool.db.Begin(ctx)
+		tx, err := s.pool.db.BeginTx(ctx, opts)
 		if err != nil {
 			return err
 		}
