@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,3 +44,5 @@ func testContext(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
