@@ -36,7 +36,11 @@ func (s *Site) InitKeys(ctx context.Context, first authserver.StoredKey) ([]auth
 		if err := s.putKey(ctx, tx, first); err != nil {
 			return err
 		}
-		keys = []authserver.StoredKey{first}
+		// Read back, so this instance holds the key as the others will
+		// load it (times to the microsecond, in UTC).
+		if keys, err = s.loadKeys(ctx, tx); err != nil {
+			return err
+		}
 		return s.announce(ctx, tx, authserver.ChangeKeys)
 	})
 	return keys, err

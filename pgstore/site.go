@@ -14,7 +14,8 @@ import (
 )
 
 // Site is the store of one site (one school, one issuer) in a shared
-// database. It implements authserver.Store and authserver.Scheduler.
+// database. It implements authserver.Store, authserver.Scheduler and
+// authserver.Watcher (listen.go).
 type Site struct {
 	pool   *Pool
 	id     int64 // sites.id: every row of the site carries it, and notifications name it
@@ -48,15 +49,18 @@ func (p *Pool) Site(ctx context.Context, issuer string, keySecret string) (*Site
 		return nil, fmt.Errorf("pgstore: site %s: the key secret is empty; it encrypts the signing keys in the database", issuer)
 	}
 	s := &Site{pool: p, issuer: issuer, keys: newSealer(keySecret)}
+	// Opening the stored keys is the check of the secret: a wrong one
+	// fails now, not at the first token, and before InitKeys could store
+	// a key sealed with it beside the others.
 	err := retry(ctx, "opening site "+issuer, callTimeout, func(ctx context.Context) (err error) {
-		s.id, err = siteID(ctx, p.db, issuer)
+		if s.id, err = siteID(ctx, p.db, issuer); err != nil {
+			return err
+		}
+		_, err = s.loadKeys(ctx, p.db)
 		return err
 	})
 	if err != nil {
 		return nil, err
-	}
-	if _, err := s.LoadKeys(ctx); err != nil {
-		return nil, fmt.Errorf("pgstore: site %s: %w", issuer, err)
 	}
 	return s, nil
 }
