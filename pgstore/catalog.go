@@ -30,13 +30,16 @@ func (s *Site) SaveCatalog(ctx context.Context, raw []byte) error {
 func (s *Site) LoadCatalog(ctx context.Context) ([]byte, error) {
 	var feed []byte
 	err := s.run(ctx, "loading the catalog", func(ctx context.Context, q querier) error {
+		feed = nil
 		err := q.QueryRow(ctx, `SELECT feed FROM catalog WHERE site_id = $1`, s.id).Scan(&feed)
 		if errors.Is(err, pgx.ErrNoRows) {
-			feed = nil
 			return nil
 		}
 		feed = nonNil(feed)
 		return err
 	})
-	return feed, err
+	if err != nil {
+		return nil, err
+	}
+	return feed, nil
 }

@@ -50,7 +50,7 @@ func (s *Site) putClient(ctx context.Context, q querier, c *authserver.Client, r
 			issued_at = EXCLUDED.issued_at, data = EXCLUDED.data`
 	}
 	tag, err := q.Exec(ctx, `INSERT INTO clients (site_id, id, kind, registration_key, issued_at, data)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (site_id, id) `+conflict,
+		VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6) ON CONFLICT (site_id, id) `+conflict,
 		s.id, c.ID, c.Kind, c.RegistrationKey, c.IssuedAt, data)
 	return tag.RowsAffected() == 1, err
 }
