@@ -90,8 +90,15 @@ func (h *hub) close() {
 
 // run listens and polls until ctx ends.
 func (h *hub) run(ctx context.Context) {
-	defer close(h.done)
-	go h.poll(ctx)
+	polled := make(chan struct{})
+	defer func() {
+		<-polled
+		close(h.done)
+	}()
+	go func() {
+		defer close(polled)
+		h.poll(ctx)
+	}()
 	pause := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		listened := h.listen(ctx)
