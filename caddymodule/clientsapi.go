@@ -26,7 +26,11 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": s.as.MCPConnectionsEnabled(r.Context())})
+		on, err := s.as.MCPConnectionsEnabled(r.Context())
+		if err != nil {
+			return s.writeUnavailable(w, "reading the MCP connections switch", err)
+		}
+		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": on})
 	}
 	var body struct {
 		Issuer  string `json:"issuer"`
@@ -82,7 +86,11 @@ func createClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !s.as.MCPConnectionsEnabled(r.Context()) {
+	switch on, err := s.as.MCPConnectionsEnabled(r.Context()); {
+	case err != nil:
+		// Not the 409 of "off": automation would switch it on, or give up.
+		return s.writeUnavailable(w, "reading the MCP connections switch", err)
+	case !on:
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", body.Issuer)}
 	}
 	app, err := s.as.CreateApp(r.Context(), body.AppSpec, body.IdempotencyKey)
