@@ -119,5 +119,5 @@ const (
 	retryReload = "The school's sign-in is temporarily unavailable. Wait a moment, then reload this page."
 	retryForm   = "Your answer could not be saved: the school's sign-in is temporarily unavailable. Wait a moment, then go back and answer again."
 	retryStart  = "The school's sign-in is temporarily unavailable. Wait a moment, then start again from the application."
-	retryAdmin  = "The admin area is temporarily unavailable: the school's database did not answer, and nothing was changed. Wait a moment, then try again."
+	retryAdmin  = "The admin area is temporarily unavailable: the school's database did not answer. Wait a moment, then try again."
 )

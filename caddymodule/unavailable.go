@@ -34,7 +34,7 @@ func (s *site) writeUnavailable(w http.ResponseWriter, what string, err error) e
 	h.Set("Cache-Control", "no-store")
 	return writeAdminJSON(w, http.StatusServiceUnavailable, map[string]string{
 		"error":             "temporarily_unavailable",
-		"error_description": what + " failed: the school's store did not answer; nothing was changed, try again shortly",
+		"error_description": what + " failed: the school's store did not answer; try again shortly",
 	})
 }
 
