@@ -98,8 +98,7 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 	}
 	key, err := s.adminCSRFKey(r.Context())
 	if err != nil {
-		s.cfg.Logger.Error("admin: loading the CSRF key", "error", err)
-		s.adminError(w, http.StatusInternalServerError, "The admin area is unavailable; please try again.")
+		s.unavailablePage(w, true, retryAdmin, "admin: loading the CSRF key", err)
 		return nil, false
 	}
 	now := s.cfg.Now()
@@ -114,13 +113,16 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 // MCP connections is off, the area has only the routes marked always.
 func (a *adminCtx) serve(route adminRoute) {
 	post := a.r.Method == http.MethodPost
-	if !route.always && !a.s.MCPConnectionsEnabled(a.r.Context()) {
-		if post {
-			a.fail(http.StatusConflict, "Turn on MCP connections first.")
+	if !route.always {
+		on, err := a.s.MCPConnectionsEnabled(a.r.Context())
+		if err != nil {
+			a.unavailable("reading the MCP connections switch", err)
 			return
 		}
-		a.redirect(sitepath.AdminApplications, nil)
-		return
+		if !on {
+			a.closed(post)
+			return
+		}
 	}
 	h := route.get
 	if post {
@@ -136,6 +138,15 @@ func (a *adminCtx) serve(route adminRoute) {
 		return
 	}
 	h(a)
+}
+
+// closed answers a route that does not exist while MCP connections is off.
+func (a *adminCtx) closed(post bool) {
+	if post {
+		a.fail(http.StatusConflict, "Turn on MCP connections first.")
+		return
+	}
+	a.redirect(sitepath.AdminApplications, nil)
 }
 
 // adminLogin sends a browser that is not signed in to the legacy login
@@ -183,9 +194,11 @@ func (s *Server) adminError(w http.ResponseWriter, status int, msg string) {
 	s.showError(w, status, errorView{Message: msg, Admin: true})
 }
 
-func (a *adminCtx) internal(what string, err error) {
-	a.s.cfg.Logger.Error("admin: "+what, "error", err)
-	a.fail(http.StatusInternalServerError, "Something went wrong while "+what+"; nothing more was changed. Please try again.")
+// unavailable answers a store failure. Each store call is one
+// transaction, so the failed one changed nothing and the operator may
+// simply try again.
+func (a *adminCtx) unavailable(what string, err error) {
+	a.s.unavailablePage(a.w, true, retryAdmin, "admin: "+what, err)
 }
 
 // redirect answers a successful POST (or a GET of a moved page) with 303.

@@ -28,12 +28,17 @@ func (a *adminCtx) toOverview() { a.redirect(sitepath.AdminApplications, nil) }
 
 // overview lists everything; with MCP connections off, only the switch.
 func (a *adminCtx) overview() {
-	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: a.s.MCPConnectionsEnabled(a.r.Context())}
+	on, err := a.s.MCPConnectionsEnabled(a.r.Context())
+	if err != nil {
+		a.unavailable("reading the MCP connections switch", err)
+		return
+	}
+	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: on}
 	v.Notice = a.notice()
 	if v.Enabled {
 		clients, err := a.s.ListClients(a.r.Context())
 		if err != nil {
-			a.internal("listing the clients", err)
+			a.unavailable("listing the clients", err)
 			return
 		}
 		for _, c := range clients {
@@ -63,7 +68,7 @@ func (a *adminCtx) toggle() {
 		return
 	}
 	if err := a.s.SetMCPConnections(a.r.Context(), on); err != nil {
-		a.internal("saving the MCP connections switch", err)
+		a.unavailable("saving the MCP connections switch", err)
 		return
 	}
 	a.s.cfg.Logger.Info("admin: MCP connections switched", "on", on, "by", a.id.Subject)
@@ -109,7 +114,7 @@ func (a *adminCtx) createApp() {
 	}
 	app, err := a.s.CreateApp(a.r.Context(), spec, nonce)
 	if err != nil {
-		a.internal("creating the application", err)
+		a.clientFailure("creating the application", err)
 		return
 	}
 	if app.Existing {
@@ -163,7 +168,7 @@ func (a *adminCtx) loadClient(kinds ...string) (*Client, bool) {
 
 // clientFailure answers an error of the client operations: 404 for a
 // missing client (or one of a kind the page does not handle), 400 for a
-// refused input, 500 for the store.
+// refused input, 503 for the store.
 func (a *adminCtx) clientFailure(what string, err error) {
 	var ie *InputError
 	switch {
@@ -172,7 +177,7 @@ func (a *adminCtx) clientFailure(what string, err error) {
 	case errors.As(err, &ie):
 		a.fail(http.StatusBadRequest, ie.Msg)
 	default:
-		a.internal(what, err)
+		a.unavailable(what, err)
 	}
 }
 

@@ -61,6 +61,16 @@ func (f *fixture) adminCSRF() string {
 	return m[1]
 }
 
+// mcpOn reads the MCP connections switch; the store must answer.
+func (f *fixture) mcpOn() bool {
+	f.t.Helper()
+	on, err := f.srv.MCPConnectionsEnabled(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return on
+}
+
 func (f *fixture) enableMCP() {
 	f.t.Helper()
 	if err := f.srv.SetMCPConnections(context.Background(), true); err != nil {
@@ -174,7 +184,7 @@ func TestAdminAccess(t *testing.T) {
 			checkPageHeaders(t, rec)
 		})
 	}
-	if f.srv.MCPConnectionsEnabled(context.Background()) {
+	if f.mcpOn() {
 		t.Error("a refused request switched MCP connections on")
 	}
 	if !sitepath.IsAuthServer(adminPathReview) {
@@ -210,7 +220,7 @@ func TestAdminSwitch(t *testing.T) {
 			t.Fatalf("switch %s: %d %q\n%s", step.value, rec.Code, rec.Header().Get("Location"), rec.Body)
 		}
 		v, err := f.store.GetSetting(context.Background(), settingMCPConnections)
-		if err != nil || string(v) != step.stored || f.srv.MCPConnectionsEnabled(context.Background()) != step.on {
+		if err != nil || string(v) != step.stored || f.mcpOn() != step.on {
 			t.Fatalf("after switching %s the store holds %q (%v)", step.value, v, err)
 		}
 	}
@@ -226,7 +236,7 @@ func TestAdminSwitch(t *testing.T) {
 	}
 	// The stored value wins over the Caddyfile's initial one on restart.
 	f.srv.cfg.MCPConnections = false
-	if err := f.srv.initSettings(context.Background()); err != nil || !f.srv.MCPConnectionsEnabled(context.Background()) {
+	if err := f.srv.initSettings(context.Background()); err != nil || !f.mcpOn() {
 		t.Errorf("the switch did not survive a restart: %v", err)
 	}
 }
@@ -536,7 +546,7 @@ func TestAdminCSRFAndOrigin(t *testing.T) {
 			if rec.Code != tc.status {
 				t.Fatalf("status %d, want %d\n%s", rec.Code, tc.status, rec.Body)
 			}
-			if on := f.srv.MCPConnectionsEnabled(context.Background()); on != (tc.status == http.StatusSeeOther) {
+			if on := f.mcpOn(); on != (tc.status == http.StatusSeeOther) {
 				t.Errorf("switch is %v after a %d", on, rec.Code)
 			}
 			checkPageHeaders(t, rec)

@@ -66,11 +66,17 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 // redirect URI proves the client (consentrule.go), and otherwise shows the
 // consent page, or refuses with consent_required under prompt=none.
 func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *Client, req *AuthRequest, id *Identity, prompt string) {
-	prior := s.priorConsent(r.Context(), client.ID, id.Subject)
+	prior, err := s.priorConsent(r.Context(), client.ID, id.Subject)
+	if err != nil {
+		// Not "no consent": that would ask again, or refuse prompt=none
+		// with consent_required, for a person who approved.
+		s.unavailablePage(w, false, retryReload, "reading the remembered consent", err)
+		return
+	}
 	remembered := coversAll(prior, req.Scopes)
 	switch {
 	case remembered && prompt != "consent" && redirectProvesClient(client, req.RedirectURI):
-		s.issueCode(w, r, req, id, http.StatusFound)
+		s.issueCode(w, r, req, id, http.StatusFound, retryReload)
 	case prompt == "none" && remembered:
 		s.redirectError(w, r, req.RedirectURI, req.State, "consent_required",
 			"this client's redirect URI does not prove its identity, so the person approves every authorization")
@@ -101,11 +107,12 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 		s.errorPage(w, http.StatusBadRequest, "invalid_client_metadata: "+me.msg)
 		return nil, "", false
 	}
-	if err != nil {
-		if !errors.Is(err, errUnknownClient) {
-			s.cfg.Logger.Error("client lookup failed", "error", err)
-		}
+	switch {
+	case errors.Is(err, errUnknownClient):
 		s.errorPage(w, http.StatusBadRequest, "The application is not registered with this school.")
+		return nil, "", false
+	case err != nil:
+		s.unavailablePage(w, false, retryReload, "looking up the client", err)
 		return nil, "", false
 	}
 	redirectURI := q.Get("redirect_uri")
@@ -219,16 +226,16 @@ func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, u.String(), http.StatusFound)
 }
 
-// issueCode stores a new authorization code and redirects with it.
-func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *AuthRequest, id *Identity, status int) {
+// issueCode stores a new authorization code and redirects with it; retry
+// tells the person how to try again should the store fail.
+func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *AuthRequest, id *Identity, status int, retry string) {
 	now := s.cfg.Now()
 	raw := newToken(prefixCode)
 	err := s.store.PutCode(r.Context(), hashToken(raw), &Code{
 		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
 	})
 	if err != nil {
-		s.cfg.Logger.Error("storing authorization code", "error", err)
-		s.redirectError(w, r, req.RedirectURI, req.State, "server_error", "the code could not be stored")
+		s.unavailablePage(w, false, retry, "storing the authorization code", err)
 		return
 	}
 	s.redirectTo(w, r, req.RedirectURI, status, url.Values{"code": {raw}, "state": {req.State}})

@@ -80,9 +80,14 @@ func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Kind == KindApp && !s.MCPConnectionsEnabled(ctx) {
+	if c.Kind == KindApp {
 		// Member applications exist only while the beta feature is on.
-		return nil, errUnknownClient
+		switch on, err := s.MCPConnectionsEnabled(ctx); {
+		case err != nil:
+			return nil, err
+		case !on:
+			return nil, errUnknownClient
+		}
 	}
 	return c, nil
 }

@@ -24,8 +24,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, 
 	p := &PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
 		Identity: *id, ExpiresAt: now.Add(s.cfg.ConsentTTL)}
 	if err := s.store.PutPending(r.Context(), p); err != nil {
-		s.cfg.Logger.Error("storing pending authorization", "error", err)
-		s.errorPage(w, http.StatusInternalServerError, "The request could not be saved; please try again.")
+		s.unavailablePage(w, false, retryReload, "storing the pending authorization", err)
 		return
 	}
 	view := consentView{
@@ -104,11 +103,13 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.store.TakePending(r.Context(), r.PostForm.Get("request"))
-	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
-			s.cfg.Logger.Error("loading pending authorization", "error", err)
-		}
+	switch {
+	case errors.Is(err, ErrNotFound):
 		s.errorPage(w, http.StatusBadRequest, "This authorization request has expired or was already answered. Start again from the application.")
+		return
+	case err != nil:
+		// Nothing was taken, so the same form may be sent again.
+		s.unavailablePage(w, false, retryForm, "taking the pending authorization", err)
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(hashToken(r.PostForm.Get("csrf_token"))), []byte(p.CSRFHash)) != 1 ||
@@ -128,13 +129,23 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.rememberConsent(r.Context(), req.ClientID, id.Subject, req.Scopes)
-	s.issueCode(w, r, req, id, http.StatusSeeOther)
+	// The request was taken: should the code not be stored, the form
+	// cannot be sent again.
+	s.issueCode(w, r, req, id, http.StatusSeeOther, retryStart)
 }
 
+// rememberConsent adds the scopes to what the person approved before. It
+// is a convenience for next time, so a store failure only skips it.
 func (s *Server) rememberConsent(ctx context.Context, clientID, subject string, scopes []string) {
 	granted := slices.Clone(scopes)
-	if prev, err := s.store.GetConsent(ctx, clientID, subject); err == nil {
+	prev, err := s.store.GetConsent(ctx, clientID, subject)
+	switch {
+	case err == nil:
 		granted = dedupe(append(prev.Scopes, scopes...))
+	case !errors.Is(err, ErrNotFound):
+		// Storing these scopes alone would forget the earlier ones.
+		s.cfg.Logger.Warn("remembering consent: reading the earlier one", "error", err)
+		return
 	}
 	if err := s.store.PutConsent(ctx, clientID, subject, &Consent{Scopes: granted, GrantedAt: s.cfg.Now()}); err != nil {
 		s.cfg.Logger.Warn("remembering consent", "error", err)

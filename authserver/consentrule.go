@@ -2,6 +2,7 @@ package authserver
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
@@ -38,13 +39,16 @@ func redirectProvesClient(c *Client, redirectURI string) bool {
 }
 
 // priorConsent is what the person approved for the client before, if
-// anything.
-func (s *Server) priorConsent(ctx context.Context, clientID, subject string) []string {
+// anything; an error is the store failing.
+func (s *Server) priorConsent(ctx context.Context, clientID, subject string) ([]string, error) {
 	c, err := s.store.GetConsent(ctx, clientID, subject)
-	if err != nil {
-		return nil
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
-	return c.Scopes
+	return c.Scopes, nil
 }
 
 // coversAll reports whether granted holds every requested scope.

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -49,8 +50,14 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*Client, 
 		return nil, errInvalidClient("client_id is required")
 	}
 	c, err := s.client(r.Context(), id)
-	if err != nil {
+	var me *metadataError
+	switch {
+	case errors.Is(err, errUnknownClient), errors.As(err, &me):
 		return nil, errInvalidClient("unknown client")
+	case err != nil:
+		// invalid_client would make the client register again, or give
+		// up, over a client that still exists.
+		return nil, s.unavailable("client authentication", err)
 	}
 	secret := form.Get("client_secret")
 	if c.Public() {

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 )
@@ -26,6 +27,12 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	inactive := map[string]any{"active": false}
 	t, g, err := s.store.GetToken(r.Context(), hashToken(raw))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		// "active": false would make the client drop a token that may be
+		// fine; it is told to ask again instead.
+		s.refuse(w, "introspect", s.unavailable("introspection", err))
+		return
+	}
 	now := s.cfg.Now()
 	if err != nil || t.ClientID != client.ID || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) ||
 		(t.Kind == TokenRefresh && DecideRotate(t, now, s.cfg.RefreshGrace) == RotateReplay) {

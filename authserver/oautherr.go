@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // oauthError is an RFC 6749 §5.2 error response.
@@ -11,7 +13,7 @@ type oauthError struct {
 	Status      int    `json:"-"`
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
-	// RetryAfter, in seconds, is sent as Retry-After (429 answers).
+	// RetryAfter, in seconds, is sent as Retry-After (429 and 503 answers).
 	RetryAfter int `json:"-"`
 	// Challenge is sent as WWW-Authenticate: only to a client that tried
 	// an HTTP authentication scheme (RFC 6749 §5.2 requires a challenge
@@ -40,6 +42,21 @@ func errInvalidTarget(desc string) *oauthError {
 }
 func errServer(desc string) *oauthError {
 	return &oauthError{Status: http.StatusInternalServerError, Code: "server_error", Description: desc}
+}
+
+// errUnavailable answers a request the store failed. The client is told
+// to retry, never that its code, token or client is bad: it would throw
+// away what is fine once the store answers again.
+func errUnavailable(desc string) *oauthError {
+	return &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable",
+		Description: desc, RetryAfter: policy.RetryAfterUnavailable}
+}
+
+// unavailable logs a store failure and returns its answer; the client
+// sees what could not be done, not the store's error.
+func (s *Server) unavailable(what string, err error) *oauthError {
+	s.cfg.Logger.Error("store failed: "+what, "error", err)
+	return errUnavailable(what + " is temporarily unavailable; try again shortly")
 }
 
 // writeJSON writes v as a JSON response that no cache may keep: every

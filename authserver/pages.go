@@ -5,6 +5,9 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"strconv"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // The gateway's HTML pages are html/template files under pages/: one
@@ -71,9 +74,11 @@ func renderPage(t *template.Template, v any) ([]byte, error) {
 
 // errorView is the one error page: what went wrong, for a sign-in request
 // or, with Admin, in the admin area, whose pages it then leads back to.
+// Unavailable says the request may succeed in a moment.
 type errorView struct {
-	Message string
-	Admin   bool
+	Message     string
+	Admin       bool
+	Unavailable bool
 }
 
 // Overview is where the admin area's error page leads back to.
@@ -97,3 +102,22 @@ func (s *Server) showError(w http.ResponseWriter, status int, v errorView) {
 func (s *Server) errorPage(w http.ResponseWriter, status int, msg string) {
 	s.showError(w, status, errorView{Message: msg})
 }
+
+// unavailablePage answers a browser whose request the store failed: 503
+// with Retry-After, and never a redirect to the client, which would end
+// the authorization with an error the client acts on (and the state it
+// consumes) when a retry in a moment would have succeeded. msg tells the
+// person how to retry; the store's error goes to the log only.
+func (s *Server) unavailablePage(w http.ResponseWriter, admin bool, msg, what string, err error) {
+	s.cfg.Logger.Error("store failed: "+what, "error", err)
+	w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
+	s.showError(w, http.StatusServiceUnavailable, errorView{Message: msg, Admin: admin, Unavailable: true})
+}
+
+// What a person is told to do when the store failed, by where they are.
+const (
+	retryReload = "The school's sign-in is temporarily unavailable. Wait a moment, then reload this page."
+	retryForm   = "Your answer could not be saved: the school's sign-in is temporarily unavailable. Wait a moment, then go back and answer again."
+	retryStart  = "The school's sign-in is temporarily unavailable. Wait a moment, then start again from the application."
+	retryAdmin  = "The admin area is temporarily unavailable: the school's database did not answer. Wait a moment, then try again."
+)

@@ -182,7 +182,7 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 		// Repeating an identical registration needs no allowance: look for
 		// it before the per-address limit counts a new client.
 		if c, err := s.loopbackByKey(ctx, key); err != nil {
-			return nil, "", errServer("registration is unavailable")
+			return nil, "", s.unavailable("registration", err)
 		} else if c != nil {
 			return c, "", nil
 		}
@@ -208,7 +208,7 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	case errors.Is(err, ErrClientLimit):
 		return nil, "", errTooManyClients()
 	case err != nil:
-		return nil, "", errServer("registration is unavailable")
+		return nil, "", s.unavailable("registration", err)
 	case existing:
 		return got, "", nil
 	}

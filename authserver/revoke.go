@@ -29,13 +29,13 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
-		s.cfg.Logger.Error("revocation lookup", "error", err)
-		s.refuse(w, "revoke", &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
+		// Not the 200 of an unknown token: the client would believe the
+		// token revoked while it still works.
+		s.refuse(w, "revoke", s.unavailable("revocation", err))
 		return
 	case t.ClientID == client.ID:
 		if err := s.store.RevokeToken(r.Context(), hash); err != nil {
-			s.cfg.Logger.Error("revoking token", "error", err)
-			s.refuse(w, "revoke", &oauthError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "try again"})
+			s.refuse(w, "revoke", s.unavailable("revocation", err))
 			return
 		}
 		s.cache.purge()

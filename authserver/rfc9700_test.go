@@ -811,7 +811,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 		unchanged    func() bool
 	}{
 		{"MCP connections switch", adminPathSwitch, url.Values{"enabled": {"off"}},
-			func() bool { return f.srv.MCPConnectionsEnabled(context.Background()) }},
+			f.mcpOn},
 		{"create application", adminPathNew, url.Values{"name": {"Forged"}, "redirect_uris": {appRedirect},
 			"scope": {"openid"}, "client_type": {"public"}, "form_nonce": {nonce}},
 			func() bool { n, _ := f.store.CountClientsByKind(context.Background(), KindApp); return n == 1 }},
@@ -862,7 +862,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 	}
 	// Control: the genuine admin form works.
 	rec := f.adminPost(adminPathSwitch, "owner", url.Values{"enabled": {"off"}, "csrf_token": {f.adminCSRF()}}, nil)
-	if rec.Code != http.StatusSeeOther || f.srv.MCPConnectionsEnabled(context.Background()) {
+	if rec.Code != http.StatusSeeOther || f.mcpOn() {
 		t.Errorf("control: the genuine switch form: %d", rec.Code)
 	}
 }

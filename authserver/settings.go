@@ -22,10 +22,18 @@ func onOff(on bool) string {
 	return "off"
 }
 
-// MCPConnectionsEnabled reports the beta feature switch.
-func (s *Server) MCPConnectionsEnabled(ctx context.Context) bool {
+// MCPConnectionsEnabled reports the beta feature switch. An error is the
+// store failing and means neither on nor off: callers answer 503, since
+// "off" would refuse member applications that are allowed.
+func (s *Server) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
 	v, err := s.store.GetSetting(ctx, settingMCPConnections)
-	return err == nil && string(v) == "on"
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return string(v) == "on", nil
 }
 
 // SetMCPConnections switches the beta feature. Switching it off also

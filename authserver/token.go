@@ -101,8 +101,8 @@ func (s *Server) exchangeCode(ctx context.Context, client *Client, form url.Valu
 		s.cache.purge()
 		return nil, errInvalidGrant("the authorization code was already used; the tokens it issued are revoked")
 	}
-	s.cfg.Logger.Error("redeeming authorization code", "error", err)
-	return nil, errServer("the code could not be redeemed")
+	// The transaction took no effect: the same code may be redeemed again.
+	return nil, s.unavailable("redeeming the code", err)
 }
 
 // withIDToken adds the ID token (when openid was requested and a key
@@ -194,8 +194,8 @@ func (s *Server) refresh(ctx context.Context, client *Client, form url.Values) (
 		s.cache.purge()
 		return nil, errInvalidGrant("the refresh token was already used; the grant is revoked")
 	}
-	s.cfg.Logger.Error("rotating refresh token", "error", err)
-	return nil, errServer("the token could not be refreshed")
+	// The transaction took no effect: the same refresh token still works.
+	return nil, s.unavailable("refreshing the token", err)
 }
 
 // checkRefresh validates a refresh request and returns the scopes of the

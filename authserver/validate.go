@@ -77,6 +77,8 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 		return nil, ErrInvalidToken
 	}
 	if err != nil {
+		// The caller answers 503 and has no logger of its own for why.
+		s.cfg.Logger.Error("store failed: validating an access token", "error", err)
 		return nil, err
 	}
 	if t.Kind != TokenAccess || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) {

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/catalog"
 )
 
 func init() {
@@ -49,9 +52,13 @@ func (adminAPI) Routes() []caddy.AdminRoute {
 	}
 }
 
+// activeApp is the schoolgate app of the config being served now; tests,
+// which run no Caddy, replace it.
+var activeApp = func() (any, error) { return caddy.ActiveContext().AppIfConfigured(appName) }
+
 // runningApp finds the schoolgate app of the config being served now.
 func runningApp() (*App, error) {
-	app, err := caddy.ActiveContext().AppIfConfigured(appName)
+	app, err := activeApp()
 	if err != nil {
 		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school is configured")}
 	}
@@ -195,7 +202,9 @@ func handleRotate(w http.ResponseWriter, r *http.Request) error {
 	}
 	kid, signFrom, err := s.as.RotateKeys(r.Context())
 	if err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("rotating keys: %v", err)}
+		// Generating a key does not fail at run time; storing and
+		// reloading the keys is what does.
+		return s.writeUnavailable(w, "rotating the signing keys", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"kid": kid, "signs_from": signFrom.UTC().Format(time.RFC3339)})
 }
@@ -208,10 +217,19 @@ func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
 	if s.gateway.Catalog == "" {
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("%s has no catalog option", s.as.Issuer())}
 	}
-	if err := s.extras.catalog.Refresh(r.Context(), s.gateway.Catalog); err != nil {
+	err = s.extras.catalog.Refresh(r.Context(), s.gateway.Catalog)
+	switch {
+	case errors.Is(err, catalog.ErrNotStored):
+		// The feed is fine: a 422 would send the operator to fix it.
+		return s.writeUnavailable(w, "storing the catalog", err)
+	case err != nil:
 		return caddy.APIError{HTTPStatus: http.StatusUnprocessableEntity, Err: fmt.Errorf("catalog import failed, the previous catalog keeps serving: %v", err)}
 	}
-	if err := s.rebuildDocs(); err != nil {
+	err = s.rebuildDocs()
+	switch {
+	case isStoreFailure(err):
+		return s.writeUnavailable(w, "rebuilding the documents", err)
+	case err != nil:
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"imported": true})

@@ -26,7 +26,11 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": s.as.MCPConnectionsEnabled(r.Context())})
+		on, err := s.as.MCPConnectionsEnabled(r.Context())
+		if err != nil {
+			return s.writeUnavailable(w, "reading the MCP connections switch", err)
+		}
+		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": on})
 	}
 	var body struct {
 		Issuer  string `json:"issuer"`
@@ -43,7 +47,7 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.as.SetMCPConnections(r.Context(), *body.Enabled); err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("saving the switch: %v", err)}
+		return s.writeUnavailable(w, "saving the MCP connections switch", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": *body.Enabled})
 }
@@ -57,7 +61,7 @@ func handleClients(w http.ResponseWriter, r *http.Request) error {
 		}
 		list, err := s.as.ListClients(r.Context())
 		if err != nil {
-			return clientsAPIError(err)
+			return s.clientsAPIError(w, "listing the clients", err)
 		}
 		return writeAdminJSON(w, http.StatusOK, list)
 	case http.MethodPost:
@@ -82,12 +86,16 @@ func createClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !s.as.MCPConnectionsEnabled(r.Context()) {
+	switch on, err := s.as.MCPConnectionsEnabled(r.Context()); {
+	case err != nil:
+		// Not the 409 of "off": automation would switch it on, or give up.
+		return s.writeUnavailable(w, "reading the MCP connections switch", err)
+	case !on:
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", body.Issuer)}
 	}
 	app, err := s.as.CreateApp(r.Context(), body.AppSpec, body.IdempotencyKey)
 	if err != nil {
-		return clientsAPIError(err)
+		return s.clientsAPIError(w, "creating the application", err)
 	}
 	status := http.StatusCreated
 	if app.Existing {
@@ -111,7 +119,7 @@ func handleClientDelete(w http.ResponseWriter, r *http.Request) error {
 	}
 	n, err := s.as.DeleteClient(r.Context(), body.ClientID)
 	if err != nil {
-		return clientsAPIError(err)
+		return s.clientsAPIError(w, "deleting the client", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"deleted": body.ClientID, "grants_revoked": n})
 }
@@ -135,13 +143,14 @@ func handleClientReview(w http.ResponseWriter, r *http.Request) error {
 	}
 	info, err := s.as.ReviewClient(r.Context(), body.ClientID, body.Scopes, *body.Reviewed)
 	if err != nil {
-		return clientsAPIError(err)
+		return s.clientsAPIError(w, "saving the review", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, info)
 }
 
-// clientsAPIError maps the client operations' errors to statuses.
-func clientsAPIError(err error) error {
+// clientsAPIError maps the client operations' errors to statuses; any
+// error they do not name is the store failing, answered here.
+func (s *site) clientsAPIError(w http.ResponseWriter, what string, err error) error {
 	var ie *authserver.InputError
 	switch {
 	case errors.As(err, &ie):
@@ -151,5 +160,5 @@ func clientsAPIError(err error) error {
 	case errors.Is(err, authserver.ErrWrongKind):
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
 	}
-	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+	return s.writeUnavailable(w, what, err)
 }

@@ -95,13 +95,20 @@ func (s *site) rebuildDocs() error {
 	if idx := s.extras.catalog.Current(); idx != nil {
 		feed = idx.Feed()
 	}
+	// Documents built as if the switch were off would tell clients that
+	// member applications are unavailable; the previous ones keep serving
+	// until the next rebuild reads it.
+	mcpOn, err := s.as.MCPConnectionsEnabled(ctx)
+	if err != nil {
+		return fmt.Errorf("documents: reading the MCP connections switch: %w", storeFailure{err})
+	}
 	set, err := sitedocs.Build(sitedocs.Site{
 		Issuer:                  s.gateway.Issuer,
 		SchoolName:              s.schoolName(),
 		AdminPrefix:             s.gateway.AdminPrefix,
 		Scopes:                  policy.AllScopes,
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
-		MCPConnections:          s.as.MCPConnectionsEnabled(ctx),
+		MCPConnections:          mcpOn,
 		AdminOpenAPI:            s.adminOpenAPIBytes(),
 		AdminScopes:             sitedocs.PolicyScopes(s.policy),
 	}, feed, time.Now())

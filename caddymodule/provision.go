@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type site struct {
 	extras   siteExtras
 	// assertionAudience is the aud of identity assertions; "" is off.
 	assertionAudience string
+	logger            *slog.Logger
 }
 
 // Provision opens the site's store, loads its keys and builds its servers.
@@ -42,7 +44,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("data: %v", err)
 	}
-	s := &site{gateway: g, store: store, dataPath: path, assertionAudience: g.assertionAudience(),
+	s := &site{gateway: g, store: store, dataPath: path, assertionAudience: g.assertionAudience(), logger: logger,
 		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
 		observe:  newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer)}
 	s.as, err = authserver.New(ctx, authserver.Config{

@@ -3,11 +3,16 @@ package catalog
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 )
+
+// ErrNotStored is the store failing to keep a valid feed: the feed is
+// fine and the same import may succeed in a moment.
+var ErrNotStored = errors.New("storing the catalog failed")
 
 // Persister stores the last good feed so that a restarted gateway serves
 // its catalog at once, without waiting for (or depending on) the upstream.
@@ -80,7 +85,7 @@ func (m *Manager) Import(ctx context.Context, raw []byte) error {
 	}
 	if m.store != nil {
 		if err := m.store.SaveCatalog(ctx, raw); err != nil {
-			return fmt.Errorf("storing the catalog: %v", err)
+			return fmt.Errorf("%w: %v", ErrNotStored, err)
 		}
 	}
 	m.cur.Store(m.index(raw, f))

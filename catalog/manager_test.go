@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -45,7 +46,7 @@ func TestManagerImport(t *testing.T) {
 	}
 
 	err := m.Import(context.Background(), []byte(feedBad))
-	if err == nil || !strings.Contains(err.Error(), `courses[0] "x": title is required`) {
+	if err == nil || !strings.Contains(err.Error(), `courses[0] "x": title is required`) || errors.Is(err, ErrNotStored) {
 		t.Fatalf("bad feed: %v", err)
 	}
 	if servedCourse(t, m) != "one" || string(store.raw) != feedV1 {
@@ -53,7 +54,7 @@ func TestManagerImport(t *testing.T) {
 	}
 
 	store.failErr = errDiskFull
-	if err := m.Import(context.Background(), []byte(feedV2)); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := m.Import(context.Background(), []byte(feedV2)); !errors.Is(err, ErrNotStored) || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("persist failure: %v", err)
 	}
 	if servedCourse(t, m) != "one" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -16,7 +17,31 @@ type Challenge struct {
 	Description      string
 	Scope            string
 	ResourceMetadata string
+	// RetryAfter, in seconds, is sent as Retry-After.
+	RetryAfter int
 }
+
+// RetryAfterUnavailable is the Retry-After, in seconds, of every answer
+// to a request the store failed (unreachable, too slow, out of
+// connections). Such failures are mostly a failover, a restart or a
+// drained pool, over in seconds; the gateway cannot know when, so it is
+// a constant: short enough that a person retrying a sign-in hardly
+// waits, long enough that every client of a school retrying at once
+// does not hold down a database that is coming back.
+const RetryAfterUnavailable = 5
+
+// Unavailable is the answer when the token could not be checked: 503,
+// not 401, because a client that is told its token is invalid throws
+// away a token that is fine.
+func Unavailable() *Challenge {
+	return &Challenge{Status: http.StatusServiceUnavailable, Error: "temporarily_unavailable",
+		Description: "the token could not be checked; try again", RetryAfter: RetryAfterUnavailable}
+}
+
+// challenges reports whether the answer asks for other credentials. A 503
+// judged none, and a client reading a Bearer challenge may start a new
+// authorization or drop its token, which the 503 is there to prevent.
+func (c *Challenge) challenges() bool { return c.Status != http.StatusServiceUnavailable }
 
 // Header renders the WWW-Authenticate value.
 func (c *Challenge) Header() string {
@@ -56,7 +81,12 @@ func quoteSafe(s string) string {
 // clients can find the metadata.
 func (c *Challenge) Write(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("WWW-Authenticate", c.Header())
+	if c.challenges() {
+		h.Set("WWW-Authenticate", c.Header())
+	}
+	if c.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(c.RetryAfter))
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	AllowCORS(h, "")
@@ -114,10 +144,12 @@ func ParseChallenge(v string) (map[string]string, error) {
 // AllowCORS opens a response to browser clients of any origin: the
 // gateway's APIs authenticate with bearer tokens, never cookies, so no
 // origin gains anything it could not do without a browser. methods, when
-// set, answers a preflight.
+// set, answers a preflight. Retry-After is exposed as well: it is not a
+// safelisted header, and without it a browser client could not pace its
+// retries after a 429 or 503.
 func AllowCORS(h http.Header, methods string) {
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After")
 	if methods != "" {
 		h.Set("Access-Control-Allow-Methods", methods)
 		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version")

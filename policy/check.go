@@ -24,8 +24,7 @@ func Check(ctx context.Context, lookup Lookup, r *http.Request, req Requirement,
 	case errors.Is(err, ErrInvalidToken):
 		return nil, invalidToken(errTokenNotFound.Error())
 	case err != nil:
-		return nil, &Challenge{Status: http.StatusServiceUnavailable, Error: "temporarily_unavailable",
-			Description: "the token could not be checked; try again"}
+		return nil, Unavailable()
 	}
 	if !boundTo(tok, origin) {
 		return nil, invalidToken("the access token was issued for a different origin; request one for " + origin)

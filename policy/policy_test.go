@@ -377,3 +377,51 @@ func FuzzParseChallenge(f *testing.F) {
 		}
 	})
 }
+
+// A failed lookup is no verdict on the token: 503 with Retry-After and the
+// JSON error, and no Bearer challenge that would send a client to
+// authorize again or drop its token. Browser clients can read both.
+func TestUnavailableWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ch            *Challenge
+		status        int
+		challenge     bool
+		retryAfter    string
+		code          string
+		exposeHeaders []string
+	}{
+		{"refusal", &Challenge{Status: 401, Error: "invalid_token", Description: "no"}, 401, true, "",
+			"invalid_token", []string{"WWW-Authenticate", "Retry-After"}},
+		{"store unavailable", Unavailable(), 503, false, "5",
+			"temporarily_unavailable", []string{"WWW-Authenticate", "Retry-After"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.ch.ResourceMetadata = origin + "/.well-known/oauth-protected-resource"
+			rec := httptest.NewRecorder()
+			tc.ch.Write(rec)
+			h := rec.Header()
+			if rec.Code != tc.status {
+				t.Errorf("status %d, want %d", rec.Code, tc.status)
+			}
+			if got := h.Get("WWW-Authenticate") != ""; got != tc.challenge {
+				t.Errorf("WWW-Authenticate %q, want one: %v", h.Get("WWW-Authenticate"), tc.challenge)
+			}
+			if got := h.Get("Retry-After"); got != tc.retryAfter {
+				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
+			}
+			for _, name := range tc.exposeHeaders {
+				if !strings.Contains(h.Get("Access-Control-Expose-Headers"), name) {
+					t.Errorf("%s not exposed to CORS: %q", name, h.Get("Access-Control-Expose-Headers"))
+				}
+			}
+			var body map[string]string
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body["error"] != tc.code || body["error_description"] == "" {
+				t.Errorf("body %q: %v", rec.Body, err)
+			}
+			if h.Get("Cache-Control") != "no-store" {
+				t.Error("answers of protected resources must not be cached")
+			}
+		})
+	}
+}

@@ -1,0 +1,286 @@
+package authserver
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// errStoreDown is what a store that cannot be reached returns: a plain
+// error, none of the ones the contract gives a meaning.
+var errStoreDown = errors.New("database unreachable")
+
+// failingStore is a real store that, once switched on, fails every method
+// with errStoreDown, or only the methods named. Nothing reaches the
+// store beneath while a method fails, as with a database that is down.
+type failingStore struct {
+	Store
+	mu   sync.Mutex
+	down bool
+	only []string
+}
+
+// fail makes the methods named fail, or every method when none is named.
+func (f *failingStore) fail(methods ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down, f.only = true, methods
+}
+
+func (f *failingStore) failing(method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down && (len(f.only) == 0 || slices.Contains(f.only, method)) {
+		return errStoreDown
+	}
+	return nil
+}
+
+// failingFixture is a fixture whose server's store can be made to fail.
+func failingFixture(t testing.TB) (*fixture, *failingStore) {
+	f := newFixture(t)
+	fs := &failingStore{Store: f.store}
+	f.srv.store = fs
+	return f, fs
+}
+
+func (f *failingStore) LoadKeys(ctx context.Context) ([]StoredKey, error) {
+	if err := f.failing("LoadKeys"); err != nil {
+		return nil, err
+	}
+	return f.Store.LoadKeys(ctx)
+}
+
+func (f *failingStore) InitKeys(ctx context.Context, first StoredKey) ([]StoredKey, error) {
+	if err := f.failing("InitKeys"); err != nil {
+		return nil, err
+	}
+	return f.Store.InitKeys(ctx, first)
+}
+
+func (f *failingStore) RotateKey(ctx context.Context, k StoredKey) error {
+	if err := f.failing("RotateKey"); err != nil {
+		return err
+	}
+	return f.Store.RotateKey(ctx, k)
+}
+
+func (f *failingStore) GetClient(ctx context.Context, id string) (*Client, error) {
+	if err := f.failing("GetClient"); err != nil {
+		return nil, err
+	}
+	return f.Store.GetClient(ctx, id)
+}
+
+func (f *failingStore) PutClient(ctx context.Context, c *Client) error {
+	if err := f.failing("PutClient"); err != nil {
+		return err
+	}
+	return f.Store.PutClient(ctx, c)
+}
+
+func (f *failingStore) CreateClient(ctx context.Context, c *Client, limit int) (*Client, bool, error) {
+	if err := f.failing("CreateClient"); err != nil {
+		return nil, false, err
+	}
+	return f.Store.CreateClient(ctx, c, limit)
+}
+
+func (f *failingStore) DeleteClient(ctx context.Context, id string) error {
+	if err := f.failing("DeleteClient"); err != nil {
+		return err
+	}
+	return f.Store.DeleteClient(ctx, id)
+}
+
+func (f *failingStore) ListClients(ctx context.Context) ([]*Client, error) {
+	if err := f.failing("ListClients"); err != nil {
+		return nil, err
+	}
+	return f.Store.ListClients(ctx)
+}
+
+func (f *failingStore) CountClientsByKind(ctx context.Context, kind string) (int, error) {
+	if err := f.failing("CountClientsByKind"); err != nil {
+		return 0, err
+	}
+	return f.Store.CountClientsByKind(ctx, kind)
+}
+
+func (f *failingStore) PutPending(ctx context.Context, p *PendingAuth) error {
+	if err := f.failing("PutPending"); err != nil {
+		return err
+	}
+	return f.Store.PutPending(ctx, p)
+}
+
+func (f *failingStore) TakePending(ctx context.Context, id string) (*PendingAuth, error) {
+	if err := f.failing("TakePending"); err != nil {
+		return nil, err
+	}
+	return f.Store.TakePending(ctx, id)
+}
+
+func (f *failingStore) GetConsent(ctx context.Context, clientID, subject string) (*Consent, error) {
+	if err := f.failing("GetConsent"); err != nil {
+		return nil, err
+	}
+	return f.Store.GetConsent(ctx, clientID, subject)
+}
+
+func (f *failingStore) PutConsent(ctx context.Context, clientID, subject string, c *Consent) error {
+	if err := f.failing("PutConsent"); err != nil {
+		return err
+	}
+	return f.Store.PutConsent(ctx, clientID, subject, c)
+}
+
+func (f *failingStore) PutCode(ctx context.Context, hash string, c *Code) error {
+	if err := f.failing("PutCode"); err != nil {
+		return err
+	}
+	return f.Store.PutCode(ctx, hash, c)
+}
+
+func (f *failingStore) RedeemCode(ctx context.Context, hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
+	if err := f.failing("RedeemCode"); err != nil {
+		return err
+	}
+	return f.Store.RedeemCode(ctx, hash, issue)
+}
+
+func (f *failingStore) GetToken(ctx context.Context, hash string) (*Token, *Grant, error) {
+	if err := f.failing("GetToken"); err != nil {
+		return nil, nil, err
+	}
+	return f.Store.GetToken(ctx, hash)
+}
+
+func (f *failingStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
+	if err := f.failing("RotateRefresh"); err != nil {
+		return err
+	}
+	return f.Store.RotateRefresh(ctx, hash, now, grace, rotate)
+}
+
+func (f *failingStore) RevokeToken(ctx context.Context, hash string) error {
+	if err := f.failing("RevokeToken"); err != nil {
+		return err
+	}
+	return f.Store.RevokeToken(ctx, hash)
+}
+
+func (f *failingStore) RevokeGrant(ctx context.Context, id string) error {
+	if err := f.failing("RevokeGrant"); err != nil {
+		return err
+	}
+	return f.Store.RevokeGrant(ctx, id)
+}
+
+func (f *failingStore) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
+	if err := f.failing("RevokeClientGrants"); err != nil {
+		return 0, err
+	}
+	return f.Store.RevokeClientGrants(ctx, clientID)
+}
+
+func (f *failingStore) PurgeExpired(ctx context.Context, before time.Time) error {
+	if err := f.failing("PurgeExpired"); err != nil {
+		return err
+	}
+	return f.Store.PurgeExpired(ctx, before)
+}
+
+func (f *failingStore) GetSetting(ctx context.Context, key string) ([]byte, error) {
+	if err := f.failing("GetSetting"); err != nil {
+		return nil, err
+	}
+	return f.Store.GetSetting(ctx, key)
+}
+
+func (f *failingStore) PutSetting(ctx context.Context, key string, value []byte) error {
+	if err := f.failing("PutSetting"); err != nil {
+		return err
+	}
+	return f.Store.PutSetting(ctx, key, value)
+}
+
+func (f *failingStore) InitSetting(ctx context.Context, key string, value []byte) ([]byte, error) {
+	if err := f.failing("InitSetting"); err != nil {
+		return nil, err
+	}
+	return f.Store.InitSetting(ctx, key, value)
+}
+
+func (f *failingStore) PutSettingRevoking(ctx context.Context, key string, value []byte, kind string) (int, error) {
+	if err := f.failing("PutSettingRevoking"); err != nil {
+		return 0, err
+	}
+	return f.Store.PutSettingRevoking(ctx, key, value, kind)
+}
+
+func (f *failingStore) SaveCatalog(ctx context.Context, raw []byte) error {
+	if err := f.failing("SaveCatalog"); err != nil {
+		return err
+	}
+	return f.Store.SaveCatalog(ctx, raw)
+}
+
+func (f *failingStore) LoadCatalog(ctx context.Context) ([]byte, error) {
+	if err := f.failing("LoadCatalog"); err != nil {
+		return nil, err
+	}
+	return f.Store.LoadCatalog(ctx)
+}
+
+// A method added to Store would reach the real store through the
+// embedded interface and never fail, and the tests built on failingStore
+// would pass without exercising it: every method but Close must fail, and
+// fail before it touches the store beneath (zero arguments would make the
+// real store panic or answer ErrNotFound).
+func TestFailingStoreFailsEveryMethod(t *testing.T) {
+	_, fs := failingFixture(t)
+	fs.fail()
+	ctxType := reflect.TypeFor[context.Context]()
+	errType := reflect.TypeFor[error]()
+	v := reflect.ValueOf(fs)
+	st := reflect.TypeFor[Store]()
+	for i := range st.NumMethod() {
+		m := st.Method(i)
+		if m.Name == "Close" {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			fn := v.MethodByName(m.Name)
+			args := make([]reflect.Value, fn.Type().NumIn())
+			for j := range args {
+				in := fn.Type().In(j)
+				if in == ctxType {
+					args[j] = reflect.ValueOf(context.Background())
+				} else {
+					args[j] = reflect.Zero(in)
+				}
+			}
+			var out []reflect.Value
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("reached the real store (%v): failingStore must override %s", p, m.Name)
+					}
+				}()
+				out = fn.Call(args)
+			}()
+			last := out[len(out)-1]
+			if last.Type() != errType {
+				t.Fatalf("%s does not return an error last", m.Name)
+			}
+			if err, _ := last.Interface().(error); !errors.Is(err, errStoreDown) {
+				t.Errorf("%s returned %v, want %v: failingStore must override it", m.Name, err, errStoreDown)
+			}
+		})
+	}
+}
