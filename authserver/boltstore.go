@@ -280,15 +280,22 @@ func (s *boltStore) CreateClient(ctx context.Context, c *Client, limit int) (*Cl
 	return c, false, nil
 }
 
-// DeleteClient removes a client.
-func (s *boltStore) DeleteClient(ctx context.Context, id string) error {
-	return s.update(ctx, func(tx *bolt.Tx) error {
+// DeleteClient implements ClientStore.
+func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
+	n := 0
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketClients)
 		if b.Get([]byte(id)) == nil {
 			return ErrNotFound
 		}
-		return b.Delete([]byte(id))
+		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+		var err error
+		n, err = revokeGrantsWhere(tx, func(g *Grant) bool { return g.ClientID == id })
+		return err
 	})
+	return n, err
 }
 
 // ListClients returns every stored client.

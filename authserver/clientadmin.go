@@ -201,10 +201,11 @@ func (s *Server) DeleteClient(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := s.store.DeleteClient(ctx, c.ID); err != nil && !errors.Is(err, ErrNotFound) {
-		return 0, err
+	n, err := s.store.DeleteClient(ctx, c.ID)
+	if errors.Is(err, ErrNotFound) {
+		// Deleted meanwhile by another request: its grants may remain.
+		n, err = s.store.RevokeClientGrants(ctx, c.ID)
 	}
-	n, err := s.store.RevokeClientGrants(ctx, c.ID)
 	s.cache.purge()
 	if err != nil {
 		return n, err

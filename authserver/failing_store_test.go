@@ -90,9 +90,9 @@ func (f *failingStore) CreateClient(ctx context.Context, c *Client, limit int) (
 	return f.Store.CreateClient(ctx, c, limit)
 }
 
-func (f *failingStore) DeleteClient(ctx context.Context, id string) error {
+func (f *failingStore) DeleteClient(ctx context.Context, id string) (int, error) {
 	if err := f.failing("DeleteClient"); err != nil {
-		return err
+		return 0, err
 	}
 	return f.Store.DeleteClient(ctx, id)
 }

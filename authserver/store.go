@@ -92,7 +92,10 @@ type ClientStore interface {
 	// limit clients of c.Kind, it stores nothing and returns
 	// ErrClientLimit. Of identical creations at once, exactly one stores.
 	CreateClient(ctx context.Context, c *Client, limit int) (got *Client, existing bool, err error)
-	DeleteClient(ctx context.Context, id string) error
+	// DeleteClient removes a client and revokes its grants in the same
+	// transaction, so its tokens stop working with it, and returns how
+	// many grants it revoked.
+	DeleteClient(ctx context.Context, id string) (revoked int, err error)
 	// ListClients returns every client, in no particular order.
 	ListClients(ctx context.Context) ([]*Client, error)
 	CountClientsByKind(ctx context.Context, kind string) (int, error)

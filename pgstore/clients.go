@@ -120,8 +120,9 @@ func (s *Site) underLimit(ctx context.Context, q querier, kind string, limit int
 
 // DeleteClient implements authserver.ClientStore. Instances that cache
 // the client's tokens hear of it as a change of tokens.
-func (s *Site) DeleteClient(ctx context.Context, id string) error {
-	return s.tx(ctx, "deleting a client", func(ctx context.Context, tx pgx.Tx) error {
+func (s *Site) DeleteClient(ctx context.Context, id string) (int, error) {
+	var n int64
+	err := s.tx(ctx, "deleting a client", func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM clients WHERE site_id = $1 AND id = $2`, s.id, id)
 		if err != nil {
 			return err
@@ -129,8 +130,15 @@ func (s *Site) DeleteClient(ctx context.Context, id string) error {
 		if tag.RowsAffected() == 0 {
 			return authserver.ErrNotFound
 		}
+		tag, err = tx.Exec(ctx, `UPDATE grants SET revoked_at = now()
+			WHERE site_id = $1 AND client_id = $2 AND revoked_at IS NULL`, s.id, id)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
 		return s.announce(ctx, tx, authserver.ChangeTokens)
 	})
+	return int(n), err
 }
 
 // ListClients implements authserver.ClientStore.

@@ -56,7 +56,7 @@ func TestAnnouncements(t *testing.T) {
 		{"InitSetting again", func() error { _, err := s.InitSetting(ctx, "b", []byte("2")); return err }, 0},
 		{"SaveCatalog", func() error { return s.SaveCatalog(ctx, []byte("{}")) }, authserver.ChangeCatalog},
 		{"SaveCatalog unchanged", func() error { return s.SaveCatalog(ctx, []byte("{}")) }, 0},
-		{"DeleteClient", func() error { return s.DeleteClient(ctx, "app-1") }, authserver.ChangeTokens},
+		{"DeleteClient", func() error { _, err := s.DeleteClient(ctx, "app-1"); return err }, authserver.ChangeTokens},
 	} {
 		before := count(t, dsn, `SELECT version FROM sites WHERE id = $1`, s.id)
 		if err := c.call(); err != nil {

@@ -41,12 +41,18 @@ func testClients(t *testing.T, s authserver.Store) {
 			t.Errorf("CountClientsByKind(%s) = %d, %v; want %d", c.kind, n, err, c.want)
 		}
 	}
-	if err := s.DeleteClient(ctx, "app-2"); err != nil {
-		t.Fatal(err)
+	_, live := grantOf(t, s, "app-2")
+	_, other := grantOf(t, s, "app-1")
+	if n, err := s.DeleteClient(ctx, "app-2"); err != nil || n != 1 {
+		t.Fatalf("DeleteClient = %d, %v; want its one grant revoked", n, err)
+	}
+	if !revoked(t, s, live.access) || revoked(t, s, other.access) {
+		t.Error("DeleteClient revoked the wrong grants")
 	}
 	_, err = s.GetClient(ctx, "app-2")
 	wantErr(t, "GetClient after DeleteClient", err, authserver.ErrNotFound)
-	wantErr(t, "DeleteClient twice", s.DeleteClient(ctx, "app-2"), authserver.ErrNotFound)
+	_, err = s.DeleteClient(ctx, "app-2")
+	wantErr(t, "DeleteClient twice", err, authserver.ErrNotFound)
 	list, err := s.ListClients(ctx)
 	if err != nil {
 		t.Fatal(err)

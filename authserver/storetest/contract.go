@@ -17,7 +17,7 @@ func testNotFound(t *testing.T, s authserver.Store) {
 		call func(t *testing.T) error
 	}{
 		{"GetClient", func(*testing.T) error { _, err := s.GetClient(ctx, "x"); return err }},
-		{"DeleteClient", func(*testing.T) error { return s.DeleteClient(ctx, "x") }},
+		{"DeleteClient", func(*testing.T) error { _, err := s.DeleteClient(ctx, "x"); return err }},
 		{"TakePending", func(*testing.T) error { _, err := s.TakePending(ctx, "x"); return err }},
 		{"GetConsent", func(*testing.T) error { _, err := s.GetConsent(ctx, "x", "y"); return err }},
 		{"RedeemCode", func(t *testing.T) error {
@@ -69,7 +69,7 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		{"CreateClient", func() error { _, _, err := s.CreateClient(ctx, &authserver.Client{ID: "x"}, 0); return err }},
 		{"GetClient", func() error { _, err := s.GetClient(ctx, "x"); return err }},
 		{"PutClient", func() error { return s.PutClient(ctx, &authserver.Client{ID: "x"}) }},
-		{"DeleteClient", func() error { return s.DeleteClient(ctx, "x") }},
+		{"DeleteClient", func() error { _, err := s.DeleteClient(ctx, "x"); return err }},
 		{"ListClients", func() error { _, err := s.ListClients(ctx); return err }},
 		{"CountClientsByKind", func() error { _, err := s.CountClientsByKind(ctx, authserver.KindApp); return err }},
 		{"PutPending", func() error { return s.PutPending(ctx, &authserver.PendingAuth{ID: "x"}) }},
