@@ -100,7 +100,7 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]siteStatus, 0, len(sites))
 	for _, s := range sites {
-		st := siteStatus{Issuer: s.as.Issuer(), Data: s.dataPath, KeyIDs: s.as.Keys().KIDs(),
+		st := siteStatus{Issuer: s.as.Issuer(), Data: s.stored.where, KeyIDs: s.as.Keys().KIDs(),
 			CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog}
 		if idx := s.extras.catalog.Current(); idx != nil {
 			st.Courses = len(idx.Feed().Courses)

@@ -45,9 +45,10 @@ func (a *App) register(s *site) error {
 		return fmt.Errorf("issuer: %s is configured in two site blocks; each school needs its own", issuer)
 	}
 	for _, other := range a.sites {
-		if other.dataPath == s.dataPath && other.as.Issuer() != issuer {
+		// A database tells sites apart by issuer; a bbolt file holds one.
+		if s.gateway.Store == nil && other.stored.where == s.stored.where && other.as.Issuer() != issuer {
 			return fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory",
-				s.dataPath, other.as.Issuer(), issuer)
+				s.stored.where, other.as.Issuer(), issuer)
 		}
 	}
 	a.sites[issuer] = s

@@ -255,6 +255,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return g.unmarshalRule(d)
 	case "identity_assertion":
 		return g.unmarshalIdentityAssertion(d)
+	case "store":
+		return g.unmarshalStore(d)
 	case "upstream":
 		if g.upstreamBlock != nil {
 			return d.Err("upstream: only one upstream block")

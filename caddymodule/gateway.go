@@ -38,6 +38,10 @@ type Gateway struct {
 	// Data is the directory of the site's bbolt file (keys, clients,
 	// tokens, catalog). Default: <Caddy's data directory>/schoolgate/<host_port>.
 	Data string `json:"data,omitempty"`
+	// Store keeps the site in a database instead of the bbolt file, so
+	// that several Caddy instances serve it as one; not together with
+	// Data. Default: none (bbolt).
+	Store *StoreConfig `json:"store,omitempty"`
 	// SessionURL is the upstream's session endpoint, a path on the
 	// upstream or an http(s) URL. Default: /api/session.
 	SessionURL string `json:"session_url,omitempty"`
@@ -195,6 +199,9 @@ func (g *Gateway) Validate() error {
 		return err
 	}
 	if err := g.validateIdentityAssertion(); err != nil {
+		return err
+	}
+	if err := g.validateStore(); err != nil {
 		return err
 	}
 	for _, r := range g.Rules {

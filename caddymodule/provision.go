@@ -16,12 +16,13 @@ import (
 // site is the state of one school for one loaded config. The bbolt file
 // beneath it outlives configs (see storepool.go).
 type site struct {
-	gateway  *Gateway
-	as       *authserver.Server
-	store    authserver.Store
-	policy   *policy.Policy
-	observe  siteObserver
-	dataPath string
+	gateway *Gateway
+	as      *authserver.Server
+	store   authserver.Store
+	policy  *policy.Policy
+	observe siteObserver
+	// stored is the store and how to release it (see storepool.go).
+	stored   *siteStore
 	upstream *http.Client
 	extras   siteExtras
 	// assertionAudience is the aud of identity assertions; "" is off.
@@ -39,12 +40,12 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return err
 	}
 	logger := ctx.Slogger()
-	path := g.dataPath()
-	store, err := acquireStore(path)
+	stored, err := g.openStore(ctx)
 	if err != nil {
-		return fmt.Errorf("data: %v", err)
+		return err
 	}
-	s := &site{gateway: g, store: store, dataPath: path, assertionAudience: g.assertionAudience(), logger: logger,
+	store := stored.Store
+	s := &site{gateway: g, store: store, stored: stored, assertionAudience: g.assertionAudience(), logger: logger,
 		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
 		observe:  newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer)}
 	s.as, err = authserver.New(ctx, authserver.Config{
@@ -67,33 +68,34 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		Logger:            logger,
 	}, store)
 	if err != nil {
-		_ = releaseStore(path)
+		_ = stored.release()
 		return fmt.Errorf("school %s: %v", g.Issuer, err)
 	}
 	s.policy = &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}
 	if err := s.provisionExtras(ctx); err != nil {
-		_ = releaseStore(path)
+		_ = stored.release()
 		return err
 	}
 	app, err := ctx.App(appName)
 	if err != nil {
-		_ = releaseStore(path)
+		_ = stored.release()
 		return err
 	}
 	if err := app.(*App).register(s); err != nil {
-		_ = releaseStore(path)
+		_ = stored.release()
 		return err
 	}
 	g.site = s
 	return nil
 }
 
-// Cleanup releases the store; the file closes when no config uses it.
+// Cleanup releases the store; the file or pool closes when no config
+// uses it.
 func (g *Gateway) Cleanup() error {
 	if g.site == nil {
 		return nil
 	}
-	return releaseStore(g.site.dataPath)
+	return g.site.stored.release()
 }
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -1,11 +1,14 @@
 package caddymodule
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/pgstore"
 )
 
 // stores holds each site's bbolt file open across config reloads. Caddy
@@ -14,18 +17,48 @@ import (
 // handle through a usage pool (as Caddy's acme_server does) avoids that.
 var stores = caddy.NewUsagePool()
 
+// pools holds one PostgreSQL pool per DSN, shared by the sites that name
+// it and kept across reloads like the bbolt files.
+var pools = caddy.NewUsagePool()
+
 // storeLockTimeout bounds the wait for a file lock held by another process.
 const storeLockTimeout = 5 * time.Second
 
 // storeCallTimeout bounds a store call made on behalf of no request.
 const storeCallTimeout = 5 * time.Second
 
+// connectTimeout bounds opening a database at start: the pool itself
+// waits about 15 s for an unreachable one, and migrations take a moment.
+const connectTimeout = 30 * time.Second
+
+// siteStore is a site's store and how to let go of it.
+type siteStore struct {
+	authserver.Store
+	// where names the store in status reports and messages: the bbolt
+	// file's path, or "postgres".
+	where   string
+	release func() error
+}
+
+// openStore opens the store g names: a PostgreSQL site, or the bbolt file.
+func (g *Gateway) openStore(ctx context.Context) (*siteStore, error) {
+	if g.Store != nil && g.Store.Postgres != nil {
+		return openPostgres(ctx, g.Store.Postgres, g.Issuer)
+	}
+	path := g.dataPath()
+	s, err := acquireBolt(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %v", err)
+	}
+	return &siteStore{Store: s, where: path, release: func() error { return releaseBolt(path) }}, nil
+}
+
 type pooledStore struct{ authserver.Store }
 
 // Destruct closes the file once no config uses it.
 func (p pooledStore) Destruct() error { return p.Close() }
 
-func acquireStore(path string) (authserver.Store, error) {
+func acquireBolt(path string) (authserver.Store, error) {
 	v, _, err := stores.LoadOrNew(path, func() (caddy.Destructor, error) {
 		s, err := authserver.OpenBolt(path, storeLockTimeout)
 		if err != nil {
@@ -39,7 +72,46 @@ func acquireStore(path string) (authserver.Store, error) {
 	return v.(pooledStore).Store, nil
 }
 
-func releaseStore(path string) error {
+func releaseBolt(path string) error {
 	_, err := stores.Delete(path)
 	return err
+}
+
+type pooledDB struct{ *pgstore.Pool }
+
+// Destruct closes the pool once no config uses it.
+func (p pooledDB) Destruct() error {
+	p.Close()
+	return nil
+}
+
+// openPostgres opens the issuer's site on the pool of its DSN. The key is
+// the resolved DSN, which stays in this process's memory only.
+func openPostgres(ctx context.Context, cfg *PostgresStore, issuer string) (*siteStore, error) {
+	dsn, secret, err := cfg.resolved()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	v, _, err := pools.LoadOrNew(dsn, func() (caddy.Destructor, error) {
+		p, err := pgstore.Connect(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		return pooledDB{p}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store postgres: %v", err)
+	}
+	release := func() error {
+		_, err := pools.Delete(dsn)
+		return err
+	}
+	site, err := v.(pooledDB).Site(ctx, issuer, secret)
+	if err != nil {
+		_ = release()
+		return nil, fmt.Errorf("store postgres: %v", err)
+	}
+	return &siteStore{Store: site, where: "postgres", release: release}, nil
 }
