@@ -107,3 +107,25 @@ func (l *listener) next(t *testing.T) string {
 	}
 	return n.Payload
 }
+
+// FuzzParseNotice: any payload on the channel (another build, a person
+// with psql) is read or refused, never a panic, and what is read writes
+// back the same.
+func FuzzParseNotice(f *testing.F) {
+	f.Add("1:1:1")
+	f.Add("42:5:9000")
+	f.Add("1:9:1")
+	f.Add("::")
+	f.Add("-1:1:-1")
+	f.Fuzz(func(t *testing.T, payload string) {
+		site, c, version, err := parseNotice(payload)
+		if err != nil {
+			return
+		}
+		again := noticePrefix(site, c) + strconv.FormatInt(version, 10)
+		s2, c2, v2, err := parseNotice(again)
+		if err != nil || s2 != site || c2 != c || v2 != version {
+			t.Errorf("%q read as %d %d %d, written %q, read again %d %d %d %v", payload, site, c, version, again, s2, c2, v2, err)
+		}
+	})
+}
