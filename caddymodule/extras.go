@@ -66,7 +66,39 @@ func (s *site) provisionExtras(ctx caddy.Context) error {
 	if err := s.rebuildDocs(); err != nil {
 		return fmt.Errorf("%v (admin_openapi %s)", err, s.gateway.AdminOpenAPI)
 	}
+	s.followStore(ctx)
 	return nil
+}
+
+// followStore keeps the catalog and documents in step with the other
+// instances of the site when its store is shared: a catalog one of them
+// imported is loaded here, and a switched setting shows in the documents.
+// It stops with the config.
+func (s *site) followStore(ctx context.Context) {
+	w, ok := s.store.(authserver.Watcher)
+	if !ok {
+		return
+	}
+	context.AfterFunc(ctx, w.Watch(s.storeChanged))
+}
+
+// storeChanged applies one change; it runs on the store's watcher.
+func (s *site) storeChanged(c authserver.Change) {
+	rebuild := c == authserver.ChangeSettings || c == authserver.ChangeAll
+	if c == authserver.ChangeCatalog || c == authserver.ChangeAll {
+		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+		changed, err := s.extras.catalog.Reload(ctx)
+		cancel()
+		if err != nil {
+			s.extras.logf("loading the catalog another instance stored: %v", err)
+		}
+		rebuild = rebuild || changed
+	}
+	if rebuild {
+		if err := s.rebuildDocs(); err != nil {
+			s.extras.logf("rebuilding documents: %v", err)
+		}
+	}
 }
 
 // schoolName is what the school is called: its catalog's name, else its
@@ -139,15 +171,8 @@ func (s *site) refreshCatalog(ctx context.Context, src string, every time.Durati
 	// start after the gateway.
 	delay := 500 * time.Millisecond
 	for {
-		err := s.extras.catalog.Refresh(ctx, src)
-		if err == nil {
-			if err := s.rebuildDocs(); err != nil {
-				s.extras.logf("rebuilding documents: %v", err)
-			}
-			delay = every
-		} else {
-			s.extras.logf("catalog import from %s failed, keeping the previous catalog: %v", src, err)
-			delay = min(delay*2, every)
+		if delay < every || s.claimRun(ctx, "catalog", every) {
+			delay = s.catalogPass(ctx, src, delay, every)
 		}
 		select {
 		case <-ctx.Done():
@@ -155,6 +180,49 @@ func (s *site) refreshCatalog(ctx context.Context, src string, every time.Durati
 		case <-time.After(delay):
 		}
 	}
+}
+
+// catalogPass imports the feed once and returns the wait before the next
+// pass: the period after a success, a doubling retry delay after a failure.
+func (s *site) catalogPass(ctx context.Context, src string, delay, every time.Duration) time.Duration {
+	if err := s.refreshCatalogOnce(ctx, src); err != nil {
+		s.extras.logf("catalog import from %s failed, keeping the previous catalog: %v", src, err)
+		return min(delay*2, every)
+	}
+	if err := s.rebuildDocs(); err != nil {
+		s.extras.logf("rebuilding documents: %v", err)
+	}
+	return every
+}
+
+// refreshCatalogOnce fetches and imports the feed under a deadline of its
+// own, the store's write included.
+func (s *site) refreshCatalogOnce(ctx context.Context, src string) error {
+	ctx, cancel := context.WithTimeout(ctx, catalogRefreshTimeout)
+	defer cancel()
+	return s.extras.catalog.Refresh(ctx, src)
+}
+
+// catalogRefreshTimeout bounds one fetch and import of the catalog.
+const catalogRefreshTimeout = time.Minute
+
+// claimRun reports whether this instance does a periodic job now: with a
+// shared store, one instance of the site per period does (the others load
+// what it stores when it is announced); otherwise this one always does.
+// Retries after a failure claim nothing, so a failed fetch is not left
+// for a whole period.
+func (s *site) claimRun(ctx context.Context, job string, every time.Duration) bool {
+	sch, ok := s.store.(authserver.Scheduler)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	mine, err := sch.ClaimRun(ctx, job, every)
+	if err != nil {
+		s.extras.logf("claiming the %s refresh: %v", job, err)
+	}
+	return mine
 }
 
 // serveExtras answers /mcp and the documents.

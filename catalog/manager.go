@@ -69,6 +69,33 @@ func (m *Manager) LoadPersisted(ctx context.Context) error {
 	return nil
 }
 
+// Reload serves the stored feed when it differs from the one served: the
+// store is shared, and another instance of the site imported it. It
+// reports whether the catalog changed.
+func (m *Manager) Reload(ctx context.Context) (bool, error) {
+	if m.store == nil {
+		return false, nil
+	}
+	raw, err := m.store.LoadCatalog(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading the stored catalog: %v", err)
+	}
+	if len(raw) == 0 {
+		return false, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur := m.cur.Load(); cur != nil && cur.sum == sha256.Sum256(raw) {
+		return false, nil
+	}
+	f, err := Parse(raw)
+	if err != nil {
+		return false, fmt.Errorf("stored catalog: %v", err)
+	}
+	m.cur.Store(m.index(raw, f))
+	return true, nil
+}
+
 // Import validates raw, stores it and then serves it. On any error the
 // previous catalog keeps serving and the error says why. Importing the
 // bytes already served does nothing, so a periodic refresh of an unchanged

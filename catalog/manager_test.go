@@ -255,3 +255,43 @@ func TestRefreshFromHTTP(t *testing.T) {
 		t.Fatal("cancelled context must stop the fetch")
 	}
 }
+
+// Reload follows the store, which another instance of the site writes:
+// a different stored feed replaces the served one, the same one or none
+// changes nothing, and a bad or unreadable one keeps what is served.
+func TestManagerReload(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	m := NewManager(testOrigin, store)
+	steps := []struct {
+		name    string
+		stored  string
+		fail    error
+		changed bool
+		wantErr string
+		want    string
+	}{
+		{"nothing stored", "", nil, false, "", ""},
+		{"another instance stored a feed", feedV1, nil, true, "", "one"},
+		{"the same feed", feedV1, nil, false, "", "one"},
+		{"a newer feed", feedV2, nil, true, "", "two"},
+		{"a corrupt feed", feedBad, nil, false, "stored catalog", "two"},
+		{"the store fails", feedV3, errDiskFull, false, "disk full", "two"},
+	}
+	for _, st := range steps {
+		store.mu.Lock()
+		store.raw, store.failErr = []byte(st.stored), st.fail
+		store.mu.Unlock()
+		changed, err := m.Reload(ctx)
+		if changed != st.changed || (st.wantErr == "") != (err == nil) ||
+			(err != nil && !strings.Contains(err.Error(), st.wantErr)) {
+			t.Errorf("%s: Reload = %v, %v; want %v, %q", st.name, changed, err, st.changed, st.wantErr)
+		}
+		if got := servedCourse(t, m); got != st.want {
+			t.Errorf("%s: serving %q, want %q", st.name, got, st.want)
+		}
+	}
+	if changed, err := NewManager(testOrigin, nil).Reload(ctx); changed || err != nil {
+		t.Errorf("no persister: %v, %v", changed, err)
+	}
+}

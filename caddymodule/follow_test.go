@@ -1,0 +1,99 @@
+package caddymodule
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// watchedStore stands for a store that several instances share: the test
+// announces a change as another instance's notification would.
+type watchedStore struct {
+	authserver.Store
+	mu  sync.Mutex
+	fns []func(authserver.Change)
+}
+
+func (w *watchedStore) Watch(fn func(authserver.Change)) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fns = append(w.fns, fn)
+	return func() {}
+}
+
+func (w *watchedStore) announce(c authserver.Change) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, fn := range w.fns {
+		fn(c)
+	}
+}
+
+// A catalog another instance stored, and a switch it turned on, reach
+// this instance's catalog and documents when announced.
+func TestFollowOtherInstances(t *testing.T) {
+	bolt, err := authserver.OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	store := &watchedStore{Store: bolt}
+	g := &Gateway{Issuer: "https://school.example"}
+	g.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	as, err := authserver.New(ctx, authserver.Config{Issuer: g.Issuer, SessionURL: "https://school.example/api/session"}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &site{gateway: g, as: as, store: store, policy: &policy.Policy{AdminPrefix: g.AdminPrefix}}
+	s.extras.catalog = catalog.NewManager(g.Issuer, store)
+	s.extras.logf = t.Logf
+	if err := s.rebuildDocs(); err != nil {
+		t.Fatal(err)
+	}
+	s.followStore(ctx)
+	authMD := func() string {
+		rec := httptest.NewRecorder()
+		s.extras.docs.Load().ServeHTTP(rec, httptest.NewRequest("GET", "/auth.md", nil))
+		return rec.Body.String()
+	}
+	before := authMD()
+
+	// Another instance imports a feed: it is in the store, not yet here.
+	feed := `{"school":{"name":"Followed School"},"courses":[{"slug":"light","title":"Light"}]}`
+	if err := bolt.SaveCatalog(ctx, []byte(feed)); err != nil {
+		t.Fatal(err)
+	}
+	if s.extras.catalog.Current() != nil {
+		t.Fatal("the catalog loaded before it was announced")
+	}
+	store.announce(authserver.ChangeCatalog)
+	if idx := s.extras.catalog.Current(); idx == nil || idx.Feed().School.Name != "Followed School" {
+		t.Fatal("the announced catalog was not loaded")
+	}
+	if !strings.Contains(authMD(), "Followed School") {
+		t.Error("the documents were not rebuilt with the new catalog")
+	}
+
+	// Another instance switches MCP connections on.
+	afterCatalog := authMD()
+	if err := bolt.PutSetting(ctx, "mcp_connections", []byte("on")); err != nil {
+		t.Fatal(err)
+	}
+	store.announce(authserver.ChangeSettings)
+	if authMD() == afterCatalog {
+		t.Errorf("the documents did not change with the switch:\n%s", authMD())
+	}
+	if before == afterCatalog {
+		t.Error("nothing changed at all")
+	}
+}
