@@ -117,6 +117,16 @@ type siteHealth struct {
 	Keys    string `json:"keys"`
 	Catalog string `json:"catalog"`
 	Courses int    `json:"courses"`
+	// ClockSkewMS is this host's clock minus the shared database's, for a
+	// store that several instances share: they judge expiries and grace
+	// windows by their own clocks, so the skew must stay far below
+	// refresh_grace.
+	ClockSkewMS *int64 `json:"clock_skew_ms,omitempty"`
+}
+
+// skewReporter is a store whose clock may differ from this host's.
+type skewReporter interface {
+	ClockSkew(ctx context.Context) (time.Duration, error)
 }
 
 // handleHealth reports each school's store, signing keys and catalog; a
@@ -144,6 +154,14 @@ func (s *site) health(ctx context.Context) siteHealth {
 	h := siteHealth{Issuer: s.as.Issuer(), Healthy: true, Store: "ok", Keys: "ok", Catalog: "none configured"}
 	if err := s.as.CheckStore(ctx); err != nil {
 		h.Healthy, h.Store = false, "unreadable: "+err.Error()
+	} else if sr, ok := s.store.(skewReporter); ok {
+		skew, err := sr.ClockSkew(ctx)
+		if err != nil {
+			h.Healthy, h.Store = false, "unreadable: "+err.Error()
+		} else {
+			ms := skew.Milliseconds()
+			h.ClockSkewMS = &ms
+		}
 	}
 	if !s.as.Keys().CanSign(time.Now()) {
 		h.Healthy, h.Keys = false, "no key may sign now"

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,34 @@ func TestFollowOtherInstances(t *testing.T) {
 	}
 	if before == afterCatalog {
 		t.Error("nothing changed at all")
+	}
+}
+
+// skewedStore reports a clock skew, as a shared database's store does.
+type skewedStore struct {
+	authserver.Store
+	skew time.Duration
+	err  error
+}
+
+func (s skewedStore) ClockSkew(context.Context) (time.Duration, error) { return s.skew, s.err }
+
+// Health reports a shared store's clock skew, and a store that cannot
+// tell it as failing.
+func TestHealthReportsClockSkew(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		err     error
+		healthy bool
+	}{{"skew read", nil, true}, {"skew unreadable", errors.New("database unreachable"), false}} {
+		ts := newTestSite(t, nil)
+		ts.g.site.store = skewedStore{Store: ts.g.site.store, skew: 42 * time.Millisecond, err: tt.err}
+		h := ts.g.site.health(context.Background())
+		if h.Healthy != tt.healthy {
+			t.Errorf("%s: healthy = %v (%s)", tt.name, h.Healthy, h.Store)
+		}
+		if tt.healthy && (h.ClockSkewMS == nil || *h.ClockSkewMS != 42) {
+			t.Errorf("%s: clock_skew_ms = %v, want 42", tt.name, h.ClockSkewMS)
+		}
 	}
 }
