@@ -94,6 +94,7 @@ func schoolgateCommands(root *cobra.Command) {
 	for _, call := range calls {
 		root.AddCommand(call.command())
 	}
+	root.AddCommand(storeCommands()...)
 }
 
 func (a adminCall) command() *cobra.Command {
