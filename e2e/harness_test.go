@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/schoolgate/schoolgate/internal/pgcluster"
 )
 
 var (
@@ -54,7 +56,9 @@ func TestMain(m *testing.M) {
 	// directories; the tests must not touch the real ones.
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg-config"))
 	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg-data"))
-	code := m.Run()
+	// pgcluster.Main runs the tests and stops the PostgreSQL server that
+	// the tests of sites kept in a database start.
+	code := pgcluster.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
