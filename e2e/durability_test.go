@@ -228,6 +228,12 @@ func TestCrashDurability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) { crashDurability(t, kind) })
+	}
+}
+
+func crashDurability(t *testing.T, kind string) {
 	began := time.Now()
 	sch := startSchool(t)
 	port := freePort(t)
@@ -242,7 +248,7 @@ func TestCrashDurability(t *testing.T) {
 	// was stored.
 	extra := vendorBlock("Load App", "load-app", redirect, "member", loadScope) +
 		"\t\trate_limit off\n\t\trefresh_grace 1ms\n"
-	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"), extra))
+	gw := startGateway(t, dir, siteBlockOn(t, kind, port, sch.URL, filepath.Join(dir, "site"), extra))
 	o := signInForLoad(t, gw.URL, "load-app", redirect, loadScope, "student@demo.school", "student")
 	kidsBefore := kids(t, gw.URL)
 

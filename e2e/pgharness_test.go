@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/internal/pgcluster"
 )
 
 // pgKeySecret seals the signing keys of the tests' PostgreSQL sites.
@@ -24,6 +26,18 @@ func pgSiteBlock(port, issuerPort int, upstream, dsn, extra string) string {
 	block = strings.Replace(block, "data UNUSED", pgStore(dsn), 1)
 	return strings.Replace(block, fmt.Sprintf("issuer http://127.0.0.1:%d", port),
 		fmt.Sprintf("issuer http://127.0.0.1:%d", issuerPort), 1)
+}
+
+// storeKinds are the stores the load and durability tests run on.
+var storeKinds = []string{"bbolt", "postgres"}
+
+// siteBlockOn is siteBlock with the site kept in the kind of store named:
+// a bbolt file under dataDir, or a fresh PostgreSQL database.
+func siteBlockOn(t *testing.T, kind string, port int, upstream, dataDir, extra string) string {
+	if kind == "postgres" {
+		return pgSiteBlock(port, port, upstream, pgcluster.Database(t), extra)
+	}
+	return siteBlock(port, upstream, dataDir, extra)
 }
 
 // startBalancer runs a plain Caddy (no schoolgate directive) on port that

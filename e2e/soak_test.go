@@ -333,12 +333,18 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) { soakOn(t, kind) })
+	}
+}
+
+func soakOn(t *testing.T, kind string) {
 	duration := soakDuration(t)
 	sch := startSchool(t)
 	port := freePort(t)
 	dir := t.TempDir()
 	redirect := "https://soak-app.example/callback" // https: the remembered consent answers at once
-	block := siteBlock(port, sch.URL, filepath.Join(dir, "site"),
+	block := siteBlockOn(t, kind, port, sch.URL, filepath.Join(dir, "site"),
 		vendorBlock("Soak App", "soak-app", redirect, "member", loadScope)+"\t\trate_limit off\n")
 	gw := startGateway(t, dir, block)
 	o := signInForLoad(t, gw.URL, "soak-app", redirect, loadScope, "student@demo.school", "student")
