@@ -54,8 +54,9 @@ func run(cfg config) error {
 	for _, sc := range []struct {
 		name string
 		run  func() error
-	}{{"protected", b.protected}, {"mcp", b.mcp}, {"discovery", b.discovery}, {"token", b.tokenEndpoint}, {"memory", b.memory}} {
-		if cfg.only != "" && !slices.Contains(strings.Split(cfg.only, ","), sc.name) {
+	}{{"protected", b.protected}, {"mcp", b.mcp}, {"discovery", b.discovery}, {"token", b.tokenEndpoint},
+		{"store", b.store}, {"memory", b.memory}} {
+		if !cfg.runs(sc.name) {
 			continue
 		}
 		if err := sc.run(); err != nil {
@@ -65,6 +66,11 @@ func run(cfg config) error {
 	}
 	fmt.Print(b.out.String())
 	return nil
+}
+
+// runs reports whether the scenario is selected (-only, else all).
+func (c config) runs(scenario string) bool {
+	return c.only == "" || slices.Contains(strings.Split(c.only, ","), scenario)
 }
 
 // setup waits for the catalog import and gets a member token.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/schoolgate/schoolgate/internal/pgcluster"
 )
 
 // stack is the processes of one bench run, under one temporary directory.
@@ -24,6 +26,10 @@ type stack struct {
 	adminAddr            string // Caddy's admin endpoint (pprof)
 	caddy                *exec.Cmd
 	others               []*exec.Cmd
+	// pgGateway is the origin of a second school kept in PostgreSQL
+	// (store.go), "" when the store scenario does not run.
+	pgGateway string
+	pg        *pgcluster.Cluster
 }
 
 func freeAddr() (string, error) {
@@ -85,6 +91,13 @@ func startStack(cfg config) (*stack, error) {
 		return s, err
 	}
 	caddyfile := s.caddyfile(noopAddr)
+	if cfg.runs("store") {
+		site, err := s.startPostgres()
+		if err != nil {
+			return s, err
+		}
+		caddyfile += site
+	}
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(caddyfile), 0o600); err != nil {
 		return s, err
 	}
@@ -185,6 +198,9 @@ func (s *stack) stop() {
 	for _, c := range s.others {
 		_ = c.Process.Kill()
 		_ = c.Wait()
+	}
+	if s.pg != nil {
+		_ = s.pg.Stop()
 	}
 	_ = os.RemoveAll(s.dir)
 }
