@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,5 +163,35 @@ func TestDatabaseOutage(t *testing.T) {
 	t.Logf("successes %v, 503s %v", tally.ok, tally.degraded)
 	if r := o.refresh(ctx, latest.Refresh); r.status != http.StatusOK {
 		t.Errorf("the refresh chain after the outage: %v", r)
+	}
+}
+
+// TestReloadToUnreachableDatabase: a reload to a site whose database
+// cannot be reached fails, naming the host and not the password, and the
+// running configuration keeps serving.
+func TestReloadToUnreachableDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the connection window")
+	}
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"), ""))
+	nowhere := filepath.Join(dir, "no-server-here")
+	dsn := fmt.Sprintf("host=%s user=school password=hunter2 dbname=school", nowhere)
+	gw.write(pgSiteBlock(port, port, sch.URL, dsn, ""))
+	out, err := exec.Command(caddyBin, "reload", "--config", gw.config, "--adapter", "caddyfile",
+		"--address", gw.AdminAddr).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a reload to an unreachable database succeeded:\n%s", out)
+	}
+	if !strings.Contains(string(out), nowhere) || strings.Contains(string(out), "hunter2") {
+		t.Errorf("the reload's error should name the host and hide the password:\n%s", out)
+	}
+	if strings.Contains(gw.proc.out.String(), "hunter2") {
+		t.Error("Caddy's log shows the password")
+	}
+	if status, _, _ := get(t, gw.URL+"/.well-known/oauth-authorization-server"); status != http.StatusOK {
+		t.Errorf("the running configuration stopped serving: %d", status)
 	}
 }
