@@ -31,7 +31,10 @@ type Config struct {
 	AccessTTL    time.Duration
 	RefreshTTL   time.Duration
 	RefreshGrace time.Duration
-	ConsentTTL   time.Duration
+	// NoRefreshGrace makes every second use of a refresh token a replay:
+	// a client that lost the answer must authorize again.
+	NoRefreshGrace bool
+	ConsentTTL     time.Duration
 	// KeyPublishDelay is how long a rotated key is published before it signs.
 	KeyPublishDelay time.Duration
 
@@ -88,6 +91,9 @@ func (c *Config) setDefaults() {
 	def(&c.AccessTTL, DefaultAccessTTL)
 	def(&c.RefreshTTL, DefaultRefreshTTL)
 	def(&c.RefreshGrace, DefaultRefreshGrace)
+	if c.NoRefreshGrace {
+		c.RefreshGrace = 0
+	}
 	def(&c.ConsentTTL, DefaultConsentTTL)
 	def(&c.KeyPublishDelay, DefaultKeyPublishDelay)
 	if c.Observer == nil {

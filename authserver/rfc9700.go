@@ -60,7 +60,10 @@ func DecideRotate(t *Token, now time.Time, grace time.Duration) RotateOutcome {
 	switch {
 	case t.RotatedAt.IsZero():
 		return RotateFirst
-	case now.Sub(t.RotatedAt) > grace:
+	case grace <= 0 || now.Sub(t.RotatedAt) > grace:
+		// Without a grace window any second use is a replay, even one
+		// whose clock reads earlier than the first rotation's (two
+		// instances, or a request that waited for the row's lock).
 		return RotateReplay
 	}
 	return RotateAgain

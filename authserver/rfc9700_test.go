@@ -1559,7 +1559,8 @@ func TestDecisions(t *testing.T) {
 		{"clock behind the first rotation rotates again", DecideRotate(&Token{RotatedAt: now.Add(time.Second)}, now, grace), RotateAgain, nil},
 		{"after grace is a replay", DecideRotate(&Token{RotatedAt: now.Add(-grace - time.Nanosecond)}, now, grace), RotateReplay, ErrRefreshReuse},
 		{"no grace: a second rotation later is a replay", DecideRotate(&Token{RotatedAt: now.Add(-time.Nanosecond)}, now, 0), RotateReplay, ErrRefreshReuse},
-		{"no grace: at the same instant rotates again", DecideRotate(&Token{RotatedAt: now}, now, 0), RotateAgain, nil},
+		{"no grace: at the same instant is a replay", DecideRotate(&Token{RotatedAt: now}, now, 0), RotateReplay, ErrRefreshReuse},
+		{"no grace: a clock behind the first rotation is a replay", DecideRotate(&Token{RotatedAt: now.Add(time.Second)}, now, 0), RotateReplay, ErrRefreshReuse},
 		{"access token revoked alone", DecideRevoke(&Token{Kind: TokenAccess}), RevokeOne, nil},
 		{"refresh token ends its grant", DecideRevoke(&Token{Kind: TokenRefresh}), RevokeWholeGrant, nil},
 	} {

@@ -234,11 +234,13 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return oneArg(d, opt, dst)
 	}
 	durations := map[string]*caddy.Duration{"code_ttl": &g.CodeTTL, "access_token_ttl": &g.AccessTTL,
-		"refresh_token_ttl": &g.RefreshTTL, "refresh_grace": &g.RefreshGrace}
+		"refresh_token_ttl": &g.RefreshTTL}
 	if dst, ok := durations[opt]; ok {
 		return durationArg(d, opt, dst)
 	}
 	switch opt {
+	case "refresh_grace":
+		return g.unmarshalRefreshGrace(d)
 	case "catalog":
 		return g.unmarshalCatalog(d)
 	case "admin_openapi":
@@ -265,6 +267,25 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return nil
 	}
 	return d.Errf("school_gateway: unknown option %q", opt)
+}
+
+// unmarshalRefreshGrace reads refresh_grace <duration>, or 0 (or off):
+// no window, any second use of a refresh token is a replay.
+func (g *Gateway) unmarshalRefreshGrace(d *caddyfile.Dispenser) error {
+	var s string
+	if err := oneArg(d, "refresh_grace", &s); err != nil {
+		return err
+	}
+	if s == "0" || s == "off" {
+		g.NoRefreshGrace = true
+		return nil
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return d.Errf("refresh_grace: %q is not a positive duration, 0 or off", s)
+	}
+	g.RefreshGrace = caddy.Duration(dur)
+	return nil
 }
 
 func oneArg(d *caddyfile.Dispenser, opt string, dst *string) error {

@@ -90,6 +90,10 @@ type Gateway struct {
 	// presented (a client retrying a lost answer) before reuse revokes
 	// the grant. Default: 10s.
 	RefreshGrace caddy.Duration `json:"refresh_grace,omitempty"`
+	// NoRefreshGrace makes any second use of a refresh token a replay
+	// that revokes its grant, with no window for a retry (Caddyfile:
+	// refresh_grace 0). Default: false.
+	NoRefreshGrace bool `json:"no_refresh_grace,omitempty"`
 
 	// upstreamBlock is the Caddyfile's upstream block, handed to
 	// reverse_proxy's unmarshaler when the directive expands; in JSON

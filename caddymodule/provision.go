@@ -60,6 +60,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		AccessTTL:         time.Duration(g.AccessTTL),
 		RefreshTTL:        time.Duration(g.RefreshTTL),
 		RefreshGrace:      time.Duration(g.RefreshGrace),
+		NoRefreshGrace:    g.NoRefreshGrace,
 		SessionClient:     s.upstream,
 		MetadataDocuments: g.metadataDocuments(),
 		RateLimits:        g.authserverLimits(),

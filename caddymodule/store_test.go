@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -159,5 +160,24 @@ func TestWrongKeySecret(t *testing.T) {
 	}
 	if _, ok := pools.References(dsn); ok {
 		t.Error("a failed start kept the pool")
+	}
+}
+
+// refresh_grace 0 (or off) means no window at all, which a zero duration
+// cannot say in JSON, where zero is the default.
+func TestRefreshGraceZero(t *testing.T) {
+	for _, tt := range []struct {
+		arg     string
+		noGrace bool
+		grace   time.Duration
+		err     bool
+	}{{"0", true, 0, false}, {"off", true, 0, false}, {"3s", false, 3 * time.Second, false}, {"-1s", false, 0, true}} {
+		d := caddyfile.NewTestDispenser("school_gateway http://127.0.0.1:9 {\n refresh_grace " + tt.arg + "\n}")
+		d.Next()
+		var g Gateway
+		err := g.UnmarshalCaddyfile(d)
+		if (err != nil) != tt.err || g.NoRefreshGrace != tt.noGrace || time.Duration(g.RefreshGrace) != tt.grace {
+			t.Errorf("refresh_grace %s: %v, no grace %v, grace %v", tt.arg, err, g.NoRefreshGrace, time.Duration(g.RefreshGrace))
+		}
 	}
 }

@@ -235,3 +235,38 @@ func TestScaleOutRefreshReplay(t *testing.T) {
 		s.refusedWithin(t, addr, next.Access, 6*time.Second)
 	}
 }
+
+// TestScaleOutNoGrace: with refresh_grace 0, one refresh token sent to A
+// and B at once is rotated once; the other use is a replay that ends the
+// grant at both.
+func TestScaleOutNoGrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three Caddy processes")
+	}
+	s := startScaleOut(t, "\t\trefresh_grace 0\n")
+	ctx := t.Context()
+	for range 3 {
+		p := s.grant(t, s.addrA, s.addrA)
+		var wg sync.WaitGroup
+		replies := make([]reply, 2)
+		for i, addr := range []string{s.addrA, s.addrB} {
+			wg.Go(func() { replies[i] = s.o.at(addr).refresh(ctx, p.Refresh) })
+		}
+		wg.Wait()
+		won, replayed := 0, 0
+		var next tokenPair
+		for _, r := range replies {
+			if q, ok := r.pair(); ok {
+				won, next = won+1, q
+			} else if r.status == http.StatusBadRequest && r.oauthErr() == "invalid_grant" {
+				replayed++
+			}
+		}
+		if won != 1 || replayed != 1 {
+			t.Fatalf("two uses of one refresh token without grace: %v, %v", replies[0], replies[1])
+		}
+		for _, addr := range []string{s.addrA, s.addrB} {
+			s.refusedWithin(t, addr, next.Access, 6*time.Second)
+		}
+	}
+}
