@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +28,7 @@ type scaleOut struct {
 	addrB    string
 	dsn      string
 	o        *oauthLoad // signed in through the balancer
+	catalog  string     // the catalog feed's file
 }
 
 func startScaleOut(t *testing.T, extra string) *scaleOut {
@@ -35,9 +39,20 @@ func startScaleOut(t *testing.T, extra string) *scaleOut {
 	redirect := "https://load-app.example/callback"
 	extra = vendorBlock("Load App", "load-app", redirect, "member", loadScope) + "\t\trate_limit off\n" + extra
 	s := &scaleOut{dsn: dsn, addrA: fmt.Sprintf("127.0.0.1:%d", pa), addrB: fmt.Sprintf("127.0.0.1:%d", pb)}
+	// The catalog comes from a file the test can change: the school's own
+	// feed, copied.
+	_, _, feed := get(t, sch.URL+"/catalog.json")
+	s.catalog = filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(s.catalog, feed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	block := func(port int) string {
+		return strings.Replace(pgSiteBlock(port, plb, sch.URL, dsn, extra),
+			"catalog "+sch.URL+"/catalog.json", "catalog "+s.catalog, 1)
+	}
 	// A first: it makes the schema and the first key, B finds them.
-	s.a = startGateway(t, t.TempDir(), pgSiteBlock(pa, plb, sch.URL, dsn, extra))
-	s.b = startGateway(t, t.TempDir(), pgSiteBlock(pb, plb, sch.URL, dsn, extra))
+	s.a = startGateway(t, t.TempDir(), block(pa))
+	s.b = startGateway(t, t.TempDir(), block(pb))
 	s.lb = startBalancer(t, t.TempDir(), plb, s.addrA, s.addrB)
 	s.o = signInForLoad(t, s.lb.URL, "load-app", redirect, loadScope, "student@demo.school", "student")
 	return s
@@ -182,6 +197,37 @@ func TestScaleOut(t *testing.T) {
 					t.Errorf("%s ID token with %s keys: %v", name, addr, err)
 				}
 			}
+		}
+	})
+
+	t.Run("catalog refreshed at A is searched at B", func(t *testing.T) {
+		raw, err := os.ReadFile(s.catalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var feed map[string]any
+		if err := json.Unmarshal(raw, &feed); err != nil {
+			t.Fatal(err)
+		}
+		courses, _ := feed["courses"].([]any)
+		if len(courses) == 0 {
+			t.Fatal("the demo feed has no courses")
+		}
+		courses[0].(map[string]any)["title"] = "Zyzzyva Light Masterclass"
+		raw, _ = json.Marshal(feed)
+		if err := os.WriteFile(s.catalog, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := postJSON(t, "http://"+s.a.AdminAddr+"/schoolgate/catalog/refresh", map[string]any{"issuer": s.lb.URL})
+		if r.status != http.StatusOK {
+			t.Fatalf("catalog refresh at A: %d %s", r.status, r.body)
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for !strings.Contains(callTool(t, "http://"+s.addrB+"/mcp", "search_catalog", map[string]any{"query": "zyzzyva"}), "Zyzzyva") {
+			if time.Now().After(deadline) {
+				t.Fatal("B's search_catalog does not find the course three seconds after A's refresh")
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
 
