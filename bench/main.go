@@ -2,6 +2,7 @@
 //
 //	go run ./bench            # the full run (a few minutes)
 //	go run ./bench -smoke     # seconds: proves the harness works, no figures worth quoting
+//	go run ./bench -schools 100,500,1000   # what many schools in one Caddy cost
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
 // legacy server (with a generated catalog) and an mcp-go no-op server,
@@ -44,6 +45,7 @@ func main() {
 	flag.IntVar(&cfg.grants, "grants", 100000, "live grants in the store for the memory and start-up figures")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,memory)")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
+	schools := flag.String("schools", "", "measure many schools in one Caddy instead: comma-separated sizes, e.g. 100,500,1000")
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")
 	flag.Parse()
 
@@ -54,6 +56,10 @@ func main() {
 	case "noop-mcp":
 		err = serveNoopMCP(*addr)
 	case "":
+		if *schools != "" {
+			err = runSchoolSizes(*schools)
+			break
+		}
 		if cfg.smoke {
 			cfg.rounds, cfg.duration, cfg.courses, cfg.exchanges, cfg.grants = 1, 300*time.Millisecond, 500, 300, 0
 		}

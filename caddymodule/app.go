@@ -1,10 +1,8 @@
 package caddymodule
 
 import (
-	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 )
@@ -16,12 +14,12 @@ func init() {
 }
 
 // App keeps the schools of the running config: it refuses two site blocks
-// sharing an issuer or a data file, and runs each site's background work
-// (expiry purges, catalog refresh) while the config is running.
+// sharing an issuer or a data file. Each school's background work (expiry
+// purges, catalog refresh) runs with its state, which may outlive a config
+// (sitepool.go).
 type App struct {
-	mu     sync.Mutex
-	sites  map[string]*site
-	cancel context.CancelFunc
+	mu    sync.Mutex
+	sites map[string]*site
 }
 
 // CaddyModule returns the Caddy module information.
@@ -41,7 +39,9 @@ func (a *App) register(s *site) error {
 		a.sites = map[string]*site{}
 	}
 	issuer := s.as.Issuer()
-	if other, ok := a.sites[issuer]; ok && other != s {
+	// Two site blocks alike would share one state (sitepool.go), so the
+	// check cannot be on the state itself.
+	if _, ok := a.sites[issuer]; ok {
 		return fmt.Errorf("issuer: %s is configured in two site blocks; each school needs its own", issuer)
 	}
 	for _, other := range a.sites {
@@ -63,23 +63,9 @@ func (a *App) Site(issuer string) (*site, bool) {
 	return s, ok
 }
 
-// Start launches each site's background work.
-func (a *App) Start() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, s := range a.sites {
-		go s.as.RunJanitor(ctx, 10*time.Minute)
-		s.startExtras(ctx)
-	}
-	return nil
-}
+// Start does nothing: the schools' background work started with their
+// state.
+func (a *App) Start() error { return nil }
 
-// Stop ends the background work.
-func (a *App) Stop() error {
-	if a.cancel != nil {
-		a.cancel()
-	}
-	return nil
-}
+// Stop does nothing: the schools' background work ends with their state.
+func (a *App) Stop() error { return nil }

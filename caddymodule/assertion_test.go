@@ -157,7 +157,7 @@ func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
 		tb.Fatal(err)
 	}
 	g.site = &site{gateway: g, as: as, store: store, policy: &policy.Policy{AdminPrefix: g.AdminPrefix},
-		observe: newSiteObserver(metricsFor(nil), g.Issuer), assertionAudience: g.assertionAudience()}
+		observe: newObserverRef(newSiteObserver(metricsFor(nil), g.Issuer)), assertionAudience: g.assertionAudience()}
 	return &testSite{g: g, as: as, token: mintMemberToken(tb, store, g.Issuer),
 		upstream: &recordingNext{assertions: map[string]bool{}}}
 }

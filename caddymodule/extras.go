@@ -37,7 +37,7 @@ type siteExtras struct {
 	rebuild sync.Mutex
 }
 
-func (s *site) provisionExtras(ctx caddy.Context) error {
+func (s *site) provisionExtras(ctx caddy.Context, life context.Context) error {
 	logger := ctx.Slogger()
 	s.extras.logf = func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	s.extras.catalog = catalog.NewManager(s.gateway.Issuer, s.store)
@@ -66,7 +66,7 @@ func (s *site) provisionExtras(ctx caddy.Context) error {
 	if err := s.rebuildDocs(); err != nil {
 		return fmt.Errorf("%v (admin_openapi %s)", err, s.gateway.AdminOpenAPI)
 	}
-	s.followStore(ctx)
+	s.followStore(life)
 	return nil
 }
 

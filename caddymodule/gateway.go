@@ -95,6 +95,9 @@ type Gateway struct {
 	// refresh_grace 0). Default: false.
 	NoRefreshGrace bool `json:"no_refresh_grace,omitempty"`
 
+	// key names the school's state in the site pool (sitepool.go).
+	key string
+
 	// upstreamBlock is the Caddyfile's upstream block, handed to
 	// reverse_proxy's unmarshaler when the directive expands; in JSON
 	// the reverse_proxy handler is configured directly.

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -107,3 +108,23 @@ func (o siteObserver) mcpCaller(caller string) {
 		o.m.mcpRequests.WithLabelValues(o.site, caller).Inc()
 	}
 }
+
+// observerRef is a site's observer. A reload that keeps the site (its
+// configuration unchanged) points it at the new config's metrics registry,
+// which is the one Caddy then serves.
+type observerRef struct{ p atomic.Pointer[siteObserver] }
+
+func newObserverRef(o siteObserver) *observerRef {
+	r := new(observerRef)
+	r.use(o)
+	return r
+}
+
+func (r *observerRef) use(o siteObserver) { r.p.Store(&o) }
+
+func (r *observerRef) TokenIssued(grantType string)    { r.p.Load().TokenIssued(grantType) }
+func (r *observerRef) Refused(endpoint, code string)   { r.p.Load().Refused(endpoint, code) }
+func (r *observerRef) Registered(kind string)          { r.p.Load().Registered(kind) }
+func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(cached) }
+func (r *observerRef) protectedOutcome(outcome string) { r.p.Load().protectedOutcome(outcome) }
+func (r *observerRef) mcpCaller(caller string)         { r.p.Load().mcpCaller(caller) }

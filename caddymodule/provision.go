@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,14 +14,17 @@ import (
 	"github.com/schoolgate/schoolgate/policy"
 )
 
-// site is the state of one school for one loaded config. The bbolt file
-// beneath it outlives configs (see storepool.go).
+// site is the state of one school. It lives as long as some loaded
+// config has the school with the same configuration: a reload that leaves
+// the school's options as they were keeps it, with its keys, catalog,
+// index, documents and caches (see sitepool.go). The bbolt file or
+// database pool beneath it is shared further (see storepool.go).
 type site struct {
 	gateway *Gateway
 	as      *authserver.Server
 	store   authserver.Store
 	policy  *policy.Policy
-	observe siteObserver
+	observe *observerRef
 	// stored is the store and how to release it (see storepool.go).
 	stored   *siteStore
 	upstream *http.Client
@@ -30,7 +34,8 @@ type site struct {
 	logger            *slog.Logger
 }
 
-// Provision opens the site's store, loads its keys and builds its servers.
+// Provision finds the school's running state, or builds it: opens the
+// store, loads the keys and builds the servers.
 func (g *Gateway) Provision(ctx caddy.Context) error {
 	g.setDefaults()
 	if g.Issuer == "" {
@@ -39,16 +44,48 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
-	logger := ctx.Slogger()
-	stored, err := g.openStore(ctx)
+	key, err := g.siteKey()
 	if err != nil {
 		return err
 	}
-	store := stored.Store
-	s := &site{gateway: g, store: store, stored: stored, assertionAudience: g.assertionAudience(), logger: logger,
+	s, kept, err := acquireSite(key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
+	if err != nil {
+		return err
+	}
+	if kept {
+		// This config serves its own metrics registry.
+		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
+	}
+	app, err := ctx.App(appName)
+	if err == nil {
+		err = app.(*App).register(s)
+	}
+	if err != nil {
+		_ = releaseSite(key)
+		return err
+	}
+	g.site, g.key = s, key
+	return nil
+}
+
+// newSite builds a school's state and starts its background work, which
+// runs until the returned cancel: when no config has the school any more.
+func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) {
+	logger := ctx.Slogger()
+	stored, err := g.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	life, cancel := context.WithCancel(context.Background())
+	fail := func(err error) (*site, context.CancelFunc, error) {
+		cancel()
+		_ = stored.release()
+		return nil, nil, err
+	}
+	s := &site{gateway: g, store: stored.Store, stored: stored, assertionAudience: g.assertionAudience(), logger: logger,
 		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
-		observe:  newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer)}
-	s.as, err = authserver.New(ctx, authserver.Config{
+		observe:  newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))}
+	s.as, err = authserver.New(life, authserver.Config{
 		Issuer:            g.Issuer,
 		SessionURL:        g.upstreamURL(g.SessionURL),
 		LoginURL:          g.LoginURL,
@@ -67,36 +104,26 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		ClientIP:          clientIP,
 		Observer:          s.observe,
 		Logger:            logger,
-	}, store)
+	}, stored.Store)
 	if err != nil {
-		_ = stored.release()
-		return fmt.Errorf("school %s: %v", g.Issuer, err)
+		return fail(fmt.Errorf("school %s: %v", g.Issuer, err))
 	}
 	s.policy = &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}
-	if err := s.provisionExtras(ctx); err != nil {
-		_ = stored.release()
-		return err
+	if err := s.provisionExtras(ctx, life); err != nil {
+		return fail(err)
 	}
-	app, err := ctx.App(appName)
-	if err != nil {
-		_ = stored.release()
-		return err
-	}
-	if err := app.(*App).register(s); err != nil {
-		_ = stored.release()
-		return err
-	}
-	g.site = s
-	return nil
+	go s.as.RunJanitor(life, 10*time.Minute)
+	s.startExtras(life)
+	return s, cancel, nil
 }
 
-// Cleanup releases the store; the file or pool closes when no config
-// uses it.
+// Cleanup lets go of the school's state; it ends, with its background
+// work, when no config has the school any more.
 func (g *Gateway) Cleanup() error {
 	if g.site == nil {
 		return nil
 	}
-	return g.site.stored.release()
+	return releaseSite(g.key)
 }
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
