@@ -72,6 +72,11 @@ type siteStatus struct {
 	CanSign     bool     `json:"can_sign"`
 	CatalogFrom string   `json:"catalog,omitempty"`
 	Courses     int      `json:"courses"`
+	// Since is when the school's state was built; a reload that leaves the
+	// school's configuration alike keeps it, and this time.
+	Since time.Time `json:"since"`
+	// CatalogRefreshed is the last successful fetch of the catalog feed.
+	CatalogRefreshed *time.Time `json:"catalog_refreshed,omitempty"`
 }
 
 // runningSites answers a GET with the running schools, sorted by issuer.
@@ -101,7 +106,8 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 	out := make([]siteStatus, 0, len(sites))
 	for _, s := range sites {
 		st := siteStatus{Issuer: s.as.Issuer(), Data: s.stored.where, KeyIDs: s.as.Keys().KIDs(),
-			CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog}
+			CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog, Since: s.since,
+			CatalogRefreshed: s.extras.refreshed.Load()}
 		if idx := s.extras.catalog.Current(); idx != nil {
 			st.Courses = len(idx.Feed().Courses)
 		}

@@ -31,6 +31,8 @@ type siteExtras struct {
 	logf    func(string, ...any)
 	// adminOpenAPI is the school's admin API description (adminopenapi.go).
 	adminOpenAPI atomic.Pointer[[]byte]
+	// refreshed is when the catalog feed was last fetched and imported.
+	refreshed atomic.Pointer[time.Time]
 	// rebuild serializes rebuildDocs: the catalog loop, the admin OpenAPI
 	// loop and the admin API rebuild concurrently, and a build from older
 	// inputs must not be stored over one from newer inputs.
@@ -189,6 +191,8 @@ func (s *site) catalogPass(ctx context.Context, src string, delay, every time.Du
 		s.extras.logf("catalog import from %s failed, keeping the previous catalog: %v", src, err)
 		return min(delay*2, every)
 	}
+	now := time.Now().UTC()
+	s.extras.refreshed.Store(&now)
 	if err := s.rebuildDocs(); err != nil {
 		s.extras.logf("rebuilding documents: %v", err)
 	}

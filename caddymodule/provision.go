@@ -32,6 +32,8 @@ type site struct {
 	// assertionAudience is the aud of identity assertions; "" is off.
 	assertionAudience string
 	logger            *slog.Logger
+	// since is when the state was built.
+	since time.Time
 }
 
 // Provision finds the school's running state, or builds it: opens the
@@ -83,6 +85,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 		return nil, nil, err
 	}
 	s := &site{gateway: g, store: stored.Store, stored: stored, assertionAudience: g.assertionAudience(), logger: logger,
+		since:    time.Now().UTC(),
 		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
 		observe:  newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))}
 	s.as, err = authserver.New(life, authserver.Config{
