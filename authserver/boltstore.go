@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -696,4 +697,13 @@ func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []
 		return err
 	})
 	return n, err
+}
+
+// Backup writes a consistent copy of the whole file while the store
+// serves: one read transaction sees a single moment, and writers go on.
+func (s *boltStore) Backup(ctx context.Context, w io.Writer) error {
+	return s.view(ctx, func(tx *bolt.Tx) error {
+		_, err := tx.WriteTo(w)
+		return err
+	})
 }

@@ -3,6 +3,7 @@ package authserver
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -192,6 +193,12 @@ const (
 // instance of the site, this one included. stop ends the calls.
 type Watcher interface {
 	Watch(fn func(Change)) (stop func())
+}
+
+// Backuper is implemented by a store that can copy itself while it
+// serves: the copy, opened as the store, is the store at one moment.
+type Backuper interface {
+	Backup(ctx context.Context, w io.Writer) error
 }
 
 // Scheduler is implemented by a store that several instances share, so

@@ -26,6 +26,7 @@ func init() {
 //	GET  /schoolgate/health           200 when every school's store reads and a key signs, else 503
 //	POST /schoolgate/keys/rotate      {"issuer": "..."}: publish a new signing key
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
+//	POST /schoolgate/backup           {"issuer", "file"} or {"all": true, "dir"}: copy the stores while they serve
 //
 // and the operations of the operator's admin area (clientsapi.go).
 type adminAPI struct{}
@@ -49,6 +50,7 @@ func (adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/schoolgate/clients", Handler: caddy.AdminHandlerFunc(handleClients)},
 		{Pattern: "/schoolgate/clients/delete", Handler: caddy.AdminHandlerFunc(handleClientDelete)},
 		{Pattern: "/schoolgate/clients/review", Handler: caddy.AdminHandlerFunc(handleClientReview)},
+		{Pattern: "/schoolgate/backup", Handler: caddy.AdminHandlerFunc(handleBackup)},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -67,6 +68,23 @@ func schoolgateCommands(root *cobra.Command) {
 				}
 				return map[string]any{"issuer": issuer, "enabled": args[0] == "on"}, nil
 			}},
+		{use: "backup <issuer> <file> | --all <dir>", short: "Copy a school's store (or every school's) while it serves",
+			args: cobra.RangeArgs(1, 2), method: http.MethodPost, path: func(string) string { return "/schoolgate/backup" },
+			body: func(cmd *cobra.Command, _ string, args []string) (any, error) {
+				if all, _ := cmd.Flags().GetBool("all"); all {
+					if len(args) != 1 {
+						return nil, fmt.Errorf("backup --all <dir>")
+					}
+					dir, err := filepath.Abs(args[0])
+					return map[string]any{"all": true, "dir": dir}, err
+				}
+				if len(args) != 2 {
+					return nil, fmt.Errorf("backup <issuer> <file>")
+				}
+				file, err := filepath.Abs(args[1])
+				return map[string]any{"issuer": args[0], "file": file}, err
+			},
+			flags: func(c *cobra.Command) { c.Flags().Bool("all", false, "every school, one file each in the directory") }},
 		{use: "clients", short: "List the school's stored clients", method: http.MethodGet,
 			path: func(issuer string) string { return "/schoolgate/clients" + withIssuer(issuer) }},
 		{use: "create-client", short: "Create a member application (needs MCP connections on)", method: http.MethodPost,
