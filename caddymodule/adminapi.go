@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"time"
 
@@ -79,6 +80,9 @@ type siteStatus struct {
 	Since time.Time `json:"since"`
 	// CatalogRefreshed is the last successful fetch of the catalog feed.
 	CatalogRefreshed *time.Time `json:"catalog_refreshed,omitempty"`
+	// StoreBytes is the size of the school's bbolt file; a database
+	// reports its own.
+	StoreBytes int64 `json:"store_bytes,omitempty"`
 }
 
 // runningSites answers a GET with the running schools, sorted by issuer.
@@ -110,6 +114,9 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 		st := siteStatus{Issuer: s.as.Issuer(), Data: s.stored.where, KeyIDs: s.as.Keys().KIDs(),
 			CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog, Since: s.since,
 			CatalogRefreshed: s.extras.refreshed.Load()}
+		if fi, err := os.Stat(s.stored.where); err == nil {
+			st.StoreBytes = fi.Size()
+		}
 		if idx := s.extras.catalog.Current(); idx != nil {
 			st.Courses = len(idx.Feed().Courses)
 		}

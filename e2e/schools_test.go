@@ -17,6 +17,7 @@ type schoolStatus struct {
 	Courses          int        `json:"courses"`
 	Since            time.Time  `json:"since"`
 	CatalogRefreshed *time.Time `json:"catalog_refreshed"`
+	StoreBytes       int64      `json:"store_bytes"`
 }
 
 func schoolStatuses(t *testing.T, gw *gateway) map[string]schoolStatus {
@@ -86,6 +87,9 @@ func TestManySchoolsReload(t *testing.T) {
 		a := after[issuer]
 		if !slices.Equal(a.KeyIDs, b.KeyIDs) {
 			t.Errorf("%s: keys %v, before %v", issuer, a.KeyIDs, b.KeyIDs)
+		}
+		if a.StoreBytes == 0 {
+			t.Errorf("%s: no store size", issuer)
 		}
 		if issuer == changed {
 			if !a.Since.After(b.Since) {
