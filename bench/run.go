@@ -27,7 +27,8 @@ type bench struct {
 	oauth  *oauthClient
 	member tokens
 	out    *strings.Builder
-	grants int // grants issued so far (live: none is revoked)
+	notes  strings.Builder // printed after the table
+	grants int             // grants issued so far (live: none is revoked)
 }
 
 func run(cfg config) error {
@@ -60,11 +61,11 @@ func run(cfg config) error {
 			continue
 		}
 		if err := sc.run(); err != nil {
-			fmt.Print(b.out.String())
+			fmt.Print(b.out.String(), b.notes.String())
 			return err
 		}
 	}
-	fmt.Print(b.out.String())
+	fmt.Print(b.out.String(), b.notes.String())
 	return nil
 }
 

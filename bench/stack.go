@@ -28,8 +28,9 @@ type stack struct {
 	others               []*exec.Cmd
 	// pgGateway is the origin of a second school kept in PostgreSQL
 	// (store.go), "" when the store scenario does not run.
-	pgGateway string
-	pg        *pgcluster.Cluster
+	pgGateway  string
+	pg         *pgcluster.Cluster
+	postmaster int // the PostgreSQL server's main process, 0 if unknown
 }
 
 func freeAddr() (string, error) {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"time"
 
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
@@ -26,6 +28,9 @@ func (s *stack) startPostgres() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Its CPU time is counted with its backends' (cpu.go); 0 (not counted)
+	// where /proc cannot tell.
+	s.postmaster, _ = postmasterPID(ctx, dsn)
 	addr, err := freeAddr()
 	if err != nil {
 		return "", err
@@ -55,9 +60,19 @@ func (s *stack) startPostgres() (string, error) {
 type storeSite struct {
 	name  string
 	oauth *oauthClient
-	// exchanges, refreshes and misses at full concurrency, one stats per
-	// round; one is the lone client's exchange.
-	exch, refr, miss, one []stats
+	// Exchanges, refreshes and misses at full concurrency, and the lone
+	// client's exchange: one run of each per round.
+	exch, refr, miss, one measured
+}
+
+// measured is one measure's runs, with the CPU each used.
+type measured struct {
+	runs []stats
+	use  []cpuUse
+}
+
+func (m *measured) add(s stats, u cpuUse) {
+	m.runs, m.use = append(m.runs, s), append(m.use, u)
 }
 
 // store: the token endpoint and a protected request whose token the
@@ -75,75 +90,117 @@ func (b *bench) store() error {
 			}
 		}
 	}
-	for _, s := range sites {
-		codes, _, err := b.codesAt(s.oauth, min(b.cfg.exchanges, 300))
-		if err != nil {
-			return err
-		}
-		_, one, err := b.exchangeAt(s.oauth, 1, codes)
-		if err != nil {
-			return err
-		}
-		s.one = append(s.one, one)
-	}
 	c := b.cfg.concurrency
-	for _, m := range []struct {
+	measures := []struct {
 		name string
-		runs func(*storeSite) []stats
+		of   func(*storeSite) *measured
 	}{
-		{fmt.Sprintf("code exchange + ID token, %d clients", c), func(s *storeSite) []stats { return s.exch }},
-		{fmt.Sprintf("refresh (rotation), %d clients", c), func(s *storeSite) []stats { return s.refr }},
-		{fmt.Sprintf("protected request, token not cached, %d clients", c), func(s *storeSite) []stats { return s.miss }},
-		{"code exchange, 1 client", func(s *storeSite) []stats { return s.one }},
-	} {
-		base := median(m.runs(sites[0]), stats.rps)
+		{fmt.Sprintf("code exchange + ID token, %d clients", c), func(s *storeSite) *measured { return &s.exch }},
+		{fmt.Sprintf("refresh (rotation), %d clients", c), func(s *storeSite) *measured { return &s.refr }},
+		{fmt.Sprintf("protected request, token not cached, %d clients", c), func(s *storeSite) *measured { return &s.miss }},
+		{"code exchange, 1 client", func(s *storeSite) *measured { return &s.one }},
+	}
+	for _, m := range measures {
+		base := median(m.of(sites[0]).runs, stats.rps)
 		for i, s := range sites {
 			note := "baseline"
 			if i > 0 {
-				note = fmt.Sprintf("%.2f×", median(m.runs(s), stats.rps)/base)
+				note = fmt.Sprintf("%.2f×", median(m.of(s).runs, stats.rps)/base)
 			}
-			b.row("store: "+m.name, s.name, m.runs(s), note)
+			b.row("store: "+m.name, s.name, m.of(s).runs, note)
+		}
+	}
+	fmt.Fprintf(&b.notes, "\nstore scenario, where the CPU went (median of the rounds; per answered request, "+
+		"and the share of the machine's %d CPUs busy and waiting for I/O during the run):\n\n", runtime.NumCPU())
+	fmt.Fprintln(&b.notes, "| measure | store | Caddy CPU/req | PostgreSQL CPU/req | load generator CPU/req | machine busy | iowait |")
+	fmt.Fprintln(&b.notes, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+	for _, m := range measures {
+		for _, s := range sites {
+			use := m.of(s).use
+			med := func(f func(cpuUse) float64) float64 {
+				v := make([]float64, len(use))
+				for i, u := range use {
+					v[i] = f(u)
+				}
+				slices.Sort(v)
+				return v[len(v)/2]
+			}
+			fmt.Fprintf(&b.notes, "| %s | %s | %s | %s | %s | %.0f %% | %.0f %% |\n", m.name, s.name,
+				us(med(func(u cpuUse) float64 { return float64(u.caddy) })),
+				us(med(func(u cpuUse) float64 { return float64(u.db) })),
+				us(med(func(u cpuUse) float64 { return float64(u.harness) })),
+				100*med(func(u cpuUse) float64 { return u.busy }),
+				100*med(func(u cpuUse) float64 { return u.iowait }))
 		}
 	}
 	return nil
 }
 
 // storeRound exchanges a batch of codes, calls the Account API once with
-// each new access token (a validation-cache miss each), and refreshes
-// every grant.
+// each new access token (a validation-cache miss each), refreshes every
+// grant, and has a lone client exchange a few hundred more codes.
 func (b *bench) storeRound(s *storeSite) error {
 	codes, _, err := b.codesAt(s.oauth, b.cfg.exchanges)
 	if err != nil {
 		return fmt.Errorf("authorize: %v", err)
 	}
-	issued, e, err := b.exchangeAt(s.oauth, b.cfg.concurrency, codes)
+	var issued *pool[tokens]
+	err = b.measure(&s.exch, func() (st stats, err error) {
+		issued, st, err = b.exchangeAt(s.oauth, b.cfg.concurrency, codes)
+		return st, err
+	})
 	if err != nil {
 		return fmt.Errorf("code exchange: %v", err)
 	}
 	gw := s.oauth.origin + "/account/graphql"
-	m, err := b.fixedWork(b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
-		t, ok := issued.take()
-		if !ok {
-			return errPoolEmpty
-		}
-		return b.post(ctx, gw, t.Access, viewerQuery, nil, `"viewer"`)
+	err = b.measure(&s.miss, func() (stats, error) {
+		return b.fixedWork(b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
+			t, ok := issued.take()
+			if !ok {
+				return errPoolEmpty
+			}
+			return b.post(ctx, gw, t.Access, viewerQuery, nil, `"viewer"`)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("protected request: %v", err)
 	}
 	issued.next.Store(0)
-	f, err := b.fixedWork(b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
-		t, ok := issued.take()
-		if !ok {
-			return errPoolEmpty
-		}
-		_, err := s.oauth.refresh(ctx, t.Refresh)
-		return err
+	err = b.measure(&s.refr, func() (stats, error) {
+		return b.fixedWork(b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
+			t, ok := issued.take()
+			if !ok {
+				return errPoolEmpty
+			}
+			_, err := s.oauth.refresh(ctx, t.Refresh)
+			return err
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("refresh: %v", err)
 	}
-	s.exch, s.miss, s.refr = append(s.exch, e), append(s.miss, m), append(s.refr, f)
+	lone, _, err := b.codesAt(s.oauth, min(b.cfg.exchanges, 300))
+	if err != nil {
+		return fmt.Errorf("authorize: %v", err)
+	}
+	err = b.measure(&s.one, func() (st stats, err error) {
+		_, st, err = b.exchangeAt(s.oauth, 1, lone)
+		return st, err
+	})
+	if err != nil {
+		return fmt.Errorf("code exchange, 1 client: %v", err)
+	}
+	return nil
+}
+
+// measure runs fn and adds its run, and the CPU it used, to m.
+func (b *bench) measure(m *measured, fn func() (stats, error)) error {
+	before := b.stack.sampleCPU()
+	s, err := fn()
+	if err != nil {
+		return err
+	}
+	m.add(s, before.use(b.stack.sampleCPU(), s.requests))
 	return nil
 }
 
