@@ -29,14 +29,23 @@ type cpuSample struct {
 }
 
 // cpuUse is what one run used: per answered request for the processes,
-// shares of the machine's CPU time for busy and iowait.
+// shares of the machine's CPU time for busy and iowait, and rest, the
+// share busy outside Caddy, PostgreSQL and the bench's own processes (the
+// kernel's network and disk work not charged to a process, and anything
+// else running on the machine).
 type cpuUse struct {
 	caddy, db, harness time.Duration
-	busy, iowait       float64
+	busy, iowait, rest float64
 }
 
+// sampleCPU reads the CPU time of Caddy, of PostgreSQL, of the bench's
+// own processes (the load generator in this one, the upstream and the
+// no-op MCP server) and of the machine.
 func (s *stack) sampleCPU() cpuSample {
 	c := cpuSample{caddy: treeCPU(s.caddyPID(), false), harness: treeCPU(os.Getpid(), false)}
+	for _, o := range s.others {
+		c.harness += treeCPU(o.Process.Pid, false)
+	}
 	if s.postmaster != 0 {
 		c.db = treeCPU(s.postmaster, true)
 	}
@@ -54,6 +63,8 @@ func (a cpuSample) use(b cpuSample, n int) cpuUse {
 	}
 	if t := b.total - a.total; t > 0 {
 		u.busy, u.iowait = float64(b.busy-a.busy)/float64(t), float64(b.iowait-a.iowait)/float64(t)
+		ours := (b.caddy - a.caddy) + (b.db - a.db) + (b.harness - a.harness)
+		u.rest = max(0, float64(b.busy-a.busy-ours)/float64(t))
 	}
 	return u
 }
