@@ -7,12 +7,38 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// Set is the rendered documents of one site. It is immutable once built
-// and safe for concurrent use.
+// Set is the documents of one site. Each is rendered on its first
+// request and kept: a school nobody asks for its documents costs none of
+// their memory (the OpenAPI document alone is over 150 KB), which counts
+// when one Caddy serves a thousand schools. It is safe for concurrent use.
 type Set struct {
-	docs map[string]*document
+	docs map[string]*lazyDoc
+}
+
+// lazyDoc is a document rendered once, when first served.
+type lazyDoc struct {
+	once        sync.Once
+	render      func() ([]byte, error)
+	contentType string
+	doc         *document
+	err         error
+}
+
+// get renders the document the first time and returns it, or the error
+// rendering gave.
+func (l *lazyDoc) get() (*document, error) {
+	l.once.Do(func() {
+		body, err := l.render()
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.doc, l.render = newDocument(body, l.contentType), nil
+	})
+	return l.doc, l.err
 }
 
 // document is one rendered body with the headers that depend on it.
@@ -48,17 +74,26 @@ func (s *Set) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("X-Content-Type-Options", "nosniff")
-	var d *document
+	var l *lazyDoc
 	if s != nil {
-		d = s.docs[r.URL.Path]
+		l = s.docs[r.URL.Path]
 	}
-	if d == nil {
+	if l == nil {
 		writeJSONError(w, http.StatusNotFound, "not_found", "no such document")
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.Set("Allow", "GET, HEAD")
 		writeJSONError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET or HEAD")
+		return
+	}
+	d, err := l.get()
+	if err != nil {
+		// Build checked every input a school gives; a document that still
+		// does not render is this build's fault, and the next config may
+		// mend it.
+		h.Set("Retry-After", "300")
+		writeJSONError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the document could not be rendered")
 		return
 	}
 	h.Set("ETag", d.etag)

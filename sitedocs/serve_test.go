@@ -180,10 +180,10 @@ func TestETagFollowsContent(t *testing.T) {
 	f := testFeed()
 	f.Courses[0].Price = eur(59)
 	b := mustBuild(t, testSite(), f)
-	if a.docs[sitepath.Pricing].etag == b.docs[sitepath.Pricing].etag {
+	if mustDoc(t, a, sitepath.Pricing).etag == mustDoc(t, b, sitepath.Pricing).etag {
 		t.Errorf("pricing ETag unchanged after a price change")
 	}
-	if a.docs[sitepath.AuthGuide].etag != b.docs[sitepath.AuthGuide].etag {
+	if mustDoc(t, a, sitepath.AuthGuide).etag != mustDoc(t, b, sitepath.AuthGuide).etag {
 		t.Errorf("auth ETag changed with the catalog")
 	}
 }
@@ -209,7 +209,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	}
 	b.Run("304", func(b *testing.B) {
 		req := httptest.NewRequest(http.MethodGet, sitepath.AuthGuide, nil)
-		req.Header.Set("If-None-Match", set.docs[sitepath.AuthGuide].etag)
+		req.Header.Set("If-None-Match", mustDoc(b, set, sitepath.AuthGuide).etag)
 		b.ReportAllocs()
 		for b.Loop() {
 			set.ServeHTTP(discard{h: http.Header{}}, req)
@@ -224,3 +224,31 @@ type discard struct{ h http.Header }
 func (d discard) Header() http.Header         { return d.h }
 func (d discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d discard) WriteHeader(int)             {}
+
+// mustDoc renders one document of a set.
+func mustDoc(t testing.TB, s *Set, path string) *document {
+	t.Helper()
+	d, err := s.docs[path].get()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return d
+}
+
+// A document is rendered on its first request, not when the set is built:
+// an idle school keeps none of its documents in memory.
+func TestDocumentsRenderOnFirstRequest(t *testing.T) {
+	set := mustBuild(t, testSite(), testFeed())
+	for p, l := range set.docs {
+		if l.doc != nil {
+			t.Errorf("%s was rendered before anyone asked", p)
+		}
+	}
+	set.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, sitepath.OpenAPI, nil))
+	if set.docs[sitepath.OpenAPI].doc == nil {
+		t.Error("the OpenAPI document was not kept after its first request")
+	}
+	if set.docs[sitepath.LLMs].doc != nil {
+		t.Error("serving one document rendered another")
+	}
+}

@@ -69,13 +69,16 @@ func Build(s Site, feed *catalog.Feed, now time.Time) (*Set, error) {
 		{sitepath.LLMs, typeText, func() ([]byte, error) { return renderLLMs(site, feed, now) }},
 		{sitepath.Pricing, typeMarkdown, func() ([]byte, error) { return renderPricing(site, feed, now) }},
 	}
-	set := &Set{docs: make(map[string]*document, len(documents))}
-	for _, d := range documents {
-		body, err := d.render()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.path, err)
+	// The school's own admin OpenAPI document is the one input that can
+	// fail a render: it is checked now, so that a bad one fails the load.
+	if len(site.AdminOpenAPI) > 0 && site.AdminPrefix != "" {
+		if _, err := parseAdminOpenAPI(site.AdminOpenAPI, site); err != nil {
+			return nil, fmt.Errorf("%s: %w", sitepath.OpenAPI, err)
 		}
-		set.docs[d.path] = newDocument(body, d.contentType)
+	}
+	set := &Set{docs: make(map[string]*lazyDoc, len(documents))}
+	for _, d := range documents {
+		set.docs[d.path] = &lazyDoc{render: d.render, contentType: d.contentType}
 	}
 	return set, nil
 }
