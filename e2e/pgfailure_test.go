@@ -125,6 +125,12 @@ func TestDatabaseOutage(t *testing.T) {
 			}
 		})
 	}
+	// A failure below ends the load before the cluster is resumed (cleanups
+	// run last first), so no worker outlives the test.
+	t.Cleanup(func() {
+		stop.Store(true)
+		wg.Wait()
+	})
 	time.Sleep(300 * time.Millisecond)
 	if err := cluster.Pause(); err != nil {
 		t.Fatal(err)
