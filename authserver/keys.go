@@ -37,15 +37,23 @@ type signingKey struct {
 
 // LoadKeys reads the site's keys, creating the first one on first start.
 func LoadKeys(ctx context.Context, store KeyStore, now time.Time) (*Keys, error) {
-	// Nothing has been signed yet on a first start, so the first key may
-	// sign at once: it is published from the same moment.
-	first, err := newStoredKey(now, now)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := store.InitKeys(ctx, first)
+	// Every start but the first finds its keys: a read, with no key
+	// generated and no write (a thousand schools start with a thousand
+	// reads, not a thousand fsyncs).
+	stored, err := store.LoadKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("loading signing keys: %w", err)
+	}
+	if len(stored) == 0 {
+		// Nothing has been signed yet on a first start, so the first key
+		// may sign at once: it is published from the same moment.
+		first, err := newStoredKey(now, now)
+		if err != nil {
+			return nil, err
+		}
+		if stored, err = store.InitKeys(ctx, first); err != nil {
+			return nil, fmt.Errorf("loading signing keys: %w", err)
+		}
 	}
 	k := &Keys{store: store}
 	return k, k.set(stored)

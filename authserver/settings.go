@@ -11,7 +11,13 @@ const settingMCPConnections = "mcp_connections"
 // first time a site starts; afterwards the stored value wins, so what an
 // operator switched in the admin area survives restarts.
 func (s *Server) initSettings(ctx context.Context) error {
-	_, err := s.store.InitSetting(ctx, settingMCPConnections, []byte(onOff(s.cfg.MCPConnections)))
+	// The switch is stored once, on first start; later starts only read
+	// it, so that starting a school writes nothing.
+	_, err := s.store.GetSetting(ctx, settingMCPConnections)
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	_, err = s.store.InitSetting(ctx, settingMCPConnections, []byte(onOff(s.cfg.MCPConnections)))
 	return err
 }
 
