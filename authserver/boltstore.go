@@ -17,7 +17,11 @@ import (
 // schemaVersion is the layout of the bbolt file. Adding a bucket needs no
 // bump: every bucket of the list is created on open. Bump it only when the
 // meaning of stored data changes, and add the migration to migrate.
-const schemaVersion = 1
+//
+// Version 2 indexes live grants by subject and client (boltgrants.go). A
+// build of version 1 would store grants without indexing them, so it is
+// refused the file, which keeps the indexes whole.
+const schemaVersion = 2
 
 var (
 	bucketMeta     = []byte("meta")
@@ -32,7 +36,8 @@ var (
 	bucketCatalog  = []byte("catalog")
 
 	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
-		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog}
+		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog,
+		bucketGrantsBySubject, bucketGrantsByClient, bucketGrantCounts}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -112,13 +117,18 @@ func (s *boltStore) migrate() error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		have := 0
 		if v := meta.Get(keySchemaVersion); v != nil {
-			var have int
 			if err := json.Unmarshal(v, &have); err != nil {
 				return fmt.Errorf("reading schema version: %w", err)
 			}
 			if have > schemaVersion {
 				return fmt.Errorf("store schema version %d is newer than this build supports (%d)", have, schemaVersion)
+			}
+		}
+		if have < 2 {
+			if err := rebuildGrantIndexes(tx); err != nil {
+				return fmt.Errorf("indexing the grants: %w", err)
 			}
 		}
 		v, _ := json.Marshal(schemaVersion)
@@ -293,7 +303,7 @@ func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
 			return err
 		}
 		var err error
-		n, err = revokeGrantsWhere(tx, func(g *Grant) bool { return g.ClientID == id })
+		n, err = revokeClientGrants(tx, id)
 		return err
 	})
 	return n, err
@@ -411,6 +421,11 @@ func putGrantAndTokens(tx *bolt.Tx, g *Grant, toks []IssuedToken) error {
 		if err := putJSON(tx.Bucket(bucketGrants), g.ID, g); err != nil {
 			return err
 		}
+		if !g.Revoked {
+			if err := indexGrant(tx, g); err != nil {
+				return err
+			}
+		}
 	}
 	tb := tx.Bucket(bucketTokens)
 	for _, t := range toks {
@@ -428,6 +443,12 @@ func revokeGrant(tx *bolt.Tx, id string) error {
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
+		return err
+	}
+	if g.Revoked {
+		return nil
+	}
+	if err := unindexGrant(tx, &g); err != nil {
 		return err
 	}
 	g.Revoked = true
@@ -476,6 +497,9 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 				return err
 			}
 		}
+		if err := touchRefreshed(tx, &g, now); err != nil {
+			return err
+		}
 		return putGrantAndTokens(tx, nil, toks)
 	})
 	if err != nil {
@@ -505,42 +529,15 @@ func (s *boltStore) RevokeGrant(ctx context.Context, id string) error {
 	return s.update(ctx, func(tx *bolt.Tx) error { return revokeGrant(tx, id) })
 }
 
-// RevokeClientGrants implements Store. Grants are not indexed by client;
-// the scan only runs when an operator deletes a client.
+// RevokeClientGrants implements Store, through the client's index.
 func (s *boltStore) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
 	n := 0
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		var err error
-		n, err = revokeGrantsWhere(tx, func(g *Grant) bool { return g.ClientID == clientID })
+		n, err = revokeClientGrants(tx, clientID)
 		return err
 	})
 	return n, err
-}
-
-// revokeGrantsWhere revokes every live grant that match holds for and
-// returns how many.
-func revokeGrantsWhere(tx *bolt.Tx, match func(*Grant) bool) (int, error) {
-	b := tx.Bucket(bucketGrants)
-	var ids []string
-	err := b.ForEach(func(k, v []byte) error {
-		var g Grant
-		if err := json.Unmarshal(v, &g); err != nil {
-			return err
-		}
-		if !g.Revoked && match(&g) {
-			ids = append(ids, string(k))
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, id := range ids {
-		if err := revokeGrant(tx, id); err != nil {
-			return 0, err
-		}
-	}
-	return len(ids), nil
 }
 
 // PurgeExpired implements Store.
@@ -588,6 +585,8 @@ func purgeGrants(tx *bolt.Tx) error {
 		return err
 	}
 	dead := map[string]bool{}
+	// Grants purged while live (every token expired) leave the indexes.
+	var unindex []Grant
 	gb := tx.Bucket(bucketGrants)
 	err = gb.ForEach(func(k, v []byte) error {
 		var g Grant
@@ -596,6 +595,9 @@ func purgeGrants(tx *bolt.Tx) error {
 		}
 		if g.Revoked || !live[string(k)] {
 			dead[string(k)] = true
+			if !g.Revoked {
+				unindex = append(unindex, g)
+			}
 		}
 		return nil
 	})
@@ -611,6 +613,11 @@ func purgeGrants(tx *bolt.Tx) error {
 	}
 	for id := range dead {
 		if err := gb.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	for i := range unindex {
+		if err := unindexGrant(tx, &unindex[i]); err != nil {
 			return err
 		}
 	}
@@ -681,20 +688,28 @@ func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []
 		if err := tx.Bucket(bucketSettings).Put([]byte(key), value); err != nil {
 			return err
 		}
-		ofKind := map[string]bool{}
+		var ofKind []string
 		err := tx.Bucket(bucketClients).ForEach(func(k, v []byte) error {
 			var c Client
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err
 			}
-			ofKind[string(k)] = c.Kind == kind
+			if c.Kind == kind {
+				ofKind = append(ofKind, string(k))
+			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		n, err = revokeGrantsWhere(tx, func(g *Grant) bool { return ofKind[g.ClientID] })
-		return err
+		for _, id := range ofKind {
+			m, err := revokeClientGrants(tx, id)
+			if err != nil {
+				return err
+			}
+			n += m
+		}
+		return nil
 	})
 	return n, err
 }

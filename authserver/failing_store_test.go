@@ -237,6 +237,27 @@ func (f *failingStore) LoadCatalog(ctx context.Context) ([]byte, error) {
 	return f.Store.LoadCatalog(ctx)
 }
 
+func (f *failingStore) ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, error) {
+	if err := f.failing("ListGrants"); err != nil {
+		return nil, err
+	}
+	return f.Store.ListGrants(ctx, q)
+}
+
+func (f *failingStore) GrantCounts(ctx context.Context) (map[string]int, error) {
+	if err := f.failing("GrantCounts"); err != nil {
+		return nil, err
+	}
+	return f.Store.GrantCounts(ctx)
+}
+
+func (f *failingStore) DisconnectGrant(ctx context.Context, id, subject string) (*Grant, error) {
+	if err := f.failing("DisconnectGrant"); err != nil {
+		return nil, err
+	}
+	return f.Store.DisconnectGrant(ctx, id, subject)
+}
+
 // A method added to Store would reach the real store through the
 // embedded interface and never fail, and the tests built on failingStore
 // would pass without exercising it: every method but Close must fail, and

@@ -103,7 +103,9 @@ type Grant struct {
 	Identity  Identity  `json:"identity"`
 	AuthTime  time.Time `json:"auth_time"`
 	CreatedAt time.Time `json:"created_at"`
-	Revoked   bool      `json:"revoked,omitempty"`
+	// RefreshedAt is the last rotation of one of its refresh tokens.
+	RefreshedAt time.Time `json:"refreshed_at,omitempty"`
+	Revoked     bool      `json:"revoked,omitempty"`
 }
 
 // Token kinds.

@@ -62,6 +62,7 @@ type Store interface {
 	ClientStore
 	AuthorizationStore
 	TokenStore
+	GrantStore
 	SettingStore
 	CatalogStore
 	Close() error
@@ -129,7 +130,10 @@ type TokenStore interface {
 	// RotateRefresh stores the tokens that rotate returns for a refresh
 	// token, in one transaction, as DecideRotate rules: the first rotation
 	// marks the token rotated; another within grace of it rotates again;
-	// one later revokes the grant and yields ErrRefreshReuse.
+	// one later revokes the grant and yields ErrRefreshReuse. A rotation
+	// that stores tokens records now as the grant's RefreshedAt: the one
+	// write that tells a person when an application last used its access,
+	// which no request for a protected resource makes.
 	RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error
 	// RevokeToken revokes a token, as DecideRevoke rules: a refresh token
 	// takes its whole grant along.
@@ -147,6 +151,59 @@ type TokenStore interface {
 	// half deleted and the next pass goes on.
 	PurgeExpired(ctx context.Context, before time.Time) error
 }
+
+// GrantStore finds the grants people gave, for the person's own page
+// and the operator's, and ends one of them. Live grants (not revoked,
+// not yet purged) are indexed by subject and by client in the same
+// transaction that stores, revokes or purges them, so neither listing nor
+// counting reads every grant of the site.
+type GrantStore interface {
+	// ListGrants returns up to q.Limit live grants of q.Subject, or of
+	// q.ClientID (exactly one is set), ordered by CreatedAt then ID and
+	// starting after q.After. Fewer than q.Limit means the list ended.
+	ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, error)
+	// GrantCounts returns how many live grants each client holds;
+	// clients without any are absent.
+	GrantCounts(ctx context.Context) (map[string]int, error)
+	// DisconnectGrant revokes the grant id of subject and forgets the
+	// consent subject remembered for its client, in one transaction, and
+	// returns the grant as it was found. A grant of another subject, an
+	// empty subject or no grant at all is ErrNotFound. A grant revoked
+	// already is returned with Revoked set, and its consent is forgotten
+	// all the same: the person asked not to be remembered.
+	DisconnectGrant(ctx context.Context, id, subject string) (*Grant, error)
+}
+
+// GrantQuery selects a page of live grants: of one person (Subject) or of
+// one client (ClientID).
+type GrantQuery struct {
+	Subject  string
+	ClientID string
+	// After is the position of the previous page's last grant; the zero
+	// value starts at the first.
+	After GrantCursor
+	// Limit bounds the page; stores cap it at MaxGrantPage.
+	Limit int
+}
+
+// GrantCursor is a position in a list of grants: the last grant seen.
+type GrantCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// IsZero reports whether the cursor is the start of the list.
+func (c GrantCursor) IsZero() bool { return c.ID == "" && c.CreatedAt.IsZero() }
+
+// CursorOf is the position of g in a list of grants.
+func CursorOf(g *Grant) GrantCursor { return GrantCursor{CreatedAt: g.CreatedAt, ID: g.ID} }
+
+// MaxGrantPage bounds one page of grants, whatever the caller asks.
+const MaxGrantPage = 500
+
+// PageLimit is the limit a store applies for a requested one: at least 1,
+// at most MaxGrantPage.
+func PageLimit(n int) int { return min(max(n, 1), MaxGrantPage) }
 
 // SettingStore keeps the site's settings, opaque bytes under a name.
 type SettingStore interface {

@@ -176,13 +176,14 @@ func (s *Site) exportCodes(ctx context.Context, tx pgx.Tx, d *authserver.Dump) e
 }
 
 func (s *Site) exportGrants(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
-	return eachRow(ctx, tx, `SELECT data, revoked_at IS NOT NULL FROM grants WHERE site_id = $1 ORDER BY id`, s.id, func(row pgx.Rows) error {
+	return eachRow(ctx, tx, `SELECT data, revoked_at IS NOT NULL, refreshed_at FROM grants WHERE site_id = $1 ORDER BY id`, s.id, func(row pgx.Rows) error {
 		var data []byte
 		var revoked bool
-		if err := row.Scan(&data, &revoked); err != nil {
+		var refreshed *time.Time
+		if err := row.Scan(&data, &revoked, &refreshed); err != nil {
 			return err
 		}
-		g, err := decodeGrant(data, revoked)
+		g, err := decodeGrant(data, revoked, refreshed)
 		d.Grants = append(d.Grants, g)
 		return err
 	})

@@ -19,17 +19,17 @@ func (s *Site) GetToken(ctx context.Context, hash string) (*authserver.Token, *a
 	err := s.run(ctx, "reading a token", func(ctx context.Context, q querier) error {
 		var tdata, gdata []byte
 		var tokRevoked, grantRevoked bool
-		var rotated *time.Time
-		err := q.QueryRow(ctx, `SELECT t.data, t.revoked_at IS NOT NULL, t.rotated_at, g.data, g.revoked_at IS NOT NULL
+		var rotated, refreshed *time.Time
+		err := q.QueryRow(ctx, `SELECT t.data, t.revoked_at IS NOT NULL, t.rotated_at, g.data, g.revoked_at IS NOT NULL, g.refreshed_at
 			FROM tokens t JOIN grants g ON g.site_id = t.site_id AND g.id = t.grant_id
-			WHERE t.site_id = $1 AND t.hash = $2`, s.id, hash).Scan(&tdata, &tokRevoked, &rotated, &gdata, &grantRevoked)
+			WHERE t.site_id = $1 AND t.hash = $2`, s.id, hash).Scan(&tdata, &tokRevoked, &rotated, &gdata, &grantRevoked, &refreshed)
 		if err != nil {
 			return notFound(err)
 		}
 		if t, err = decodeToken(tdata, tokRevoked, rotated); err != nil {
 			return err
 		}
-		g, err = decodeGrant(gdata, grantRevoked)
+		g, err = decodeGrant(gdata, grantRevoked, refreshed)
 		return err
 	})
 	if err != nil {
@@ -64,6 +64,7 @@ func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, gr
 		if outcome == authserver.RotateFirst {
 			b.Queue(`UPDATE tokens SET rotated_at = $3 WHERE site_id = $1 AND hash = $2`, s.id, hash, now)
 		}
+		b.Queue(`UPDATE grants SET refreshed_at = $3 WHERE site_id = $1 AND id = $2`, s.id, g.ID, now)
 		if err := s.queueTokens(b, toks); err != nil {
 			return err
 		}
@@ -92,12 +93,13 @@ func (s *Site) lockToken(ctx context.Context, tx pgx.Tx, hash string) (*authserv
 func (s *Site) lockGrant(ctx context.Context, tx pgx.Tx, id string) (*authserver.Grant, error) {
 	var data []byte
 	var revoked bool
-	err := tx.QueryRow(ctx, `SELECT data, revoked_at IS NOT NULL FROM grants
-		WHERE site_id = $1 AND id = $2 FOR UPDATE`, s.id, id).Scan(&data, &revoked)
+	var refreshed *time.Time
+	err := tx.QueryRow(ctx, `SELECT data, revoked_at IS NOT NULL, refreshed_at FROM grants
+		WHERE site_id = $1 AND id = $2 FOR UPDATE`, s.id, id).Scan(&data, &revoked, &refreshed)
 	if err != nil {
 		return nil, notFound(err)
 	}
-	return decodeGrant(data, revoked)
+	return decodeGrant(data, revoked, refreshed)
 }
 
 // RevokeToken implements authserver.TokenStore.
@@ -158,17 +160,17 @@ func (s *Site) RevokeClientGrants(ctx context.Context, clientID string) (int, er
 }
 
 // queueGrant queues the insertion of a new grant. Its payload leaves out
-// Revoked, which lives in a column.
+// Revoked and RefreshedAt, which live in columns.
 func (s *Site) queueGrant(b *pgx.Batch, g *authserver.Grant) error {
 	payload := *g
-	payload.Revoked = false
+	payload.Revoked, payload.RefreshedAt = false, time.Time{}
 	data, err := json.Marshal(&payload)
 	if err != nil {
 		return err
 	}
-	b.Queue(`INSERT INTO grants (site_id, id, client_id, revoked_at, created_at, data)
-		VALUES ($1, $2, $3, CASE WHEN $4 THEN now() END, $5, $6)`,
-		s.id, g.ID, g.ClientID, g.Revoked, g.CreatedAt, data)
+	b.Queue(`INSERT INTO grants (site_id, id, client_id, revoked_at, created_at, refreshed_at, data)
+		VALUES ($1, $2, $3, CASE WHEN $4 THEN now() END, $5, $6, $7)`,
+		s.id, g.ID, g.ClientID, g.Revoked, g.CreatedAt, nullTime(g.RefreshedAt), data)
 	return nil
 }
 
@@ -199,11 +201,11 @@ func decodeToken(data []byte, revoked bool, rotated *time.Time) (*authserver.Tok
 	return &t, nil
 }
 
-func decodeGrant(data []byte, revoked bool) (*authserver.Grant, error) {
+func decodeGrant(data []byte, revoked bool, refreshed *time.Time) (*authserver.Grant, error) {
 	var g authserver.Grant
 	if err := json.Unmarshal(data, &g); err != nil {
 		return nil, err
 	}
-	g.Revoked = revoked
+	g.Revoked, g.RefreshedAt = revoked, timeOf(refreshed)
 	return &g, nil
 }

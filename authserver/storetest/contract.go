@@ -34,6 +34,7 @@ func testNotFound(t *testing.T, s authserver.Store) {
 			})
 		}},
 		{"RevokeToken", func(*testing.T) error { return s.RevokeToken(ctx, "x") }},
+		{"DisconnectGrant", func(*testing.T) error { _, err := s.DisconnectGrant(ctx, "x", "ada"); return err }},
 		{"GetSetting", func(*testing.T) error { _, err := s.GetSetting(ctx, "x"); return err }},
 	} {
 		t.Run(c.name, func(t *testing.T) { wantErr(t, c.name, c.call(t), authserver.ErrNotFound) })
@@ -84,6 +85,16 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		{"RevokeGrant", func() error { _, g, _ := s.GetToken(live, p.access); return s.RevokeGrant(ctx, g.ID) }},
 		{"RevokeClientGrants", func() error { _, err := s.RevokeClientGrants(ctx, "app-1"); return err }},
 		{"PurgeExpired", func() error { return s.PurgeExpired(ctx, epoch.Add(1000*time.Hour)) }},
+		{"ListGrants", func() error {
+			_, err := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10})
+			return err
+		}},
+		{"GrantCounts", func() error { _, err := s.GrantCounts(ctx); return err }},
+		{"DisconnectGrant", func() error {
+			_, g, _ := s.GetToken(live, p.access)
+			_, err := s.DisconnectGrant(ctx, g.ID, "ada")
+			return err
+		}},
 		{"GetSetting", func() error { _, err := s.GetSetting(ctx, "x"); return err }},
 		{"PutSetting", func() error { return s.PutSetting(ctx, "x", []byte("y")) }},
 		{"InitSetting", func() error { _, err := s.InitSetting(ctx, "x", []byte("y")); return err }},
