@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrNotStored is the store failing to keep a valid feed: the feed is
@@ -32,17 +33,109 @@ type Manager struct {
 
 	mu  sync.Mutex // serializes LoadPersisted, Import and Refresh writes
 	cur atomic.Pointer[Index]
+
+	// cold is a manager whose stored feed is read on the first Current
+	// (LoadLazily): a school nobody asks about keeps no index in memory.
+	cold atomic.Bool
+	// storedSum is the hash of the stored feed while cold, so that a
+	// refresh of an unchanged feed neither parses nor indexes it.
+	storedSum   [32]byte
+	storedKnown bool
+	// courses is the number of courses of the newest feed seen, -1 when
+	// none has been read yet.
+	courses atomic.Int64
+	// loadErr is why the last lazy load failed, if it did.
+	loadErr atomic.Pointer[string]
 }
 
 // NewManager returns a manager with no catalog. p may be nil to keep the
 // catalog in memory only.
 func NewManager(origin string, p Persister) *Manager {
-	return &Manager{origin: origin, store: p, client: &http.Client{Timeout: fetchTimeout}}
+	m := &Manager{origin: origin, store: p, client: &http.Client{Timeout: fetchTimeout}}
+	m.courses.Store(-1)
+	return m
 }
 
 // Current returns the catalog being served, or nil before the first one
-// is loaded.
-func (m *Manager) Current() *Index { return m.cur.Load() }
+// is loaded. A cold manager loads the stored feed on this first call.
+func (m *Manager) Current() *Index {
+	if ix := m.cur.Load(); ix != nil || !m.cold.Load() {
+		return ix
+	}
+	return m.warm()
+}
+
+// Loaded returns the catalog being served without loading a cold one:
+// for status pages, which must not make every school's index resident.
+func (m *Manager) Loaded() *Index { return m.cur.Load() }
+
+// Courses is the number of courses of the newest feed read, -1 when no
+// feed has been read yet (a cold manager before its first use).
+func (m *Manager) Courses() int { return int(m.courses.Load()) }
+
+// Cold reports whether the stored feed has not been read yet.
+func (m *Manager) Cold() bool { return m.cold.Load() }
+
+// LoadError is why the last lazy load of the stored feed failed, or "".
+func (m *Manager) LoadError() string {
+	if e := m.loadErr.Load(); e != nil {
+		return *e
+	}
+	return ""
+}
+
+// LoadLazily defers reading the stored feed to the first Current.
+func (m *Manager) LoadLazily() {
+	if m.store != nil {
+		m.cold.Store(true)
+	}
+}
+
+// lazyLoadTimeout bounds the store read of a first Current, which runs
+// on behalf of a request.
+const lazyLoadTimeout = 5 * time.Second
+
+// warm reads the stored feed of a cold manager. A store that fails to
+// answer leaves it cold, so that the next request tries again; a stored
+// feed that does not parse is given up on until the next import.
+func (m *Manager) warm() *Index {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.cold.Load() {
+		return m.cur.Load()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lazyLoadTimeout)
+	defer cancel()
+	raw, err := m.store.LoadCatalog(ctx)
+	if err != nil {
+		m.setLoadErr(fmt.Sprintf("reading the stored catalog: %v", err))
+		return nil
+	}
+	// The index is published before the manager stops being cold, so
+	// that a concurrent Current never sees neither.
+	defer m.cold.Store(false)
+	if len(raw) == 0 {
+		m.setLoadErr("")
+		return nil
+	}
+	f, err := Parse(raw)
+	if err != nil {
+		m.setLoadErr(fmt.Sprintf("stored catalog: %v", err))
+		return nil
+	}
+	m.setLoadErr("")
+	ix := m.index(raw, f)
+	m.cur.Store(ix)
+	return ix
+}
+
+func (m *Manager) setLoadErr(msg string) {
+	if msg == "" {
+		m.loadErr.Store(nil)
+		return
+	}
+	m.loadErr.Store(&msg)
+}
 
 // LoadPersisted serves the stored feed, if there is one. It does nothing
 // when a catalog is already being served, since that one is newer.
@@ -85,6 +178,11 @@ func (m *Manager) Reload(ctx context.Context) (bool, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.cold.Load() {
+		// Nothing is served yet: the first use reads the new feed.
+		m.storedSum, m.storedKnown = sha256.Sum256(raw), true
+		return false, nil
+	}
 	if cur := m.cur.Load(); cur != nil && cur.sum == sha256.Sum256(raw) {
 		return false, nil
 	}
@@ -103,7 +201,12 @@ func (m *Manager) Reload(ctx context.Context) (bool, error) {
 func (m *Manager) Import(ctx context.Context, raw []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cur := m.cur.Load(); cur != nil && cur.sum == sha256.Sum256(raw) {
+	sum := sha256.Sum256(raw)
+	if cur := m.cur.Load(); cur != nil && cur.sum == sum {
+		return nil
+	}
+	cold := m.cold.Load()
+	if cold && m.storedFeedIs(ctx, sum) {
 		return nil
 	}
 	f, err := Parse(raw)
@@ -115,8 +218,29 @@ func (m *Manager) Import(ctx context.Context, raw []byte) error {
 			return fmt.Errorf("%w: %v", ErrNotStored, err)
 		}
 	}
+	m.courses.Store(int64(len(f.Courses)))
+	if cold {
+		// Stored for the first use to read; nobody is served from it yet.
+		m.storedSum, m.storedKnown = sum, true
+		m.setLoadErr("")
+		return nil
+	}
 	m.cur.Store(m.index(raw, f))
 	return nil
+}
+
+// storedFeedIs reports whether the stored feed hashes to sum, reading it
+// once per cold spell; a store that fails to answer says no, and the
+// import goes on to store the feed (or fail saying why).
+func (m *Manager) storedFeedIs(ctx context.Context, sum [32]byte) bool {
+	if !m.storedKnown {
+		raw, err := m.store.LoadCatalog(ctx)
+		if err != nil {
+			return false
+		}
+		m.storedSum, m.storedKnown = sha256.Sum256(raw), true
+	}
+	return m.storedSum == sum
 }
 
 // Refresh reads the feed from src, a file path or an http(s) URL, and
@@ -130,6 +254,7 @@ func (m *Manager) Refresh(ctx context.Context, src string) error {
 }
 
 func (m *Manager) index(raw []byte, f *Feed) *Index {
+	m.courses.Store(int64(len(f.Courses)))
 	ix := NewIndex(m.origin, f)
 	ix.sum = sha256.Sum256(raw)
 	return ix
