@@ -17,11 +17,16 @@ type Observer interface {
 	// TokenLookup counts access-token validations by whether the cache
 	// answered.
 	TokenLookup(cached bool)
+	// GrantDisconnected counts a grant ended by the person on their
+	// applications page (member), by an operator (operator), or by the
+	// client revoking its refresh token (client).
+	GrantDisconnected(by string)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) TokenIssued(string)      {}
-func (nopObserver) Refused(string, string)  {}
-func (nopObserver) Registered(string)       {}
-func (nopObserver) TokenLookup(cached bool) {}
+func (nopObserver) TokenIssued(string)       {}
+func (nopObserver) Refused(string, string)   {}
+func (nopObserver) Registered(string)        {}
+func (nopObserver) TokenLookup(cached bool)  {}
+func (nopObserver) GrantDisconnected(string) {}

@@ -25,7 +25,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hash := hashToken(raw)
-	t, _, err := s.store.GetToken(r.Context(), hash)
+	t, g, err := s.store.GetToken(r.Context(), hash)
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
@@ -39,6 +39,9 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.cache.purge()
+		if DecideRevoke(t) == RevokeWholeGrant && !g.Revoked {
+			s.cfg.Observer.GrantDisconnected(DisconnectedByClient)
+		}
 	}
 	noStore(w)
 	w.WriteHeader(http.StatusOK)

@@ -17,6 +17,7 @@ type metrics struct {
 	tokenLookups *prometheus.CounterVec // site, result (hit, miss)
 	protected    *prometheus.CounterVec // site, outcome
 	mcpRequests  *prometheus.CounterVec // site, caller (anonymous, member, operator, refused)
+	disconnects  *prometheus.CounterVec // site, by (member, operator, client)
 }
 
 // metricsFor returns the collectors of reg (a config's registry),
@@ -46,6 +47,7 @@ func metricsFor(reg *prometheus.Registry) *metrics {
 		tokenLookups: counter("token_lookups_total", "Access-token validations, by whether the in-memory cache answered.", "result"),
 		protected:    counter("protected_requests_total", "Requests to protected resources, by outcome.", "outcome"),
 		mcpRequests:  counter("mcp_requests_total", "Requests to /mcp, by caller.", "caller"),
+		disconnects:  counter("grants_disconnected_total", "Grants ended, by who ended them: the person (member), an operator, or the client revoking its refresh token.", "by"),
 	}
 	return m
 }
@@ -88,6 +90,10 @@ func (o siteObserver) TokenLookup(cached bool) {
 	}
 }
 
+func (o siteObserver) GrantDisconnected(by string) {
+	o.m.disconnects.WithLabelValues(o.site, by).Inc()
+}
+
 func (o siteObserver) protectedOutcome(outcome string) {
 	if outcome == "allowed" {
 		o.allowed.Inc()
@@ -126,5 +132,6 @@ func (r *observerRef) TokenIssued(grantType string)    { r.p.Load().TokenIssued(
 func (r *observerRef) Refused(endpoint, code string)   { r.p.Load().Refused(endpoint, code) }
 func (r *observerRef) Registered(kind string)          { r.p.Load().Registered(kind) }
 func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(cached) }
+func (r *observerRef) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
 func (r *observerRef) protectedOutcome(outcome string) { r.p.Load().protectedOutcome(outcome) }
 func (r *observerRef) mcpCaller(caller string)         { r.p.Load().mcpCaller(caller) }

@@ -1,0 +1,244 @@
+package authserver
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// Connected applications: the grants people gave, listed for the person
+// (account.go), for the operator (the admin area and Caddy's admin API),
+// and ended by either. A grant is one authorization of a client by a
+// person; its tokens live and die with it.
+
+// Who ended a grant, as the disconnect metric counts it.
+const (
+	DisconnectedByMember   = "member"
+	DisconnectedByOperator = "operator"
+	DisconnectedByClient   = "client"
+)
+
+// GrantInfo is a grant as people and operators see it: never a token.
+type GrantInfo struct {
+	GrantID    string `json:"grant_id"`
+	ClientID   string `json:"client_id"`
+	ClientName string `json:"client_name"`
+	// Kind is the client's kind (vendor, app, metadata, loopback), empty
+	// when the client is no longer known.
+	Kind     string   `json:"kind,omitempty"`
+	Audience string   `json:"audience"`
+	Subject  string   `json:"sub"`
+	Email    string   `json:"email,omitempty"`
+	Name     string   `json:"name,omitempty"`
+	Scopes   []string `json:"scopes"`
+	// CreatedAt is when the person authorized it; RefreshedAt when its
+	// tokens were last refreshed, absent if never.
+	CreatedAt   time.Time  `json:"created_at"`
+	RefreshedAt *time.Time `json:"refreshed_at,omitempty"`
+	Revoked     bool       `json:"revoked,omitempty"`
+}
+
+// GrantPage is one page of a list of grants; Next, when set, is the
+// cursor of the following page.
+type GrantPage struct {
+	Grants []GrantInfo `json:"grants"`
+	Next   string      `json:"next,omitempty"`
+}
+
+// GrantFilter selects the grants to list: of one person or one client,
+// from a cursor a previous page gave, Limit at a time.
+type GrantFilter struct {
+	Subject, ClientID, Cursor string
+	Limit                     int
+}
+
+// DefaultGrantPage is the page size of the pages and of the admin API
+// when none is asked for.
+const DefaultGrantPage = 50
+
+// errBadCursor is a cursor this server did not give.
+var errBadCursor = &InputError{"The list position (cursor) is not one this server gave; start from the first page."}
+
+// encodeCursor makes a list position opaque to its users.
+func encodeCursor(c GrantCursor) string {
+	raw := strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(s string) (GrantCursor, error) {
+	if s == "" {
+		return GrantCursor{}, nil
+	}
+	if len(s) > 512 {
+		return GrantCursor{}, errBadCursor
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return GrantCursor{}, errBadCursor
+	}
+	micros, id, ok := strings.Cut(string(raw), ".")
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if !ok || err != nil || id == "" {
+		return GrantCursor{}, errBadCursor
+	}
+	return GrantCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
+}
+
+// ListGrants returns a page of the live grants of a person or of a
+// client. Exactly one of f.Subject and f.ClientID is set.
+func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, error) {
+	if (f.Subject == "") == (f.ClientID == "") {
+		return GrantPage{}, &InputError{"Name either the person (subject) or the application (client_id)."}
+	}
+	if len(f.Subject) > maxClientIDLen || len(f.ClientID) > maxClientIDLen {
+		return GrantPage{Grants: []GrantInfo{}}, nil
+	}
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return GrantPage{}, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultGrantPage
+	}
+	limit = min(limit, MaxGrantPage-1)
+	// One more than the page tells whether a next page exists.
+	grants, err := s.store.ListGrants(ctx, GrantQuery{Subject: f.Subject, ClientID: f.ClientID, After: after, Limit: limit + 1})
+	if err != nil {
+		return GrantPage{}, err
+	}
+	page := GrantPage{Grants: make([]GrantInfo, 0, min(len(grants), limit))}
+	if len(grants) > limit {
+		grants = grants[:limit]
+		page.Next = encodeCursor(CursorOf(grants[limit-1]))
+	}
+	clients := map[string]*Client{}
+	for _, g := range grants {
+		c, err := s.knownClient(ctx, g.ClientID, clients)
+		if err != nil {
+			return GrantPage{}, err
+		}
+		page.Grants = append(page.Grants, grantInfo(g, c))
+	}
+	return page, nil
+}
+
+// knownClient names a grant's client without fetching anything: a
+// vendor, a stored client, or nil when it is no longer known. Answers are
+// kept in seen for the rest of the page.
+func (s *Server) knownClient(ctx context.Context, id string, seen map[string]*Client) (*Client, error) {
+	if c, ok := seen[id]; ok {
+		return c, nil
+	}
+	c, ok := s.vendors[id]
+	if !ok {
+		var err error
+		c, err = s.store.GetClient(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			c = nil
+		case err != nil:
+			return nil, err
+		}
+	}
+	seen[id] = c
+	return c, nil
+}
+
+func grantInfo(g *Grant, c *Client) GrantInfo {
+	info := GrantInfo{GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientID, Audience: g.Audience,
+		Subject: g.Identity.Subject, Email: g.Identity.Email, Name: g.Identity.Name, Scopes: g.Scopes,
+		CreatedAt: g.CreatedAt.UTC(), Revoked: g.Revoked}
+	if !g.RefreshedAt.IsZero() {
+		t := g.RefreshedAt.UTC()
+		info.RefreshedAt = &t
+	}
+	if c != nil {
+		info.ClientName, info.Kind = displayName(c), c.Kind
+	}
+	return info
+}
+
+// GrantCounts returns how many live grants each client holds: each is
+// one person's authorization (a person who authorized a client twice,
+// on two devices say, holds two).
+func (s *Server) GrantCounts(ctx context.Context) (map[string]int, error) {
+	return s.store.GrantCounts(ctx)
+}
+
+// ErrAlreadyDisconnected is returned, with the grant, when it had been
+// revoked before: nothing was left to end but the remembered consent.
+var ErrAlreadyDisconnected = errors.New("the grant had been revoked already")
+
+// DisconnectGrant ends the grant id of subject: every token of it stops
+// working at the next request, here and (through the store's
+// notifications) at the site's other instances, and the person's consent
+// to its client is forgotten, so the next authorization asks again. by
+// names who asked, for the metric and the log. ErrNotFound means no such
+// grant of this person.
+func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (GrantInfo, error) {
+	if id == "" || len(id) > 128 || subject == "" || len(subject) > maxClientIDLen {
+		return GrantInfo{}, ErrNotFound
+	}
+	g, err := s.store.DisconnectGrant(ctx, id, subject)
+	if err != nil {
+		return GrantInfo{}, err
+	}
+	s.cache.purge()
+	c, err := s.knownClient(ctx, g.ClientID, map[string]*Client{})
+	if err != nil {
+		// The grant is ended; only its client's name is missing.
+		c = nil
+	}
+	info := grantInfo(g, c)
+	if g.Revoked {
+		return info, ErrAlreadyDisconnected
+	}
+	s.cfg.Observer.GrantDisconnected(by)
+	s.cfg.Logger.Info("grant disconnected", "client_id", g.ClientID, "grant_id", g.ID, "by", by)
+	return info, nil
+}
+
+// KindWords says what kind of application a client is, for people.
+func (g GrantInfo) KindWords() string {
+	switch g.Kind {
+	case KindVendor:
+		return "Integration set up by the school"
+	case KindApp:
+		return "Member application"
+	case KindMetadata:
+		return "Application published at " + hostOf(g.ClientID)
+	case KindLoopback:
+		return "Command-line or desktop app on a computer"
+	}
+	return "Application no longer registered"
+}
+
+// ScopeWords are the grant's scopes in the consent page's words.
+func (g GrantInfo) ScopeWords() []scopeView {
+	out := make([]scopeView, 0, len(g.Scopes))
+	for _, sc := range g.Scopes {
+		out = append(out, scopeView{Name: sc, Words: policy.ScopeDescription(sc)})
+	}
+	return out
+}
+
+// Since and Refreshed are the grant's times as the pages show them.
+func (g GrantInfo) Since() string { return formatAdminTime(g.CreatedAt) }
+
+func (g GrantInfo) Refreshed() string {
+	if g.RefreshedAt == nil {
+		return "not yet"
+	}
+	return formatAdminTime(*g.RefreshedAt)
+}
+
+// Person is who gave the grant, as the operator's pages show it.
+func (g GrantInfo) Person() string {
+	return personLabel(&Identity{Subject: g.Subject, Name: g.Name, Email: g.Email})
+}
