@@ -117,9 +117,7 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 		if fi, err := os.Stat(s.stored.where); err == nil {
 			st.StoreBytes = fi.Size()
 		}
-		if idx := s.extras.catalog.Current(); idx != nil {
-			st.Courses = len(idx.Feed().Courses)
-		}
+		st.Courses = max(s.extras.catalog.Courses(), 0)
 		out = append(out, st)
 	}
 	return writeAdminJSON(w, http.StatusOK, out)
@@ -182,12 +180,31 @@ func (s *site) health(ctx context.Context) siteHealth {
 		h.Healthy, h.Keys = false, "no key may sign now"
 	}
 	if s.gateway.Catalog != "" {
-		h.Catalog = "not imported yet"
-		if idx := s.extras.catalog.Current(); idx != nil {
-			h.Catalog, h.Courses = "ok", len(idx.Feed().Courses)
-		}
+		h.Catalog = s.catalogHealth(ctx)
+		h.Courses = max(s.extras.catalog.Courses(), 0)
 	}
 	return h
+}
+
+// catalogHealth says whether the school has a catalog to serve, without
+// loading one nobody has asked for.
+func (s *site) catalogHealth(ctx context.Context) string {
+	m := s.extras.catalog
+	switch {
+	case m.Loaded() != nil:
+		return "ok"
+	case m.LoadError() != "":
+		return "unreadable: " + m.LoadError()
+	case m.Cold():
+		raw, err := s.store.LoadCatalog(ctx)
+		if err != nil {
+			return "unreadable: " + err.Error()
+		}
+		if len(raw) > 0 {
+			return "ok (loaded on first use)"
+		}
+	}
+	return "not imported yet"
 }
 
 // siteFromBody reads {"issuer": "..."} from a POST and finds that school.
@@ -258,7 +275,7 @@ func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return caddy.APIError{HTTPStatus: http.StatusUnprocessableEntity, Err: fmt.Errorf("catalog import failed, the previous catalog keeps serving: %v", err)}
 	}
-	err = s.rebuildDocs()
+	err = s.checkDocs()
 	switch {
 	case isStoreFailure(err):
 		return s.writeUnavailable(w, "rebuilding the documents", err)

@@ -68,11 +68,22 @@ func (s *site) readAdminOpenAPI(ctx context.Context) ([]byte, error) {
 // one if the documents cannot be rendered with it.
 func (s *site) useAdminOpenAPI(raw []byte) error {
 	prev := s.extras.adminOpenAPI.Swap(&raw)
-	if err := s.rebuildDocs(); err != nil {
+	if err := s.checkDocs(); err != nil {
 		s.extras.adminOpenAPI.Store(prev)
 		return err
 	}
 	return nil
+}
+
+// checkDocs rebuilds the documents with the current inputs, or, before
+// their first request, renders what can fail (the admin document) and
+// keeps nothing.
+func (s *site) checkDocs() error {
+	if s.extras.docs.Load() != nil {
+		return s.rebuildDocs()
+	}
+	_, err := sitedocs.Build(s.docsSite(s.gateway.Issuer, false), nil, time.Now())
+	return err
 }
 
 // adminOpenAPIBytes is the current document (nil when none).

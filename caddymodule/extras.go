@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,12 +25,20 @@ import (
 )
 
 // siteExtras are the parts of a school beside the authorization server:
-// its catalog, MCP server and generated documents.
+// its catalog, MCP server and generated documents. Each is built on its
+// first use, not when the school starts: a school nobody asks about costs
+// its configuration, its open store and its keys, nothing more.
 type siteExtras struct {
 	catalog *catalog.Manager
-	mcp     http.Handler
-	docs    atomic.Pointer[sitedocs.Set]
-	logf    func(string, ...any)
+	// mcp is the MCP server, built by the first /mcp request (mcpHandler).
+	mcp   http.Handler
+	mcpMu sync.Mutex
+	// docs are the documents, built by the first request for one of them
+	// and rebuilt when their inputs change once they exist (documents).
+	docs atomic.Pointer[sitedocs.Set]
+	logf func(string, ...any)
+	// logger is what the MCP server logs with once it is built.
+	logger *slog.Logger
 	// adminOpenAPI is the school's admin API description (adminopenapi.go).
 	adminOpenAPI atomic.Pointer[[]byte]
 	// refreshed is when the catalog feed was last fetched and imported.
@@ -41,10 +51,36 @@ type siteExtras struct {
 
 func (s *site) provisionExtras(ctx caddy.Context, life context.Context) error {
 	logger := ctx.Slogger()
+	s.extras.logger = logger
 	s.extras.logf = func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	s.extras.catalog = catalog.NewManager(s.gateway.Issuer, s.store)
-	if err := s.extras.catalog.LoadPersisted(ctx); err != nil {
-		logger.Warn("stored catalog unreadable; waiting for the feed", "error", err)
+	s.extras.catalog.LoadLazily()
+	if src := s.gateway.AdminOpenAPI; src != "" && !isURL(src) {
+		raw, err := s.readAdminOpenAPI(ctx)
+		if err != nil {
+			return fmt.Errorf("admin_openapi: %v", err)
+		}
+		s.extras.adminOpenAPI.Store(&raw)
+		// A bad document fails the load now, not the first request for
+		// /openapi.json.
+		if _, err := sitedocs.Build(s.docsSite(s.gateway.Issuer, false), nil, time.Now()); err != nil {
+			return fmt.Errorf("%v (admin_openapi %s)", err, src)
+		}
+	}
+	s.followStore(life)
+	return nil
+}
+
+// mcpHandler returns the MCP server, building it on the first request.
+func (s *site) mcpHandler() (http.Handler, error) {
+	s.extras.mcpMu.Lock()
+	defer s.extras.mcpMu.Unlock()
+	if s.extras.mcp != nil {
+		return s.extras.mcp, nil
+	}
+	logger := s.extras.logger
+	if logger == nil {
+		logger = s.log()
 	}
 	mcp, err := mcpserver.New(mcpserver.Options{
 		SiteName:            s.schoolName(),
@@ -55,21 +91,10 @@ func (s *site) provisionExtras(ctx caddy.Context, life context.Context) error {
 		Logger:              logger,
 	})
 	if err != nil {
-		return fmt.Errorf("mcp: %v", err)
+		return nil, fmt.Errorf("mcp: %v", err)
 	}
 	s.extras.mcp = mcp
-	if src := s.gateway.AdminOpenAPI; src != "" && !isURL(src) {
-		raw, err := s.readAdminOpenAPI(ctx)
-		if err != nil {
-			return fmt.Errorf("admin_openapi: %v", err)
-		}
-		s.extras.adminOpenAPI.Store(&raw)
-	}
-	if err := s.rebuildDocs(); err != nil {
-		return fmt.Errorf("%v (admin_openapi %s)", err, s.gateway.AdminOpenAPI)
-	}
-	s.followStore(life)
-	return nil
+	return mcp, nil
 }
 
 // followStore keeps the catalog and documents in step with the other
@@ -97,9 +122,7 @@ func (s *site) storeChanged(c authserver.Change) {
 		rebuild = rebuild || changed
 	}
 	if rebuild {
-		if err := s.rebuildDocs(); err != nil {
-			s.extras.logf("rebuilding documents: %v", err)
-		}
+		s.refreshDocs()
 	}
 }
 
@@ -114,6 +137,42 @@ func (s *site) schoolName() string {
 		}
 	}
 	return s.gateway.Issuer
+}
+
+// documents returns the documents, building them on first use.
+func (s *site) documents() (*sitedocs.Set, error) {
+	if d := s.extras.docs.Load(); d != nil {
+		return d, nil
+	}
+	if err := s.rebuildDocs(); err != nil {
+		return nil, err
+	}
+	return s.extras.docs.Load(), nil
+}
+
+// refreshDocs rebuilds documents that exist after one of their inputs
+// changed; documents never asked for are left to their first request.
+func (s *site) refreshDocs() {
+	if s.extras.docs.Load() == nil {
+		return
+	}
+	if err := s.rebuildDocs(); err != nil {
+		s.extras.logf("rebuilding documents: %v", err)
+	}
+}
+
+// docsSite is what the documents say about the school.
+func (s *site) docsSite(name string, mcpOn bool) sitedocs.Site {
+	return sitedocs.Site{
+		Issuer:                  s.gateway.Issuer,
+		SchoolName:              name,
+		AdminPrefix:             s.gateway.AdminPrefix,
+		Scopes:                  policy.AllScopes,
+		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
+		MCPConnections:          mcpOn,
+		AdminOpenAPI:            s.adminOpenAPIBytes(),
+		AdminScopes:             sitedocs.PolicyScopes(s.policy),
+	}
 }
 
 // rebuildDocs renders the documents from the configuration and the
@@ -136,16 +195,7 @@ func (s *site) rebuildDocs() error {
 	if err != nil {
 		return fmt.Errorf("documents: reading the MCP connections switch: %w", storeFailure{err})
 	}
-	set, err := sitedocs.Build(sitedocs.Site{
-		Issuer:                  s.gateway.Issuer,
-		SchoolName:              s.schoolName(),
-		AdminPrefix:             s.gateway.AdminPrefix,
-		Scopes:                  policy.AllScopes,
-		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
-		MCPConnections:          mcpOn,
-		AdminOpenAPI:            s.adminOpenAPIBytes(),
-		AdminScopes:             sitedocs.PolicyScopes(s.policy),
-	}, feed, time.Now())
+	set, err := sitedocs.Build(s.docsSite(s.schoolName(), mcpOn), feed, time.Now())
 	if err != nil {
 		return fmt.Errorf("documents: %v", err)
 	}
@@ -193,9 +243,7 @@ func (s *site) catalogPass(ctx context.Context, src string, delay, every time.Du
 	}
 	now := time.Now().UTC()
 	s.extras.refreshed.Store(&now)
-	if err := s.rebuildDocs(); err != nil {
-		s.extras.logf("rebuilding documents: %v", err)
-	}
+	s.refreshDocs()
 	return every
 }
 
@@ -236,20 +284,43 @@ func (s *site) serveExtras(w http.ResponseWriter, r *http.Request) bool {
 		s.serveMCP(w, r)
 		return true
 	}
-	if d := s.extras.docs.Load(); d != nil && d.Owns(path) {
-		d.ServeHTTP(w, r)
+	if !sitepath.IsDocument(path) {
+		return false
+	}
+	d, err := s.documents()
+	if err != nil {
+		s.writeExtraUnavailable(w, "building the documents", err)
 		return true
 	}
-	return false
+	d.ServeHTTP(w, r)
+	return true
+}
+
+// writeExtraUnavailable answers a request for a part of the school that
+// could not be built now (the store did not answer): 503, to be retried.
+func (s *site) writeExtraUnavailable(w http.ResponseWriter, what string, err error) {
+	s.log().Error(what+" failed", "issuer", s.gateway.Issuer, "error", err)
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": "temporarily_unavailable",
+		"error_description": what + " failed; try again shortly"})
 }
 
 // serveMCP serves /mcp: anonymous without a token, with the member's
 // identity for a valid member token, and a challenge for any token that is
 // not valid here (never a silent fall back to anonymous).
 func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
+	mcp, err := s.mcpHandler()
+	if err != nil {
+		s.writeExtraUnavailable(w, "starting the MCP server", err)
+		return
+	}
 	if r.Header.Get("Authorization") == "" || r.Method == http.MethodOptions {
 		s.observe.mcpCaller("anonymous")
-		s.extras.mcp.ServeHTTP(w, r)
+		mcp.ServeHTTP(w, r)
 		return
 	}
 	tok, ch := policy.Check(r.Context(), s.as, r, policy.Requirement{}, s.as.Issuer())
@@ -267,7 +338,7 @@ func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
 			ClientID: tok.ClientID, Roles: tok.Roles, Scopes: tok.Scopes,
 		}), tok))
 	}
-	s.extras.mcp.ServeHTTP(w, r)
+	mcp.ServeHTTP(w, r)
 }
 
 // accountQuery runs a member's GraphQL query at the upstream Account API

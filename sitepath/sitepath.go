@@ -24,6 +24,11 @@ const (
 	// applications): same-origin HTML pages, no CORS.
 	Admin             = "/oauth/admin"
 	AdminApplications = Admin + "/applications"
+	// Account is the signed-in person's own area: the applications they
+	// connected (AccountApplications), which they may disconnect. Same-
+	// origin HTML pages, no CORS, like the admin area.
+	AccountArea         = "/oauth/account"
+	AccountApplications = AccountArea + "/applications"
 	// Assets are the files the gateway's own pages load (their
 	// stylesheet), under names that change with their content.
 	Assets = "/oauth/assets/"
@@ -53,7 +58,7 @@ func IsAuthServer(path string) bool {
 	case JWKS, OIDCConfig, Authorize, Consent:
 		return true
 	}
-	return IsAdmin(path) || strings.HasPrefix(path, Assets) || strings.HasPrefix(path, "/.well-known/oauth-") ||
+	return IsAdmin(path) || IsAccount(path) || strings.HasPrefix(path, Assets) || strings.HasPrefix(path, "/.well-known/oauth-") ||
 		strings.HasPrefix(path, "/api/oauth/") || path == "/api/oauth" ||
 		strings.HasPrefix(path, OIDCConfig)
 }
@@ -61,6 +66,20 @@ func IsAuthServer(path string) bool {
 // IsAdmin reports whether a path belongs to the operator's admin area.
 func IsAdmin(path string) bool {
 	return path == Admin || strings.HasPrefix(path, Admin+"/")
+}
+
+// IsAccount reports whether a path belongs to the person's own area.
+func IsAccount(path string) bool {
+	return path == AccountArea || strings.HasPrefix(path, AccountArea+"/")
+}
+
+// IsDocument reports whether a path is one of the generated documents.
+func IsDocument(path string) bool {
+	switch path {
+	case OpenAPI, AuthGuide, LLMs, Pricing:
+		return true
+	}
+	return false
 }
 
 // IsMCP reports whether a path is the MCP server's.
