@@ -94,25 +94,17 @@ func (s *site) adminOpenAPIBytes() []byte {
 	return nil
 }
 
-// refreshAdminOpenAPI fetches a URL document until it succeeds, then as
-// often as the catalog.
-func (s *site) refreshAdminOpenAPI(ctx context.Context, every time.Duration) {
-	delay := time.Second
-	for {
-		raw, err := s.readAdminOpenAPI(ctx)
-		if err == nil {
-			err = s.useAdminOpenAPI(raw)
-		}
-		if err != nil {
-			s.extras.logf("admin OpenAPI document %s not merged, keeping the previous one: %v", s.gateway.AdminOpenAPI, err)
-			delay = min(delay*2, every)
-		} else {
-			delay = every
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
+// adminOpenAPIPass fetches the document once and returns the wait before
+// the next pass: the period after a success, a doubling retry delay after
+// a failure.
+func (s *site) adminOpenAPIPass(ctx context.Context, delay, every time.Duration) time.Duration {
+	raw, err := s.readAdminOpenAPI(ctx)
+	if err == nil {
+		err = s.useAdminOpenAPI(raw)
 	}
+	if err != nil {
+		s.extras.logf("admin OpenAPI document %s not merged, keeping the previous one: %v", s.gateway.AdminOpenAPI, err)
+		return min(delay*2, every)
+	}
+	return every
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -203,35 +204,42 @@ func (s *site) rebuildDocs() error {
 	return nil
 }
 
-// startExtras runs the refresh loops of what comes from the school: the
-// catalog and an admin OpenAPI document given as a URL.
+// startExtras schedules the refreshes of what comes from the school: the
+// catalog and an admin OpenAPI document given as a URL. They run on the
+// shared scheduler until ctx ends.
 func (s *site) startExtras(ctx context.Context) {
 	every := time.Duration(s.gateway.CatalogRefresh)
 	if every <= 0 {
 		every = 10 * time.Minute
 	}
 	if src := s.gateway.Catalog; src != "" {
-		go s.refreshCatalog(ctx, src, every)
+		// The first import retries quickly: the upstream serving the feed
+		// may start after the gateway.
+		delay := 500 * time.Millisecond
+		background.Add(ctx, delay, func(ctx context.Context) time.Duration {
+			if delay < every || s.claimRun(ctx, "catalog", every) {
+				delay = s.catalogPass(ctx, src, delay, every)
+			}
+			return spread(delay, every)
+		})
 	}
 	if isURL(s.gateway.AdminOpenAPI) {
-		go s.refreshAdminOpenAPI(ctx, every)
+		delay := time.Second
+		background.Add(ctx, delay, func(ctx context.Context) time.Duration {
+			delay = s.adminOpenAPIPass(ctx, delay, every)
+			return spread(delay, every)
+		})
 	}
 }
 
-func (s *site) refreshCatalog(ctx context.Context, src string, every time.Duration) {
-	// The first import retries quickly: the upstream serving the feed may
-	// start after the gateway.
-	delay := 500 * time.Millisecond
-	for {
-		if delay < every || s.claimRun(ctx, "catalog", every) {
-			delay = s.catalogPass(ctx, src, delay, every)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
+// spread moves a full period by up to a tenth either way, so that schools
+// started together drift apart instead of fetching their feeds in the same
+// second every period; retries are left as they are.
+func spread(delay, every time.Duration) time.Duration {
+	if delay < every {
+		return delay
 	}
+	return delay - every/10 + rand.N(every/5+1)
 }
 
 // catalogPass imports the feed once and returns the wait before the next

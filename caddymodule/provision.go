@@ -11,7 +11,21 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/internal/schedule"
 	"github.com/schoolgate/schoolgate/policy"
+)
+
+// background runs every school's periodic work (expiry purges, catalog
+// and admin OpenAPI refreshes) on a few goroutines, however many schools
+// there are.
+var background = schedule.New(backgroundWorkers)
+
+const (
+	// backgroundWorkers bounds the periodic jobs running at once; a job
+	// is a store purge or a feed fetch, mostly waiting on I/O.
+	backgroundWorkers = 8
+	// janitorEvery is how often each school's expired records are purged.
+	janitorEvery = 10 * time.Minute
 )
 
 // site is the state of one school. It lives as long as some loaded
@@ -115,7 +129,12 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 	if err := s.provisionExtras(ctx, life); err != nil {
 		return fail(err)
 	}
-	go s.as.RunJanitor(life, 10*time.Minute)
+	// The janitor runs on the shared scheduler, each school at its own
+	// point of the period.
+	background.Add(life, schedule.Offset(g.Issuer, janitorEvery), func(ctx context.Context) time.Duration {
+		s.as.Purge(ctx, janitorEvery)
+		return janitorEvery
+	})
 	s.startExtras(life)
 	return s, cancel, nil
 }
