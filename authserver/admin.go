@@ -21,6 +21,9 @@ const (
 	adminPathSecret = sitepath.AdminApplications + "/secret"
 	adminPathDelete = sitepath.AdminApplications + "/delete"
 	adminPathReview = sitepath.AdminApplications + "/review"
+	// The people connected to one application, and ending one's grant.
+	adminPathPeople     = sitepath.AdminApplications + "/people"
+	adminPathDisconnect = sitepath.AdminApplications + "/people/disconnect"
 )
 
 // adminCtx is one admin request by a signed-in operator.
@@ -48,6 +51,9 @@ var adminRoutes = map[string]adminRoute{
 	adminPathSecret:            {post: (*adminCtx).regenerateSecret},
 	adminPathDelete:            {get: (*adminCtx).confirmDelete, post: (*adminCtx).deleteClient},
 	adminPathReview:            {get: (*adminCtx).reviewForm, post: (*adminCtx).review},
+	// Vendors' connections exist whatever the switch, so these do too.
+	adminPathPeople:     {get: (*adminCtx).people, always: true},
+	adminPathDisconnect: {post: (*adminCtx).disconnectPerson, always: true},
 }
 
 // handleAdmin serves everything under sitepath.Admin: the gate admits a

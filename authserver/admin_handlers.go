@@ -14,12 +14,14 @@ import (
 // adminNotices are the fixed messages a redirect may ask for; nothing of
 // the query string is echoed.
 var adminNotices = map[string]string{
-	"on":       "MCP connections is on. Member applications can now be created and authorized.",
-	"off":      "MCP connections is off. Member applications you created are kept, but cannot authorize until it is switched on again.",
-	"saved":    "The application was saved.",
-	"deleted":  "The client was deleted and the access it had been granted was revoked.",
-	"reviewed": "The metadata-document client was updated.",
-	"resubmit": "This form had already been submitted, so no second application was created. Its secret was shown only once: if it was not copied, regenerate it below.",
+	"on":           "MCP connections is on. Member applications can now be created and authorized.",
+	"off":          "MCP connections is off. Member applications you created are kept, but cannot authorize until it is switched on again.",
+	"saved":        "The application was saved.",
+	"deleted":      "The client was deleted and the access it had been granted was revoked.",
+	"reviewed":     "The metadata-document client was updated.",
+	"disconnected": "The person was disconnected from the application: its access for them ended now, and it must ask them again.",
+	"already":      "That person's access had been ended already. Nothing else was changed.",
+	"resubmit":     "This form had already been submitted, so no second application was created. Its secret was shown only once: if it was not copied, regenerate it below.",
 }
 
 func (a *adminCtx) notice() string { return adminNotices[a.r.URL.Query().Get("done")] }
@@ -35,6 +37,10 @@ func (a *adminCtx) overview() {
 	}
 	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: on}
 	v.Notice = a.notice()
+	if v.Connected, err = a.connectedApps(); err != nil {
+		a.unavailable("counting the connected people", err)
+		return
+	}
 	if v.Enabled {
 		clients, err := a.s.ListClients(a.r.Context())
 		if err != nil {

@@ -22,7 +22,7 @@ type adminPage struct {
 func (adminPage) Paths() adminPaths { return theAdminPaths }
 
 type adminPaths struct {
-	Overview, Switch, New, Edit, Secret, Delete, Review string
+	Overview, Switch, New, Edit, Secret, Delete, Review, People, Disconnect string
 	// Authorize is where the area's applications are sent to authorize.
 	Authorize string
 }
@@ -30,13 +30,42 @@ type adminPaths struct {
 var theAdminPaths = adminPaths{
 	Overview: sitepath.AdminApplications, Switch: adminPathSwitch, New: adminPathNew,
 	Edit: adminPathEdit, Secret: adminPathSecret, Delete: adminPathDelete, Review: adminPathReview,
-	Authorize: sitepath.Authorize,
+	People: adminPathPeople, Disconnect: adminPathDisconnect, Authorize: sitepath.Authorize,
 }
 
 type adminOverview struct {
 	adminPage
 	Enabled                  bool
 	Apps, Metadata, Loopback []ClientInfo
+	// Connected is every application people are connected to, with how
+	// many grants each holds.
+	Connected []connectedApp
+}
+
+// connectedApp is one application's line of the overview's connections.
+type connectedApp struct {
+	ClientID, Name, Kind string
+	Count                int
+}
+
+// KindWords says what kind of application it is.
+func (c connectedApp) KindWords() string {
+	return GrantInfo{Kind: c.Kind, ClientID: c.ClientID}.KindWords()
+}
+
+// KindWords says what kind of application it is.
+func (v adminPeopleView) KindWords() string {
+	return GrantInfo{Kind: v.Kind, ClientID: v.ClientID}.KindWords()
+}
+
+// adminPeopleView is the people connected to one application.
+type adminPeopleView struct {
+	adminPage
+	ClientID, Name, Kind string
+	Count                int
+	Grants               []GrantInfo
+	Next                 string
+	More                 bool
 }
 
 type scopeChoice struct {

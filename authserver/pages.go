@@ -27,6 +27,8 @@ var (
 	secretTmpl   = parsePage("admin.html", "admin_secret.html")
 	deleteTmpl   = parsePage("admin.html", "admin_delete.html")
 	reviewTmpl   = parsePage("admin.html", "admin_review.html")
+	peopleTmpl   = parsePage("admin.html", "admin_people.html")
+	accountTmpl  = parsePage("account_applications.html")
 )
 
 // parsePage is the layout with the page's files; the later files
@@ -76,13 +78,18 @@ func renderPage(t *template.Template, v any) ([]byte, error) {
 // or, with Admin, in the admin area, whose pages it then leads back to.
 // Unavailable says the request may succeed in a moment.
 type errorView struct {
-	Message     string
-	Admin       bool
+	Message string
+	Admin   bool
+	// Account: the person's own area, whose page it then leads back to.
+	Account     bool
 	Unavailable bool
 }
 
 // Overview is where the admin area's error page leads back to.
 func (errorView) Overview() string { return theAdminPaths.Overview }
+
+// Applications is where the person's area's error page leads back to.
+func (errorView) Applications() string { return theAccountPaths.Applications }
 
 // showError answers with the error page.
 func (s *Server) showError(w http.ResponseWriter, status int, v errorView) {

@@ -93,6 +93,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// no CORS, its own security headers and CSRF checks.
 		s.handleAdmin(w, r)
 		return
+	case sitepath.IsAccount(r.URL.Path):
+		// The person's own area: the same, with the rate limit of the
+		// sign-in pages.
+		if !s.limited(w, r, s.limits.authorize, true) {
+			s.handleAccount(w, r)
+		}
+		return
 	case strings.HasPrefix(r.URL.Path, sitepath.Assets):
 		// What the pages load; they are this origin's alone.
 		s.getOnly(w, r, serveAsset)

@@ -1,0 +1,124 @@
+package authserver
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"sort"
+)
+
+// The admin area's view of who is connected to what: a count per
+// application on the overview, and per application the people, each
+// with a Disconnect button.
+
+// connectedApps is every application holding live grants, and every
+// configured vendor, with its count, most connected first. Clients are few
+// (registrations are capped), so naming them all costs one read.
+func (a *adminCtx) connectedApps() ([]connectedApp, error) {
+	ctx := a.r.Context()
+	counts, err := a.s.GrantCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := a.s.store.ListClients(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*Client{}
+	for _, c := range clients {
+		byID[c.ID] = c
+	}
+	for id, c := range a.s.vendors {
+		byID[id] = c
+	}
+	var out []connectedApp
+	for id, n := range counts {
+		app := connectedApp{ClientID: id, Name: id, Count: n}
+		if c := byID[id]; c != nil {
+			app.Name, app.Kind = displayName(c), c.Kind
+		}
+		out = append(out, app)
+	}
+	for id, c := range a.s.vendors {
+		if counts[id] == 0 {
+			out = append(out, connectedApp{ClientID: id, Name: displayName(c), Kind: c.Kind})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].ClientID < out[j].ClientID
+	})
+	return out, nil
+}
+
+// people lists who is connected to one application, a page at a time.
+func (a *adminCtx) people() {
+	ctx := a.r.Context()
+	q := a.r.URL.Query()
+	id := q.Get("client_id")
+	if id == "" || len(id) > maxClientIDLen {
+		a.fail(http.StatusNotFound, "There is no such application.")
+		return
+	}
+	cursor := q.Get("after")
+	page, err := a.s.ListGrants(ctx, GrantFilter{ClientID: id, Cursor: cursor})
+	var ie *InputError
+	switch {
+	case errors.As(err, &ie):
+		a.fail(http.StatusBadRequest, "This link to a further page is not valid. Open the application's page again.")
+		return
+	case err != nil:
+		a.unavailable("listing the connected people", err)
+		return
+	}
+	c, err := a.s.knownClient(ctx, id, map[string]*Client{})
+	if err != nil {
+		a.unavailable("loading the client", err)
+		return
+	}
+	counts, err := a.s.GrantCounts(ctx)
+	if err != nil {
+		a.unavailable("counting the connected people", err)
+		return
+	}
+	if c == nil && counts[id] == 0 && cursor == "" {
+		a.fail(http.StatusNotFound, "There is no such application.")
+		return
+	}
+	v := adminPeopleView{ClientID: id, Name: id, Count: counts[id], Grants: page.Grants, More: cursor != ""}
+	if c != nil {
+		v.Name, v.Kind = displayName(c), c.Kind
+	}
+	v.adminPage = a.page("People connected to " + v.Name)
+	v.Notice = a.notice()
+	if page.Next != "" {
+		v.Next = adminPathPeople + "?" + url.Values{"client_id": {id}, "after": {page.Next}}.Encode()
+	}
+	a.render(http.StatusOK, peopleTmpl, v)
+}
+
+// disconnectPerson ends one person's grant to an application. The form
+// names the grant and its person, as the list showed them.
+func (a *adminCtx) disconnectPerson() {
+	form := a.r.PostForm
+	clientID := form.Get("client_id")
+	info, err := a.s.DisconnectGrant(a.r.Context(), form.Get("grant_id"), form.Get("subject"), DisconnectedByOperator)
+	done := "disconnected"
+	switch {
+	case errors.Is(err, ErrAlreadyDisconnected):
+		done = "already"
+	case errors.Is(err, ErrNotFound):
+		a.fail(http.StatusNotFound, "Nobody connected to this application matches the form. Nothing was changed.")
+		return
+	case err != nil:
+		a.unavailable("disconnecting a person", err)
+		return
+	}
+	if info.ClientID != "" {
+		clientID = info.ClientID
+	}
+	a.s.cfg.Logger.Info("admin: person disconnected", "client_id", info.ClientID, "grant_id", info.GrantID, "by", a.id.Subject)
+	a.redirect(adminPathPeople, url.Values{"client_id": {clientID}, "done": {done}})
+}

@@ -1,0 +1,200 @@
+package authserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/schoolgate/schoolgate/sitepath"
+)
+
+var reConnectedRow = regexp.MustCompile(`<tr data-client-id="([^"]+)"><td>[^<]*</td><td>[^<]*</td><td class="count">(\d+)</td>`)
+
+// The operator sees, per application, how many are connected, then who,
+// and disconnects one person: only that grant ends.
+func TestAdminConnectedPeople(t *testing.T) {
+	f := newFixture(t)
+	f.storedClients()
+	a := f.grantTo(memberClient, "student", "openid", "account:read")
+	b := f.grantTo(memberClient, "student2", "openid")
+	c := f.grantTo("app_planner", "student", "openid", "account:write")
+	f.grantTo("sgc_cli", "owner", "openid", "courses:read")
+
+	rec := f.adminGet(theAdminPaths.Overview, "owner")
+	counts := map[string]string{}
+	for _, m := range reConnectedRow.FindAllStringSubmatch(rec.Body.String(), -1) {
+		counts[htmlUnescape(m[1])] = m[2]
+	}
+	want := map[string]string{memberClient: "2", "app_planner": "1", "sgc_cli": "1", confidential: "0", operatorClient: "0"}
+	for id, n := range want {
+		if counts[id] != n {
+			t.Errorf("overview count of %s = %q, want %s (all: %v)", id, counts[id], n, counts)
+		}
+	}
+
+	rec = f.adminGet(adminPathPeople+"?client_id="+memberClient, "owner")
+	page := htmlUnescape(rec.Body.String())
+	if rec.Code != http.StatusOK {
+		t.Fatalf("people page: %d\n%s", rec.Code, page)
+	}
+	checkPageHeaders(t, rec)
+	for _, s := range []string{"Sam Student <student@demo.school>", "Second <second@demo.school>", `id="people-count">2<`,
+		"<code>account:read</code>", "2026-11-23 10:00 UTC", "not yet"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("the people page lacks %q", s)
+		}
+	}
+	if strings.Contains(page, c.grantID) {
+		t.Error("the people page of one application lists another's grant")
+	}
+
+	csrf := f.adminCSRF()
+	disconnect := func(person string, form url.Values, hdr map[string]string) int {
+		form.Set("csrf_token", csrf)
+		return f.adminPost(adminPathDisconnect, person, form, hdr).Code
+	}
+	for _, tc := range []struct {
+		name   string
+		person string
+		form   url.Values
+		hdr    map[string]string
+		status int
+	}{
+		{"a member", "student", url.Values{"grant_id": {b.grantID}, "subject": {"member-2"}}, nil, http.StatusForbidden},
+		{"the wrong person", "owner", url.Values{"grant_id": {b.grantID}, "subject": {"member-1"}}, nil, http.StatusNotFound},
+		{"no person", "owner", url.Values{"grant_id": {b.grantID}}, nil, http.StatusNotFound},
+		{"forged grant", "owner", url.Values{"grant_id": {"forged"}, "subject": {"member-2"}}, nil, http.StatusNotFound},
+		{"cross-site", "owner", url.Values{"grant_id": {b.grantID}, "subject": {"member-2"}}, map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+	} {
+		if got := disconnect(tc.person, tc.form, tc.hdr); got != tc.status {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.status)
+		}
+	}
+	if _, err := f.srv.LookupAccessToken(context.Background(), b.access); err != nil {
+		t.Fatalf("a refused disconnect ended the grant: %v", err)
+	}
+	for i, done := range []string{"disconnected", "already"} {
+		rec := f.adminPost(adminPathDisconnect, "owner", url.Values{"grant_id": {b.grantID}, "subject": {"member-2"},
+			"client_id": {memberClient}, "csrf_token": {csrf}}, nil)
+		if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || !strings.Contains(loc, "done="+done) {
+			t.Errorf("disconnect %d = %d %q, want done=%s", i+1, rec.Code, loc, done)
+		}
+	}
+	if _, err := f.srv.LookupAccessToken(context.Background(), b.access); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("the disconnected person's token: %v", err)
+	}
+	for _, g := range []issued{a, c} {
+		if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
+			t.Errorf("another grant ended: %v", err)
+		}
+	}
+	rec = f.adminGet(adminPathPeople+"?client_id="+memberClient+"&done=disconnected", "owner")
+	if !strings.Contains(rec.Body.String(), `id="people-count">1<`) || !strings.Contains(rec.Body.String(), `id="notice"`) {
+		t.Errorf("after the disconnect:\n%s", rec.Body)
+	}
+	for _, tc := range []struct {
+		target string
+		status int
+	}{
+		{adminPathPeople, http.StatusNotFound},
+		{adminPathPeople + "?client_id=unknown", http.StatusNotFound},
+		{adminPathPeople + "?client_id=" + memberClient + "&after=!!", http.StatusBadRequest},
+		{adminPathPeople + "?client_id=" + confidential, http.StatusOK},
+	} {
+		if rec := f.adminGet(tc.target, "owner"); rec.Code != tc.status {
+			t.Errorf("GET %s = %d, want %d", tc.target, rec.Code, tc.status)
+		}
+	}
+	if rec := f.adminGet(adminPathPeople+"?client_id="+memberClient, "student"); rec.Code != http.StatusForbidden {
+		t.Errorf("a member opened the people page: %d", rec.Code)
+	}
+}
+
+func TestAdminConnectedPeopleStoreDown(t *testing.T) {
+	f, fs := failingFixture(t)
+	g := f.grantTo(memberClient, "student", "openid")
+	csrf := f.adminCSRF()
+	for _, c := range []struct {
+		name, method, target string
+		fail                 string
+	}{
+		{"overview counts", "GET", theAdminPaths.Overview, "GrantCounts"},
+		{"people list", "GET", adminPathPeople + "?client_id=" + memberClient, "ListGrants"},
+		{"disconnect", "POST", adminPathDisconnect, "DisconnectGrant"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs.fail(c.fail)
+			defer fs.fail("none")
+			rec := f.adminGet(c.target, "owner")
+			if c.method == "POST" {
+				rec = f.adminPost(c.target, "owner", url.Values{"grant_id": {g.grantID}, "subject": {"member-1"}, "csrf_token": {csrf}}, nil)
+			}
+			if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+				t.Errorf("= %d\n%s", rec.Code, rec.Body)
+			}
+		})
+	}
+	if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
+		t.Errorf("the grant after the failures: %v", err)
+	}
+}
+
+// disconnects records what the server counts as disconnects.
+type disconnects struct {
+	nopObserver
+	mu  sync.Mutex
+	got []string
+}
+
+func (d *disconnects) GrantDisconnected(by string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got = append(d.got, by)
+}
+
+// Every way a grant ends at someone's request is counted once, by who.
+func TestDisconnectMetric(t *testing.T) {
+	revoke := func(f *fixture, token, client string) {
+		form := url.Values{"token": {token}, "client_id": {client}}
+		f.serve("POST", sitepath.Revoke, strings.NewReader(form.Encode()),
+			map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	}
+	for _, c := range []struct {
+		name string
+		end  func(f *fixture, g issued)
+		want []string
+	}{
+		{"member", func(f *fixture, g issued) {
+			csrf := f.accountCSRF("student")
+			f.disconnectForm("student", g.grantID, csrf, nil)
+			f.disconnectForm("student", g.grantID, csrf, nil) // already: not again
+		}, []string{DisconnectedByMember}},
+		{"operator", func(f *fixture, g issued) {
+			f.adminPost(adminPathDisconnect, "owner", url.Values{"grant_id": {g.grantID}, "subject": {"member-1"},
+				"csrf_token": {f.adminCSRF()}}, nil)
+		}, []string{DisconnectedByOperator}},
+		{"client revokes its refresh token", func(f *fixture, g issued) {
+			revoke(f, g.refresh, memberClient)
+			revoke(f, g.refresh, memberClient)
+		}, []string{DisconnectedByClient}},
+		{"client revokes an access token", func(f *fixture, g issued) { revoke(f, g.access, memberClient) }, nil},
+		{"another client's token", func(f *fixture, g issued) { revoke(f, g.refresh, confidential) }, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			d := &disconnects{}
+			f.srv.cfg.Observer = d
+			g := f.grantTo(memberClient, "student", "openid")
+			c.end(f, g)
+			if !slices.Equal(d.got, c.want) {
+				t.Errorf("counted %v, want %v", d.got, c.want)
+			}
+		})
+	}
+}
