@@ -69,12 +69,19 @@ func runningApp() (*App, error) {
 }
 
 type siteStatus struct {
-	Issuer      string   `json:"issuer"`
+	Issuer string `json:"issuer"`
+	// State is serving (something of the school has been used since it
+	// was built), lazy (nothing has: no index, MCP server or documents
+	// in memory) or failed (its data did not load; Reason says why).
+	State       string   `json:"state"`
+	Reason      string   `json:"reason,omitempty"`
 	Data        string   `json:"data"`
 	KeyIDs      []string `json:"key_ids"`
 	CanSign     bool     `json:"can_sign"`
 	CatalogFrom string   `json:"catalog,omitempty"`
 	Courses     int      `json:"courses"`
+	// LiveGrants counts the grants with a live token, over all clients.
+	LiveGrants *int `json:"live_grants,omitempty"`
 	// Since is when the school's state was built; a reload that leaves the
 	// school's configuration alike keeps it, and this time.
 	Since time.Time `json:"since"`
@@ -111,16 +118,56 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]siteStatus, 0, len(sites))
 	for _, s := range sites {
-		st := siteStatus{Issuer: s.as.Issuer(), Data: s.stored.where, KeyIDs: s.as.Keys().KIDs(),
-			CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog, Since: s.since,
-			CatalogRefreshed: s.extras.refreshed.Load()}
-		if fi, err := os.Stat(s.stored.where); err == nil {
-			st.StoreBytes = fi.Size()
-		}
-		st.Courses = max(s.extras.catalog.Courses(), 0)
-		out = append(out, st)
+		out = append(out, s.status(r.Context()))
 	}
+	for _, f := range failedSites() {
+		out = append(out, siteStatus{Issuer: f.issuer, State: "failed", Reason: f.failure.Error(),
+			Data: f.gateway.Data, CatalogFrom: f.gateway.Catalog, Since: f.since, KeyIDs: []string{}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, http.StatusOK, out)
+}
+
+// status describes one running school, reading its store for the grant
+// count only (a few bytes per client) and loading nothing lazy.
+func (s *site) status(ctx context.Context) siteStatus {
+	st := siteStatus{Issuer: s.as.Issuer(), State: s.state(), Data: s.stored.where, KeyIDs: s.as.Keys().KIDs(),
+		CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog, Since: s.since,
+		CatalogRefreshed: s.extras.refreshed.Load(), Courses: max(s.extras.catalog.Courses(), 0)}
+	if fi, err := os.Stat(s.stored.where); err == nil {
+		st.StoreBytes = fi.Size()
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	if counts, err := s.store.GrantCounts(ctx); err == nil {
+		n := 0
+		for _, c := range counts {
+			n += c
+		}
+		st.LiveGrants = &n
+	}
+	return st
+}
+
+// state is lazy until something of the school (catalog index, MCP
+// server, documents) has been built by a request.
+func (s *site) state() string {
+	s.extras.mcpMu.Lock()
+	mcp := s.extras.mcp != nil
+	s.extras.mcpMu.Unlock()
+	if mcp || s.extras.docs.Load() != nil || s.extras.catalog.Loaded() != nil {
+		return "serving"
+	}
+	return "lazy"
+}
+
+// failedSites are the running config's schools that failed to load.
+func failedSites() []*failedSite {
+	app, err := runningApp()
+	if err != nil {
+		return nil
+	}
+	return app.Failed()
 }
 
 type siteHealth struct {
@@ -158,6 +205,12 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, h)
 	}
+	for _, f := range failedSites() {
+		status = http.StatusServiceUnavailable
+		out = append(out, siteHealth{Issuer: f.issuer, Store: "failed to load: " + f.failure.Error(),
+			Keys: "not loaded", Catalog: "not loaded"})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, status, map[string]any{"healthy": status == http.StatusOK, "sites": out})
 }
 

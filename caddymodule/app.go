@@ -20,6 +20,8 @@ func init() {
 type App struct {
 	mu    sync.Mutex
 	sites map[string]*site
+	// failed are the schools whose data failed to load (failure.go).
+	failed map[string]*failedSite
 }
 
 // CaddyModule returns the Caddy module information.
@@ -41,8 +43,8 @@ func (a *App) register(s *site) error {
 	issuer := s.as.Issuer()
 	// Two site blocks alike would share one state (sitepool.go), so the
 	// check cannot be on the state itself.
-	if _, ok := a.sites[issuer]; ok {
-		return fmt.Errorf("issuer: %s is configured in two site blocks; each school needs its own", issuer)
+	if err := a.issuerFree(issuer); err != nil {
+		return err
 	}
 	for _, other := range a.sites {
 		// A database tells sites apart by issuer; a bbolt file holds one.
@@ -53,6 +55,42 @@ func (a *App) register(s *site) error {
 	}
 	a.sites[issuer] = s
 	return nil
+}
+
+// registerFailed keeps a school that failed to load, for the admin API.
+func (a *App) registerFailed(f *failedSite) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.issuerFree(f.issuer); err != nil {
+		return err
+	}
+	if a.failed == nil {
+		a.failed = map[string]*failedSite{}
+	}
+	a.failed[f.issuer] = f
+	return nil
+}
+
+// issuerFree refuses a second site block of an issuer. The caller holds
+// a.mu.
+func (a *App) issuerFree(issuer string) error {
+	_, serving := a.sites[issuer]
+	_, failed := a.failed[issuer]
+	if serving || failed {
+		return fmt.Errorf("issuer: %s is configured in two site blocks; each school needs its own", issuer)
+	}
+	return nil
+}
+
+// Failed returns the schools that failed to load.
+func (a *App) Failed() []*failedSite {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*failedSite, 0, len(a.failed))
+	for _, f := range a.failed {
+		out = append(out, f)
+	}
+	return out
 }
 
 // Site returns a running school by issuer.

@@ -104,6 +104,8 @@ type Gateway struct {
 	upstreamBlock caddyfile.Segment
 
 	site *site
+	// failed stands in for site when the school's data failed to load.
+	failed *failedSite
 }
 
 // Vendor is a known integration (a pre-registered client).

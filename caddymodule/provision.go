@@ -66,7 +66,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	}
 	s, kept, err := acquireSite(key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
 	if err != nil {
-		return err
+		return g.provisionFailed(ctx, err)
 	}
 	if kept {
 		// This config serves its own metrics registry.
@@ -84,13 +84,47 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	return nil
 }
 
+// provisionFailed decides what a school that failed to build does. An
+// error in its data leaves the other schools starting and this one
+// answering 503 (failure.go) — unless the running config serves the
+// school: then the load fails, and the running config keeps serving it,
+// for a reload must never trade a serving school for a 503.
+func (g *Gateway) provisionFailed(ctx caddy.Context, err error) error {
+	f, isData := asLoadFailure(err)
+	if !isData || servingNow(g.Issuer) {
+		return err
+	}
+	ctx.Slogger().Error("the school failed to load and answers 503 until a reload builds it",
+		"issuer", g.Issuer, "error", err)
+	fs := newFailedSite(g, f)
+	app, err := ctx.App(appName)
+	if err == nil {
+		err = app.(*App).registerFailed(fs)
+	}
+	if err != nil {
+		return err
+	}
+	g.failed = fs
+	return nil
+}
+
+// servingNow reports whether the running config serves the school.
+func servingNow(issuer string) bool {
+	app, err := runningApp()
+	if err != nil {
+		return false
+	}
+	_, ok := app.Site(issuer)
+	return ok
+}
+
 // newSite builds a school's state and starts its background work, which
 // runs until the returned cancel: when no config has the school any more.
 func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) {
 	logger := ctx.Slogger()
 	stored, err := g.openStore(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, failedLoading("its store could not be opened", err)
 	}
 	life, cancel := context.WithCancel(context.Background())
 	fail := func(err error) (*site, context.CancelFunc, error) {
@@ -123,11 +157,12 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 		Logger:            logger,
 	}, stored.Store)
 	if err != nil {
-		return fail(fmt.Errorf("school %s: %v", g.Issuer, err))
+		return fail(failedLoading("its signing keys and settings could not be read from its store",
+			fmt.Errorf("school %s: %v", g.Issuer, err)))
 	}
 	s.policy = &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}
 	if err := s.provisionExtras(ctx, life); err != nil {
-		return fail(err)
+		return fail(failedLoading("its admin API description could not be read", err))
 	}
 	// The janitor runs on the shared scheduler, each school at its own
 	// point of the period.

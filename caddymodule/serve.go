@@ -19,6 +19,9 @@ import (
 // legacy server receives.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	stripIdentityHeaders(r.Header)
+	if g.failed != nil {
+		return g.failed.serve(w, r, next)
+	}
 	s := g.site
 	protected, ok := s.canonicalPath(w, r)
 	if !ok {

@@ -1,0 +1,91 @@
+package caddymodule
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitepath"
+)
+
+// loadFailure is a school that could not be built from its data (a store
+// that does not open, keys that do not read, an admin OpenAPI file that
+// does not parse): the configuration is fine, so the other schools start
+// and this one answers 503 until a reload builds it.
+type loadFailure struct {
+	// public says what failed in words a client may read; err, with its
+	// paths and hosts, is for the operator (logs, /schoolgate/health).
+	public string
+	err    error
+}
+
+func (e *loadFailure) Error() string { return e.err.Error() }
+func (e *loadFailure) Unwrap() error { return e.err }
+
+func failedLoading(public string, err error) error {
+	return &loadFailure{public: public, err: err}
+}
+
+// failedSite is the stand-in of a school whose load failed: it keeps the
+// legacy site's public pages reachable and answers everything the gateway
+// owns or protects with 503 and the reason.
+type failedSite struct {
+	gateway *Gateway
+	issuer  string
+	policy  *policy.Policy
+	failure *loadFailure
+	since   time.Time
+}
+
+func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
+	issuer, err := policy.ParseOrigin(g.Issuer)
+	if err != nil {
+		issuer = g.Issuer
+	}
+	return &failedSite{gateway: g, issuer: issuer, failure: f, since: time.Now().UTC(),
+		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}}
+}
+
+// serve answers one request of the failed school.
+func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	sent := r.URL.EscapedPath()
+	canon, protected, err := f.policy.Canonical(sent)
+	if err != nil {
+		writePathRefusal(w, err, "")
+		return nil
+	}
+	path := canon
+	if !protected && !sitepath.IsAuthServer(path) && !sitepath.IsMCP(path) && !sitepath.IsDocument(path) {
+		if canon != sent {
+			if err := policy.SetRequestPath(r.URL, canon); err != nil {
+				writePathRefusal(w, err, "")
+				return nil
+			}
+			r.RequestURI = r.URL.RequestURI()
+		}
+		stripBearer(r.Header)
+		return next.ServeHTTP(w, r)
+	}
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(failedRetryAfter))
+	h.Set("Cache-Control", "no-store")
+	return writeAdminJSON(w, http.StatusServiceUnavailable, map[string]string{
+		"error":             "temporarily_unavailable",
+		"error_description": "this school's sign-in and AI access are not available: " + f.failure.public,
+	})
+}
+
+// failedRetryAfter is the Retry-After of a failed school: it serves again
+// after the operator fixes its data and reloads, not in a few seconds.
+const failedRetryAfter = 300
+
+// asLoadFailure finds the load failure in err.
+func asLoadFailure(err error) (*loadFailure, bool) {
+	var f *loadFailure
+	ok := errors.As(err, &f)
+	return f, ok
+}
