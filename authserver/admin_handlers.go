@@ -37,7 +37,7 @@ func (a *adminCtx) overview() {
 	}
 	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: on}
 	v.Notice = a.notice()
-	if v.Connected, err = a.connectedApps(); err != nil {
+	if v.Connected, err = a.s.ConnectedApps(a.r.Context()); err != nil {
 		a.unavailable("counting the connected people", err)
 		return
 	}

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,16 +12,16 @@ import (
 // application on the overview, and per application the people, each
 // with a Disconnect button.
 
-// connectedApps is every application holding live grants, and every
-// configured vendor, with its count, most connected first. Clients are few
-// (registrations are capped), so naming them all costs one read.
-func (a *adminCtx) connectedApps() ([]connectedApp, error) {
-	ctx := a.r.Context()
-	counts, err := a.s.GrantCounts(ctx)
+// ConnectedApps is every application holding live grants, and every
+// configured vendor, with its count of live grants, most connected first.
+// Clients are few (registrations are capped), so naming them all costs one
+// read.
+func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
+	counts, err := s.GrantCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	clients, err := a.s.store.ListClients(ctx)
+	clients, err := s.store.ListClients(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -28,20 +29,20 @@ func (a *adminCtx) connectedApps() ([]connectedApp, error) {
 	for _, c := range clients {
 		byID[c.ID] = c
 	}
-	for id, c := range a.s.vendors {
+	for id, c := range s.vendors {
 		byID[id] = c
 	}
-	var out []connectedApp
+	out := []ConnectedApp{}
 	for id, n := range counts {
-		app := connectedApp{ClientID: id, Name: id, Count: n}
+		app := ConnectedApp{ClientID: id, Name: id, Count: n}
 		if c := byID[id]; c != nil {
 			app.Name, app.Kind = displayName(c), c.Kind
 		}
 		out = append(out, app)
 	}
-	for id, c := range a.s.vendors {
+	for id, c := range s.vendors {
 		if counts[id] == 0 {
-			out = append(out, connectedApp{ClientID: id, Name: displayName(c), Kind: c.Kind})
+			out = append(out, ConnectedApp{ClientID: id, Name: displayName(c), Kind: c.Kind})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

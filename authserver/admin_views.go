@@ -39,17 +39,20 @@ type adminOverview struct {
 	Apps, Metadata, Loopback []ClientInfo
 	// Connected is every application people are connected to, with how
 	// many grants each holds.
-	Connected []connectedApp
+	Connected []ConnectedApp
 }
 
-// connectedApp is one application's line of the overview's connections.
-type connectedApp struct {
-	ClientID, Name, Kind string
-	Count                int
+// ConnectedApp is an application with how many live grants it holds.
+type ConnectedApp struct {
+	ClientID string `json:"client_id"`
+	Name     string `json:"client_name"`
+	// Kind is empty for a client no longer known.
+	Kind  string `json:"kind,omitempty"`
+	Count int    `json:"grants"`
 }
 
 // KindWords says what kind of application it is.
-func (c connectedApp) KindWords() string {
+func (c ConnectedApp) KindWords() string {
 	return GrantInfo{Kind: c.Kind, ClientID: c.ClientID}.KindWords()
 }
 

@@ -112,6 +112,7 @@ func schoolgateCommands(root *cobra.Command) {
 	for _, call := range calls {
 		root.AddCommand(call.command())
 	}
+	root.AddCommand(grantCommands()...)
 	root.AddCommand(storeCommands()...)
 }
 
