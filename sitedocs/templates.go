@@ -47,29 +47,31 @@ type links struct {
 	ProtectedResource, ASMetadata, OIDCConfig, JWKS                    string
 	Authorize, Token, UserInfo, Revoke, Introspect, Register           string
 	AdminApplications, Account, MCP, OpenAPI, AuthGuide, LLMs, Pricing string
+	AccountApplications                                                string
 }
 
 // linksAt is every path below base: the paths themselves for "", the
 // absolute URLs for the issuer.
 func linksAt(base string) links {
 	return links{
-		ProtectedResource: base + sitepath.ProtectedResource,
-		ASMetadata:        base + sitepath.ASMetadata,
-		OIDCConfig:        base + sitepath.OIDCConfig,
-		JWKS:              base + sitepath.JWKS,
-		Authorize:         base + sitepath.Authorize,
-		Token:             base + sitepath.Token,
-		UserInfo:          base + sitepath.UserInfo,
-		Revoke:            base + sitepath.Revoke,
-		Introspect:        base + sitepath.Introspect,
-		Register:          base + sitepath.Register,
-		AdminApplications: base + sitepath.AdminApplications,
-		Account:           base + sitepath.Account,
-		MCP:               base + sitepath.MCP,
-		OpenAPI:           base + sitepath.OpenAPI,
-		AuthGuide:         base + sitepath.AuthGuide,
-		LLMs:              base + sitepath.LLMs,
-		Pricing:           base + sitepath.Pricing,
+		ProtectedResource:   base + sitepath.ProtectedResource,
+		ASMetadata:          base + sitepath.ASMetadata,
+		OIDCConfig:          base + sitepath.OIDCConfig,
+		JWKS:                base + sitepath.JWKS,
+		Authorize:           base + sitepath.Authorize,
+		Token:               base + sitepath.Token,
+		UserInfo:            base + sitepath.UserInfo,
+		Revoke:              base + sitepath.Revoke,
+		Introspect:          base + sitepath.Introspect,
+		Register:            base + sitepath.Register,
+		AdminApplications:   base + sitepath.AdminApplications,
+		AccountApplications: base + sitepath.AccountApplications,
+		Account:             base + sitepath.Account,
+		MCP:                 base + sitepath.MCP,
+		OpenAPI:             base + sitepath.OpenAPI,
+		AuthGuide:           base + sitepath.AuthGuide,
+		LLMs:                base + sitepath.LLMs,
+		Pricing:             base + sitepath.Pricing,
 	}
 }
 
