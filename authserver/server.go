@@ -162,21 +162,6 @@ func (s *Server) getOnly(w http.ResponseWriter, r *http.Request, h http.HandlerF
 // them relies on cookies, so a wildcard origin is safe.
 func setCORS(w http.ResponseWriter) { policy.AllowCORS(w.Header(), "GET, POST, OPTIONS") }
 
-// RunJanitor deletes expired codes, pending requests and tokens every
-// interval until ctx ends.
-func (s *Server) RunJanitor(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.purgeExpired(ctx, every)
-		}
-	}
-}
-
 // purgeExpired runs one janitor pass, given at most one interval so that a
 // slow store never stacks passes.
 func (s *Server) purgeExpired(ctx context.Context, every time.Duration) {
