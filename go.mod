@@ -3,6 +3,7 @@ module github.com/schoolgate/schoolgate
 go 1.26.0
 
 require (
+	github.com/blevesearch/snowballstem v0.9.0
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/caddyserver/xcaddy v0.4.7
 	github.com/coreos/go-oidc/v3 v3.21.0

@@ -10,7 +10,11 @@ import "encoding/json"
 // schools put information in their feed that the contract does not name,
 // and dropping it would make the gateway less useful than the legacy site.
 type Feed struct {
-	School          School                     `json:"school"`
+	School School `json:"school"`
+	// Language is the BCP 47 tag of the language the catalog is written
+	// in ("en", "de", "fr-CH"); search stems words and ignores stop words
+	// of that language. Empty means English.
+	Language        string                     `json:"language,omitempty"`
 	Courses         []Course                   `json:"courses"`
 	Events          []Event                    `json:"events"`
 	MembershipPlans []MembershipPlan           `json:"membership_plans"`

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -41,6 +42,10 @@ func (f *Feed) UnmarshalJSON(b []byte) error {
 		case "school":
 			if err := json.Unmarshal(raw, &out.School); err != nil {
 				return fmt.Errorf("school: %v", err)
+			}
+		case "language":
+			if json.Unmarshal(raw, &out.Language) != nil {
+				return errors.New("language: expected a string such as \"en\" or \"de\"")
 			}
 		case "courses":
 			err = decodeList(raw, key, &out.Courses)

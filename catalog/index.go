@@ -38,25 +38,42 @@ type Index struct {
 	items []item // every item, in feed order: courses, events, plans, products
 	slugs map[itemKey]int
 
-	// vocab is every distinct token, sorted so that all tokens with a given
-	// prefix are adjacent; post[i] lists the items containing vocab[i].
-	vocab []string
-	post  [][]posting
+	an *analyzer // the feed language's stemmer and stop words
+
+	// terms is every distinct term (stemmed, folded word), sorted; post[i]
+	// lists the items containing terms[i] in item order, idf[i] is its
+	// inverse document frequency and termRaw[i] a word of the feed that
+	// gave it, as written.
+	terms   []string
+	post    [][]posting
+	idf     []float32
+	termRaw []string
+
+	// keys is every spelling that leads to a term (folded words, terms,
+	// accent-free stems), sorted so that all keys with a given prefix are
+	// adjacent and the fuzzy matcher can walk them as a trie; keyTerm[i]
+	// is the term keys[i] leads to.
+	keys    []string
+	keyTerm []int32
 
 	events []datedEvent // sorted by start, then feed order
 }
 
 type item struct {
-	kind      string
-	pos       int // index in the feed list of its kind
-	slug      string
-	title     string
-	summary   string
-	price     *Price
-	startsAt  string
-	interval  string
-	url       string
-	titleNorm string
+	kind     string
+	pos      int // index in the feed list of its kind
+	slug     string
+	title    string
+	summary  string
+	price    *Price
+	startsAt string
+	interval string
+	url      string
+
+	// titleTerms is the title's terms, space-separated with a space at
+	// each end, for the phrase bonus.
+	titleTerms string
+	lens       [numFields]uint16 // words per field
 }
 
 type itemKey struct{ kind, slug string }
@@ -78,48 +95,52 @@ func NewIndex(origin string, f *Feed) *Index {
 		origin: strings.TrimRight(origin, "/"),
 		feed:   f,
 		slugs:  make(map[itemKey]int),
+		an:     analyzerFor(f.Language),
 	}
-	b := newIndexBuilder()
+	ix.items = make([]item, 0, len(f.Courses)+len(f.Events)+len(f.MembershipPlans)+len(f.DigitalProducts))
+	b := newIndexBuilder(ix.an)
 	for i, c := range f.Courses {
-		id := ix.add(item{kind: KindCourse, pos: i, slug: c.Slug, title: c.Title, summary: c.Summary, price: c.Price}, c.Extra)
+		id, sk := ix.add(item{kind: KindCourse, pos: i, slug: c.Slug, title: c.Title, summary: c.Summary, price: c.Price}, c.Extra)
 		b.add(fieldTag, c.Lecturers...)
 		b.add(fieldTag, c.Tags...)
-		b.finish(ix, id, c.Extra)
+		b.finish(ix, id, c.Extra, sk)
 	}
 	for i, e := range f.Events {
-		id := ix.add(item{kind: KindEvent, pos: i, slug: e.Slug, title: e.Title, price: e.Price, startsAt: e.StartsAt}, e.Extra)
-		b.finish(ix, id, e.Extra)
+		id, sk := ix.add(item{kind: KindEvent, pos: i, slug: e.Slug, title: e.Title, price: e.Price, startsAt: e.StartsAt}, e.Extra)
+		b.finish(ix, id, e.Extra, sk)
 		if de, ok := eventDates(e, i); ok {
 			ix.events = append(ix.events, de)
 		}
 	}
 	for i, m := range f.MembershipPlans {
-		id := ix.add(item{kind: KindPlan, pos: i, slug: m.Slug, title: m.Name, price: m.Price, interval: m.Interval}, m.Extra)
+		id, sk := ix.add(item{kind: KindPlan, pos: i, slug: m.Slug, title: m.Name, price: m.Price, interval: m.Interval}, m.Extra)
 		b.add(fieldText, m.Interval)
-		b.finish(ix, id, m.Extra)
+		b.finish(ix, id, m.Extra, sk)
 	}
 	for i, d := range f.DigitalProducts {
-		id := ix.add(item{kind: KindProduct, pos: i, slug: d.Slug, title: d.Title, price: d.Price}, d.Extra)
-		b.finish(ix, id, d.Extra)
+		id, sk := ix.add(item{kind: KindProduct, pos: i, slug: d.Slug, title: d.Title, price: d.Price}, d.Extra)
+		b.finish(ix, id, d.Extra, sk)
 	}
-	ix.vocab, ix.post = b.postings()
+	b.finalize(ix)
 	slices.SortStableFunc(ix.events, func(a, b datedEvent) int { return a.start.Compare(b.start) })
 	return ix
 }
 
-func (ix *Index) add(it item, extra map[string]json.RawMessage) int {
+// add appends an item and returns its id and the extra key its summary
+// came from, if any (so that the text is not indexed twice).
+func (ix *Index) add(it item, extra map[string]json.RawMessage) (int, string) {
+	summaryKey := ""
 	if it.summary == "" {
-		it.summary = extraString(extra, "summary", "description")
+		it.summary, summaryKey = extraString(extra, "summary", "description")
 	}
 	it.url = ix.itemURL(it.kind, it.slug, extra)
-	it.titleNorm = normalize(it.title)
 	id := len(ix.items)
 	ix.items = append(ix.items, it)
 	key := itemKey{it.kind, it.slug}
 	if _, dup := ix.slugs[key]; !dup {
 		ix.slugs[key] = id
 	}
-	return id
+	return id, summaryKey
 }
 
 func eventDates(e Event, pos int) (datedEvent, bool) {
@@ -136,15 +157,16 @@ func eventDates(e Event, pos int) (datedEvent, bool) {
 	return datedEvent{start: start, end: end, pos: pos}, true
 }
 
-// extraString returns the first of keys that holds a string in extra.
-func extraString(extra map[string]json.RawMessage, keys ...string) string {
+// extraString returns the string held by the first of keys that holds
+// one in extra, and that key.
+func extraString(extra map[string]json.RawMessage, keys ...string) (string, string) {
 	for _, k := range keys {
 		var s string
 		if raw, ok := extra[k]; ok && json.Unmarshal(raw, &s) == nil && s != "" {
-			return s
+			return s, k
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // Feed returns the feed the index was built from. It is shared: read only.

@@ -2,53 +2,154 @@ package catalog
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 )
 
-// Fields an item's words come from, weakest first; a word found in several
-// fields of an item counts once, with its strongest field.
+// The fields an item's words come from, strongest first. BM25F weighs a
+// word by the field it is in: people who type words of a course's name
+// mean that course, tags and lecturers are chosen words, a summary is
+// prose, and the rest (slug, interval, a feed's own extra text) is
+// background.
 const (
-	fieldText  uint8 = 1 + iota // summary, slug, interval, extra text
-	fieldTag                    // tags and lecturers
-	fieldTitle                  // title or name
+	fieldTitle   = iota // title or name
+	fieldTag            // tags and lecturers
+	fieldSummary        // summary (or the description standing in for it)
+	fieldText           // slug, interval, extra text fields
+	numFields
 )
 
+// BM25F parameters. The weights were tuned on the relevance suite
+// (relevance_test.go); k1 is the usual 1.2 and b is lower for the short
+// title and tag fields, whose lengths say little.
+var (
+	fieldWeight = [numFields]float64{fieldTitle: 5, fieldTag: 3, fieldSummary: 1.5, fieldText: 1}
+	fieldB      = [numFields]float64{fieldTitle: 0.5, fieldTag: 0.3, fieldSummary: 0.75, fieldText: 0.75}
+)
+
+const bm25K1 = 1.2
+
+// posting is one term in one item, with the term's BM25F score there,
+// computed once when the index is built so that a search only adds.
 type posting struct {
 	item  int32
-	field uint8
+	score float32
 }
 
-// indexBuilder collects the words of one item at a time and appends them
-// to the postings.
+// indexBuilder analyses the words of one item at a time and appends
+// them to the postings; terms are numbered in order of first appearance
+// and sorted at the end.
 type indexBuilder struct {
-	terms map[string][]posting
-	cur   map[string]uint8
+	st     stemmer
+	words  map[string]wordInfo // analysis of each distinct raw word seen
+	termID map[string]int32
+	terms  []string
+	post   [][]posting
+	raw    []string // per term: the word as first written, to show in explanations
+	keys   map[string]int32
+	// The current item: its terms in first-seen order, each with its
+	// frequencies at the same index of tfs, and its field lengths.
+	cur   map[int32]int
+	order []int32
+	tfs   [][numFields]uint8
+	lens  [numFields]int // of the current item
+
+	// tf[t][i] is how often term t occurs in each field of the item of
+	// post[t][i], saturated at 255 (BM25 saturates long before).
+	tf [][][numFields]uint8
 }
 
-func newIndexBuilder() *indexBuilder {
-	return &indexBuilder{terms: make(map[string][]posting), cur: make(map[string]uint8)}
+// wordInfo is what a raw word contributes: nothing for a stop word, else
+// its term.
+type wordInfo struct {
+	stop bool
+	term int32
 }
 
-func (b *indexBuilder) add(field uint8, texts ...string) {
-	for _, text := range texts {
-		for _, tok := range tokens(text) {
-			if b.cur[tok] < field {
-				b.cur[tok] = field
-			}
-		}
+func newIndexBuilder(a *analyzer) *indexBuilder {
+	return &indexBuilder{
+		st:     a.stemmer(),
+		words:  make(map[string]wordInfo),
+		termID: make(map[string]int32),
+		keys:   make(map[string]int32),
+		cur:    make(map[int32]int),
 	}
 }
 
-// finish adds the item's own fields and its textual extra fields, then
-// records its postings. Extra strings that look like URLs are skipped:
-// their words ("https", "www") would match everything.
-func (b *indexBuilder) finish(ix *Index, id int, extra map[string]json.RawMessage) {
+// add indexes texts as words of field.
+func (b *indexBuilder) add(field int, texts ...string) {
+	for _, text := range texts {
+		splitWords(compatText(text), func(w string) {
+			info, ok := b.words[w]
+			if !ok {
+				info = b.analyse(w)
+				b.words[w] = info
+			}
+			if info.stop {
+				return
+			}
+			b.lens[field]++
+			i, ok := b.cur[info.term]
+			if !ok {
+				i = len(b.order)
+				b.cur[info.term] = i
+				b.order = append(b.order, info.term)
+				b.tfs = append(b.tfs, [numFields]uint8{})
+			}
+			if b.tfs[i][field] < math.MaxUint8 {
+				b.tfs[i][field]++
+			}
+		})
+	}
+}
+
+// analyse finds a new word's term, and registers the keys that lead to it:
+// its folded spelling, its term, and the stem of its accent-free spelling,
+// so that a query that drops accents still finds an inflected word.
+func (b *indexBuilder) analyse(w string) wordInfo {
+	lower := lowerWord(w)
+	folded := foldWord(lower)
+	if b.st.a.stop[folded] {
+		return wordInfo{stop: true}
+	}
+	term := b.st.term(lower)
+	id, ok := b.termID[term]
+	if !ok {
+		id = int32(len(b.terms))
+		b.termID[term] = id
+		b.terms = append(b.terms, term)
+		b.post = append(b.post, nil)
+		b.tf = append(b.tf, nil)
+		b.raw = append(b.raw, w)
+	}
+	b.key(folded, id)
+	b.key(term, id)
+	if folded != lower {
+		b.key(b.st.term(folded), id)
+	}
+	return wordInfo{term: id}
+}
+
+func (b *indexBuilder) key(k string, id int32) {
+	if _, ok := b.keys[k]; !ok {
+		b.keys[k] = id
+	}
+}
+
+// finish adds the item's own fields and its textual extra fields, records
+// its postings and the length of each of its fields in words. Extra
+// strings that look like URLs are skipped: their words ("https", "www")
+// would match everything.
+func (b *indexBuilder) finish(ix *Index, id int, extra map[string]json.RawMessage, summaryKey string) {
 	it := &ix.items[id]
 	b.add(fieldTitle, it.title)
-	b.add(fieldText, it.slug, it.summary)
-	for _, raw := range extra {
-		if len(raw) == 0 || raw[0] != '"' {
+	it.titleTerms = b.phrase(it.title)
+	b.add(fieldSummary, it.summary)
+	b.add(fieldText, it.slug)
+	for _, k := range sortedKeys(extra) {
+		raw := extra[k]
+		if k == summaryKey || len(raw) == 0 || raw[0] != '"' {
 			continue
 		}
 		var s string
@@ -56,22 +157,103 @@ func (b *indexBuilder) finish(ix *Index, id int, extra map[string]json.RawMessag
 			b.add(fieldText, s)
 		}
 	}
-	for tok, f := range b.cur {
-		b.terms[tok] = append(b.terms[tok], posting{item: int32(id), field: f})
+	for i, t := range b.order {
+		b.post[t] = append(b.post[t], posting{item: int32(id)})
+		b.tf[t] = append(b.tf[t], b.tfs[i])
+	}
+	for f, n := range b.lens {
+		it.lens[f] = uint16(min(n, math.MaxUint16))
 	}
 	clear(b.cur)
+	b.order, b.tfs = b.order[:0], b.tfs[:0]
+	b.lens = [numFields]int{}
 }
 
-// postings returns the sorted vocabulary and the postings aligned with it.
-func (b *indexBuilder) postings() ([]string, [][]posting) {
-	vocab := make([]string, 0, len(b.terms))
-	for tok := range b.terms {
-		vocab = append(vocab, tok)
+// phrase is text's terms, space-separated and space-enclosed, so that
+// a query's terms can be looked for in it as a phrase, whole words only.
+func (b *indexBuilder) phrase(text string) string {
+	var sb strings.Builder
+	splitWords(compatText(text), func(w string) {
+		if info := b.words[w]; !info.stop {
+			sb.WriteByte(' ')
+			sb.WriteString(b.terms[info.term])
+		}
+	})
+	if sb.Len() == 0 {
+		return ""
 	}
-	slices.Sort(vocab)
-	post := make([][]posting, len(vocab))
-	for i, tok := range vocab {
-		post[i] = b.terms[tok]
+	sb.WriteByte(' ')
+	return sb.String()
+}
+
+// finalize sorts the vocabulary and computes what scoring needs: each
+// term's inverse document frequency and each item's per-field length
+// normalisation.
+func (b *indexBuilder) finalize(ix *Index) {
+	n := len(b.terms)
+	perm := make([]int32, n)
+	for i := range perm {
+		perm[i] = int32(i)
 	}
-	return vocab, post
+	slices.SortFunc(perm, func(x, y int32) int { return strings.Compare(b.terms[x], b.terms[y]) })
+	newID := make([]int32, n)
+	ix.terms = make([]string, n)
+	ix.post = make([][]posting, n)
+	ix.termRaw = make([]string, n)
+	ix.idf = make([]float32, n)
+	docs := float64(len(ix.items))
+	for i, old := range perm {
+		newID[old] = int32(i)
+		ix.terms[i] = b.terms[old]
+		ix.post[i] = b.post[old]
+		ix.termRaw[i] = b.raw[old]
+		df := float64(len(b.post[old]))
+		ix.idf[i] = float32(math.Log(1 + (docs-df+0.5)/(df+0.5)))
+	}
+
+	ix.keys = make([]string, 0, len(b.keys))
+	for k := range b.keys {
+		ix.keys = append(ix.keys, k)
+	}
+	slices.Sort(ix.keys)
+	ix.keyTerm = make([]int32, len(ix.keys))
+	for i, k := range ix.keys {
+		// A key that is itself a term leads to that term, whatever word
+		// registered it first.
+		if t, ok := b.termID[k]; ok {
+			ix.keyTerm[i] = newID[t]
+		} else {
+			ix.keyTerm[i] = newID[b.keys[k]]
+		}
+	}
+
+	var avg [numFields]float64
+	for i := range ix.items {
+		for f, l := range ix.items[i].lens {
+			avg[f] += float64(l)
+		}
+	}
+	for f := range avg {
+		avg[f] /= max(docs, 1)
+	}
+	norms := make([][numFields]float64, len(ix.items))
+	for i := range ix.items {
+		for f := range numFields {
+			norm := 1.0
+			if avg[f] > 0 {
+				norm = 1 - fieldB[f] + fieldB[f]*float64(ix.items[i].lens[f])/avg[f]
+			}
+			norms[i][f] = fieldWeight[f] / norm
+		}
+	}
+	for t, post := range ix.post {
+		tfs := b.tf[perm[t]]
+		for i := range post {
+			var tf float64
+			for f, n := range norms[post[i].item] {
+				tf += float64(tfs[i][f]) * n
+			}
+			post[i].score = ix.idf[t] * float32(tf*(bm25K1+1)/(tf+bm25K1))
+		}
+	}
 }

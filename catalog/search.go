@@ -1,10 +1,14 @@
 package catalog
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Search limits: enough for an agent to choose from, small enough to keep
@@ -14,8 +18,12 @@ const (
 	MaxLimit     = 50
 )
 
-// maxQueryTokens bounds the work one query can cause.
-const maxQueryTokens = 16
+// Query bounds. A search costs work per query word, so a query is kept to
+// what a person types: a few words, never a pasted page.
+const (
+	MaxQueryLength = 500 // characters
+	MaxQueryWords  = 16
+)
 
 // Hit is one search result.
 type Hit struct {
@@ -28,31 +36,65 @@ type Hit struct {
 	Interval string  `json:"interval,omitempty"`
 	URL      string  `json:"url"`
 	Score    float64 `json:"score"`
+	// Matched says which words of the item stood in for query words it
+	// matched only with a typo allowed, e.g. `"sextant" for "sextent"`,
+	// so that whoever asked can be told what was searched instead.
+	Matched string `json:"matched,omitempty"`
 }
 
-// Weights per field for a query word equal to an item word, and for one
-// that is only a prefix of it ("photo" in "photography"). A word counts
-// once per item, with its best field, and any title match scores above any
-// match elsewhere: people who type words of a course's name mean that
-// course.
-var (
-	exactWeight  = [...]float64{fieldText: 3, fieldTag: 5, fieldTitle: 10}
-	prefixWeight = [...]float64{fieldText: 1.5, fieldTag: 2.5, fieldTitle: 6}
-)
-
-// Bonuses that order items matching the whole query above those matching
-// part of it, and the exact title phrase above scattered words.
+// How much a match of a query word counts, by how it matched: the word
+// or its stem, a longer word it starts ("photo" in "photography"), or a
+// word within a typo or two. A fuzzy match never outranks an exact one
+// (see rank), these only order matches of the same kind.
 const (
-	allWordsBonus = 5
-	phraseBonus   = 4
+	exactFactor  = 1.0
+	prefixFactor = 0.5
+	fuzzyFactor1 = 0.6 // one edit
+	fuzzyFactor2 = 0.4 // two edits
 )
 
-// Search finds items whose words match the query's words, case- and
-// accent-insensitively, a query word also matching as a prefix (from two
-// letters on). kind "" searches every kind; an unknown kind finds nothing.
-// Results are ranked by score, ties in feed order. An empty query lists
-// items in feed order. limit <= 0 means DefaultLimit; it is capped at
-// MaxLimit.
+// Bonuses, in units of a typical word's score, that order items matching
+// the whole query above those matching part of it, and the query as a
+// phrase in the title above scattered words.
+const (
+	allWordsBonus = 1.0
+	phraseBonus   = 1.5
+)
+
+// maxPrefixTerms bounds the terms a short query word expands to as a
+// prefix ("ph" starts hundreds of words in a large catalog).
+const maxPrefixTerms = 256
+
+// clause is one query word and the terms it matches, by kind of match.
+type clause struct {
+	word   string  // as typed, for explanations
+	folded string  // case- and accent-folded
+	term   string  // its own term (stem), for the phrase bonus
+	exact  []int32 // term ids
+	prefix []int32
+	fuzzy  []fuzzyTerm // closest first
+}
+
+type fuzzyTerm struct {
+	term int32
+	key  int32 // the key that matched, for the explanation
+	dist int
+}
+
+// Search finds items whose words match the query's words: the same word
+// or another form of it (stemmed in the feed's language, case and
+// accents ignored), a longer word it starts (from two letters on), or,
+// for words of four letters or more, a word within one typo (two from
+// eight letters on). Stop words of the language ("the", "about") are
+// ignored. Items are ranked first by how many query words they match
+// without a typo, then by BM25F relevance (title above tags above summary
+// above the rest) with bonuses for matching every word and for the query
+// as a phrase in the title; ties in feed order. kind "" searches every
+// kind; an unknown kind finds nothing. A blank query lists items in feed
+// order; a query with nothing to search for (only stop words or
+// punctuation) finds nothing: CheckQuery says why. Only the first
+// MaxQueryWords words count. limit <= 0 means DefaultLimit; it is capped
+// at MaxLimit.
 func (ix *Index) Search(query, kind string, limit int) []Hit {
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -61,78 +103,325 @@ func (ix *Index) Search(query, kind string, limit int) []Hit {
 	if kind != "" && !ValidKind(kind) {
 		return nil
 	}
-	words := queryWords(query)
-	if len(words) == 0 {
+	if strings.TrimSpace(query) == "" {
 		return ix.browse(kind, limit)
 	}
+	st := ix.an.stemmer()
+	words, _ := ix.queryWords(st, query)
+	if len(words) == 0 {
+		return nil
+	}
+	words = words[:min(len(words), MaxQueryWords)]
+	clauses := make([]clause, len(words))
+	for i, w := range words {
+		clauses[i] = ix.expand(st, w)
+	}
+	return ix.rank(clauses, kind, limit)
+}
 
-	sc := getScratch(len(ix.items))
-	defer sc.release()
-	score, matched, best := sc.score, sc.matched, sc.best
-	touched, wordTouched := sc.touched[:0], sc.wordTouched[:0]
-	defer func() { sc.touched, sc.wordTouched = touched, wordTouched }()
-	for _, w := range words {
-		wordTouched = wordTouched[:0]
-		for j := sort.SearchStrings(ix.vocab, w); j < len(ix.vocab) && strings.HasPrefix(ix.vocab[j], w); j++ {
-			exact := len(ix.vocab[j]) == len(w)
-			if !exact && len(w) < 2 {
-				break
-			}
-			for _, p := range ix.post[j] {
-				if kind != "" && ix.items[p.item].kind != kind {
-					continue
-				}
-				weight := prefixWeight[p.field]
-				if exact {
-					weight = exactWeight[p.field]
-				}
-				if best[p.item] == 0 {
-					wordTouched = append(wordTouched, p.item)
-				}
-				best[p.item] = max(best[p.item], weight)
-			}
+// queryWord is a query word before expansion.
+type queryWord struct{ raw, lower, folded string }
+
+// queryWords splits a query into its words that are not stop words,
+// dropping repeats; it keeps one more than MaxQueryWords, so that
+// CheckQuery can tell a query that has too many, and also returns how
+// many words there were in all, stop words included.
+func (ix *Index) queryWords(st stemmer, q string) ([]queryWord, int) {
+	if len(q) > MaxQueryLength*utf8.UTFMax {
+		// CheckQuery refuses such a query before it gets here through
+		// the tools; a direct caller gets its beginning searched.
+		q = strings.ToValidUTF8(q[:MaxQueryLength*utf8.UTFMax], "")
+	}
+	var words []queryWord
+	all := 0
+	splitWords(compatText(q), func(w string) {
+		all++
+		if len(words) > MaxQueryWords {
+			return
 		}
-		for _, id := range wordTouched {
-			if matched[id] == 0 {
-				touched = append(touched, id)
-			}
-			matched[id]++
-			score[id] += best[id]
-			best[id] = 0
+		lower := lowerWord(w)
+		folded := foldWord(lower)
+		if st.a.stop[folded] || slices.ContainsFunc(words, func(x queryWord) bool { return x.folded == folded }) {
+			return
+		}
+		words = append(words, queryWord{raw: w, lower: lower, folded: folded})
+	})
+	return words, all
+}
+
+// CheckQuery says what keeps a query from being searched usefully, or
+// returns nil: it is too long, not text, has nothing to search for, or
+// more words than count. Search itself never fails; the MCP tool asks
+// this first so that an agent learns what to change instead of getting
+// nothing. A blank query is fine: it lists the catalog.
+func (ix *Index) CheckQuery(q string) error {
+	if !utf8.ValidString(q) {
+		return errors.New("the query is not valid UTF-8 text")
+	}
+	if n := utf8.RuneCountInString(q); n > MaxQueryLength {
+		return fmt.Errorf("the query is %d characters long, more than the %d allowed: search with a few words", n, MaxQueryLength)
+	}
+	if strings.TrimSpace(q) == "" {
+		return nil
+	}
+	words, all := ix.queryWords(ix.an.stemmer(), q)
+	switch {
+	case all == 0:
+		return errors.New("the query has no letters or digits to search for")
+	case len(words) == 0:
+		return fmt.Errorf("the query has only words too common to search for (%s): add what the course is about, a title word or a lecturer's name", clip(strings.TrimSpace(q)))
+	case len(words) > MaxQueryWords:
+		return fmt.Errorf("the query has more than %d different words: search with fewer", MaxQueryWords)
+	}
+	return nil
+}
+
+// expand finds the terms a query word matches.
+func (ix *Index) expand(st stemmer, w queryWord) clause {
+	c := clause{word: w.raw, folded: w.folded}
+	if len(w.lower) > maxWordBytes {
+		c.term = w.folded
+		ix.addExact(&c, w.folded)
+		return c
+	}
+	c.term = st.term(w.lower)
+	ix.addExact(&c, c.term)
+	ix.addExact(&c, w.folded)
+	if w.folded != w.lower {
+		ix.addExact(&c, st.term(w.folded))
+	}
+	if len(w.folded) >= 2 {
+		ix.addPrefix(&c, w.folded)
+		if len(c.term) >= 4 && !strings.HasPrefix(c.term, w.folded) {
+			// German compounds: "Porträts" stems to "portrat", which
+			// starts "Porträtfotografie".
+			ix.addPrefix(&c, c.term)
 		}
 	}
+	if d := maxEdits(w.folded); d > 0 {
+		var found []fuzzyKey
+		found = ix.fuzzyKeys(w.folded, d, found)
+		slices.SortStableFunc(found, func(a, b fuzzyKey) int { return a.dist - b.dist })
+		for _, f := range found {
+			t := ix.keyTerm[f.key]
+			if c.has(t) {
+				continue
+			}
+			if len(c.fuzzy) == maxFuzzyTerms {
+				break
+			}
+			c.fuzzy = append(c.fuzzy, fuzzyTerm{term: t, key: f.key, dist: f.dist})
+		}
+	}
+	return c
+}
+
+func (c *clause) has(t int32) bool {
+	return slices.Contains(c.exact, t) || slices.Contains(c.prefix, t) ||
+		slices.ContainsFunc(c.fuzzy, func(f fuzzyTerm) bool { return f.term == t })
+}
+
+func (ix *Index) addExact(c *clause, key string) {
+	if i, ok := slices.BinarySearch(ix.keys, key); ok {
+		if t := ix.keyTerm[i]; !slices.Contains(c.exact, t) {
+			c.exact = append(c.exact, t)
+		}
+	}
+}
+
+func (ix *Index) addPrefix(c *clause, prefix string) {
+	for i := sort.SearchStrings(ix.keys, prefix); i < len(ix.keys) && strings.HasPrefix(ix.keys[i], prefix); i++ {
+		if len(c.prefix) == maxPrefixTerms {
+			return
+		}
+		if t := ix.keyTerm[i]; !slices.Contains(c.exact, t) && !slices.Contains(c.prefix, t) {
+			c.prefix = append(c.prefix, t)
+		}
+	}
+}
+
+// Match kinds of an item for the clause being scored.
+const (
+	matchNone uint8 = iota
+	matchFuzzy
+	matchExact // the word, its stem or a prefix
+)
+
+func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
+	sc := getScratch(len(ix.items))
+	defer sc.release()
+	touched, wordTouched := sc.touched[:0], sc.wordTouched[:0]
+	defer func() { sc.touched, sc.wordTouched = touched, wordTouched }()
+
+	visit := func(t int32, factor float64, how uint8) {
+		best, hows := sc.best, sc.how
+		for _, p := range ix.post[t] {
+			id := p.item
+			if hows[id] > how || kind != "" && ix.items[id].kind != kind {
+				continue // matched better already, or filtered out
+			}
+			s := factor * float64(p.score)
+			switch hows[id] {
+			case how:
+				best[id] = max(best[id], s)
+			case matchNone:
+				wordTouched = append(wordTouched, id)
+				fallthrough
+			default:
+				hows[id], best[id] = how, s
+			}
+		}
+	}
+	var avgIDF float64
+	for ci := range clauses {
+		c := &clauses[ci]
+		wordTouched = wordTouched[:0]
+		for _, t := range c.exact {
+			visit(t, exactFactor, matchExact)
+		}
+		for _, t := range c.prefix {
+			visit(t, prefixFactor, matchExact)
+		}
+		for _, f := range c.fuzzy {
+			visit(f.term, fuzzyFactor(f.dist), matchFuzzy)
+		}
+		for _, id := range wordTouched {
+			if sc.matched[id] == 0 {
+				touched = append(touched, id)
+			}
+			sc.matched[id]++
+			if sc.how[id] == matchExact {
+				sc.exact[id]++
+			} else {
+				sc.fuzzy[id] |= 1 << ci
+			}
+			sc.score[id] += sc.best[id]
+			sc.best[id], sc.how[id] = 0, matchNone
+		}
+		avgIDF += ix.wordIDF(c)
+	}
+	// The bonuses scale with the query's words so that they matter as
+	// much in a catalog of ten items as in one of ten thousand.
+	avgIDF /= float64(len(clauses))
 
 	phrase := ""
-	if len(words) > 1 {
-		phrase = strings.Join(words, " ")
+	if len(clauses) > 1 {
+		var b strings.Builder
+		for _, c := range clauses {
+			b.WriteByte(' ')
+			b.WriteString(c.term)
+		}
+		b.WriteByte(' ')
+		phrase = b.String()
 	}
 	top := topK{limit: limit}
 	for _, id := range touched {
-		s := score[id]
-		if int(matched[id]) == len(words) {
-			s += allWordsBonus
-			if phrase != "" && strings.Contains(ix.items[id].titleNorm, phrase) {
-				s += phraseBonus
+		s := sc.score[id]
+		if int(sc.matched[id]) == len(clauses) {
+			s += allWordsBonus * avgIDF
+			if phrase != "" && int(sc.exact[id]) == len(clauses) && strings.Contains(ix.items[id].titleTerms, phrase) {
+				s += phraseBonus * avgIDF
 			}
 		}
-		top.offer(id, s)
+		top.offer(ranked{id: id, exact: sc.exact[id], score: s})
 	}
 	hits := make([]Hit, 0, len(top.best))
 	for _, r := range top.best {
-		hits = append(hits, ix.hit(int(r.id), r.score))
+		h := ix.hit(int(r.id), displayScore(r, len(clauses)))
+		if mask := sc.fuzzy[r.id]; mask != 0 {
+			h.Matched = ix.explain(clauses, r.id, mask)
+		}
+		hits = append(hits, h)
 	}
 	return hits
 }
 
+// wordIDF is the inverse document frequency of a clause's best term, or
+// of the rarest term it reaches: what matching it is worth.
+func (ix *Index) wordIDF(c *clause) float64 {
+	best := 0.0
+	for _, t := range c.exact {
+		best = max(best, float64(ix.idf[t]))
+	}
+	for _, t := range c.prefix {
+		best = max(best, float64(ix.idf[t]))
+	}
+	if best == 0 {
+		for _, f := range c.fuzzy {
+			best = max(best, float64(ix.idf[f.term]))
+		}
+	}
+	if best == 0 {
+		best = math.Log(2)
+	}
+	return best
+}
+
+// displayScore maps a rank to a score between 0 and 1 that orders hits as
+// they are ranked: the share of query words matched without a typo,
+// refined by the relevance within that share.
+func displayScore(r ranked, words int) float64 {
+	s := (float64(r.exact) + r.score/(r.score+10)) / float64(words+1)
+	return math.Round(s*1e4) / 1e4
+}
+
+// explain names, for each query word an item matched only with a typo
+// allowed, the word that stood in for it: the one that scored best, as
+// in the ranking.
+func (ix *Index) explain(clauses []clause, id int32, mask uint32) string {
+	var parts []string
+	for ci := range clauses {
+		if mask&(1<<ci) == 0 {
+			continue
+		}
+		best, bestScore := -1, 0.0
+		for fi, f := range clauses[ci].fuzzy {
+			post := ix.post[f.term]
+			i, ok := slices.BinarySearchFunc(post, id, func(p posting, id int32) int { return int(p.item - id) })
+			if !ok {
+				continue
+			}
+			if s := fuzzyFactor(f.dist) * float64(post[i].score); best < 0 || s > bestScore {
+				best, bestScore = fi, s
+			}
+		}
+		if best >= 0 {
+			parts = append(parts, fmt.Sprintf("%q for %q", ix.shownWord(clauses[ci].fuzzy[best]), clauses[ci].word))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fuzzyFactor(dist int) float64 {
+	if dist > 1 {
+		return fuzzyFactor2
+	}
+	return fuzzyFactor1
+}
+
+// shownWord is the word to show for a fuzzy match: the feed's own
+// spelling of it when the key was a word of the feed, else a word of the
+// feed with the same stem.
+func (ix *Index) shownWord(f fuzzyTerm) string {
+	raw := ix.termRaw[f.term]
+	if key := ix.keys[f.key]; key != foldWord(lowerWord(raw)) && key != ix.terms[f.term] {
+		return key
+	}
+	return raw
+}
+
 // scratch is the per-item working memory of one search. A catalog of
-// 10,000 items needs 170 KB of it, which at thousands of searches a
+// 10,000 items needs 230 KB of it, which at thousands of searches a
 // second would be the gateway's largest garbage; it is pooled, and only
 // the entries a search touched are cleared afterwards.
 type scratch struct {
-	score                []float64
-	matched              []uint8
-	best                 []float64 // zero between words and between searches
-	touched, wordTouched []int32
+	score          []float64
+	best           []float64 // zero between words and between searches
+	how            []uint8   // likewise matchNone
+	matched, exact []uint8
+	fuzzy          []uint32 // bit i: query word i matched with a typo
+	touched        []int32
+	wordTouched    []int32
 }
 
 var scratchPool sync.Pool
@@ -141,30 +430,17 @@ func getScratch(n int) *scratch {
 	sc, _ := scratchPool.Get().(*scratch)
 	if sc == nil || len(sc.score) < n {
 		// A first search, or a catalog that grew: a fresh, zeroed one.
-		return &scratch{score: make([]float64, n), matched: make([]uint8, n), best: make([]float64, n)}
+		return &scratch{score: make([]float64, n), best: make([]float64, n), how: make([]uint8, n),
+			matched: make([]uint8, n), exact: make([]uint8, n), fuzzy: make([]uint32, n)}
 	}
 	return sc
 }
 
 func (sc *scratch) release() {
 	for _, id := range sc.touched {
-		sc.score[id], sc.matched[id] = 0, 0
+		sc.score[id], sc.matched[id], sc.exact[id], sc.fuzzy[id] = 0, 0, 0, 0
 	}
 	scratchPool.Put(sc)
-}
-
-// queryWords tokenizes a query, dropping repeated words.
-func queryWords(q string) []string {
-	var words []string
-	for _, w := range tokens(q) {
-		if !slices.Contains(words, w) {
-			words = append(words, w)
-		}
-		if len(words) == maxQueryTokens {
-			break
-		}
-	}
-	return words
 }
 
 func (ix *Index) browse(kind string, limit int) []Hit {
@@ -199,16 +475,21 @@ type topK struct {
 
 type ranked struct {
 	id    int32
+	exact uint8 // query words matched without a typo
 	score float64
 }
 
-// before reports whether a ranks above b: higher score, then feed order.
+// before reports whether a ranks above b: more query words matched
+// without a typo (so an exact or stemmed match always ranks above a
+// fuzzy one), then higher score, then feed order.
 func (a ranked) before(b ranked) bool {
+	if a.exact != b.exact {
+		return a.exact > b.exact
+	}
 	return a.score > b.score || a.score == b.score && a.id < b.id
 }
 
-func (t *topK) offer(id int32, score float64) {
-	r := ranked{id, score}
+func (t *topK) offer(r ranked) {
 	if len(t.best) == t.limit && !r.before(t.best[len(t.best)-1]) {
 		return
 	}

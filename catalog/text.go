@@ -3,80 +3,123 @@ package catalog
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 )
 
-// foldTable maps lowercase Latin letters with diacritics to their base
-// letters, so that "Tomas" finds "Tomás" and "cafe" finds "Café": agents
-// and keyboards often drop accents. Full Unicode
-// normalization would need golang.org/x/text; this covers the Latin
-// scripts course schools actually use.
-var foldTable = buildFoldTable(map[string]string{
-	"a":  "àáâãäåāăąǎ",
-	"c":  "çćĉċč",
-	"d":  "ďđð",
-	"e":  "èéêëēĕėęě",
-	"g":  "ĝğġģ",
-	"h":  "ĥħ",
-	"i":  "ìíîïĩīĭįı",
-	"j":  "ĵ",
-	"k":  "ķ",
-	"l":  "ĺļľŀł",
-	"n":  "ñńņňŉ",
-	"o":  "òóôõöøōŏőǒ",
-	"r":  "ŕŗř",
-	"s":  "śŝşšș",
-	"t":  "ţťŧț",
-	"u":  "ùúûüũūŭůűųǔ",
-	"w":  "ŵ",
-	"y":  "ýÿŷ",
-	"z":  "źżž",
-	"ae": "æ",
-	"oe": "œ",
-	"ss": "ß",
-	"th": "þ",
-})
+// maxWordBytes bounds the words that are stemmed and matched fuzzily: no
+// language has longer ones, and a longer "word" (a pasted hash, a run of
+// letters) would only cost time.
+const maxWordBytes = 64
 
-func buildFoldTable(groups map[string]string) map[rune]string {
-	t := make(map[rune]string)
-	for base, accented := range groups {
-		for _, r := range accented {
-			t[r] = base
+// splitWords calls fn with each word of s. A word is a run of letters,
+// digits and combining marks (so that a decomposed "é" stays inside its
+// word); anything else separates words, so "long-exposure" and
+// "long exposure" read alike. Invalid UTF-8 decodes to U+FFFD, a
+// separator. s should be NFKC-normalized first (see compatText).
+func splitWords(s string, fn func(word string)) {
+	start := -1
+	for i, r := range s {
+		in := r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') ||
+			r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r))
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			fn(s[start:i])
+			start = -1
 		}
 	}
-	return t
+	if start >= 0 {
+		fn(s[start:])
+	}
 }
 
-// tokens splits s into lowercase, accent-folded words. Anything that is
-// not a letter or digit separates words, so "long-exposure" and
-// "long exposure" index alike.
-func tokens(s string) []string {
-	var out []string
-	var b strings.Builder
-	flush := func() {
-		if b.Len() > 0 {
-			out = append(out, b.String())
-			b.Reset()
+// compatText applies NFKC to text that is not plain ASCII, so that
+// ligatures ("ﬁ"), full-width letters and other compatibility forms read
+// as the letters people type.
+func compatText(s string) string {
+	if isASCII(s) {
+		return s
+	}
+	return norm.NFKC.String(s)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
 		}
 	}
-	for _, r := range s {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush()
-			continue
+	return true
+}
+
+// lowerWord case-folds a word (Unicode full case folding: "Straße" becomes
+// "strasse", as a German reader would accept). Stemmers get this form:
+// they need the accents.
+func lowerWord(w string) string {
+	if isASCII(w) {
+		for i := 0; i < len(w); i++ {
+			if c := w[i]; c >= 'A' && c <= 'Z' {
+				return strings.ToLower(w)
+			}
 		}
-		r = unicode.ToLower(r)
-		if r < 0x80 {
-			b.WriteRune(r)
-		} else if base, ok := foldTable[r]; ok {
-			b.WriteString(base)
+		return w
+	}
+	// A Caser keeps state between calls, so each word gets its own.
+	return norm.NFC.String(cases.Fold().String(w))
+}
+
+// foldWord removes diacritics from a case-folded word, so that "Tomas"
+// finds "Tomás" and "cafe" finds "Café": agents and keyboards often drop
+// accents.
+func foldWord(w string) string {
+	if isASCII(w) {
+		return w
+	}
+	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+	out, _, err := transform.String(t, w)
+	if err != nil {
+		return w
+	}
+	if strings.IndexFunc(out, func(r rune) bool { return unfoldable[r] != "" }) < 0 {
+		return out
+	}
+	var b strings.Builder
+	for _, r := range out {
+		if s := unfoldable[r]; s != "" {
+			b.WriteString(s)
 		} else {
 			b.WriteRune(r)
 		}
 	}
-	flush()
+	return b.String()
+}
+
+// unfoldable are letters that Unicode does not decompose into a base
+// letter and a mark, written the way people type them without the
+// special letter.
+var unfoldable = map[rune]string{
+	'ø': "o", 'đ': "d", 'ð': "d", 'ħ': "h", 'ł': "l", 'ŧ': "t", 'ı': "i",
+	'æ': "ae", 'œ': "oe", 'þ': "th",
+}
+
+// tokens splits s into lowercase, accent-folded words, with no stemming
+// and no stop words: the form the old index used, kept for phrase text
+// and for tests.
+func tokens(s string) []string {
+	var out []string
+	splitWords(compatText(s), func(w string) {
+		out = append(out, foldWord(lowerWord(w)))
+	})
 	return out
 }
 
-// normalize is tokens joined by single spaces, for phrase matching.
-func normalize(s string) string {
-	return strings.Join(tokens(s), " ")
+// hasDigit reports whether w contains an ASCII or other decimal digit.
+func hasDigit(w string) bool {
+	return strings.IndexFunc(w, unicode.IsDigit) >= 0
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
 )
 
 // maxProblems bounds the report: an operator needs the first few to see
@@ -52,6 +54,11 @@ func (f *Feed) Validate() error {
 	var p problems
 	if strings.TrimSpace(f.School.Name) == "" {
 		p.add("", "school.name is required")
+	}
+	if f.Language != "" {
+		if _, err := language.Parse(f.Language); err != nil {
+			p.add("", "language %q is not a BCP 47 language tag such as \"en\", \"de\" or \"fr-CH\"", clip(f.Language))
+		}
 	}
 	slugs := newSlugSet(&p, "courses")
 	for i, c := range f.Courses {
