@@ -1,0 +1,296 @@
+// Connected applications in a real Chromium through a real Caddy: a
+// student authorizes a member application and a Client ID Metadata
+// Document client, sees both on their own page with the scopes in words,
+// and disconnects one. Its access token is refused at the Account API on
+// the next request and its refresh token gets invalid_grant, while the
+// other keeps working, and its next authorization asks for consent afresh.
+// A second student sees and ends none of it; the owner sees how many are
+// connected to each application and disconnects a person.
+
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import {
+  startStack,
+  startDocServer,
+  launchBrowser,
+  signIn,
+  authorizeInBrowser,
+  authorizationRequest,
+  redeemCode,
+  adminAPI,
+  artifactsDir,
+  MEMBER,
+  OPERATOR,
+} from './harness.mjs';
+
+const PAGE = '/oauth/account/applications';
+const SECOND = { email: 'second@demo.school', password: 'student2', sub: 'member-2' };
+
+let docs;
+let stack;
+let browser;
+let student; // browser contexts, signed in
+let second;
+let owner;
+let appID; // the member application's client_id
+let agentURL; // the metadata document client's client_id
+const tokens = {}; // by client_id: the student's token response
+
+before(async () => {
+  docs = await startDocServer();
+  stack = await startStack({
+    name: 'applications',
+    waitForCatalog: false,
+    caddyEnv: { SSL_CERT_FILE: docs.caFile },
+    gatewayOptions: '\t\tmetadata_documents {\n\t\t\tallow_private_networks\n\t\t}',
+  });
+  agentURL = docs.url('/agents/doc-agent.json');
+  docs.docs.set('/agents/doc-agent.json', () => ({
+    client_id: agentURL,
+    client_name: 'Doc Agent',
+    redirect_uris: [stack.callbackURL],
+    token_endpoint_auth_method: 'none',
+  }));
+  const created = await adminAPI(stack, '/clients', {
+    issuer: stack.origin,
+    client_name: 'Study Planner',
+    redirect_uris: [stack.callbackURL],
+    scopes: ['openid', 'profile', 'account:read'],
+    confidential: false,
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  appID = created.body.client_id;
+  browser = await launchBrowser();
+  [student, second, owner] = await Promise.all([browser.newContext(), browser.newContext(), browser.newContext()]);
+  await signIn(student, stack.origin, MEMBER);
+  await signIn(second, stack.origin, SECOND);
+  await signIn(owner, stack.origin, OPERATOR);
+});
+
+after(async () => {
+  await browser?.close();
+  await stack?.stop();
+  await docs?.close();
+});
+
+/** Authorizes clientID in a signed-in context and redeems the code. */
+async function connect(context, clientID, scope, onConsent) {
+  const req = authorizationRequest(stack, clientID, scope);
+  const cb = await authorizeInBrowser(req.url, { browser, context, callbackURL: stack.callbackURL, onConsent });
+  assert.ok(cb.code, JSON.stringify(cb));
+  const tok = await redeemCode(stack, clientID, cb.code, req.verifier);
+  assert.equal(tok.status, 200, JSON.stringify(tok.body));
+  return tok.body;
+}
+
+async function accountAPI(accessToken) {
+  const res = await fetch(`${stack.origin}/account/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query: '{ viewer { email } }' }),
+  });
+  return res.status;
+}
+
+async function refresh(clientID, refreshToken) {
+  const res = await fetch(`${stack.origin}/api/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientID }),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** Opens a page of the site in a context. */
+async function open(context, pathAndQuery) {
+  const page = await context.newPage();
+  const res = await page.goto(stack.origin + pathAndQuery, { waitUntil: 'domcontentloaded' });
+  return { page, res };
+}
+
+const row = (clientID) => `tr.grant[data-client-id="${clientID}"]`;
+
+describe('a student disconnects one of two applications', () => {
+  test('the student connects a member application and a metadata-document client', async () => {
+    tokens[appID] = await connect(student, appID, 'openid profile account:read');
+    tokens[agentURL] = await connect(student, agentURL, 'openid account:read');
+    assert.equal(await accountAPI(tokens[appID].access_token), 200);
+    assert.equal(await accountAPI(tokens[agentURL].access_token), 200);
+  });
+
+  test('the page lists both, with their kinds and scopes in words', async (t) => {
+    const { page, res } = await open(student, PAGE);
+    try {
+      assert.equal(res.status(), 200);
+      const h = res.headers();
+      assert.equal(h['x-frame-options'], 'DENY');
+      assert.equal(h['cache-control'], 'no-store');
+      assert.match(await page.textContent('#person'), /student@demo\.school/);
+      assert.equal(await page.locator('tr.grant').count(), 2);
+      const app = await page.textContent(row(appID));
+      assert.match(app, /Study Planner/);
+      assert.match(app, /Member application/);
+      assert.match(app, /profile/);
+      assert.match(app, /account:read/);
+      const agent = await page.textContent(row(agentURL));
+      assert.match(agent, /Doc Agent/);
+      assert.match(agent, /Application published at 127\.0\.0\.1:\d+/);
+      assert.match(agent, /account:read/);
+      assert.doesNotMatch(agent, /profile/);
+      assert.match(await page.textContent(`${row(agentURL)} .refreshed`), /not yet/);
+      const shot = path.join(artifactsDir, 'applications-member.png');
+      await page.screenshot({ path: shot, fullPage: true });
+      t.diagnostic(`screenshot of the member's page: ${shot}`);
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('a refresh shows on the page', async () => {
+    const r = await refresh(agentURL, tokens[agentURL].refresh_token);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    tokens[agentURL] = r.body;
+    const { page } = await open(student, PAGE);
+    try {
+      assert.match(await page.textContent(`${row(agentURL)} .refreshed`), /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('a second student sees neither and cannot disconnect them', async () => {
+    tokens.second = await connect(second, appID, 'openid account:read');
+    const mine = await open(student, PAGE);
+    const grantID = await mine.page.getAttribute(`${row(appID)} input[name="grant_id"]`, 'value');
+    await mine.page.close();
+    const { page } = await open(second, PAGE);
+    try {
+      assert.match(await page.textContent('#person'), /second@demo\.school/);
+      assert.equal(await page.locator('tr.grant').count(), 1, 'only their own grant');
+      assert.equal(await page.locator(row(agentURL)).count(), 0);
+      const own = await page.getAttribute(`${row(appID)} input[name="grant_id"]`, 'value');
+      assert.notEqual(own, grantID);
+      const csrf = await page.getAttribute(`${row(appID)} input[name="csrf_token"]`, 'value');
+      // Their own valid form, naming the first student's grant.
+      const forged = await second.request.post(`${stack.origin}${PAGE}/disconnect`, {
+        form: { grant_id: grantID, csrf_token: csrf },
+        headers: { origin: stack.origin },
+        maxRedirects: 0,
+      });
+      assert.equal(forged.status(), 404);
+      assert.match(await forged.text(), /Nothing was changed/);
+      // A cross-site form.
+      const cross = await second.request.post(`${stack.origin}${PAGE}/disconnect`, {
+        form: { grant_id: own, csrf_token: csrf },
+        headers: { origin: 'https://evil.example' },
+        maxRedirects: 0,
+      });
+      assert.equal(cross.status(), 403);
+    } finally {
+      await page.close();
+    }
+    assert.equal(await accountAPI(tokens[appID].access_token), 200, "the first student's grant survived");
+    assert.equal(await accountAPI(tokens.second.access_token), 200, "the second student's grant survived");
+  });
+
+  test('the student disconnects the member application; only its tokens stop working', async () => {
+    const { page } = await open(student, PAGE);
+    try {
+      await Promise.all([
+        page.waitForURL((u) => new URL(u).searchParams.get('done') === 'disconnected', { waitUntil: 'domcontentloaded' }),
+        page.click(`${row(appID)} button.disconnect`),
+      ]);
+      assert.match(await page.textContent('#notice'), /disconnected/);
+      assert.equal(await page.locator(row(appID)).count(), 0);
+      assert.equal(await page.locator(row(agentURL)).count(), 1);
+    } finally {
+      await page.close();
+    }
+    assert.equal(await accountAPI(tokens[appID].access_token), 401, 'the access token is refused at once');
+    const r = await refresh(appID, tokens[appID].refresh_token);
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error, 'invalid_grant');
+    assert.equal(await accountAPI(tokens[agentURL].access_token), 200, 'the other application still works');
+    const other = await refresh(agentURL, tokens[agentURL].refresh_token);
+    assert.equal(other.status, 200, JSON.stringify(other.body));
+    tokens[agentURL] = other.body;
+    assert.equal(await accountAPI(tokens.second.access_token), 200, "the second student's grant is theirs");
+  });
+
+  test('the disconnected application must ask again: the consent page, with nothing approved before', async () => {
+    let approvedBefore;
+    const req = authorizationRequest(stack, appID, 'openid profile account:read');
+    const cb = await authorizeInBrowser(req.url, {
+      browser,
+      context: student,
+      callbackURL: stack.callbackURL,
+      onConsent: async (page) => {
+        approvedBefore = await page.locator('#approved-before').count();
+      },
+    });
+    assert.equal(approvedBefore, 0, 'the consent page was shown, remembering nothing');
+    assert.ok(cb.code);
+    // The application not disconnected is still remembered.
+    let remembered;
+    const again = await authorizeInBrowser(authorizationRequest(stack, agentURL, 'openid account:read').url, {
+      browser,
+      context: student,
+      callbackURL: stack.callbackURL,
+      onConsent: async (page) => {
+        remembered = await page.locator('#approved-before').count();
+      },
+    });
+    assert.ok(again.code);
+    assert.notEqual(remembered, 0, 'the other application is remembered');
+  });
+});
+
+describe('the owner', () => {
+  test('sees how many are connected to each application', async () => {
+    const { page, res } = await open(owner, '/oauth/admin/applications');
+    try {
+      assert.equal(res.status(), 200);
+      const count = async (id) => (await page.textContent(`#connected tr[data-client-id="${id}"] .count`)).trim();
+      assert.equal(await count(appID), '1', 'the second student');
+      assert.equal(await count(agentURL), '1', 'the student');
+    } finally {
+      await page.close();
+    }
+    const api = await adminAPI(stack, `/grants?issuer=${encodeURIComponent(stack.origin)}`);
+    assert.equal(api.status, 200, JSON.stringify(api.body));
+    assert.equal(api.body.clients.find((c) => c.client_id === agentURL)?.grants, 1);
+    const people = await adminAPI(stack, `/grants?issuer=${encodeURIComponent(stack.origin)}&client_id=${encodeURIComponent(appID)}`);
+    assert.deepEqual(people.body.grants.map((g) => g.email), [SECOND.email]);
+  });
+
+  test('disconnects a person from an application', async () => {
+    const { page } = await open(owner, `/oauth/admin/applications/people?client_id=${encodeURIComponent(agentURL)}`);
+    try {
+      assert.match(await page.textContent('#people'), /Sam Student <student@demo\.school>/);
+      assert.equal(await page.textContent('#people-count'), '1');
+      await Promise.all([
+        page.waitForURL((u) => new URL(u).searchParams.get('done') === 'disconnected', { waitUntil: 'domcontentloaded' }),
+        page.click(`tr.person[data-subject="${MEMBER.sub}"] button.disconnect`),
+      ]);
+      assert.equal(await page.textContent('#people-count'), '0');
+      assert.equal(await page.locator('#no-people').count(), 1);
+    } finally {
+      await page.close();
+    }
+    assert.equal(await accountAPI(tokens[agentURL].access_token), 401);
+    const { page: mine } = await open(student, PAGE);
+    try {
+      assert.equal(await mine.locator('tr.grant').count(), 0);
+      assert.equal(await mine.locator('#no-grants').count(), 1);
+    } finally {
+      await mine.close();
+    }
+  });
+
+  test('a student cannot open the people page', async () => {
+    const { page, res } = await open(student, `/oauth/admin/applications/people?client_id=${encodeURIComponent(appID)}`);
+    await page.close();
+    assert.equal(res.status(), 403);
+  });
+});
