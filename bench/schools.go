@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,9 +25,13 @@ import (
 // site answers discovery, resident memory, a forced reload, and memory
 // once every school has answered one MCP search.
 type schoolsRun struct {
-	dir, caddyBin, upstream, catalog string
-	port                             int
-	client                           *http.Client
+	dir, caddyBin, upstream, catalog, admin string
+	port                                    int
+	// client and noRedirect dial Caddy's port whatever the school's host
+	// name, so that sN.localhost needs no resolver.
+	client, noRedirect *http.Client
+	// results are the reloads-under-load rows, printed after the table.
+	results []string
 }
 
 func runSchools(sizes []int) error {
@@ -33,8 +40,15 @@ func runSchools(sizes []int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	r := &schoolsRun{dir: dir, client: &http.Client{Timeout: 30 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	r := &schoolsRun{dir: dir}
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, "127.0.0.1:"+strconv.Itoa(r.port))
+	}
+	transport := &http.Transport{MaxIdleConnsPerHost: 64, DialContext: dial}
+	r.client = &http.Client{Timeout: 30 * time.Second, Transport: transport}
+	r.noRedirect = &http.Client{Timeout: 30 * time.Second, Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	if r.caddyBin, err = buildCaddy(dir); err != nil {
 		return err
 	}
@@ -65,27 +79,52 @@ func runSchools(sizes []int) error {
 		return err
 	}
 	fmt.Printf("machine: %s\n\n", machine())
-	fmt.Println("| schools | start to serving | RSS at start | forced reload | RSS after one search per school | open files |")
-	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println("| schools | start to serving | RSS at start | reload changing one school | RSS after one search per school | RSS after one search and one protected request per school | open files |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, n := range sizes {
 		if err := r.measure(n); err != nil {
 			return fmt.Errorf("%d schools: %v", n, err)
 		}
+	}
+	fmt.Println()
+	fmt.Println("| schools | reloads under load | requests | 5xx | other than 200 | connections closed under a request | goroutines before → after | open files before → after |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, line := range r.results {
+		fmt.Println(line)
 	}
 	return nil
 }
 
 func (r *schoolsRun) host(i int) string { return fmt.Sprintf("s%d.localhost:%d", i, r.port) }
 
-// caddyfile writes the configuration of n schools.
-func (r *schoolsRun) caddyfile(n int, admin string) (string, error) {
+// caddyfile writes the configuration of n schools; variant changes one
+// option of school 0 alone, for a reload that changes one school.
+func (r *schoolsRun) caddyfile(n int, admin string, variant int) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "{\n\tadmin %s\n\tpersist_config off\n\tstorage file_system %s/caddy-storage\n}\n", admin, r.dir)
 	for i := range n {
-		fmt.Fprintf(&b, "\nhttp://%[1]s {\n\tschool_gateway %[2]s {\n\t\tissuer http://%[1]s\n\t\tdata %[3]s/data/s%[4]d\n\t\tcatalog %[5]s\n\t}\n}\n",
-			r.host(i), r.upstream, r.dir, i, r.catalog)
+		refresh := "10m"
+		if i == 0 {
+			refresh = fmt.Sprintf("%dm", 10+variant)
+		}
+		fmt.Fprintf(&b, `
+http://%[1]s {
+	school_gateway %[2]s {
+		issuer http://%[1]s
+		data %[3]s/data/s%[4]d
+		catalog %[5]s refresh %[6]s
+		rate_limit off
+		vendor "Bench Agent" {
+			client_id %[7]s
+			redirect_uri %[8]s
+			audience member
+			scopes %[9]s
+		}
 	}
-	path := filepath.Join(r.dir, fmt.Sprintf("Caddyfile-%d", n))
+}
+`, r.host(i), r.upstream, r.dir, i, r.catalog, refresh, benchClientID, benchRedirect, benchScope)
+	}
+	path := filepath.Join(r.dir, fmt.Sprintf("Caddyfile-%d-%d", n, variant))
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
@@ -94,11 +133,10 @@ func (r *schoolsRun) measure(n int) error {
 	if r.port, err = freePort(); err != nil {
 		return err
 	}
-	admin, err := freeAddr()
-	if err != nil {
+	if r.admin, err = freeAddr(); err != nil {
 		return err
 	}
-	config, err := r.caddyfile(n, admin)
+	config, err := r.caddyfile(n, r.admin, 0)
 	if err != nil {
 		return err
 	}
@@ -120,25 +158,215 @@ func (r *schoolsRun) measure(n int) error {
 	}
 	startup := time.Since(began)
 	atStart, _ := procstat.ReadMemory(caddy.Process.Pid)
-	began = time.Now()
-	out, err := exec.Command(r.caddyBin, "reload", "--force", "--config", config, "--adapter", "caddyfile",
-		"--address", admin).CombinedOutput()
+	changed, err := r.caddyfile(n, r.admin, 1)
 	if err != nil {
-		return fmt.Errorf("reload: %v\n%s", err, out)
+		return err
+	}
+	began = time.Now()
+	if err := r.reload(changed, false); err != nil {
+		return err
 	}
 	reload := time.Since(began)
 	if err := r.allServe(n, "/mcp", searchCall); err != nil {
 		return err
 	}
+	afterSearch, _ := procstat.ReadMemory(caddy.Process.Pid)
+	toks, err := r.tokens(n)
+	if err != nil {
+		return err
+	}
+	if err := r.eachSchool(n, func(ctx context.Context, i int) error { return r.protected(ctx, i, toks[i]) }); err != nil {
+		return err
+	}
 	touched, _ := procstat.ReadMemory(caddy.Process.Pid)
-	fmt.Printf("| %d | %.2f s | %d MB | %.2f s | %d MB | %d |\n", n, startup.Seconds(), atStart.RSS>>20,
-		reload.Seconds(), touched.RSS>>20, openFiles(caddy.Process.Pid))
+	fmt.Printf("| %d | %.2f s | %d MB | %.2f s | %d MB | %d MB | %d |\n", n, startup.Seconds(), atStart.RSS>>20,
+		reload.Seconds(), afterSearch.RSS>>20, touched.RSS>>20, openFiles(caddy.Process.Pid))
+	r.results = append(r.results, r.reloadsUnderLoad(n, caddy.Process.Pid, toks, config, changed))
 	return nil
 }
 
+// reload loads config into the running Caddy; forced, even if unchanged.
+func (r *schoolsRun) reload(config string, force bool) error {
+	args := []string{"reload", "--config", config, "--adapter", "caddyfile", "--address", r.admin}
+	if force {
+		args = append(args, "--force")
+	}
+	out, err := exec.Command(r.caddyBin, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("reload: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// reloadsUnderLoad reloads ten times in a row, alternating the option of
+// school 0, while 16 clients send protected requests and searches to all
+// schools; it counts the answers that were not 200 and compares goroutines
+// and open files before and after, once the old configs have let go.
+func (r *schoolsRun) reloadsUnderLoad(n, pid int, toks []string, configs ...string) string {
+	settle := func() (int, int) {
+		time.Sleep(3 * time.Second)
+		return r.goroutines(), openFiles(pid)
+	}
+	g0, f0 := settle()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var requests, fivexx, other, dropped int
+	firstBad := ""
+	for w := range 16 {
+		wg.Go(func() {
+			for k := w; ctx.Err() == nil; k += 16 {
+				i := k % n
+				var err error
+				if k%2 == 0 {
+					err = r.protected(ctx, i, toks[i])
+				} else {
+					err = r.call(ctx, i, "/mcp", searchCall)
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				mu.Lock()
+				requests++
+				var se statusError
+				switch {
+				case err == nil:
+				case errors.As(err, &se) && se.status >= 500:
+					fivexx++
+				case errors.As(err, &se):
+					other++
+				default:
+					// The old config closed a kept-alive connection as the
+					// request went out on it: HTTP/1.1's race, which
+					// clients retry; counted apart from answers.
+					dropped++
+				}
+				if err != nil && firstBad == "" {
+					firstBad = err.Error()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	var reloadErr error
+	for k := range 10 {
+		if reloadErr = r.reload(configs[k%2], false); reloadErr != nil {
+			break
+		}
+	}
+	cancel()
+	wg.Wait()
+	g1, f1 := settle()
+	line := fmt.Sprintf("| %d | 10 | %d | %d | %d | %d | %d → %d | %d → %d |", n, requests, fivexx, other, dropped, g0, g1, f0, f1)
+	if reloadErr != nil {
+		line += " reload failed: " + reloadErr.Error()
+	}
+	if firstBad != "" {
+		line += " first refused: " + firstBad
+	}
+	return line
+}
+
+// goroutines reads Caddy's goroutine count from its admin API.
+func (r *schoolsRun) goroutines() int {
+	resp, err := http.Get("http://" + r.admin + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var total int
+	if _, err := fmt.Fscanf(resp.Body, "goroutine profile: total %d", &total); err != nil {
+		return -1
+	}
+	return total
+}
+
+// tokens gets a member access token from every school: the consent of
+// the bench's vendor client, then the code exchange.
+func (r *schoolsRun) tokens(n int) ([]string, error) {
+	toks := make([]string, n)
+	err := r.eachSchool(n, func(ctx context.Context, i int) error {
+		o := &oauthClient{origin: "http://" + r.host(i), http: r.noRedirect}
+		c, err := o.authorize(ctx)
+		if err != nil {
+			return fmt.Errorf("school %d: %v", i, err)
+		}
+		t, err := o.exchange(ctx, c)
+		if err != nil {
+			return fmt.Errorf("school %d: %v", i, err)
+		}
+		toks[i] = t.Access
+		return nil
+	})
+	return toks, err
+}
+
+// protected sends one Account API request with the school's token.
+func (r *schoolsRun) protected(ctx context.Context, i int, token string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.host(i)+"/account/graphql",
+		strings.NewReader(`{"query":"{ me { email } }"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	return r.expect200(r.client.Do(req))
+}
+
+// call sends one request to a school (a GET, or a POST of body to /mcp).
+func (r *schoolsRun) call(ctx context.Context, i int, path, body string) error {
+	method := http.MethodGet
+	if body != "" {
+		method = http.MethodPost
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, "http://"+r.host(i)+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range mcpHeaders {
+			req.Header.Set(k, v)
+		}
+	}
+	return r.expect200(r.client.Do(req))
+}
+
+func (r *schoolsRun) expect200(resp *http.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return statusError{status: resp.StatusCode, what: resp.Request.Method + " " + resp.Request.URL.String()}
+	}
+	return nil
+}
+
+// statusError is an answer other than 200.
+type statusError struct {
+	status int
+	what   string
+}
+
+func (e statusError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.what, e.status) }
+
 // allServe waits until every school answers path (a GET, or a POST of
-// body to /mcp) with 200, 16 schools at a time.
+// body to /mcp) with 200.
 func (r *schoolsRun) allServe(n int, path, body string) error {
+	return r.eachSchool(n, func(ctx context.Context, i int) error {
+		for {
+			err := r.call(ctx, i, path, body)
+			if err == nil {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("school %d never answered %s: %v", i, path, err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// eachSchool runs fn for every school, 16 at a time, and returns the first
+// error.
+func (r *schoolsRun) eachSchool(n int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sem := make(chan struct{}, 16)
@@ -149,7 +377,7 @@ func (r *schoolsRun) allServe(n int, path, body string) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := r.serving(ctx, i, path, body); err != nil {
+			if err := fn(ctx, i); err != nil {
 				mu.Lock()
 				if firstErr == nil {
 					firstErr = err
@@ -160,35 +388,6 @@ func (r *schoolsRun) allServe(n int, path, body string) error {
 	}
 	wg.Wait()
 	return firstErr
-}
-
-func (r *schoolsRun) serving(ctx context.Context, i int, path, body string) error {
-	for {
-		method := http.MethodGet
-		if body != "" {
-			method = http.MethodPost
-		}
-		req, _ := http.NewRequestWithContext(ctx, method, "http://127.0.0.1:"+strconv.Itoa(r.port)+path, strings.NewReader(body))
-		req.Host = r.host(i)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-			for k, v := range mcpHeaders {
-				req.Header.Set(k, v)
-			}
-		}
-		resp, err := r.client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("school %d never answered %s: %v", i, path, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 func freePort() (int, error) {
