@@ -21,6 +21,11 @@ func fullDump(t *testing.T) *authserver.Dump {
 		return &authserver.Grant{ID: id, ClientID: "app-1", Audience: authserver.AudienceMember, Scopes: []string{"openid"},
 			Identity: authserver.Identity{Subject: "ada", Roles: []string{"teacher"}}, AuthTime: epoch, CreatedAt: epoch, Revoked: revoked}
 	}
+	// A refresh's time moves with the grant.
+	refreshed := func(g *authserver.Grant) *authserver.Grant {
+		g.RefreshedAt = epoch.Add(time.Minute)
+		return g
+	}
 	token := func(hash, kind, grantID string, revoked bool, rotated time.Time) authserver.IssuedToken {
 		return authserver.IssuedToken{Hash: hash, Token: &authserver.Token{Kind: kind, GrantID: grantID, ClientID: "app-1",
 			Scopes: []string{"openid"}, IssuedAt: epoch, ExpiresAt: epoch.Add(time.Hour), Revoked: revoked, RotatedAt: rotated}}
@@ -37,7 +42,7 @@ func fullDump(t *testing.T) *authserver.Dump {
 		},
 		Consents: []authserver.DumpConsent{{ClientID: "app-1", Subject: "ada", Consent: &authserver.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}}},
 		Codes:    []authserver.DumpCode{{Hash: "c-fresh", Code: code(false, "")}, {Hash: "c-used", Code: code(true, "g-live")}},
-		Grants:   []*authserver.Grant{grant("g-live", false), grant("g-revoked", true)},
+		Grants:   []*authserver.Grant{refreshed(grant("g-live", false)), grant("g-revoked", true)},
 		Tokens: []authserver.IssuedToken{
 			token("t-access", authserver.TokenAccess, "g-live", true, time.Time{}),
 			token("t-refresh", authserver.TokenRefresh, "g-live", false, epoch.Add(time.Minute)),
@@ -69,6 +74,11 @@ func TestImportExport(t *testing.T) {
 	}
 	if tok, g, err := s.GetToken(ctx, "t-refresh"); err != nil || tok.Revoked || g.Revoked || !tok.RotatedAt.Equal(epoch.Add(time.Minute)) {
 		t.Errorf("imported refresh token = %+v, %+v, %v", tok, g, err)
+	}
+	// The imported grants are listed: the live one alone.
+	page, err := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10})
+	if err != nil || len(page) != 1 || page[0].ID != "g-live" || !page[0].RefreshedAt.Equal(epoch.Add(time.Minute)) {
+		t.Errorf("imported grants listed = %+v, %v", page, err)
 	}
 	err = s.Import(ctx, &authserver.Dump{Clients: []*authserver.Client{{ID: "app-2", Kind: authserver.KindApp}}})
 	if !errors.Is(err, errNotEmpty) {
