@@ -214,8 +214,10 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	return writeAdminJSON(w, status, map[string]any{"healthy": status == http.StatusOK, "sites": out})
 }
 
-// health checks one school. A missing catalog is reported but does not
-// make the site unhealthy: everything but the catalog tools still works.
+// health checks one school. A catalog not imported yet is reported but
+// does not make the site unhealthy (everything but the catalog tools
+// works, and the first import may be on its way); one whose imports fail
+// with no catalog to fall back on does.
 func (s *site) health(ctx context.Context) siteHealth {
 	h := siteHealth{Issuer: s.as.Issuer(), Healthy: true, Store: "ok", Keys: "ok", Catalog: "none configured"}
 	if err := s.as.CheckStore(ctx); err != nil {
@@ -235,6 +237,15 @@ func (s *site) health(ctx context.Context) siteHealth {
 	if s.gateway.Catalog != "" {
 		h.Catalog = s.catalogHealth(ctx)
 		h.Courses = max(s.extras.catalog.Courses(), 0)
+		if failed := s.extras.catalogErr.Load(); failed != nil {
+			// A school serving an older catalog still answers; one with
+			// none has catalog tools that find nothing.
+			if h.Catalog == "not imported yet" {
+				h.Healthy, h.Catalog = false, "import failing: "+*failed
+			} else {
+				h.Catalog += "; the last import failed: " + *failed
+			}
+		}
 	}
 	return h
 }

@@ -44,6 +44,9 @@ type siteExtras struct {
 	adminOpenAPI atomic.Pointer[[]byte]
 	// refreshed is when the catalog feed was last fetched and imported.
 	refreshed atomic.Pointer[time.Time]
+	// catalogErr is why the last import of the feed failed; nil after a
+	// success.
+	catalogErr atomic.Pointer[string]
 	// rebuild serializes rebuildDocs: the catalog loop, the admin OpenAPI
 	// loop and the admin API rebuild concurrently, and a build from older
 	// inputs must not be stored over one from newer inputs.
@@ -247,10 +250,13 @@ func spread(delay, every time.Duration) time.Duration {
 func (s *site) catalogPass(ctx context.Context, src string, delay, every time.Duration) time.Duration {
 	if err := s.refreshCatalogOnce(ctx, src); err != nil {
 		s.extras.logf("catalog import from %s failed, keeping the previous catalog: %v", src, err)
+		msg := err.Error()
+		s.extras.catalogErr.Store(&msg)
 		return min(delay*2, every)
 	}
 	now := time.Now().UTC()
 	s.extras.refreshed.Store(&now)
+	s.extras.catalogErr.Store(nil)
 	s.refreshDocs()
 	return every
 }
