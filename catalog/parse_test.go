@@ -53,6 +53,8 @@ func TestParseRejects(t *testing.T) {
 		{"date-only starts_at", `{` + school + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01"}]}`, "not an RFC 3339"},
 		{"bad ends_at", `{` + school + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01T10:00:00Z","ends_at":"soon"}]}`, "ends_at"},
 		{"ends before start", `{` + school + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01T10:00:00Z","ends_at":"2027-01-01T11:00:00+02:00"}]}`, "ends_at is before starts_at"},
+		{"language not a tag", `{` + school + `,"language":"English (UK)"}`, `language "English (UK)" is not a BCP 47 language tag`},
+		{"language not a string", `{` + school + `,"language":["de"]}`, "language: expected a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,6 +80,8 @@ func TestParseAccepts(t *testing.T) {
 		{"same slug in two kinds", `{"school":{"name":"S"},"courses":[{"slug":"x","title":"X"}],"digital_products":[{"slug":"x","title":"X"}]}`},
 		{"event without end, fractional seconds", `{"school":{"name":"S"},"events":[{"slug":"e","title":"E","starts_at":"2027-01-01T10:00:00.5Z"}]}`},
 		{"surrounding whitespace", "\n {\"school\":{\"name\":\"S\"}} \n"},
+		{"language", `{"school":{"name":"S"},"language":"de-CH"}`},
+		{"language without a stemmer", `{"school":{"name":"S"},"language":"nl"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,9 +20,9 @@ const (
 	numFields
 )
 
-// BM25F parameters. The weights were tuned on the relevance suite
-// (relevance_test.go); k1 is the usual 1.2 and b is lower for the short
-// title and tag fields, whose lengths say little.
+// BM25F parameters, chosen before the relevance suite (relevance_test.go)
+// ran and kept because it passes with them: k1 is the usual 1.2, and b is
+// lower for the short title and tag fields, whose lengths say little.
 var (
 	fieldWeight = [numFields]float64{fieldTitle: 5, fieldTag: 3, fieldSummary: 1.5, fieldText: 1}
 	fieldB      = [numFields]float64{fieldTitle: 0.5, fieldTag: 0.3, fieldSummary: 0.75, fieldText: 0.75}
@@ -46,8 +46,10 @@ type indexBuilder struct {
 	termID map[string]int32
 	terms  []string
 	post   [][]posting
-	raw    []string // per term: the word as first written, to show in explanations
-	keys   map[string]int32
+	raw    []string // per term: the word as written, to show in explanations
+	// rawTitle[t] is whether raw[t] comes from a title.
+	rawTitle []bool
+	keys     map[string]int32
 	// The current item: its terms in first-seen order, each with its
 	// frequencies at the same index of tfs, and its field lengths.
 	cur   map[int32]int
@@ -89,6 +91,11 @@ func (b *indexBuilder) add(field int, texts ...string) {
 			if info.stop {
 				return
 			}
+			if field == fieldTitle && !b.rawTitle[info.term] {
+				// Show a word as a title writes it ("Lightroom"), not
+				// as a tag or slug might ("lightroom").
+				b.raw[info.term], b.rawTitle[info.term] = w, true
+			}
 			b.lens[field]++
 			i, ok := b.cur[info.term]
 			if !ok {
@@ -122,6 +129,7 @@ func (b *indexBuilder) analyse(w string) wordInfo {
 		b.post = append(b.post, nil)
 		b.tf = append(b.tf, nil)
 		b.raw = append(b.raw, w)
+		b.rawTitle = append(b.rawTitle, false)
 	}
 	b.key(folded, id)
 	b.key(term, id)

@@ -253,22 +253,22 @@ func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
 	touched, wordTouched := sc.touched[:0], sc.wordTouched[:0]
 	defer func() { sc.touched, sc.wordTouched = touched, wordTouched }()
 
-	visit := func(t int32, factor float64, how uint8) {
-		best, hows := sc.best, sc.how
+	items := sc.items
+	visit := func(t int32, factor float32, how uint8) {
 		for _, p := range ix.post[t] {
-			id := p.item
-			if hows[id] > how || kind != "" && ix.items[id].kind != kind {
+			e := &items[p.item]
+			if e.how > how || kind != "" && ix.items[p.item].kind != kind {
 				continue // matched better already, or filtered out
 			}
-			s := factor * float64(p.score)
-			switch hows[id] {
+			s := factor * p.score
+			switch e.how {
 			case how:
-				best[id] = max(best[id], s)
+				e.best = max(e.best, s)
 			case matchNone:
-				wordTouched = append(wordTouched, id)
+				wordTouched = append(wordTouched, p.item)
 				fallthrough
 			default:
-				hows[id], best[id] = how, s
+				e.how, e.best = how, s
 			}
 		}
 	}
@@ -286,17 +286,18 @@ func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
 			visit(f.term, fuzzyFactor(f.dist), matchFuzzy)
 		}
 		for _, id := range wordTouched {
-			if sc.matched[id] == 0 {
+			e := &items[id]
+			if e.matched == 0 {
 				touched = append(touched, id)
 			}
-			sc.matched[id]++
-			if sc.how[id] == matchExact {
-				sc.exact[id]++
+			e.matched++
+			if e.how == matchExact {
+				e.exact++
 			} else {
-				sc.fuzzy[id] |= 1 << ci
+				e.fuzzy |= 1 << ci
 			}
-			sc.score[id] += sc.best[id]
-			sc.best[id], sc.how[id] = 0, matchNone
+			e.score += float64(e.best)
+			e.best, e.how = 0, matchNone
 		}
 		avgIDF += ix.wordIDF(c)
 	}
@@ -316,19 +317,20 @@ func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
 	}
 	top := topK{limit: limit}
 	for _, id := range touched {
-		s := sc.score[id]
-		if int(sc.matched[id]) == len(clauses) {
+		e := &items[id]
+		s := e.score
+		if int(e.matched) == len(clauses) {
 			s += allWordsBonus * avgIDF
-			if phrase != "" && int(sc.exact[id]) == len(clauses) && strings.Contains(ix.items[id].titleTerms, phrase) {
+			if phrase != "" && int(e.exact) == len(clauses) && strings.Contains(ix.items[id].titleTerms, phrase) {
 				s += phraseBonus * avgIDF
 			}
 		}
-		top.offer(ranked{id: id, exact: sc.exact[id], score: s})
+		top.offer(ranked{id: id, exact: e.exact, score: s})
 	}
 	hits := make([]Hit, 0, len(top.best))
 	for _, r := range top.best {
 		h := ix.hit(int(r.id), displayScore(r, len(clauses)))
-		if mask := sc.fuzzy[r.id]; mask != 0 {
+		if mask := items[r.id].fuzzy; mask != 0 {
 			h.Matched = ix.explain(clauses, r.id, mask)
 		}
 		hits = append(hits, h)
@@ -374,14 +376,14 @@ func (ix *Index) explain(clauses []clause, id int32, mask uint32) string {
 		if mask&(1<<ci) == 0 {
 			continue
 		}
-		best, bestScore := -1, 0.0
+		best, bestScore := -1, float32(0)
 		for fi, f := range clauses[ci].fuzzy {
 			post := ix.post[f.term]
 			i, ok := slices.BinarySearchFunc(post, id, func(p posting, id int32) int { return int(p.item - id) })
 			if !ok {
 				continue
 			}
-			if s := fuzzyFactor(f.dist) * float64(post[i].score); best < 0 || s > bestScore {
+			if s := fuzzyFactor(f.dist) * post[i].score; best < 0 || s > bestScore {
 				best, bestScore = fi, s
 			}
 		}
@@ -392,7 +394,7 @@ func (ix *Index) explain(clauses []clause, id int32, mask uint32) string {
 	return strings.Join(parts, ", ")
 }
 
-func fuzzyFactor(dist int) float64 {
+func fuzzyFactor(dist int) float32 {
 	if dist > 1 {
 		return fuzzyFactor2
 	}
@@ -411,34 +413,39 @@ func (ix *Index) shownWord(f fuzzyTerm) string {
 }
 
 // scratch is the per-item working memory of one search. A catalog of
-// 10,000 items needs 230 KB of it, which at thousands of searches a
+// 10,000 items needs 240 KB of it, which at thousands of searches a
 // second would be the gateway's largest garbage; it is pooled, and only
-// the entries a search touched are cleared afterwards.
+// the entries a search touched are cleared afterwards. One struct per
+// item keeps what a posting updates in one cache line.
 type scratch struct {
-	score          []float64
-	best           []float64 // zero between words and between searches
-	how            []uint8   // likewise matchNone
-	matched, exact []uint8
-	fuzzy          []uint32 // bit i: query word i matched with a typo
-	touched        []int32
-	wordTouched    []int32
+	items       []itemScratch
+	touched     []int32
+	wordTouched []int32
+}
+
+type itemScratch struct {
+	score   float64 // sum over the query words matched so far
+	best    float32 // the current word's best match; zero between words
+	how     uint8   // how the current word matched; matchNone between words
+	matched uint8   // query words matched
+	exact   uint8   // query words matched without a typo
+	fuzzy   uint32  // bit i: query word i matched only with a typo
 }
 
 var scratchPool sync.Pool
 
 func getScratch(n int) *scratch {
 	sc, _ := scratchPool.Get().(*scratch)
-	if sc == nil || len(sc.score) < n {
+	if sc == nil || len(sc.items) < n {
 		// A first search, or a catalog that grew: a fresh, zeroed one.
-		return &scratch{score: make([]float64, n), best: make([]float64, n), how: make([]uint8, n),
-			matched: make([]uint8, n), exact: make([]uint8, n), fuzzy: make([]uint32, n)}
+		return &scratch{items: make([]itemScratch, n)}
 	}
 	return sc
 }
 
 func (sc *scratch) release() {
 	for _, id := range sc.touched {
-		sc.score[id], sc.matched[id], sc.exact[id], sc.fuzzy[id] = 0, 0, 0, 0
+		sc.items[id] = itemScratch{}
 	}
 	scratchPool.Put(sc)
 }

@@ -1,9 +1,13 @@
 package catalog
 
 import (
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 const searchFeed = `{
@@ -128,6 +132,10 @@ func TestTokens(t *testing.T) {
 	}{
 		{"Long-Exposure, NIGHT!", []string{"long", "exposure", "night"}},
 		{"Tomás Ñandú Straße Œuvre", []string{"tomas", "nandu", "strasse", "oeuvre"}},
+		{"Søren Łódź Æsir ﬁlm", []string{"soren", "lodz", "aesir", "film"}}, // no decomposition; a ligature
+		{"Cafe\u0301 ＡＢＣ", []string{"cafe", "abc"}},                         // a combining accent; full-width letters
+		{"ΚΑΛΗΜΈΡΑ", []string{"καλημερα"}},                                  // Greek: tonos folded
+		{"a\xffb", []string{"a", "b"}},                                      // invalid UTF-8 separates
 		{"写真 2027", []string{"写真", "2027"}},
 		{"", nil},
 	}
@@ -138,19 +146,151 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+const typoFeed = `{
+	"school": {"name": "S"},
+	"courses": [
+		{"slug": "navigation", "title": "Celestial Navigation with a Sextant"},
+		{"slug": "night", "title": "Night Walks"},
+		{"slug": "light", "title": "Light and Shadow"},
+		{"slug": "tea", "title": "Tea Ceremony"},
+		{"slug": "lightroom", "title": "Editing in Lightroom", "tags": ["software"]},
+		{"slug": "calligraphy", "title": "Modern Calligraphy"},
+		{"slug": "python", "title": "Python for Beginners", "summary": "Course 2027 for beginners."}
+	]
+}`
+
+func TestSearchTypos(t *testing.T) {
+	ix := NewIndex(testOrigin, mustParse(t, typoFeed))
+	tests := []struct {
+		name, query string
+		want        []string // ranked slugs
+		matched     []string // Matched of each hit
+	}{
+		{"one substitution", "sextent", []string{"navigation"}, []string{`"Sextant" for "sextent"`}},
+		{"one deletion", "lightrom", []string{"lightroom"}, []string{`"Lightroom" for "lightrom"`}},
+		{"a swap is one edit", "pyhton", []string{"python"}, []string{`"Python" for "pyhton"`}},
+		{"two edits from eight letters", "calligrafy", []string{"calligraphy"}, []string{`"Calligraphy" for "calligrafy"`}},
+		{"two edits under eight letters", "seksant", []string{}, nil},
+		{"exact above fuzzy", "light", []string{"light", "lightroom", "night"}, []string{"", "", `"Night" for "light"`}},
+		{"no typo under four letters", "tee", []string{}, nil},
+		{"no typo in numbers", "2026", []string{}, nil},
+		{"the typo counts as a matched word", "lightrom editing", []string{"lightroom"}, []string{`"Lightroom" for "lightrom"`}},
+		{"every fuzzy word explained", "pyhton begginers", []string{"python"}, []string{`"Python" for "pyhton", "Beginners" for "begginers"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits := ix.Search(tt.query, "", 0)
+			var got, matched []string
+			for _, h := range hits {
+				got = append(got, h.Slug)
+				matched = append(matched, h.Matched)
+			}
+			if !slices.Equal(got, tt.want) && !(len(got) == 0 && len(tt.want) == 0) {
+				t.Fatalf("Search(%q) = %v, want %v", tt.query, got, tt.want)
+			}
+			if tt.matched != nil && !slices.Equal(matched, tt.matched) {
+				t.Fatalf("Search(%q) matched %q, want %q", tt.query, matched, tt.matched)
+			}
+		})
+	}
+}
+
+func TestCheckQuery(t *testing.T) {
+	ix := NewIndex(testOrigin, mustParse(t, searchFeed))
+	many := make([]string, 20)
+	for i := range many {
+		many[i] = "word" + string(rune('a'+i))
+	}
+	tests := []struct {
+		name, query string
+		want        string // "" for nil, else a part of the error
+	}{
+		{"words", "portrait lighting", ""},
+		{"blank lists the catalog", "   ", ""},
+		{"empty lists the catalog", "", ""},
+		{"stop words around a word", "courses about the sea", ""},
+		{"only stop words", "what is the", "too common"},
+		{"only punctuation", "?!... --- ***", "no letters or digits"},
+		{"regular expression", ".*[a-z]+(?:x)", ""},
+		{"regular expression without words", `.*+?()[]{}|\^$`, "no letters or digits"},
+		{"invalid UTF-8", "portr\xffait", "not valid UTF-8"},
+		{"10 KB", strings.Repeat("a", 10<<10), "10240 characters"},
+		{"just long enough", strings.Repeat("é", MaxQueryLength), ""},
+		{"1,000 words", strings.Repeat("portrait ", 1000), "characters"},
+		{"more words than count", strings.Join(many, " "), "more than 16"},
+		{"repeated words count once", strings.Repeat("photo ", 80), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ix.CheckQuery(tt.query)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("CheckQuery: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("CheckQuery = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// searchTimeLimit catches a search that does work out of proportion to
+// its query (a query word expanding without bound, a walk that does not
+// prune), not slowness: a search takes microseconds, and the bound leaves
+// room for a loaded two-core machine and the race detector.
+const searchTimeLimit = 200 * time.Millisecond
+
 func FuzzSearch(f *testing.F) {
-	ix := NewIndex(testOrigin, mustParse(f, searchFeed))
+	big, err := Parse(generatedFeed(3000))
+	if err != nil {
+		f.Fatal(err)
+	}
+	indexes := []*Index{NewIndex(testOrigin, mustParse(f, searchFeed)), NewIndex(testOrigin, big)}
 	f.Add("portrait lighting", "", 5)
 	f.Add("é\x00ß", "course", -1)
 	f.Add("", "event", 100)
+	f.Add(strings.Repeat("photography ", 900), "", 50)                      // 10 KB
+	f.Add(strings.Repeat("lighting portrait editing studio ", 250), "", 50) // 1,000 words
+	f.Add("the of and about what is", "", 10)                               // only stop words
+	f.Add("!!! ... ??? --- ***", "", 10)                                    // only punctuation
+	f.Add("\xff\xfe\xc3(\xa0\xa1", "", 10)                                  // invalid UTF-8
+	f.Add(`^(a+)+$ .*[photo]{2,}? \d+|(?i)lighting`, "", 10)                // looks like a regular expression
+	f.Add(strings.Repeat("ph ", 200), "", 50)                               // short prefixes, repeated
+	f.Add("photografy lihgting portrat landscpae edtiing", "", 50)          // a typo in every word
 	f.Fuzz(func(t *testing.T, q, kind string, limit int) {
-		hits := ix.Search(q, kind, limit)
-		if len(hits) > MaxLimit {
-			t.Fatalf("%d hits", len(hits))
-		}
-		for i := 1; i < len(hits); i++ {
-			if hits[i].Score > hits[i-1].Score {
-				t.Fatalf("not ranked: %v", hits)
+		for _, ix := range indexes {
+			start := time.Now()
+			hits := ix.Search(q, kind, limit)
+			if d := time.Since(start); d > searchTimeLimit {
+				runtime.GC() // a collection may have run in the middle: measure again
+				start = time.Now()
+				ix.Search(q, kind, limit)
+				if d := time.Since(start); d > searchTimeLimit {
+					t.Fatalf("Search of a %d-byte query took %v", len(q), d)
+				}
+			}
+			if len(hits) > MaxLimit {
+				t.Fatalf("%d hits", len(hits))
+			}
+			for i := 1; i < len(hits); i++ {
+				if hits[i].Score > hits[i-1].Score {
+					t.Fatalf("not ranked: %v", hits)
+				}
+			}
+			for _, h := range hits {
+				if strings.TrimSpace(q) != "" && (h.Score <= 0 || h.Score > 1) {
+					t.Fatalf("score %v out of (0, 1]", h.Score)
+				}
+				if !utf8.ValidString(h.Matched) {
+					t.Fatalf("matched %q", h.Matched)
+				}
+			}
+			start = time.Now()
+			err := ix.CheckQuery(q)
+			if d := time.Since(start); d > searchTimeLimit {
+				t.Fatalf("CheckQuery of a %d-byte query took %v", len(q), d)
+			}
+			if err == nil && strings.TrimSpace(q) == "" && len(hits) == 0 && kind == "" {
+				t.Fatalf("a blank query lists the catalog")
 			}
 		}
 	})
@@ -170,15 +310,48 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
+// BenchmarkSearchQueries times kinds of query one by one over 10,000
+// courses: an exact two-word query, a short prefix matching every course,
+// a stemmed form, typos, and words found nowhere (every expansion tried,
+// nothing to rank).
+func BenchmarkSearchQueries(b *testing.B) {
+	f, err := Parse(generatedFeed(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix := NewIndex(testOrigin, f)
+	for _, q := range []string{"portrait lighting", "photo", "portraits", "lihgting", "photografy", "underwater basket weaving"} {
+		b.Run(q, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ix.Search(q, "", DefaultLimit)
+			}
+		})
+	}
+}
+
+// BenchmarkNewIndex builds the index of 10,000 courses; heap-KB is what
+// the index keeps beyond the feed it is built from.
 func BenchmarkNewIndex(b *testing.B) {
 	f, err := Parse(generatedFeed(10000))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	var ix *Index
 	for b.Loop() {
-		NewIndex(testOrigin, f)
+		ix = NewIndex(testOrigin, f)
 	}
+	b.StopTimer()
+	ix = nil
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ix = NewIndex(testOrigin, f)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(ix)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1024, "heap-KB")
 }
 
 // Searches share pooled scratch memory: whatever ran before, concurrently

@@ -23,6 +23,9 @@ func TestSearchCatalog(t *testing.T) {
 		{"limit", map[string]any{"query": "photography", "limit": 2}, "", 2},
 		{"empty query browses", map[string]any{"query": "", "kind": "product"}, "product:lightroom-preset-pack", 3},
 		{"no match", map[string]any{"query": "underwater basket weaving"}, "", 0},
+		{"another form of a word", map[string]any{"query": "portraits"}, "course:portrait-photography", -1},
+		{"stop words ignored", map[string]any{"query": "courses about the portraits"}, "course:portrait-photography", -1},
+		{"a typo", map[string]any{"query": "lightrom", "kind": "course"}, "course:editing-in-lightroom", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,6 +50,25 @@ func TestSearchCatalog(t *testing.T) {
 	if p := out.Results[0].Price; p == nil || p.Amount != 99 || p.Currency != "EUR" {
 		t.Fatalf("price: %+v", out.Results[0])
 	}
+	if out.Results[0].Matched != "" || out.Results[0].Score <= 0 || out.Results[0].Score > 1 {
+		t.Fatalf("an exact hit: %+v", out.Results[0])
+	}
+}
+
+// A hit found only by tolerating a typo says what stood in for the
+// query's word, in the structured result and in the text an agent reads.
+func TestSearchCatalogSaysWhatATypoMatched(t *testing.T) {
+	h := newHarness(t)
+	var out map[string]any
+	h.okTool("", toolSearchCatalog, map[string]any{"query": "lightrom presets", "limit": 3}, &out)
+	results, _ := out["results"].([]any)
+	if len(results) == 0 {
+		t.Fatalf("no results: %v", out)
+	}
+	first, _ := results[0].(map[string]any)
+	if first["slug"] != "lightroom-preset-pack" || first["matched"] != `"Lightroom" for "lightrom"` {
+		t.Fatalf("first result: %v", first)
+	}
 }
 
 func TestSearchCatalogErrors(t *testing.T) {
@@ -64,6 +86,10 @@ func TestSearchCatalogErrors(t *testing.T) {
 		{"query not string", map[string]any{"query": 5}, "query"},
 		{"unknown argument", map[string]any{"query": "x", "sort": "price"}, "sort"},
 		{"arguments not an object", []any{"portrait"}, "object"},
+		{"only stop words", map[string]any{"query": "what is the"}, "too common"},
+		{"only punctuation", map[string]any{"query": "?!*"}, "no letters or digits"},
+		{"10 KB", map[string]any{"query": strings.Repeat("photo ", 1700)}, "characters long"},
+		{"too many words", map[string]any{"query": "a1 b2 c3 d4 e5 f6 g7 h8 i9 j10 k11 l12 m13 n14 o15 p16 q17"}, "more than 16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
