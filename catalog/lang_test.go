@@ -44,6 +44,8 @@ func TestSearchStemsInTheFeedLanguage(t *testing.T) {
 		{"de", "Häuser aus Holz", "Haus", true},
 		{"de", "Brot backen", "Brote", true},
 		{"de", "Straße und Stadt", "strasse", true},
+		{"de", "Porträtfotografie", "Porträts", true}, // the stem starts the compound
+		{"de", "Porträtfotografie", "Portrats", true},
 		{"fr", "Les chevaux de Camargue", "cheval", true},
 		{"fr", "Pâtisserie française", "patisseries", true},
 		{"it", "Corsi di cucina", "corso", true},
