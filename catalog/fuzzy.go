@@ -70,7 +70,9 @@ func (ix *Index) fuzzyKeys(q string, maxD int, out []fuzzyKey) []fuzzyKey {
 	depth := 0 // rows[0..depth] are valid for the current key
 
 	keys := ix.keys
-	for i := 0; i < len(keys); {
+	// Keys starting with an ASCII digit sort first, and none can match
+	// (see maxEdits): start after them.
+	for i := sort.SearchStrings(keys, ":"); i < len(keys); {
 		key := keys[i]
 		// Keep the rows of the prefix this key shares with the last one.
 		k, off := 0, 0
@@ -100,10 +102,21 @@ func (ix *Index) fuzzyKeys(q string, maxD int, out []fuzzyKey) []fuzzyKey {
 				pruned = true
 				break
 			}
+			// Only the cells within maxD of the diagonal can be within
+			// reach (a cell is at least |i-j|); those just outside the
+			// band are set above maxD for the next row to read.
 			prev, cur := rows[depth], rows[depth+1]
-			cur[0] = depth + 1
+			row := depth + 1
+			lo, hi := max(1, row-maxD), min(m, row+maxD)
+			cur[0] = row
+			if lo > 1 {
+				cur[lo-1] = maxD + 1
+			}
+			if hi < m {
+				cur[hi+1] = maxD + 1
+			}
 			least := cur[0]
-			for j := 1; j <= m; j++ {
+			for j := lo; j <= hi; j++ {
 				cost := 1
 				if qr[j-1] == r {
 					cost = 0
