@@ -254,7 +254,7 @@ func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
 	defer func() { sc.touched, sc.wordTouched = touched, wordTouched }()
 
 	items := sc.items
-	visit := func(t int32, factor float32, how uint8) {
+	visit := func(t int32, factor float32, how uint8, wordTouched []int32) []int32 {
 		for _, p := range ix.post[t] {
 			e := &items[p.item]
 			if e.how > how || kind != "" && ix.items[p.item].kind != kind {
@@ -271,19 +271,20 @@ func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
 				e.how, e.best = how, s
 			}
 		}
+		return wordTouched
 	}
 	var avgIDF float64
 	for ci := range clauses {
 		c := &clauses[ci]
 		wordTouched = wordTouched[:0]
 		for _, t := range c.exact {
-			visit(t, exactFactor, matchExact)
+			wordTouched = visit(t, exactFactor, matchExact, wordTouched)
 		}
 		for _, t := range c.prefix {
-			visit(t, prefixFactor, matchExact)
+			wordTouched = visit(t, prefixFactor, matchExact, wordTouched)
 		}
 		for _, f := range c.fuzzy {
-			visit(f.term, fuzzyFactor(f.dist), matchFuzzy)
+			wordTouched = visit(f.term, fuzzyFactor(f.dist), matchFuzzy, wordTouched)
 		}
 		for _, id := range wordTouched {
 			e := &items[id]
