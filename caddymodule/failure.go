@@ -13,9 +13,10 @@ import (
 )
 
 // loadFailure is a school that could not be built from its data (a store
-// that does not open, keys that do not read, an admin OpenAPI file that
-// does not parse): the configuration is fine, so the other schools start
-// and this one answers 503 until a reload builds it.
+// that does not open, keys that do not read): the configuration is fine,
+// so the other schools start and this one answers 503 until a reload
+// builds it. A file that ships with the configuration (the admin OpenAPI
+// document) is configuration: an error in it fails the load.
 type loadFailure struct {
 	// public says what failed in words a client may read; err, with its
 	// paths and hosts, is for the operator (logs, /schoolgate/health).

@@ -161,8 +161,10 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 			fmt.Errorf("school %s: %v", g.Issuer, err)))
 	}
 	s.policy = &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}
+	// The admin OpenAPI file ships with the configuration: an error in it
+	// fails the load, as a configuration error does.
 	if err := s.provisionExtras(ctx, life); err != nil {
-		return fail(failedLoading("its admin API description could not be read", err))
+		return fail(err)
 	}
 	// The janitor runs on the shared scheduler, each school at its own
 	// point of the period.
