@@ -79,11 +79,16 @@ func (s *site) useAdminOpenAPI(raw []byte) error {
 // their first request, renders what can fail (the admin document) and
 // keeps nothing.
 func (s *site) checkDocs() error {
-	if s.extras.docs.Load() != nil {
-		return s.rebuildDocs()
+	// Under the rebuild lock, a first build in progress (which may have
+	// read the inputs before they changed) is seen as built, and rebuilt.
+	s.extras.rebuild.Lock()
+	if s.extras.docs.Load() == nil {
+		defer s.extras.rebuild.Unlock()
+		_, err := sitedocs.Build(s.docsSite(s.gateway.Issuer, false), nil, time.Now())
+		return err
 	}
-	_, err := sitedocs.Build(s.docsSite(s.gateway.Issuer, false), nil, time.Now())
-	return err
+	s.extras.rebuild.Unlock()
+	return s.rebuildDocs()
 }
 
 // adminOpenAPIBytes is the current document (nil when none).
