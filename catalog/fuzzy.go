@@ -50,30 +50,31 @@ type fuzzyKey struct {
 // counted), so the walk jumps past all of them with a binary search. The
 // work is bounded by the prefixes within reach of q, not by the size of
 // the vocabulary, let alone the number of items.
-func (ix *Index) fuzzyKeys(q string, maxD int, out []fuzzyKey) []fuzzyKey {
-	qr := []rune(q)
+func (ix *Index) fuzzyKeys(q string, maxD int, b *walkBuffers, out []fuzzyKey) []fuzzyKey {
+	qr := b.qr[:0]
+	for _, r := range q {
+		qr = append(qr, r)
+	}
+	b.qr = qr
 	m := len(qr)
 	maxDepth := m + maxD // a longer prefix is more than maxD insertions away
 	// rows[k] is the distance row after the first k runes of the current
 	// key; runes[k] is that key's k-th rune and ends[k] the byte offset
 	// after it.
-	rows := make([][]int, maxDepth+1)
-	cells := make([]int, (maxDepth+1)*(m+1))
-	for k := range rows {
-		rows[k] = cells[k*(m+1) : (k+1)*(m+1)]
-	}
+	rows := b.rows(maxDepth+1, m+1)
 	for j := range rows[0] {
 		rows[0][j] = j
 	}
-	runes := make([]rune, maxDepth)
-	ends := make([]int, maxDepth+1)
+	runes := grow(&b.runes, maxDepth)
+	ends := grow(&b.ends, maxDepth+1)
+	ends[0] = 0
 	depth := 0 // rows[0..depth] are valid for the current key
 
-	keys := ix.keys
+	keys := &ix.keys
 	// Keys starting with an ASCII digit sort first, and none can match
 	// (see maxEdits): start after them.
-	for i := sort.SearchStrings(keys, ":"); i < len(keys); {
-		key := keys[i]
+	for i := keys.search(":"); i < keys.len(); {
+		key := keys.at(i)
 		// Keep the rows of the prefix this key shares with the last one.
 		k, off := 0, 0
 		for k < depth && off < len(key) {
@@ -139,7 +140,9 @@ func (ix *Index) fuzzyKeys(q string, maxD int, out []fuzzyKey) []fuzzyKey {
 			i = skipPrefix(keys, i, key[:ends[depth]])
 			continue
 		}
-		if d := rows[depth][m]; d <= maxD && d > 0 && maxEdits(key) > 0 {
+		// A key more than maxD runes shorter than q is out of reach,
+		// and its last cell outside the band computed.
+		if d := rows[depth][m]; m-depth <= maxD && d <= maxD && d > 0 && maxEdits(key) > 0 {
 			out = append(out, fuzzyKey{key: int32(i), dist: d})
 		}
 		i++
@@ -150,13 +153,39 @@ func (ix *Index) fuzzyKeys(q string, maxD int, out []fuzzyKey) []fuzzyKey {
 // skipPrefix returns the index of the first key after i that does not
 // start with prefix, given that keys[i] does. Most prefixes are shared by
 // a few keys, so it gallops before it bisects.
-func skipPrefix(keys []string, i int, prefix string) int {
-	last, step := i, 1 // keys[last] has the prefix
-	for last+step < len(keys) && strings.HasPrefix(keys[last+step], prefix) {
+func skipPrefix(keys *strTable, i int, prefix string) int {
+	last, step := i, 1 // keys.at(last) has the prefix
+	for last+step < keys.len() && strings.HasPrefix(keys.at(last+step), prefix) {
 		last += step
 		step *= 2
 	}
 	// The answer is in (last, last+step].
-	n := min(step, len(keys)-last-1)
-	return last + 1 + sort.Search(n, func(k int) bool { return !strings.HasPrefix(keys[last+1+k], prefix) })
+	n := min(step, keys.len()-last-1)
+	return last + 1 + sort.Search(n, func(k int) bool { return !strings.HasPrefix(keys.at(last+1+k), prefix) })
+}
+
+// walkBuffers is the memory of a typo walk, kept between walks.
+type walkBuffers struct {
+	qr, runes []rune
+	ends      []int
+	cells     []int
+	rowList   [][]int
+}
+
+// rows returns n rows of width w.
+func (b *walkBuffers) rows(n, w int) [][]int {
+	cells := grow(&b.cells, n*w)
+	rows := grow(&b.rowList, n)
+	for k := range rows {
+		rows[k] = cells[k*w : (k+1)*w]
+	}
+	return rows
+}
+
+// grow returns (*s)[:n], reallocating *s if it is too short.
+func grow[T any](s *[]T, n int) []T {
+	if cap(*s) < n {
+		*s = make([]T, n)
+	}
+	return (*s)[:n]
 }

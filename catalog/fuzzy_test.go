@@ -65,6 +65,7 @@ func TestFuzzyKeysMatchesScan(t *testing.T) {
 		raws = append(raws, raw)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
+	var buf walkBuffers // shared, as pooled searches share it
 	for _, raw := range raws {
 		f, err := Parse(raw)
 		if err != nil {
@@ -73,7 +74,7 @@ func TestFuzzyKeysMatchesScan(t *testing.T) {
 		ix := NewIndex(testOrigin, f)
 		var queries []string
 		for range 150 {
-			k := []rune(ix.keys[rng.IntN(len(ix.keys))])
+			k := []rune(ix.keys.at(rng.IntN(ix.keys.len())))
 			// One or two random edits of a random key.
 			for range 1 + rng.IntN(2) {
 				if len(k) == 0 {
@@ -102,16 +103,18 @@ func TestFuzzyKeysMatchesScan(t *testing.T) {
 				continue
 			}
 			var want []string
-			for _, k := range ix.keys {
+			for i := range ix.keys.len() {
+				k := ix.keys.at(i)
 				if dist := osa(q, k); dist > 0 && dist <= d && maxEdits(k) > 0 {
 					want = append(want, k)
 				}
 			}
 			var got []string
-			for _, fk := range ix.fuzzyKeys(q, d, nil) {
-				got = append(got, ix.keys[fk.key])
-				if dist := osa(q, ix.keys[fk.key]); dist != fk.dist {
-					t.Errorf("%q: %q at distance %d, reported %d", q, ix.keys[fk.key], dist, fk.dist)
+			for _, fk := range ix.fuzzyKeys(q, d, &buf, nil) {
+				key := ix.keys.at(int(fk.key))
+				got = append(got, key)
+				if dist := osa(q, key); dist != fk.dist {
+					t.Errorf("%q: %q at distance %d, reported %d", q, key, dist, fk.dist)
 				}
 			}
 			if !slices.Equal(got, want) {

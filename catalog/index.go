@@ -40,20 +40,21 @@ type Index struct {
 
 	an *analyzer // the feed language's stemmer and stop words
 
-	// terms is every distinct term (stemmed, folded word), sorted; post[i]
-	// lists the items containing terms[i] in item order, idf[i] is its
-	// inverse document frequency and termRaw[i] a word of the feed that
-	// gave it, as written.
-	terms   []string
-	post    [][]posting
+	// terms is every distinct term (stemmed, folded word), sorted; the
+	// postings of term t are post[postOff[t]:postOff[t+1]], in item
+	// order; idf[t] is its inverse document frequency and termRaw.at(t) a
+	// word of the feed that gave it, as written.
+	terms   strTable
+	post    []posting
+	postOff []uint32
 	idf     []float32
-	termRaw []string
+	termRaw strTable
 
 	// keys is every spelling that leads to a term (folded words, terms,
 	// accent-free stems), sorted so that all keys with a given prefix are
 	// adjacent and the fuzzy matcher can walk them as a trie; keyTerm[i]
-	// is the term keys[i] leads to.
-	keys    []string
+	// is the term keys.at(i) leads to.
+	keys    strTable
 	keyTerm []int32
 
 	events []datedEvent // sorted by start, then feed order

@@ -194,6 +194,9 @@ func (b *indexBuilder) phrase(text string) string {
 	return sb.String()
 }
 
+// postings returns the postings of term t.
+func (ix *Index) postings(t int32) []posting { return ix.post[ix.postOff[t]:ix.postOff[t+1]] }
+
 // finalize sorts the vocabulary and computes what scoring needs: each
 // term's inverse document frequency and each item's per-field length
 // normalisation.
@@ -205,27 +208,36 @@ func (b *indexBuilder) finalize(ix *Index) {
 	}
 	slices.SortFunc(perm, func(x, y int32) int { return strings.Compare(b.terms[x], b.terms[y]) })
 	newID := make([]int32, n)
-	ix.terms = make([]string, n)
-	ix.post = make([][]posting, n)
-	ix.termRaw = make([]string, n)
+	terms := make([]string, n)
+	raws := make([]string, n)
 	ix.idf = make([]float32, n)
+	ix.postOff = make([]uint32, n+1)
+	total := 0
+	for _, p := range b.post {
+		total += len(p)
+	}
+	ix.post = make([]posting, 0, total)
 	docs := float64(len(ix.items))
 	for i, old := range perm {
 		newID[old] = int32(i)
-		ix.terms[i] = b.terms[old]
-		ix.post[i] = b.post[old]
-		ix.termRaw[i] = b.raw[old]
+		terms[i] = b.terms[old]
+		raws[i] = b.raw[old]
+		ix.post = append(ix.post, b.post[old]...)
+		ix.postOff[i+1] = uint32(len(ix.post))
 		df := float64(len(b.post[old]))
 		ix.idf[i] = float32(math.Log(1 + (docs-df+0.5)/(df+0.5)))
 	}
+	ix.terms = newStrTable(terms)
+	ix.termRaw = newStrTable(raws)
 
-	ix.keys = make([]string, 0, len(b.keys))
+	keys := make([]string, 0, len(b.keys))
 	for k := range b.keys {
-		ix.keys = append(ix.keys, k)
+		keys = append(keys, k)
 	}
-	slices.Sort(ix.keys)
-	ix.keyTerm = make([]int32, len(ix.keys))
-	for i, k := range ix.keys {
+	slices.Sort(keys)
+	ix.keys = newStrTable(keys)
+	ix.keyTerm = make([]int32, len(keys))
+	for i, k := range keys {
 		// A key that is itself a term leads to that term, whatever word
 		// registered it first.
 		if t, ok := b.termID[k]; ok {
@@ -254,8 +266,9 @@ func (b *indexBuilder) finalize(ix *Index) {
 			norms[i][f] = fieldWeight[f] / norm
 		}
 	}
-	for t, post := range ix.post {
+	for t := range n {
 		tfs := b.tf[perm[t]]
+		post := ix.postings(int32(t))
 		for i := range post {
 			var tf float64
 			for f, n := range norms[post[i].item] {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/blevesearch/snowballstem"
 )
 
 // Search limits: enough for an agent to choose from, small enough to keep
@@ -106,17 +108,52 @@ func (ix *Index) Search(query, kind string, limit int) []Hit {
 	if strings.TrimSpace(query) == "" {
 		return ix.browse(kind, limit)
 	}
-	st := ix.an.stemmer()
-	words, _ := ix.queryWords(st, query)
+	w := getWork()
+	defer w.release()
+	st := stemmer{a: ix.an, env: w.env}
+	words, _ := ix.queryWords(st.a, query, w.words[:0])
+	w.words = words
 	if len(words) == 0 {
 		return nil
 	}
 	words = words[:min(len(words), MaxQueryWords)]
-	clauses := make([]clause, len(words))
-	for i, w := range words {
-		clauses[i] = ix.expand(st, w)
+	for len(w.clauses) < len(words) {
+		w.clauses = append(w.clauses, clause{})
+	}
+	clauses := w.clauses[:len(words)]
+	for i, qw := range words {
+		ix.expand(st, qw, &clauses[i], w)
 	}
 	return ix.rank(clauses, kind, limit)
+}
+
+// work is the memory a search needs besides the per-item scratch: query
+// words, their expansions, the typo walk's rows. It is pooled too, so that
+// a search allocates little more than its results.
+type work struct {
+	env     *snowballstem.Env
+	words   []queryWord
+	clauses []clause
+	found   []fuzzyKey
+	walk    walkBuffers
+}
+
+var workPool sync.Pool
+
+func getWork() *work {
+	if w, ok := workPool.Get().(*work); ok {
+		return w
+	}
+	return &work{env: snowballstem.NewEnv("")}
+}
+
+func (w *work) release() {
+	clear(w.words) // they point into the query
+	for i := range w.clauses {
+		c := &w.clauses[i]
+		*c = clause{exact: c.exact[:0], prefix: c.prefix[:0], fuzzy: c.fuzzy[:0]}
+	}
+	workPool.Put(w)
 }
 
 // queryWord is a query word before expansion.
@@ -126,13 +163,12 @@ type queryWord struct{ raw, lower, folded string }
 // dropping repeats; it keeps one more than MaxQueryWords, so that
 // CheckQuery can tell a query that has too many, and also returns how
 // many words there were in all, stop words included.
-func (ix *Index) queryWords(st stemmer, q string) ([]queryWord, int) {
+func (ix *Index) queryWords(a *analyzer, q string, words []queryWord) ([]queryWord, int) {
 	if len(q) > MaxQueryLength*utf8.UTFMax {
 		// CheckQuery refuses such a query before it gets here through
 		// the tools; a direct caller gets its beginning searched.
 		q = strings.ToValidUTF8(q[:MaxQueryLength*utf8.UTFMax], "")
 	}
-	var words []queryWord
 	all := 0
 	splitWords(compatText(q), func(w string) {
 		all++
@@ -141,7 +177,7 @@ func (ix *Index) queryWords(st stemmer, q string) ([]queryWord, int) {
 		}
 		lower := lowerWord(w)
 		folded := foldWord(lower)
-		if st.a.stop[folded] || slices.ContainsFunc(words, func(x queryWord) bool { return x.folded == folded }) {
+		if a.stop[folded] || slices.ContainsFunc(words, func(x queryWord) bool { return x.folded == folded }) {
 			return
 		}
 		words = append(words, queryWord{raw: w, lower: lower, folded: folded})
@@ -164,7 +200,7 @@ func (ix *Index) CheckQuery(q string) error {
 	if strings.TrimSpace(q) == "" {
 		return nil
 	}
-	words, all := ix.queryWords(ix.an.stemmer(), q)
+	words, all := ix.queryWords(ix.an, q, nil)
 	switch {
 	case all == 0:
 		return errors.New("the query has no letters or digits to search for")
@@ -177,30 +213,32 @@ func (ix *Index) CheckQuery(q string) error {
 }
 
 // expand finds the terms a query word matches.
-func (ix *Index) expand(st stemmer, w queryWord) clause {
-	c := clause{word: w.raw, folded: w.folded}
+// expand finds the terms a query word matches, into c (whose slices are
+// empty and reused).
+func (ix *Index) expand(st stemmer, w queryWord, c *clause, wk *work) {
+	c.word, c.folded = w.raw, w.folded
 	if len(w.lower) > maxWordBytes {
 		c.term = w.folded
-		ix.addExact(&c, w.folded)
-		return c
+		ix.addExact(c, w.folded)
+		return
 	}
 	c.term = st.term(w.lower)
-	ix.addExact(&c, c.term)
-	ix.addExact(&c, w.folded)
+	ix.addExact(c, c.term)
+	ix.addExact(c, w.folded)
 	if w.folded != w.lower {
-		ix.addExact(&c, st.term(w.folded))
+		ix.addExact(c, st.term(w.folded))
 	}
 	if len(w.folded) >= 2 {
-		ix.addPrefix(&c, w.folded)
+		ix.addPrefix(c, w.folded)
 		if len(c.term) >= 4 && !strings.HasPrefix(c.term, w.folded) {
 			// German compounds: "Porträts" stems to "portrat", which
 			// starts "Porträtfotografie".
-			ix.addPrefix(&c, c.term)
+			ix.addPrefix(c, c.term)
 		}
 	}
 	if d := maxEdits(w.folded); d > 0 {
-		var found []fuzzyKey
-		found = ix.fuzzyKeys(w.folded, d, found)
+		found := ix.fuzzyKeys(w.folded, d, &wk.walk, wk.found[:0])
+		wk.found = found
 		slices.SortStableFunc(found, func(a, b fuzzyKey) int { return a.dist - b.dist })
 		for _, f := range found {
 			t := ix.keyTerm[f.key]
@@ -213,7 +251,6 @@ func (ix *Index) expand(st stemmer, w queryWord) clause {
 			c.fuzzy = append(c.fuzzy, fuzzyTerm{term: t, key: f.key, dist: f.dist})
 		}
 	}
-	return c
 }
 
 func (c *clause) has(t int32) bool {
@@ -222,7 +259,7 @@ func (c *clause) has(t int32) bool {
 }
 
 func (ix *Index) addExact(c *clause, key string) {
-	if i, ok := slices.BinarySearch(ix.keys, key); ok {
+	if i, ok := ix.keys.find(key); ok {
 		if t := ix.keyTerm[i]; !slices.Contains(c.exact, t) {
 			c.exact = append(c.exact, t)
 		}
@@ -230,7 +267,7 @@ func (ix *Index) addExact(c *clause, key string) {
 }
 
 func (ix *Index) addPrefix(c *clause, prefix string) {
-	for i := sort.SearchStrings(ix.keys, prefix); i < len(ix.keys) && strings.HasPrefix(ix.keys[i], prefix); i++ {
+	for i := ix.keys.search(prefix); i < ix.keys.len() && strings.HasPrefix(ix.keys.at(i), prefix); i++ {
 		if len(c.prefix) == maxPrefixTerms {
 			return
 		}
@@ -255,7 +292,7 @@ func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
 
 	items := sc.items
 	visit := func(t int32, factor float32, how uint8, wordTouched []int32) []int32 {
-		for _, p := range ix.post[t] {
+		for _, p := range ix.postings(t) {
 			e := &items[p.item]
 			if e.how > how || kind != "" && ix.items[p.item].kind != kind {
 				continue // matched better already, or filtered out
@@ -379,7 +416,7 @@ func (ix *Index) explain(clauses []clause, id int32, mask uint32) string {
 		}
 		best, bestScore := -1, float32(0)
 		for fi, f := range clauses[ci].fuzzy {
-			post := ix.post[f.term]
+			post := ix.postings(f.term)
 			i, ok := slices.BinarySearchFunc(post, id, func(p posting, id int32) int { return int(p.item - id) })
 			if !ok {
 				continue
@@ -406,8 +443,8 @@ func fuzzyFactor(dist int) float32 {
 // spelling of it when the key was a word of the feed, else a word of the
 // feed with the same stem.
 func (ix *Index) shownWord(f fuzzyTerm) string {
-	raw := ix.termRaw[f.term]
-	if key := ix.keys[f.key]; key != foldWord(lowerWord(raw)) && key != ix.terms[f.term] {
+	raw := ix.termRaw.at(int(f.term))
+	if key := ix.keys.at(int(f.key)); key != foldWord(lowerWord(raw)) && key != ix.terms.at(int(f.term)) {
 		return key
 	}
 	return raw
