@@ -239,11 +239,13 @@ func (s *site) health(ctx context.Context) siteHealth {
 		h.Courses = max(s.extras.catalog.Courses(), 0)
 		if failed := s.extras.catalogErr.Load(); failed != nil {
 			// A school serving an older catalog still answers; one with
-			// none has catalog tools that find nothing.
-			if h.Catalog == "not imported yet" {
-				h.Healthy, h.Catalog = false, "import failing: "+*failed
+			// none has catalog tools that find nothing. A store that did
+			// not keep the feed is the store's failure, reported above
+			// and retried once it is back.
+			if h.Catalog == "not imported yet" && !failed.storing {
+				h.Healthy, h.Catalog = false, "import failing: "+failed.msg
 			} else {
-				h.Catalog += "; the last import failed: " + *failed
+				h.Catalog += "; the last import failed: " + failed.msg
 			}
 		}
 	}

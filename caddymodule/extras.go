@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,7 +47,7 @@ type siteExtras struct {
 	refreshed atomic.Pointer[time.Time]
 	// catalogErr is why the last import of the feed failed; nil after a
 	// success.
-	catalogErr atomic.Pointer[string]
+	catalogErr atomic.Pointer[importFailure]
 	// rebuild serializes rebuildDocs: the catalog loop, the admin OpenAPI
 	// loop and the admin API rebuild concurrently, and a build from older
 	// inputs must not be stored over one from newer inputs.
@@ -250,8 +251,7 @@ func spread(delay, every time.Duration) time.Duration {
 func (s *site) catalogPass(ctx context.Context, src string, delay, every time.Duration) time.Duration {
 	if err := s.refreshCatalogOnce(ctx, src); err != nil {
 		s.extras.logf("catalog import from %s failed, keeping the previous catalog: %v", src, err)
-		msg := err.Error()
-		s.extras.catalogErr.Store(&msg)
+		s.extras.catalogErr.Store(&importFailure{msg: err.Error(), storing: errors.Is(err, catalog.ErrNotStored)})
 		return min(delay*2, every)
 	}
 	now := time.Now().UTC()
@@ -259,6 +259,14 @@ func (s *site) catalogPass(ctx context.Context, src string, delay, every time.Du
 	s.extras.catalogErr.Store(nil)
 	s.refreshDocs()
 	return every
+}
+
+// importFailure is why the last catalog import failed: the feed (it could
+// not be fetched or is invalid) or the store (it did not keep the feed,
+// which the store's own health check reports).
+type importFailure struct {
+	msg     string
+	storing bool
 }
 
 // refreshCatalogOnce fetches and imports the feed under a deadline of its
