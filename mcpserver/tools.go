@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -26,13 +27,27 @@ const (
 var memberTools = map[string]bool{toolMyEnrollments: true, toolAccountQuery: true}
 
 func (s *mcpServer) addTools(core *server.MCPServer) {
-	core.AddTool(searchCatalogTool.tool(), s.searchCatalog)
-	core.AddTool(getCourseTool.tool(), s.getCourse)
-	core.AddTool(listEventsTool.tool(), s.listEvents)
-	core.AddTool(listPlansTool.tool(), s.listPlans)
-	core.AddTool(myEnrollmentsTool.tool(), s.memberOnly(toolMyEnrollments, s.myEnrollments))
-	core.AddTool(accountQueryTool.tool(), s.memberOnly(toolAccountQuery, s.accountQuery))
+	t := declaredTools()
+	core.AddTool(t[0], s.searchCatalog)
+	core.AddTool(t[1], s.getCourse)
+	core.AddTool(t[2], s.listEvents)
+	core.AddTool(t[3], s.listPlans)
+	core.AddTool(t[4], s.memberOnly(toolMyEnrollments, s.myEnrollments))
+	core.AddTool(t[5], s.memberOnly(toolAccountQuery, s.accountQuery))
 }
+
+// declaredTools are the tools' declarations, in addTools' order, built
+// once for the process: they are the same for every school, and a
+// thousand schools would otherwise each keep a copy of the schemas. They
+// are shared and never written.
+var declaredTools = sync.OnceValue(func() []mcp.Tool {
+	defs := []toolDef{searchCatalogTool, getCourseTool, listEventsTool, listPlansTool, myEnrollmentsTool, accountQueryTool}
+	out := make([]mcp.Tool, len(defs))
+	for i, d := range defs {
+		out[i] = d.tool()
+	}
+	return out
+})
 
 // hideMemberTools removes the member tools from an anonymous tools/list.
 // It is a list hook rather than mcp-go's WithToolFilter because a filter
