@@ -49,10 +49,10 @@ type Hit struct {
 // word within a typo or two. A fuzzy match never outranks an exact one
 // (see rank), these only order matches of the same kind.
 const (
-	exactFactor  = 1.0
-	prefixFactor = 0.5
-	fuzzyFactor1 = 0.6 // one edit
-	fuzzyFactor2 = 0.4 // two edits
+	exactFactor  float32 = 1.0
+	prefixFactor float32 = 0.5
+	fuzzyFactor1 float32 = 0.6 // one edit
+	fuzzyFactor2 float32 = 0.4 // two edits
 )
 
 // Bonuses, in units of a typical word's score, that order items matching
@@ -124,7 +124,7 @@ func (ix *Index) Search(query, kind string, limit int) []Hit {
 	for i, qw := range words {
 		ix.expand(st, qw, &clauses[i], w)
 	}
-	return ix.rank(clauses, kind, limit)
+	return ix.rank(clauses, kind, limit, w)
 }
 
 // work is the memory a search needs besides the per-item scratch: query
@@ -236,20 +236,27 @@ func (ix *Index) expand(st stemmer, w queryWord, c *clause, wk *work) {
 			ix.addPrefix(c, c.term)
 		}
 	}
-	if d := maxEdits(w.folded); d > 0 {
-		found := ix.fuzzyKeys(w.folded, d, &wk.walk, wk.found[:0])
-		wk.found = found
-		slices.SortStableFunc(found, func(a, b fuzzyKey) int { return a.dist - b.dist })
-		for _, f := range found {
-			t := ix.keyTerm[f.key]
-			if c.has(t) {
-				continue
-			}
-			if len(c.fuzzy) == maxFuzzyTerms {
-				break
-			}
-			c.fuzzy = append(c.fuzzy, fuzzyTerm{term: t, key: f.key, dist: f.dist})
+}
+
+// expandFuzzy finds the terms within a typo or two of a clause's word
+// that it does not already match otherwise.
+func (ix *Index) expandFuzzy(c *clause, wk *work) {
+	d := maxEdits(c.folded)
+	if d == 0 || len(c.fuzzy) > 0 {
+		return
+	}
+	found := ix.fuzzyKeys(c.folded, d, &wk.walk, wk.found[:0])
+	wk.found = found
+	slices.SortStableFunc(found, func(a, b fuzzyKey) int { return a.dist - b.dist })
+	for _, f := range found {
+		t := ix.keyTerm[f.key]
+		if c.has(t) {
+			continue
 		}
+		if len(c.fuzzy) == maxFuzzyTerms {
+			break
+		}
+		c.fuzzy = append(c.fuzzy, fuzzyTerm{term: t, key: f.key, dist: f.dist})
 	}
 }
 
@@ -277,51 +284,74 @@ func (ix *Index) addPrefix(c *clause, prefix string) {
 	}
 }
 
-// Match kinds of an item for the clause being scored.
-const (
-	matchNone uint8 = iota
-	matchFuzzy
-	matchExact // the word, its stem or a prefix
-)
-
-func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
+// rank scores the items matching the clauses and returns the best limit
+// of them. Typo matches are looked for only when they can change the
+// result: they never raise an item's count of words matched without a
+// typo, which ranks first, so when limit items already match every word
+// without one, nothing matched with a typo could reach the results, and
+// the typo walk (the costliest part of a search) is skipped.
+func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit {
 	sc := getScratch(len(ix.items))
 	defer sc.release()
 	touched, wordTouched := sc.touched[:0], sc.wordTouched[:0]
 	defer func() { sc.touched, sc.wordTouched = touched, wordTouched }()
 
 	items := sc.items
-	visit := func(t int32, factor float32, how uint8, wordTouched []int32) []int32 {
+	// visit records each item's best match of the current word through
+	// term t, leaving out items whose bit in skip is set (matched without
+	// a typo already).
+	visit := func(t int32, factor float32, skip uint32, wordTouched []int32) []int32 {
 		for _, p := range ix.postings(t) {
 			e := &items[p.item]
-			if e.how > how || kind != "" && ix.items[p.item].kind != kind {
-				continue // matched better already, or filtered out
+			if e.exactWords&skip != 0 || kind != "" && ix.items[p.item].kind != kind {
+				continue
 			}
 			s := factor * p.score
-			switch e.how {
-			case how:
-				e.best = max(e.best, s)
-			case matchNone:
+			if !e.seen {
+				e.seen, e.best = true, s
 				wordTouched = append(wordTouched, p.item)
-				fallthrough
-			default:
-				e.how, e.best = how, s
+			} else {
+				e.best = max(e.best, s)
 			}
 		}
 		return wordTouched
 	}
-	var avgIDF float64
+	full := 0 // items matching every word without a typo
 	for ci := range clauses {
 		c := &clauses[ci]
+		if len(c.exact)+len(c.prefix) == 1 {
+			// One term, so one match per item: no best to keep, the
+			// common case ("portrait", "photo") in one pass.
+			t, factor := int32(0), exactFactor
+			if len(c.exact) == 1 {
+				t = c.exact[0]
+			} else {
+				t, factor = c.prefix[0], prefixFactor
+			}
+			for _, p := range ix.postings(t) {
+				if kind != "" && ix.items[p.item].kind != kind {
+					continue
+				}
+				e := &items[p.item]
+				if e.matched == 0 {
+					touched = append(touched, p.item)
+				}
+				e.matched++
+				e.exact++
+				e.exactWords |= 1 << ci
+				if int(e.exact) == len(clauses) {
+					full++
+				}
+				e.score += float64(factor * p.score)
+			}
+			continue
+		}
 		wordTouched = wordTouched[:0]
 		for _, t := range c.exact {
-			wordTouched = visit(t, exactFactor, matchExact, wordTouched)
+			wordTouched = visit(t, exactFactor, 0, wordTouched)
 		}
 		for _, t := range c.prefix {
-			wordTouched = visit(t, prefixFactor, matchExact, wordTouched)
-		}
-		for _, f := range c.fuzzy {
-			wordTouched = visit(f.term, fuzzyFactor(f.dist), matchFuzzy, wordTouched)
+			wordTouched = visit(t, prefixFactor, 0, wordTouched)
 		}
 		for _, id := range wordTouched {
 			e := &items[id]
@@ -329,15 +359,38 @@ func (ix *Index) rank(clauses []clause, kind string, limit int) []Hit {
 				touched = append(touched, id)
 			}
 			e.matched++
-			if e.how == matchExact {
-				e.exact++
-			} else {
-				e.fuzzy |= 1 << ci
+			e.exact++
+			e.exactWords |= 1 << ci
+			if int(e.exact) == len(clauses) {
+				full++
 			}
 			e.score += float64(e.best)
-			e.best, e.how = 0, matchNone
+			e.best, e.seen = 0, false
 		}
-		avgIDF += ix.wordIDF(c)
+	}
+	if full < limit {
+		for ci := range clauses {
+			c := &clauses[ci]
+			ix.expandFuzzy(c, wk)
+			wordTouched = wordTouched[:0]
+			for _, f := range c.fuzzy {
+				wordTouched = visit(f.term, fuzzyFactor(f.dist), 1<<ci, wordTouched)
+			}
+			for _, id := range wordTouched {
+				e := &items[id]
+				if e.matched == 0 {
+					touched = append(touched, id)
+				}
+				e.matched++
+				e.fuzzy |= 1 << ci
+				e.score += float64(e.best)
+				e.best, e.seen = 0, false
+			}
+		}
+	}
+	var avgIDF float64
+	for ci := range clauses {
+		avgIDF += ix.wordIDF(&clauses[ci])
 	}
 	// The bonuses scale with the query's words so that they matter as
 	// much in a catalog of ten items as in one of ten thousand.
@@ -402,7 +455,8 @@ func (ix *Index) wordIDF(c *clause) float64 {
 // refined by the relevance within that share.
 func displayScore(r ranked, words int) float64 {
 	s := (float64(r.exact) + r.score/(r.score+10)) / float64(words+1)
-	return math.Round(s*1e4) / 1e4
+	// Rounded for reading, but never to 0, which means "not searched".
+	return max(math.Round(s*1e4)/1e4, 1e-4)
 }
 
 // explain names, for each query word an item matched only with a typo
@@ -462,12 +516,13 @@ type scratch struct {
 }
 
 type itemScratch struct {
-	score   float64 // sum over the query words matched so far
-	best    float32 // the current word's best match; zero between words
-	how     uint8   // how the current word matched; matchNone between words
-	matched uint8   // query words matched
-	exact   uint8   // query words matched without a typo
-	fuzzy   uint32  // bit i: query word i matched only with a typo
+	score      float64 // sum over the query words matched so far
+	best       float32 // the current word's best match; zero between words
+	seen       bool    // the current word matched; false between words
+	matched    uint8   // query words matched
+	exact      uint8   // query words matched without a typo
+	exactWords uint32  // bit i: query word i matched without a typo
+	fuzzy      uint32  // bit i: query word i matched only with a typo
 }
 
 var scratchPool sync.Pool

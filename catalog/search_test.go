@@ -366,7 +366,7 @@ func TestSearchScratchIsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	ixBig, ixSmall := NewIndex(testOrigin, big), NewIndex(testOrigin, small)
-	queries := []string{"portrait lighting", "photo", "studio", "light natural", "zzz", "course 12", "ph"}
+	queries := []string{"portrait lighting", "photo", "studio", "light natural", "zzz", "course 12", "ph", "lihgting portriat", "photografy"}
 	want := map[string][]string{}
 	for _, q := range queries {
 		want["big"+q] = slugsOf(ixBig.Search(q, "", 20))
