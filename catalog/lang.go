@@ -65,13 +65,8 @@ func analyzerFor(tag string) *analyzer {
 	return foldingOnly
 }
 
-// SearchLanguage reports which language a feed's language tag gives its
-// search: the base language ("de" for "de-AT") when words are stemmed,
-// "" when matching only folds case and accents.
-func SearchLanguage(tag string) string { return analyzerFor(tag).lang }
-
 // stemmer stems words of one analyzer. It is not safe for concurrent use:
-// each search and each index build has its own.
+// each index build has its own, and each search one from the pool.
 type stemmer struct {
 	a   *analyzer
 	env *snowballstem.Env

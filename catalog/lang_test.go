@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-func TestSearchLanguage(t *testing.T) {
+// The analyzer of a feed's language tag: by its base language, English
+// when absent, folding only without a stemmer here.
+func TestAnalyzerFor(t *testing.T) {
 	tests := []struct {
 		tag  string
 		want string
@@ -24,8 +26,8 @@ func TestSearchLanguage(t *testing.T) {
 		{"nonsense!", ""}, // refused by Validate; an index built anyway folds only
 	}
 	for _, tt := range tests {
-		if got := SearchLanguage(tt.tag); got != tt.want {
-			t.Errorf("SearchLanguage(%q) = %q, want %q", tt.tag, got, tt.want)
+		if got := analyzerFor(tt.tag).lang; got != tt.want {
+			t.Errorf("analyzerFor(%q) is %q, want %q", tt.tag, got, tt.want)
 		}
 	}
 }

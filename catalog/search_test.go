@@ -125,6 +125,16 @@ func TestHitFields(t *testing.T) {
 	}
 }
 
+// tokens is the words of s as the index and queries see them before
+// stemming: normalized, case-folded, accents removed.
+func tokens(s string) []string {
+	var out []string
+	splitWords(compatText(s), func(w string) {
+		out = append(out, foldWord(lowerWord(w)))
+	})
+	return out
+}
+
 func TestTokens(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -108,17 +108,6 @@ var unfoldable = map[rune]string{
 	'æ': "ae", 'œ': "oe", 'þ': "th",
 }
 
-// tokens splits s into lowercase, accent-folded words, with no stemming
-// and no stop words: the form the old index used, kept for phrase text
-// and for tests.
-func tokens(s string) []string {
-	var out []string
-	splitWords(compatText(s), func(w string) {
-		out = append(out, foldWord(lowerWord(w)))
-	})
-	return out
-}
-
 // hasDigit reports whether w contains an ASCII or other decimal digit.
 func hasDigit(w string) bool {
 	return strings.IndexFunc(w, unicode.IsDigit) >= 0
