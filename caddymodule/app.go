@@ -1,10 +1,12 @@
 package caddymodule
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 )
 
 const appName = "schoolgate"
@@ -22,6 +24,9 @@ type App struct {
 	sites map[string]*site
 	// failed are the schools whose data failed to load (failure.go).
 	failed map[string]*failedSite
+	// proxies are the config's reverse proxies to legacy servers, one
+	// per configuration (upstreamproxy.go).
+	proxies map[[sha256.Size]byte]*reverseproxy.Handler
 }
 
 // CaddyModule returns the Caddy module information.

@@ -28,8 +28,9 @@ func init() {
 //	school_gateway <upstream> { ... }
 //
 // into a route of two handlers: the school_gateway handler, then Caddy's
-// own reverse_proxy to the upstream.
-// A power user can write the same two handlers by hand.
+// own reverse_proxy to the upstream, shared by the schools that configure
+// it alike (schoolgate_upstream). A power user can write the same two
+// handlers by hand, with reverse_proxy itself as the second.
 func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
 	h.Next() // directive name
 	g := new(Gateway)
@@ -54,9 +55,13 @@ func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, er
 	// One route with both handlers chains them (the gateway's next is the
 	// proxy) without a subroute, whose route list Caddy compiles again on
 	// every request.
+	raw, err := json.Marshal(proxy)
+	if err != nil {
+		return nil, h.Errf("upstream: %v", err)
+	}
 	route := caddyhttp.Route{HandlersRaw: []json.RawMessage{
 		caddyconfig.JSONModuleObject(g, "handler", "school_gateway", nil),
-		caddyconfig.JSONModuleObject(proxy, "handler", "reverse_proxy", nil),
+		caddyconfig.JSONModuleObject(UpstreamProxy{Proxy: raw}, "handler", "schoolgate_upstream", nil),
 	}}
 	return []httpcaddyfile.ConfigValue{{Class: "route", Value: route}}, nil
 }

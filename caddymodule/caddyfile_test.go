@@ -184,7 +184,8 @@ func TestValidateNamesTheOption(t *testing.T) {
 	}
 }
 
-// The directive expands into school_gateway + reverse_proxy, takes the
+// The directive expands into school_gateway + the shared reverse_proxy
+// (schoolgate_upstream), takes the
 // issuer from the site address, and needs no global order option.
 func TestDirectiveExpansion(t *testing.T) {
 	tests := []struct{ site, issuer string }{
@@ -201,7 +202,7 @@ func TestDirectiveExpansion(t *testing.T) {
 		}
 		_ = warnings
 		s := string(raw)
-		for _, want := range []string{`"handler":"school_gateway"`, `"handler":"reverse_proxy"`,
+		for _, want := range []string{`"handler":"school_gateway"`, `"handler":"schoolgate_upstream"`, `"proxy":{`,
 			`"issuer":"` + tt.issuer + `"`, `"max_idle_conns_per_host":128`} {
 			if !strings.Contains(s, want) {
 				t.Errorf("%s: adapted config lacks %s:\n%s", tt.site, want, s)

@@ -8,7 +8,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
-// proxyOf adapts a site block and returns its reverse_proxy handler.
+// proxyOf adapts a site block and returns its reverse_proxy configuration
+// (inside the schoolgate_upstream handler).
 func proxyOf(t *testing.T, gateway string) (map[string]any, error) {
 	t.Helper()
 	raw, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte("http://127.0.0.1:8080 {\n"+gateway+"\n}\n"), nil)
@@ -32,23 +33,23 @@ func proxyOf(t *testing.T, gateway string) (map[string]any, error) {
 	for _, srv := range cfg.Apps.HTTP.Servers {
 		for _, r := range srv.Routes {
 			for _, h := range r.Handle {
-				if h["handler"] == "reverse_proxy" {
-					return h, nil
+				if h["handler"] == "schoolgate_upstream" {
+					return h["proxy"].(map[string]any), nil
 				}
 			}
 			// The site's route wraps ours in a subroute.
 			for _, h := range r.Handle {
 				for _, sr := range h["routes"].([]any) {
 					for _, hh := range sr.(map[string]any)["handle"].([]any) {
-						if m := hh.(map[string]any); m["handler"] == "reverse_proxy" {
-							return m, nil
+						if m := hh.(map[string]any); m["handler"] == "schoolgate_upstream" {
+							return m["proxy"].(map[string]any), nil
 						}
 					}
 				}
 			}
 		}
 	}
-	t.Fatalf("no reverse_proxy in %s", raw)
+	t.Fatalf("no schoolgate_upstream in %s", raw)
 	return nil, nil
 }
 

@@ -224,14 +224,14 @@ func TestExampleCaddyfileAndModules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("caddy adapt Caddyfile.example: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), `"school_gateway"`) || !strings.Contains(string(out), `"reverse_proxy"`) {
+	if !strings.Contains(string(out), `"school_gateway"`) || !strings.Contains(string(out), `"schoolgate_upstream"`) {
 		t.Errorf("adapted config lacks the gateway or the proxy:\n%s", out)
 	}
 	out, err = exec.Command(caddyBin, "list-modules").CombinedOutput()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{"http.handlers.school_gateway", "schoolgate"} {
+	for _, m := range []string{"http.handlers.school_gateway", "http.handlers.schoolgate_upstream", "http.reverse_proxy.transport.schoolgate", "schoolgate"} {
 		if !strings.Contains(string(out), m) {
 			t.Errorf("list-modules lacks %s", m)
 		}

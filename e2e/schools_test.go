@@ -107,4 +107,37 @@ func TestManySchoolsReload(t *testing.T) {
 			t.Errorf("%s after the reload: %d", origin, status)
 		}
 	}
+
+	// No school has a goroutine of its own but its port's listener (each
+	// school here has a port; a host of many schools serves them on one):
+	// the periodic work runs on one scheduler, and the schools share one
+	// reverse proxy to their legacy server (Caddy's proxy keeps a metrics
+	// goroutine per instance).
+	var total, proxies int
+	waitFor(t, "the old config's goroutines to end", func() bool {
+		total, proxies = goroutines(t, gw)
+		return total < n+50 && proxies == 1
+	})
+	t.Logf("%d goroutines for %d schools on %d ports", total, n, n)
+}
+
+// goroutines reads Caddy's goroutine profile: the total, and how many are
+// a reverse proxy's upstream metrics loop (one per proxy instance).
+func goroutines(t *testing.T, gw *gateway) (total, proxies int) {
+	t.Helper()
+	status, _, body := get(t, "http://"+gw.AdminAddr+"/debug/pprof/goroutine?debug=1")
+	if status != 200 {
+		t.Fatalf("goroutine profile: %d", status)
+	}
+	if _, err := fmt.Sscanf(string(body), "goroutine profile: total %d", &total); err != nil {
+		t.Fatalf("goroutine profile: %v", err)
+	}
+	for _, block := range strings.Split(string(body), "\n\n") {
+		if strings.Contains(block, "metricsUpstreamsHealthyUpdater") {
+			var count int
+			fmt.Sscanf(block, "%d @", &count)
+			proxies += count
+		}
+	}
+	return total, proxies
 }
