@@ -87,6 +87,9 @@ func (s *boltStore) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 // OpenBolt opens (creating if needed) the store file at path. The timeout
 // bounds the wait for the file lock, which another process or a config
 // that was not cleaned up may hold.
+// ErrLocked is a store file another process holds.
+var ErrLocked = errors.New("the file is locked by another process")
+
 func OpenBolt(path string, timeout time.Duration) (Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
@@ -94,7 +97,7 @@ func OpenBolt(path string, timeout time.Duration) (Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("opening %s: the file is locked by another process", path)
+			return nil, fmt.Errorf("opening %s: %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}

@@ -2,7 +2,9 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -21,8 +23,24 @@ var stores = caddy.NewUsagePool()
 // it and kept across reloads like the bbolt files.
 var pools = caddy.NewUsagePool()
 
-// storeLockTimeout bounds the wait for a file lock held by another process.
+// storeLockTimeout bounds the wait for a file lock held by another
+// process: one that is ending (a restart's overlap) lets go within it.
 const storeLockTimeout = 5 * time.Second
+
+// lockTimedOut is when a wait for a file lock last timed out. A process
+// that holds one school's file likely holds them all (a second Caddy on
+// the same data): after one timeout, the next schools check their lock
+// once instead of waiting, so that a thousand schools take seconds, not
+// hours, to be found locked.
+var lockTimedOut atomic.Pointer[time.Time]
+
+// lockWait is how long to wait for a school's file lock.
+func lockWait() time.Duration {
+	if t := lockTimedOut.Load(); t != nil && time.Since(*t) < time.Minute {
+		return time.Millisecond
+	}
+	return storeLockTimeout
+}
 
 // storeCallTimeout bounds a store call made on behalf of no request.
 const storeCallTimeout = 5 * time.Second
@@ -60,7 +78,11 @@ func (p pooledStore) Destruct() error { return p.Close() }
 
 func acquireBolt(path string) (authserver.Store, error) {
 	v, _, err := stores.LoadOrNew(path, func() (caddy.Destructor, error) {
-		s, err := authserver.OpenBolt(path, storeLockTimeout)
+		s, err := authserver.OpenBolt(path, lockWait())
+		if errors.Is(err, authserver.ErrLocked) {
+			now := time.Now()
+			lockTimedOut.Store(&now)
+		}
 		if err != nil {
 			return nil, err
 		}
