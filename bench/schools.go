@@ -241,6 +241,7 @@ func (r *schoolsRun) reloadsUnderLoad(n, pid int, toks []string, configs ...stri
 		time.Sleep(3 * time.Second)
 		return r.goroutines(), openFiles(pid)
 	}
+	r.client.CloseIdleConnections()
 	g0, f0 := settle()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -290,6 +291,8 @@ func (r *schoolsRun) reloadsUnderLoad(n, pid int, toks []string, configs ...stri
 	}
 	cancel()
 	wg.Wait()
+	// The load's own kept-alive connections are not the gateway's.
+	r.client.CloseIdleConnections()
 	g1, f1 := settle()
 	line := fmt.Sprintf("| %d | 10 | %d | %d | %d | %d | %d → %d | %d → %d |", n, requests, fivexx, other, dropped, g0, g1, f0, f1)
 	if reloadErr != nil {
