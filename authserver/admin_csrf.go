@@ -62,21 +62,39 @@ func (s *Server) adminCSRFKey(ctx context.Context) ([]byte, error) {
 	return s.store.GetSetting(ctx, settingAdminCSRFKey)
 }
 
-// adminCSRFToken binds a form to the operator (their subject) and to the
-// time it was rendered: "<unix time>.<HMAC-SHA256>".
+// Form tokens bind a form to the person it was rendered for (their
+// subject) and to the time it was rendered: "<unix time>.<HMAC-SHA256>".
+// The purpose is part of the MAC, so that neither area's token passes for
+// the other's.
+const (
+	purposeAdmin   = "schoolgate admin form"
+	purposeAccount = "schoolgate account form"
+)
+
+// adminCSRFToken is the token of the operator's admin forms.
 func adminCSRFToken(key []byte, subject string, now time.Time) string {
-	ts := strconv.FormatInt(now.Unix(), 10)
-	return ts + "." + adminCSRFMAC(key, subject, ts)
+	return formToken(key, purposeAdmin, subject, now)
 }
 
-func adminCSRFMAC(key []byte, subject, ts string) string {
+// checkAdminCSRF verifies an admin form's token in constant time.
+func checkAdminCSRF(key []byte, subject, token string, now time.Time) bool {
+	return checkFormToken(key, purposeAdmin, subject, token, now)
+}
+
+func formToken(key []byte, purpose, subject string, now time.Time) string {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	return ts + "." + formMAC(key, purpose, subject, ts)
+}
+
+func formMAC(key []byte, purpose, subject, ts string) string {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("schoolgate admin form\x00" + subject + "\x00" + ts))
+	m.Write([]byte(purpose + "\x00" + subject + "\x00" + ts))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// checkAdminCSRF verifies a token in constant time.
-func checkAdminCSRF(key []byte, subject, token string, now time.Time) bool {
+// checkFormToken verifies a token in constant time: issued to subject for
+// purpose, not in the future beyond the skew, not older than the maximum.
+func checkFormToken(key []byte, purpose, subject, token string, now time.Time) bool {
 	ts, mac, ok := strings.Cut(token, ".")
 	if !ok || len(token) > 128 {
 		return false
@@ -89,7 +107,7 @@ func checkAdminCSRF(key []byte, subject, token string, now time.Time) bool {
 	if issued.After(now.Add(adminCSRFSkew)) || now.Sub(issued) > adminCSRFMaxAge {
 		return false
 	}
-	return hmac.Equal([]byte(mac), []byte(adminCSRFMAC(key, subject, ts)))
+	return hmac.Equal([]byte(mac), []byte(formMAC(key, purpose, subject, ts)))
 }
 
 // formIssued checks a POSTed form's token: issued to this operator, and
