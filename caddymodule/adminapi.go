@@ -152,10 +152,7 @@ func (s *site) status(ctx context.Context) siteStatus {
 // state is lazy until something of the school (catalog index, MCP
 // server, documents) has been built by a request.
 func (s *site) state() string {
-	s.extras.mcpMu.Lock()
-	mcp := s.extras.mcp != nil
-	s.extras.mcpMu.Unlock()
-	if mcp || s.extras.docs.Load() != nil || s.extras.catalog.Loaded() != nil {
+	if s.extras.mcp.Load() != nil || s.extras.docs.Load() != nil || s.extras.catalog.Loaded() != nil {
 		return "serving"
 	}
 	return "lazy"

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,15 +30,14 @@ import (
 // its configuration, its open store and its keys, nothing more.
 type siteExtras struct {
 	catalog *catalog.Manager
-	// mcp is the MCP server, built by the first /mcp request (mcpHandler).
-	mcp   http.Handler
-	mcpMu sync.Mutex
+	// mcp is the MCP server, built by the first /mcp request (mcpHandler);
+	// mcpBuild serializes that build, never a request that finds it built.
+	mcp      atomic.Pointer[http.Handler]
+	mcpBuild sync.Mutex
 	// docs are the documents, built by the first request for one of them
 	// and rebuilt when their inputs change once they exist (documents).
 	docs atomic.Pointer[sitedocs.Set]
 	logf func(string, ...any)
-	// logger is what the MCP server logs with once it is built.
-	logger *slog.Logger
 	// adminOpenAPI is the school's admin API description (adminopenapi.go).
 	adminOpenAPI atomic.Pointer[[]byte]
 	// refreshed is when the catalog feed was last fetched and imported.
@@ -56,7 +53,6 @@ type siteExtras struct {
 
 func (s *site) provisionExtras(ctx caddy.Context, life context.Context) error {
 	logger := ctx.Slogger()
-	s.extras.logger = logger
 	s.extras.logf = func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	s.extras.catalog = catalog.NewManager(s.gateway.Issuer, s.store)
 	s.extras.catalog.LoadLazily()
@@ -78,14 +74,13 @@ func (s *site) provisionExtras(ctx caddy.Context, life context.Context) error {
 
 // mcpHandler returns the MCP server, building it on the first request.
 func (s *site) mcpHandler() (http.Handler, error) {
-	s.extras.mcpMu.Lock()
-	defer s.extras.mcpMu.Unlock()
-	if s.extras.mcp != nil {
-		return s.extras.mcp, nil
+	if h := s.extras.mcp.Load(); h != nil {
+		return *h, nil
 	}
-	logger := s.extras.logger
-	if logger == nil {
-		logger = s.log()
+	s.extras.mcpBuild.Lock()
+	defer s.extras.mcpBuild.Unlock()
+	if h := s.extras.mcp.Load(); h != nil {
+		return *h, nil
 	}
 	mcp, err := mcpserver.New(mcpserver.Options{
 		SiteName:            s.schoolName(),
@@ -93,12 +88,12 @@ func (s *site) mcpHandler() (http.Handler, error) {
 		ResourceMetadataURL: s.as.ResourceMetadataURL(),
 		Catalog:             s.extras.catalog.Current,
 		Account:             s.accountQuery,
-		Logger:              logger,
+		Logger:              s.log(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: %v", err)
 	}
-	s.extras.mcp = mcp
+	s.extras.mcp.Store(&mcp)
 	return mcp, nil
 }
 
@@ -311,25 +306,13 @@ func (s *site) serveExtras(w http.ResponseWriter, r *http.Request) bool {
 	}
 	d, err := s.documents()
 	if err != nil {
-		s.writeExtraUnavailable(w, "building the documents", err)
+		_ = s.writeUnavailable(w, "building the documents", err)
 		return true
 	}
 	d.ServeHTTP(w, r)
 	return true
 }
 
-// writeExtraUnavailable answers a request for a part of the school that
-// could not be built now (the store did not answer): 503, to be retried.
-func (s *site) writeExtraUnavailable(w http.ResponseWriter, what string, err error) {
-	s.log().Error(what+" failed", "issuer", s.gateway.Issuer, "error", err)
-	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": "temporarily_unavailable",
-		"error_description": what + " failed; try again shortly"})
-}
 
 // serveMCP serves /mcp: anonymous without a token, with the member's
 // identity for a valid member token, and a challenge for any token that is
@@ -337,7 +320,7 @@ func (s *site) writeExtraUnavailable(w http.ResponseWriter, what string, err err
 func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	mcp, err := s.mcpHandler()
 	if err != nil {
-		s.writeExtraUnavailable(w, "starting the MCP server", err)
+		_ = s.writeUnavailable(w, "starting the MCP server", err)
 		return
 	}
 	if r.Header.Get("Authorization") == "" || r.Method == http.MethodOptions {

@@ -21,7 +21,8 @@ func downSite(t *testing.T) (*testSite, *bool) {
 		t.Fatal(err)
 	}
 	mcpServed := new(bool)
-	s.extras.mcp = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { *mcpServed = true })
+	var mcp http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { *mcpServed = true })
+	s.extras.mcp.Store(&mcp)
 	app := &App{sites: map[string]*site{ts.g.Issuer: s}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
