@@ -259,11 +259,11 @@ func (s *site) catalogHealth(ctx context.Context) string {
 	case m.LoadError() != "":
 		return "unreadable: " + m.LoadError()
 	case m.Cold():
-		raw, err := s.store.LoadCatalog(ctx)
+		stored, err := m.HasStoredFeed(ctx)
 		if err != nil {
 			return "unreadable: " + err.Error()
 		}
-		if len(raw) > 0 {
+		if stored {
 			return "ok (loaded on first use)"
 		}
 	}

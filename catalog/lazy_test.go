@@ -91,6 +91,34 @@ func TestManagerLazy(t *testing.T) {
 			t.Fatal("the first use serves what the other instance stored")
 		}
 	})
+	t.Run("a stored feed is known without being parsed", func(t *testing.T) {
+		m, store := cold(t, feedV1)
+		if ok, err := m.HasStoredFeed(ctx); !ok || err != nil {
+			t.Fatalf("a stored feed: %v %v", ok, err)
+		}
+		store.failErr = errDiskFull
+		if ok, err := m.HasStoredFeed(ctx); !ok || err != nil {
+			t.Fatal("once known, the answer needs no read")
+		}
+		if m.Loaded() != nil || !m.Cold() {
+			t.Fatal("asking must not load the feed")
+		}
+		empty, store := cold(t, "")
+		if ok, err := empty.HasStoredFeed(ctx); ok || err != nil {
+			t.Fatalf("no stored feed: %v %v", ok, err)
+		}
+		if err := empty.Import(ctx, []byte(feedV1)); err != nil || store.saves != 1 {
+			t.Fatal(err)
+		}
+		if ok, _ := empty.HasStoredFeed(ctx); !ok {
+			t.Fatal("an import while cold is known to be stored")
+		}
+		failing, store := cold(t, feedV1)
+		store.failErr = errDiskFull
+		if _, err := failing.HasStoredFeed(ctx); err == nil {
+			t.Fatal("a store that fails to answer is an error, not 'no feed'")
+		}
+	})
 	t.Run("no store loads nothing lazily", func(t *testing.T) {
 		m := NewManager(testOrigin, nil)
 		m.LoadLazily()

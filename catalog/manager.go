@@ -229,6 +229,31 @@ func (m *Manager) Import(ctx context.Context, raw []byte) error {
 	return nil
 }
 
+// HasStoredFeed reports whether a feed is there to serve, without
+// parsing one nobody has asked for: the store is read only while the
+// manager has not learnt it yet (a refresh or an import teaches it).
+func (m *Manager) HasStoredFeed(ctx context.Context) (bool, error) {
+	if m.cur.Load() != nil {
+		return true, nil
+	}
+	if m.store == nil {
+		return false, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.storedKnown {
+		raw, err := m.store.LoadCatalog(ctx)
+		if err != nil {
+			return false, err
+		}
+		m.storedSum, m.storedKnown = sha256.Sum256(raw), true
+	}
+	return m.storedSum != noFeed, nil
+}
+
+// noFeed is the hash of an empty store's feed.
+var noFeed = sha256.Sum256(nil)
+
 // storedFeedIs reports whether the stored feed hashes to sum, reading it
 // once per cold spell; a store that fails to answer says no, and the
 // import goes on to store the feed (or fail saying why).
