@@ -313,7 +313,6 @@ func (s *site) serveExtras(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-
 // serveMCP serves /mcp: anonymous without a token, with the member's
 // identity for a valid member token, and a challenge for any token that is
 // not valid here (never a silent fall back to anonymous).

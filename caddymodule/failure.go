@@ -53,21 +53,13 @@ func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 
 // serve answers one request of the failed school.
 func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	sent := r.URL.EscapedPath()
-	canon, protected, err := f.policy.Canonical(sent)
+	protected, err := canonicalize(f.policy, r)
 	if err != nil {
 		writePathRefusal(w, err, "")
 		return nil
 	}
-	path := canon
+	path := r.URL.Path
 	if !protected && !sitepath.IsAuthServer(path) && !sitepath.IsMCP(path) && !sitepath.IsDocument(path) {
-		if canon != sent {
-			if err := policy.SetRequestPath(r.URL, canon); err != nil {
-				writePathRefusal(w, err, "")
-				return nil
-			}
-			r.RequestURI = r.URL.RequestURI()
-		}
 		stripBearer(r.Header)
 		return next.ServeHTTP(w, r)
 	}

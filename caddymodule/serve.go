@@ -49,12 +49,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // answers 400 when the path cannot be forwarded unambiguously. The query
 // is kept byte for byte.
 func (s *site) canonicalPath(w http.ResponseWriter, r *http.Request) (protected, ok bool) {
-	sent := r.URL.EscapedPath()
-	canon, protected, err := s.policy.Canonical(sent)
-	if err == nil && canon != sent {
-		err = policy.SetRequestPath(r.URL, canon)
-		r.RequestURI = r.URL.RequestURI()
-	}
+	protected, err := canonicalize(s.policy, r)
 	if err != nil {
 		var pe *policy.PathError
 		if errors.As(err, &pe) && pe.Protected {
@@ -64,6 +59,19 @@ func (s *site) canonicalPath(w http.ResponseWriter, r *http.Request) (protected,
 		return false, false
 	}
 	return protected, true
+}
+
+// canonicalize gives r the canonical form of its path under p and says
+// whether some reading of it is protected; an error is a path that cannot
+// be forwarded unambiguously.
+func canonicalize(p *policy.Policy, r *http.Request) (protected bool, err error) {
+	sent := r.URL.EscapedPath()
+	canon, protected, err := p.Canonical(sent)
+	if err == nil && canon != sent {
+		err = policy.SetRequestPath(r.URL, canon)
+		r.RequestURI = r.URL.RequestURI()
+	}
+	return protected, err
 }
 
 // writePathRefusal answers a path the gateway will not forward: RFC 6750
