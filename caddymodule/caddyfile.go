@@ -121,9 +121,8 @@ func defaultUpstreamProxy(upstream string) (*reverseproxy.Handler, error) {
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	// The transport is shared by the schools configured alike (transport.go).
 	transport := map[string]any{
-		"protocol":                "schoolgate",
+		"protocol":                "http",
 		"dial_timeout":            caddy.Duration(5 * time.Second),
 		"response_header_timeout": caddy.Duration(60 * time.Second),
 		"keep_alive": map[string]any{
