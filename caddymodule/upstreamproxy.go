@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -84,13 +85,12 @@ func (a *App) proxy(ctx caddy.Context, raw json.RawMessage) (*reverseproxy.Handl
 func (a *App) Cleanup() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var errs []error
 	for key, h := range a.proxies {
-		if err := h.Cleanup(); err != nil {
-			return err
-		}
+		errs = append(errs, h.Cleanup())
 		delete(a.proxies, key)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 var (
