@@ -103,15 +103,25 @@ func (s *Server) accountLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 }
 
-// applicationsPage lists the person's grants, a page at a time.
-func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
+// accountPersonKey finds the signed-in person and the key of their
+// forms' tokens; nil when it has answered instead (sign-in redirect, 503).
+func (s *Server) accountPersonKey(w http.ResponseWriter, r *http.Request) (*Identity, []byte) {
 	id := s.accountPerson(w, r)
 	if id == nil {
-		return
+		return nil, nil
 	}
 	key, err := s.adminCSRFKey(r.Context())
 	if err != nil {
 		s.unavailableAccount(w, "account: loading the CSRF key", err)
+		return nil, nil
+	}
+	return id, key
+}
+
+// applicationsPage lists the person's grants, a page at a time.
+func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
+	id, key := s.accountPersonKey(w, r)
+	if id == nil {
 		return
 	}
 	q := r.URL.Query()
@@ -161,20 +171,15 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 		s.accountError(w, http.StatusBadRequest, "The form could not be read. Nothing was changed.")
 		return
 	}
-	id := s.accountPerson(w, r)
+	id, key := s.accountPersonKey(w, r)
 	if id == nil {
-		return
-	}
-	key, err := s.adminCSRFKey(r.Context())
-	if err != nil {
-		s.unavailableAccount(w, "account: loading the CSRF key", err)
 		return
 	}
 	if !checkAccountCSRF(key, id.Subject, r.PostForm.Get("csrf_token"), s.cfg.Now()) {
 		s.accountError(w, http.StatusForbidden, "The form has expired or was not issued to you. Nothing was changed: open your applications page again and retry.")
 		return
 	}
-	_, err = s.DisconnectGrant(r.Context(), r.PostForm.Get("grant_id"), id.Subject, DisconnectedByMember)
+	_, err := s.DisconnectGrant(r.Context(), r.PostForm.Get("grant_id"), id.Subject, DisconnectedByMember)
 	done := "disconnected"
 	switch {
 	case errors.Is(err, ErrAlreadyDisconnected):
