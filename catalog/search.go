@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -136,6 +135,7 @@ type work struct {
 	clauses []clause
 	found   []fuzzyKey
 	walk    walkBuffers
+	top     []ranked
 }
 
 var workPool sync.Pool
@@ -212,7 +212,6 @@ func (ix *Index) CheckQuery(q string) error {
 	return nil
 }
 
-// expand finds the terms a query word matches.
 // expand finds the terms a query word matches, into c (whose slices are
 // empty and reused).
 func (ix *Index) expand(st stemmer, w queryWord, c *clause, wk *work) {
@@ -293,14 +292,14 @@ func (ix *Index) addPrefix(c *clause, prefix string) {
 func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit {
 	sc := getScratch(len(ix.items))
 	defer sc.release()
-	touched, wordTouched := sc.touched[:0], sc.wordTouched[:0]
-	defer func() { sc.touched, sc.wordTouched = touched, wordTouched }()
+	touched, wordTouched, full := sc.touched[:0], sc.wordTouched[:0], sc.full[:0]
+	defer func() { sc.touched, sc.wordTouched, sc.full = touched, wordTouched, full }()
 
 	items := sc.items
 	// visit records each item's best match of the current word through
 	// term t, leaving out items whose bit in skip is set (matched without
 	// a typo already).
-	visit := func(t int32, factor float32, skip uint32, wordTouched []int32) []int32 {
+	visit := func(t int32, factor float32, skip wordSet, wordTouched []int32) []int32 {
 		for _, p := range ix.postings(t) {
 			e := &items[p.item]
 			if e.exactWords&skip != 0 || kind != "" && ix.items[p.item].kind != kind {
@@ -316,7 +315,6 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 		}
 		return wordTouched
 	}
-	full := 0 // items matching every word without a typo
 	for ci := range clauses {
 		c := &clauses[ci]
 		if len(c.exact)+len(c.prefix) == 1 {
@@ -340,9 +338,9 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 				e.exact++
 				e.exactWords |= 1 << ci
 				if int(e.exact) == len(clauses) {
-					full++
+					full = append(full, p.item)
 				}
-				e.score += float64(factor * p.score)
+				e.score += factor * p.score
 			}
 			continue
 		}
@@ -362,13 +360,13 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 			e.exact++
 			e.exactWords |= 1 << ci
 			if int(e.exact) == len(clauses) {
-				full++
+				full = append(full, id)
 			}
-			e.score += float64(e.best)
+			e.score += e.best
 			e.best, e.seen = 0, false
 		}
 	}
-	if full < limit {
+	if len(full) < limit {
 		for ci := range clauses {
 			c := &clauses[ci]
 			ix.expandFuzzy(c, wk)
@@ -383,7 +381,7 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 				}
 				e.matched++
 				e.fuzzy |= 1 << ci
-				e.score += float64(e.best)
+				e.score += e.best
 				e.best, e.seen = 0, false
 			}
 		}
@@ -406,10 +404,18 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 		b.WriteByte(' ')
 		phrase = b.String()
 	}
-	top := topK{limit: limit}
-	for _, id := range touched {
+	top := topK{limit: limit, best: wk.top[:0]}
+	defer func() { wk.top = top.best }()
+	// Matching every word without a typo outranks anything less, so once
+	// limit items do, only they can make the results: a broad query
+	// touches a thousand items for the few dozen that match it all.
+	candidates := touched
+	if len(full) >= limit {
+		candidates = full
+	}
+	for _, id := range candidates {
 		e := &items[id]
-		s := e.score
+		s := float64(e.score)
 		if int(e.matched) == len(clauses) {
 			s += allWordsBonus * avgIDF
 			if phrase != "" && int(e.exact) == len(clauses) && strings.Contains(ix.items[id].titleTerms, phrase) {
@@ -462,7 +468,7 @@ func displayScore(r ranked, words int) float64 {
 // explain names, for each query word an item matched only with a typo
 // allowed, the word that stood in for it: the one that scored best, as
 // in the ranking.
-func (ix *Index) explain(clauses []clause, id int32, mask uint32) string {
+func (ix *Index) explain(clauses []clause, id int32, mask wordSet) string {
 	var parts []string
 	for ci := range clauses {
 		if mask&(1<<ci) == 0 {
@@ -505,25 +511,35 @@ func (ix *Index) shownWord(f fuzzyTerm) string {
 }
 
 // scratch is the per-item working memory of one search. A catalog of
-// 10,000 items needs 240 KB of it, which at thousands of searches a
+// 10,000 items needs 160 KB of it, which at thousands of searches a
 // second would be the gateway's largest garbage; it is pooled, and only
-// the entries a search touched are cleared afterwards. One struct per
-// item keeps what a posting updates in one cache line.
+// the entries a search touched are cleared afterwards. One 16-byte
+// struct per item keeps what a posting updates in one cache line, and
+// the array small enough to stay in a core's cache while the server
+// does other work between searches: a posting's update is a random
+// access into it.
 type scratch struct {
 	items       []itemScratch
-	touched     []int32
-	wordTouched []int32
+	touched     []int32 // items matched by any word
+	wordTouched []int32 // items matched by the current word
+	full        []int32 // items matched by every word without a typo
 }
 
 type itemScratch struct {
-	score      float64 // sum over the query words matched so far
+	score      float32 // sum over the query words matched so far
 	best       float32 // the current word's best match; zero between words
 	seen       bool    // the current word matched; false between words
 	matched    uint8   // query words matched
 	exact      uint8   // query words matched without a typo
-	exactWords uint32  // bit i: query word i matched without a typo
-	fuzzy      uint32  // bit i: query word i matched only with a typo
+	exactWords wordSet // query words matched without a typo
+	fuzzy      wordSet // query words matched only with a typo
 }
+
+// wordSet has bit i set for query word i; MaxQueryWords fit.
+type wordSet uint16
+
+// A query of more words than a wordSet holds does not compile.
+var _ [16 - MaxQueryWords]struct{}
 
 var scratchPool sync.Pool
 
@@ -590,13 +606,20 @@ func (a ranked) before(b ranked) bool {
 }
 
 func (t *topK) offer(r ranked) {
-	if len(t.best) == t.limit && !r.before(t.best[len(t.best)-1]) {
+	n := len(t.best)
+	if n == t.limit && !r.before(t.best[n-1]) {
 		return
 	}
-	i := sort.Search(len(t.best), func(i int) bool { return r.before(t.best[i]) })
-	if len(t.best) < t.limit {
-		t.best = append(t.best, ranked{})
+	if n < t.limit {
+		t.best = append(t.best, r)
+	} else {
+		n-- // r displaces the last
 	}
-	copy(t.best[i+1:], t.best[i:])
-	t.best[i] = r
+	// An insertion from the end: the list is at most MaxLimit long and
+	// most offers that get this far belong near its end.
+	for n > 0 && r.before(t.best[n-1]) {
+		t.best[n] = t.best[n-1]
+		n--
+	}
+	t.best[n] = r
 }

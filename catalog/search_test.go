@@ -3,6 +3,7 @@ package catalog
 import (
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -401,4 +402,38 @@ func TestSearchScratchIsClean(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// A search with a small limit returns the head of the same search with a
+// larger one, hit for hit and score for score: with few results asked
+// for, only the items matching every word are ranked, and that must never
+// lose a result a full ranking of every matched item would have given.
+func TestSearchLimitIsAPrefix(t *testing.T) {
+	f, err := Parse(generatedFeed(3000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex(testOrigin, f)
+	queries := []string{"portrait lighting", "photo", "advanced night", "street food beginner", "lihgting portriat",
+		"studio lena", "tomas", "wildlife course 12", "editing photografy", "landscape zzz"}
+	for _, q := range queries {
+		for _, kind := range []string{"", KindCourse, KindEvent} {
+			all := ix.Search(q, kind, MaxLimit)
+			for _, limit := range []int{1, 3, 10, 25} {
+				got := ix.Search(q, kind, limit)
+				want := all[:min(limit, len(all))]
+				if !slices.Equal(got, want) {
+					t.Errorf("%q kind %q limit %d:\n got %v\nwant %v", q, kind, limit, hitsDebug(got), hitsDebug(want))
+				}
+			}
+		}
+	}
+}
+
+func hitsDebug(hits []Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Slug + "=" + strconv.FormatFloat(h.Score, 'f', 4, 64)
+	}
+	return out
 }

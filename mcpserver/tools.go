@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -116,14 +117,21 @@ func (s *mcpServer) catalogIndex() (*catalog.Index, *mcp.CallToolResult) {
 
 // jsonResult returns v as JSON text, for every client, and as structured
 // content, for clients that read the tool's output schema.
+//
+// The structured content is v itself, not its encoding: mcp-go encodes
+// the result through a json.Marshaler, and encoding/json re-scans
+// (compacts) every byte a Marshaler or a json.RawMessage yields, so
+// handing it the text again as raw JSON costs a scan of the whole
+// result on every call. The text is encoded straight into its string,
+// one allocation instead of a buffer and a copy.
 func jsonResult(v any) (*mcp.CallToolResult, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var text strings.Builder
+	if err := json.NewEncoder(&text).Encode(v); err != nil {
 		return nil, err
 	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: json.RawMessage(b),
+		Content:           []mcp.Content{mcp.NewTextContent(strings.TrimSuffix(text.String(), "\n"))},
+		StructuredContent: v,
 	}, nil
 }
 
