@@ -290,8 +290,24 @@ func (ix *Index) addPrefix(c *clause, prefix string) {
 // without one, nothing matched with a typo could reach the results, and
 // the typo walk (the costliest part of a search) is skipped.
 func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit {
+	b := ix.bonusesFor(clauses)
+	top := topK{limit: limit, best: wk.top[:0]}
+	defer func() { wk.top = top.best }()
 	sc := getScratch(len(ix.items))
 	defer sc.release()
+	for _, id := range sc.score(ix, clauses, kind, limit, wk) {
+		e := &sc.items[id]
+		top.offer(b.ranked(ix, id, e.matched, e.exact, e.score))
+	}
+	return ix.hits(clauses, top.best, sc.items)
+}
+
+// score adds up, in the scratch, what each item's postings are worth for
+// the clauses, and returns the items that can make the results: those
+// matching every word without a typo when there are limit of them (they
+// outrank anything less, and a broad query touches a thousand items for
+// the few dozen that match it all), every item matched otherwise.
+func (sc *scratch) score(ix *Index, clauses []clause, kind string, limit int, wk *work) []int32 {
 	touched, wordTouched, full := sc.touched[:0], sc.wordTouched[:0], sc.full[:0]
 	defer func() { sc.touched, sc.wordTouched, sc.full = touched, wordTouched, full }()
 
@@ -305,7 +321,7 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 			if e.exactWords&skip != 0 || kind != "" && ix.items[p.item].kind != kind {
 				continue
 			}
-			s := factor * p.score
+			s := float32(factor * p.score)
 			if !e.seen {
 				e.seen, e.best = true, s
 				wordTouched = append(wordTouched, p.item)
@@ -340,7 +356,7 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 				if int(e.exact) == len(clauses) {
 					full = append(full, p.item)
 				}
-				e.score += factor * p.score
+				e.score += float32(factor * p.score)
 			}
 			continue
 		}
@@ -366,66 +382,77 @@ func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit 
 			e.best, e.seen = 0, false
 		}
 	}
-	if len(full) < limit {
-		for ci := range clauses {
-			c := &clauses[ci]
-			ix.expandFuzzy(c, wk)
-			wordTouched = wordTouched[:0]
-			for _, f := range c.fuzzy {
-				wordTouched = visit(f.term, fuzzyFactor(f.dist), 1<<ci, wordTouched)
+	if len(full) >= limit {
+		return full
+	}
+	for ci := range clauses {
+		c := &clauses[ci]
+		ix.expandFuzzy(c, wk)
+		wordTouched = wordTouched[:0]
+		for _, f := range c.fuzzy {
+			wordTouched = visit(f.term, fuzzyFactor(f.dist), 1<<ci, wordTouched)
+		}
+		for _, id := range wordTouched {
+			e := &items[id]
+			if e.matched == 0 {
+				touched = append(touched, id)
 			}
-			for _, id := range wordTouched {
-				e := &items[id]
-				if e.matched == 0 {
-					touched = append(touched, id)
-				}
-				e.matched++
-				e.fuzzy |= 1 << ci
-				e.score += e.best
-				e.best, e.seen = 0, false
-			}
+			e.matched++
+			e.fuzzy |= 1 << ci
+			e.score += e.best
+			e.best, e.seen = 0, false
 		}
 	}
-	var avgIDF float64
+	return touched
+}
+
+// bonuses are what an item earns beyond its postings' scores: for
+// matching every query word, and for having them as a phrase in its
+// title.
+type bonuses struct {
+	words  int
+	avgIDF float64
+	phrase string // the query's terms between spaces; "" for one word
+}
+
+func (ix *Index) bonusesFor(clauses []clause) bonuses {
+	b := bonuses{words: len(clauses)}
 	for ci := range clauses {
-		avgIDF += ix.wordIDF(&clauses[ci])
+		b.avgIDF += ix.wordIDF(&clauses[ci])
 	}
 	// The bonuses scale with the query's words so that they matter as
 	// much in a catalog of ten items as in one of ten thousand.
-	avgIDF /= float64(len(clauses))
-
-	phrase := ""
+	b.avgIDF /= float64(len(clauses))
 	if len(clauses) > 1 {
-		var b strings.Builder
+		var sb strings.Builder
 		for _, c := range clauses {
-			b.WriteByte(' ')
-			b.WriteString(c.term)
+			sb.WriteByte(' ')
+			sb.WriteString(c.term)
 		}
-		b.WriteByte(' ')
-		phrase = b.String()
+		sb.WriteByte(' ')
+		b.phrase = sb.String()
 	}
-	top := topK{limit: limit, best: wk.top[:0]}
-	defer func() { wk.top = top.best }()
-	// Matching every word without a typo outranks anything less, so once
-	// limit items do, only they can make the results: a broad query
-	// touches a thousand items for the few dozen that match it all.
-	candidates := touched
-	if len(full) >= limit {
-		candidates = full
-	}
-	for _, id := range candidates {
-		e := &items[id]
-		s := float64(e.score)
-		if int(e.matched) == len(clauses) {
-			s += allWordsBonus * avgIDF
-			if phrase != "" && int(e.exact) == len(clauses) && strings.Contains(ix.items[id].titleTerms, phrase) {
-				s += phraseBonus * avgIDF
-			}
+	return b
+}
+
+// ranked is item id's place in the ranking, given how many query words
+// it matched (exact of them without a typo) and its postings' score.
+func (b bonuses) ranked(ix *Index, id int32, matched, exact uint8, score float32) ranked {
+	s := float64(score)
+	if int(matched) == b.words {
+		s += allWordsBonus * b.avgIDF
+		if b.phrase != "" && int(exact) == b.words && strings.Contains(ix.items[id].titleTerms, b.phrase) {
+			s += phraseBonus * b.avgIDF
 		}
-		top.offer(ranked{id: id, exact: e.exact, score: s})
 	}
-	hits := make([]Hit, 0, len(top.best))
-	for _, r := range top.best {
+	return ranked{id: id, exact: exact, score: s}
+}
+
+// hits turns the ranking into results; items is the scratch the ranking
+// was scored in, which says which words matched only with a typo.
+func (ix *Index) hits(clauses []clause, best []ranked, items []itemScratch) []Hit {
+	hits := make([]Hit, 0, len(best))
+	for _, r := range best {
 		h := ix.hit(int(r.id), displayScore(r, len(clauses)))
 		if mask := items[r.id].fuzzy; mask != 0 {
 			h.Matched = ix.explain(clauses, r.id, mask)

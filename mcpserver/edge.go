@@ -84,16 +84,17 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+var errBodyTooLarge = fmt.Errorf("request body is larger than %d bytes", maxBodyBytes)
+
 // capBody reads the body up to the cap and puts it back for mcp-go.
 func capBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	tooLarge := fmt.Errorf("request body is larger than %d bytes", maxBodyBytes)
 	if r.ContentLength > maxBodyBytes {
-		return nil, tooLarge
+		return nil, errBodyTooLarge
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, tooLarge
+		return nil, errBodyTooLarge
 	}
 	// Other read errors (a client that hung up) are left for mcp-go to
 	// report as it does for any unreadable body.
