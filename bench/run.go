@@ -99,10 +99,16 @@ func (b *bench) compare(scenario string, targets ...target) error {
 	runs := make([][]stats, len(targets))
 	for r := 0; r < b.cfg.rounds; r++ {
 		for i, t := range targets {
+			var profiling sync.WaitGroup
 			if r == 0 && b.cfg.profile != "" && strings.HasPrefix(scenario, b.cfg.profile) {
-				go b.stack.cpuProfile(b.cfg.duration, fmt.Sprintf("bench-%s-%d.pprof", fileName(scenario), i))
+				// Waited for before the next target's: Go runs one CPU
+				// profile at a time.
+				profiling.Go(func() {
+					b.stack.cpuProfile(b.cfg.duration, fmt.Sprintf("bench-%s-%d.pprof", fileName(scenario), i))
+				})
 			}
 			s := load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req)
+			profiling.Wait()
 			if s.failures > 0 {
 				return fmt.Errorf("%s / %s: %d of %d requests failed, first: %v", scenario, t.name, s.failures, s.requests, s.firstErr)
 			}
