@@ -321,7 +321,7 @@ func (sc *scratch) score(ix *Index, clauses []clause, kind string, limit int, wk
 			if e.exactWords&skip != 0 || kind != "" && ix.items[p.item].kind != kind {
 				continue
 			}
-			s := float32(factor * p.score)
+			s := factor * p.score
 			if !e.seen {
 				e.seen, e.best = true, s
 				wordTouched = append(wordTouched, p.item)
@@ -356,7 +356,7 @@ func (sc *scratch) score(ix *Index, clauses []clause, kind string, limit int, wk
 				if int(e.exact) == len(clauses) {
 					full = append(full, p.item)
 				}
-				e.score += float32(factor * p.score)
+				e.score += factor * p.score
 			}
 			continue
 		}
