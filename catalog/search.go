@@ -200,7 +200,10 @@ func (ix *Index) CheckQuery(q string) error {
 	if strings.TrimSpace(q) == "" {
 		return nil
 	}
-	words, all := ix.queryWords(ix.an, q, nil)
+	w := getWork()
+	defer w.release()
+	words, all := ix.queryWords(ix.an, q, w.words[:0])
+	w.words = words
 	switch {
 	case all == 0:
 		return errors.New("the query has no letters or digits to search for")
