@@ -228,12 +228,15 @@ func machine() string {
 	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 }
 
-// cpuProfile saves a CPU profile of Caddy taken over d, and the heap
+// cpuProfile saves a CPU profile of Caddy taken over d, the heap
 // allocation profiles before and after it (diff them with pprof
-// -diff_base), from Caddy's admin endpoint (net/http/pprof).
+// -diff_base) and an execution trace of its first second (go tool
+// trace: garbage collection cycles, assists, scheduling), from Caddy's
+// admin endpoint (net/http/pprof).
 func (s *stack) cpuProfile(d time.Duration, file string) {
 	base := strings.TrimSuffix(file, ".pprof")
 	s.saveProfile("allocs", base+"-allocs-before.pprof")
+	go s.saveProfile("trace?seconds=1", base+"-trace.out")
 	s.saveProfile(fmt.Sprintf("profile?seconds=%d", max(1, int(d/time.Second))), file)
 	s.saveProfile("allocs", base+"-allocs-after.pprof")
 }
