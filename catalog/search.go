@@ -293,12 +293,15 @@ func (ix *Index) addPrefix(c *clause, prefix string) {
 // without one, nothing matched with a typo could reach the results, and
 // the typo walk (the costliest part of a search) is skipped.
 func (ix *Index) rank(clauses []clause, kind string, limit int, wk *work) []Hit {
+	sc := getScratch(len(ix.items))
+	defer sc.release()
+	candidates := sc.score(ix, clauses, kind, limit, wk)
+	// After scoring, which expands the words' typo terms: a word matched
+	// only with a typo is worth what its typo terms are.
 	b := ix.bonusesFor(clauses)
 	top := topK{limit: limit, best: wk.top[:0]}
 	defer func() { wk.top = top.best }()
-	sc := getScratch(len(ix.items))
-	defer sc.release()
-	for _, id := range sc.score(ix, clauses, kind, limit, wk) {
+	for _, id := range candidates {
 		e := &sc.items[id]
 		top.offer(b.ranked(ix, id, e.matched, e.exact, e.score))
 	}
