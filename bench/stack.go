@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -236,9 +237,11 @@ func machine() string {
 func (s *stack) cpuProfile(d time.Duration, file string) {
 	base := strings.TrimSuffix(file, ".pprof")
 	s.saveProfile("allocs", base+"-allocs-before.pprof")
-	go s.saveProfile("trace?seconds=1", base+"-trace.out")
+	var trace sync.WaitGroup
+	trace.Go(func() { s.saveProfile("trace?seconds=1", base+"-trace.out") })
 	s.saveProfile(fmt.Sprintf("profile?seconds=%d", max(1, int(d/time.Second))), file)
 	s.saveProfile("allocs", base+"-allocs-after.pprof")
+	trace.Wait() // one trace at a time, as with CPU profiles
 }
 
 func (s *stack) saveProfile(which, file string) {
