@@ -269,10 +269,9 @@ func (ix *Index) shownWord(f fuzzyTerm) string {
 // 10,000 items needs 160 KB of it, which at thousands of searches a
 // second would be the gateway's largest garbage; it is pooled, and only
 // the entries a search touched are cleared afterwards. One 16-byte
-// struct per item keeps what a posting updates in one cache line, and
-// the array small enough to stay in a core's cache while the server
-// does other work between searches: a posting's update is a random
-// access into it.
+// struct per item keeps what a posting updates in one cache line; a
+// posting's update is a random access into the array, so the smaller it
+// is the more of it stays in a core's cache between searches.
 type scratch struct {
 	items       []itemScratch
 	touched     []int32 // items matched by any word
