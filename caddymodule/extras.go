@@ -56,6 +56,9 @@ func (s *site) provisionExtras(ctx caddy.Context, life context.Context) error {
 	s.extras.logf = func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }
 	s.extras.catalog = catalog.NewManager(s.gateway.Issuer, s.store)
 	s.extras.catalog.LoadLazily()
+	if s.gateway.Catalog != "" {
+		s.extras.catalog.ExpectImport() // startExtras runs it
+	}
 	if src := s.gateway.AdminOpenAPI; src != "" && !isURL(src) {
 		raw, err := s.readAdminOpenAPI(ctx)
 		if err != nil {
@@ -86,7 +89,7 @@ func (s *site) mcpHandler() (http.Handler, error) {
 		SiteName:            s.schoolName(),
 		Origin:              s.gateway.Issuer,
 		ResourceMetadataURL: s.as.ResourceMetadataURL(),
-		Catalog:             s.extras.catalog.Current,
+		Catalog:             s.awaitCatalog,
 		Account:             s.accountQuery,
 		Logger:              s.log(),
 	})
@@ -96,6 +99,18 @@ func (s *site) mcpHandler() (http.Handler, error) {
 	s.extras.mcp.Store(&mcp)
 	return mcp, nil
 }
+
+// awaitCatalog is the MCP server's catalog: on a school whose store has
+// no feed yet, an agent that calls a catalog tool in the first moments
+// after start-up waits for the first import instead of being told to come
+// back in a minute.
+func (s *site) awaitCatalog(ctx context.Context) *catalog.Index {
+	return s.extras.catalog.Await(ctx, firstImportWait)
+}
+
+// firstImportWait bounds that wait: a feed that takes longer (or an
+// upstream that is not up yet) gets the "not loaded yet" tool error.
+const firstImportWait = 10 * time.Second
 
 // followStore keeps the catalog and documents in step with the other
 // instances of the site when its store is shared: a catalog one of them

@@ -46,6 +46,9 @@ type Manager struct {
 	courses atomic.Int64
 	// loadErr is why the last lazy load failed, if it did.
 	loadErr atomic.Pointer[string]
+	// firstImport is closed once the first import of a configured feed
+	// has been tried (ExpectImport); nil when none is awaited.
+	firstImport atomic.Pointer[chan struct{}]
 }
 
 // NewManager returns a manager with no catalog. p may be nil to keep the
@@ -89,6 +92,45 @@ func (m *Manager) LoadLazily() {
 	if m.store != nil {
 		m.cold.Store(true)
 	}
+}
+
+// ExpectImport tells the manager that a feed source is configured and
+// its first import is about to run: until it has been tried, Await waits
+// for it instead of answering that there is no catalog. A gateway started
+// on an empty store thus answers its first searches once the feed is in,
+// not with an error for the second or so the import takes.
+func (m *Manager) ExpectImport() {
+	ch := make(chan struct{})
+	m.firstImport.Store(&ch)
+}
+
+// importTried ends the wait for the first import, whatever its outcome.
+func (m *Manager) importTried() {
+	if ch := m.firstImport.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// Await returns the catalog like Current. While there is none and the
+// first import of an expected feed has not been tried yet, it waits for
+// that import, for at most max or until ctx ends, and returns what the
+// import brought (nil if it failed).
+func (m *Manager) Await(ctx context.Context, max time.Duration) *Index {
+	if ix := m.Current(); ix != nil {
+		return ix
+	}
+	ch := m.firstImport.Load()
+	if ch == nil {
+		return nil
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-*ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return m.Current()
 }
 
 // lazyLoadTimeout bounds the store read of a first Current, which runs
@@ -176,6 +218,7 @@ func (m *Manager) Reload(ctx context.Context) (bool, error) {
 	if len(raw) == 0 {
 		return false, nil
 	}
+	defer m.importTried() // another instance's import serves here too
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cold.Load() {
@@ -199,6 +242,7 @@ func (m *Manager) Reload(ctx context.Context) (bool, error) {
 // bytes already served does nothing, so a periodic refresh of an unchanged
 // feed costs no disk write.
 func (m *Manager) Import(ctx context.Context, raw []byte) error {
+	defer m.importTried()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sum := sha256.Sum256(raw)
@@ -271,6 +315,7 @@ func (m *Manager) storedFeedIs(ctx context.Context, sum [32]byte) bool {
 // Refresh reads the feed from src, a file path or an http(s) URL, and
 // imports it.
 func (m *Manager) Refresh(ctx context.Context, src string) error {
+	defer m.importTried()
 	raw, err := m.read(ctx, src)
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +108,60 @@ func TestCatalogRefreshThroughAdminAPI(t *testing.T) {
 	}
 	if r := postJSON(t, admin, map[string]string{"issuer": "http://nowhere.example"}); r.status != 404 {
 		t.Errorf("refresh of an unknown school: %d", r.status)
+	}
+}
+
+// TestFirstSearchWaitsForTheFirstImport: a school started on an empty data
+// directory answers an agent's first search_catalog, sent while the first
+// import of its feed is still under way, with that feed's results instead
+// of telling it to come back in a minute.
+func TestFirstSearchWaitsForTheFirstImport(t *testing.T) {
+	sch := startSchool(t)
+	requested := make(chan struct{}, 1)
+	release := make(chan struct{})
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case requested <- struct{}{}:
+		default:
+		}
+		<-release
+		resp, err := http.Get(sch.URL + "/catalog.json")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer feed.Close()
+	defer close(release)
+
+	port := freePort(t)
+	dir := t.TempDir()
+	block := strings.Replace(siteBlock(port, sch.URL, filepath.Join(dir, "site"), ""),
+		"catalog "+sch.URL+"/catalog.json", "catalog "+feed.URL+"/catalog.json", 1)
+	gw := startGateway(t, dir, block)
+	select {
+	case <-requested:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the gateway never asked for its feed")
+	}
+
+	got := make(chan string, 1)
+	go func() { got <- callTool(t, gw.URL+"/mcp", "search_catalog", map[string]any{"query": "photography"}) }()
+	select {
+	case answer := <-got:
+		t.Fatalf("search_catalog answered before the feed was in: %s", answer)
+	case <-time.After(500 * time.Millisecond):
+	}
+	release <- struct{}{}
+	select {
+	case answer := <-got:
+		if !strings.Contains(answer, `"slug"`) {
+			t.Fatalf("the first search did not wait for the first import: %s", answer)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("search_catalog never answered")
 	}
 }

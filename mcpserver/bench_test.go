@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,7 @@ func bigIndex(b *testing.B) *catalog.Index {
 // through the whole handler (edge, mcp-go, tool), without the network.
 func BenchmarkSearchCatalogCall(b *testing.B) {
 	ix := bigIndex(b)
-	h, err := New(Options{SiteName: "Big School", Origin: testOrigin, Catalog: func() *catalog.Index { return ix }})
+	h, err := New(Options{SiteName: "Big School", Origin: testOrigin, Catalog: func(context.Context) *catalog.Index { return ix }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestOutputSchemasHold(t *testing.T) {
 	}
 	var handlers map[string]func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
 	for _, ix := range []*catalog.Index{demoIndex(t), catalog.NewIndex(testOrigin, empty)} {
-		s, err := newMCPServer(Options{SiteName: testSchool, Origin: testOrigin, Catalog: func() *catalog.Index { return ix }})
+		s, err := newMCPServer(Options{SiteName: testSchool, Origin: testOrigin, Catalog: func(context.Context) *catalog.Index { return ix }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -105,9 +106,9 @@ func TestHostPolicy(t *testing.T) {
 	}
 }
 
-func demoIndexFunc(t *testing.T) func() *catalog.Index {
+func demoIndexFunc(t *testing.T) func(context.Context) *catalog.Index {
 	ix := demoIndex(t)
-	return func() *catalog.Index { return ix }
+	return func(context.Context) *catalog.Index { return ix }
 }
 
 func TestCORSPreflight(t *testing.T) {

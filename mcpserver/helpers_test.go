@@ -140,7 +140,7 @@ func newHarness(t testing.TB, edit ...func(*Options)) *harness {
 	h.index.Store(demoIndex(t))
 	o := Options{
 		SiteName: testSchool, Origin: testOrigin, ResourceMetadataURL: testMetadata,
-		Catalog: h.index.Load, Account: h.account.call, Logger: h.logs.logger(),
+		Catalog: func(context.Context) *catalog.Index { return h.index.Load() }, Account: h.account.call, Logger: h.logs.logger(),
 	}
 	for _, e := range edit {
 		e(&o)

@@ -73,8 +73,8 @@ func (k resourceKind) template() mcp.ResourceTemplate {
 func (s *mcpServer) addResources(core *server.MCPServer, hooks *server.Hooks) {
 	r := &resourceRegistry{core: core, catalog: s.opts.Catalog, notLoaded: s.notLoadedTemplates()}
 	core.AddResourceTemplates(r.notLoaded...)
-	hooks.AddBeforeListResources(func(context.Context, any, *mcp.ListResourcesRequest) { r.sync() })
-	hooks.AddBeforeReadResource(func(context.Context, any, *mcp.ReadResourceRequest) { r.sync() })
+	hooks.AddBeforeListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest) { r.sync(ctx) })
+	hooks.AddBeforeReadResource(func(ctx context.Context, _ any, _ *mcp.ReadResourceRequest) { r.sync(ctx) })
 	hooks.AddAfterListResourceTemplates(advertiseTemplates)
 }
 
@@ -88,7 +88,7 @@ func (s *mcpServer) addResources(core *server.MCPServer, hooks *server.Hooks) {
 // advertised (advertiseTemplates).
 type resourceRegistry struct {
 	core      *server.MCPServer
-	catalog   func() *catalog.Index
+	catalog   func(context.Context) *catalog.Index
 	notLoaded []server.ServerResourceTemplate
 
 	mu   sync.Mutex
@@ -102,8 +102,8 @@ type resourceRegistry struct {
 // lock and a pointer comparison unless a new catalog was imported, and it
 // adds the new items before removing stale ones, so that a concurrent read
 // never misses an item both catalogs have.
-func (r *resourceRegistry) sync() {
-	ix := r.catalog()
+func (r *resourceRegistry) sync(ctx context.Context) {
+	ix := r.catalog(ctx)
 	if r.synced.Load() == ix && ix != nil {
 		return // the usual case: no lock on the request path
 	}

@@ -39,9 +39,10 @@ type Options struct {
 	// ResourceMetadataURL is the RFC 9728 protected resource metadata
 	// document that tells a client how to sign in.
 	ResourceMetadataURL string
-	// Catalog returns the current catalog; it may return nil before the
-	// first import.
-	Catalog func() *catalog.Index
+	// Catalog returns the current catalog, nil while there is none. Just
+	// after start-up it may wait, no longer than ctx allows, for a first
+	// import already under way.
+	Catalog func(context.Context) *catalog.Index
 	// Account runs a query at the upstream Account API with the member's
 	// identity.
 	Account AccountFunc
@@ -87,7 +88,7 @@ func newMCPServer(o Options) (*mcpServer, error) {
 		o.ResourceMetadataURL = o.Origin + "/.well-known/oauth-protected-resource"
 	}
 	if o.Catalog == nil {
-		o.Catalog = func() *catalog.Index { return nil }
+		o.Catalog = func(context.Context) *catalog.Index { return nil }
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -33,7 +33,7 @@ type courseArgs struct {
 	Slug string `json:"slug"`
 }
 
-func (s *mcpServer) getCourse(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpServer) getCourse(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in courseArgs
 	if err := bindArgs(req, &in); err != nil {
 		return argError("%v", err), nil
@@ -41,7 +41,7 @@ func (s *mcpServer) getCourse(_ context.Context, req mcp.CallToolRequest) (*mcp.
 	if in.Slug == "" {
 		return argError("slug is required"), nil
 	}
-	ix, unavailable := s.catalogIndex()
+	ix, unavailable := s.catalogIndex(ctx)
 	if unavailable != nil {
 		return unavailable, nil
 	}

@@ -96,9 +96,10 @@ func (s *mcpServer) myEnrollments(ctx context.Context, id *Identity, req mcp.Cal
 	v := resp.Data.Viewer
 	out := enrollmentsResult{Viewer: viewerSummary{ID: v.ID, Email: v.Email}, Enrollments: []map[string]json.RawMessage{}}
 	if v.EnrolledCourses != nil {
+		ix := s.opts.Catalog(ctx)
 		for _, node := range v.EnrolledCourses.Nodes {
 			if node != nil {
-				s.describeCourse(node)
+				describeCourse(ix, node)
 				out.Enrollments = append(out.Enrollments, node)
 			}
 		}
@@ -109,8 +110,7 @@ func (s *mcpServer) myEnrollments(ctx context.Context, id *Identity, req mcp.Cal
 
 // describeCourse adds the catalog's title and page to an enrollment, so an
 // agent can name the course and link to it without another call.
-func (s *mcpServer) describeCourse(node map[string]json.RawMessage) {
-	ix := s.opts.Catalog()
+func describeCourse(ix *catalog.Index, node map[string]json.RawMessage) {
 	var slug string
 	if ix == nil || json.Unmarshal(node["slug"], &slug) != nil {
 		return

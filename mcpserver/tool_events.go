@@ -52,7 +52,7 @@ type eventsResult struct {
 	Events []catalog.Event `json:"events"`
 }
 
-func (s *mcpServer) listEvents(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpServer) listEvents(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in eventsArgs
 	if err := bindArgs(req, &in); err != nil {
 		return argError("%v", err), nil
@@ -68,7 +68,7 @@ func (s *mcpServer) listEvents(_ context.Context, req mcp.CallToolRequest) (*mcp
 	if in.To != "" && to.Before(from) {
 		return argError("to (%s) is before from (%s)", to.Format(time.RFC3339), from.Format(time.RFC3339)), nil
 	}
-	ix, unavailable := s.catalogIndex()
+	ix, unavailable := s.catalogIndex(ctx)
 	if unavailable != nil {
 		return unavailable, nil
 	}

@@ -31,12 +31,12 @@ type plansResult struct {
 	Plans []catalog.MembershipPlan `json:"plans"`
 }
 
-func (s *mcpServer) listPlans(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpServer) listPlans(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct{}
 	if err := bindArgs(req, &in); err != nil {
 		return argError("%v", err), nil
 	}
-	ix, unavailable := s.catalogIndex()
+	ix, unavailable := s.catalogIndex(ctx)
 	if unavailable != nil {
 		return unavailable, nil
 	}

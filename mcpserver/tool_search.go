@@ -59,7 +59,7 @@ type searchResult struct {
 	Results []catalog.Hit `json:"results"`
 }
 
-func (s *mcpServer) searchCatalog(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpServer) searchCatalog(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in searchArgs
 	if err := bindArgs(req, &in); err != nil {
 		return argError("%v", err), nil
@@ -77,7 +77,7 @@ func (s *mcpServer) searchCatalog(_ context.Context, req mcp.CallToolRequest) (*
 		}
 		limit = *in.Limit
 	}
-	ix, unavailable := s.catalogIndex()
+	ix, unavailable := s.catalogIndex(ctx)
 	if unavailable != nil {
 		return unavailable, nil
 	}

@@ -108,8 +108,8 @@ func (s *mcpServer) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 
 // catalogIndex returns the current catalog or the tool error to answer
 // while there is none.
-func (s *mcpServer) catalogIndex() (*catalog.Index, *mcp.CallToolResult) {
-	if ix := s.opts.Catalog(); ix != nil {
+func (s *mcpServer) catalogIndex(ctx context.Context) (*catalog.Index, *mcp.CallToolResult) {
+	if ix := s.opts.Catalog(ctx); ix != nil {
 		return ix, nil
 	}
 	return nil, mcp.NewToolResultError(fmt.Sprintf("The catalog of %s has not been loaded yet; try again in a minute.", s.opts.SiteName))
