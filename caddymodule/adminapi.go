@@ -345,6 +345,7 @@ func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
+	s.renameMCP()
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"imported": true})
 }
 

@@ -30,9 +30,10 @@ import (
 // its configuration, its open store and its keys, nothing more.
 type siteExtras struct {
 	catalog *catalog.Manager
-	// mcp is the MCP server, built by the first /mcp request (mcpHandler);
-	// mcpBuild serializes that build, never a request that finds it built.
-	mcp      atomic.Pointer[http.Handler]
+	// mcp is the MCP server, built by the first /mcp request (mcpHandler)
+	// and again after the school's name changed (renameMCP); mcpBuild
+	// serializes that build, never a request that finds it built.
+	mcp      atomic.Pointer[builtMCP]
 	mcpBuild sync.Mutex
 	// docs are the documents, built by the first request for one of them
 	// and rebuilt when their inputs change once they exist (documents).
@@ -75,18 +76,25 @@ func (s *site) provisionExtras(ctx caddy.Context, life context.Context) error {
 	return nil
 }
 
+// builtMCP is a built MCP server and the school name it tells agents.
+type builtMCP struct {
+	handler http.Handler
+	name    string
+}
+
 // mcpHandler returns the MCP server, building it on the first request.
 func (s *site) mcpHandler() (http.Handler, error) {
-	if h := s.extras.mcp.Load(); h != nil {
-		return *h, nil
+	if b := s.extras.mcp.Load(); b != nil {
+		return b.handler, nil
 	}
 	s.extras.mcpBuild.Lock()
 	defer s.extras.mcpBuild.Unlock()
-	if h := s.extras.mcp.Load(); h != nil {
-		return *h, nil
+	if b := s.extras.mcp.Load(); b != nil {
+		return b.handler, nil
 	}
+	name := s.schoolName()
 	mcp, err := mcpserver.New(mcpserver.Options{
-		SiteName:            s.schoolName(),
+		SiteName:            name,
 		Origin:              s.gateway.Issuer,
 		ResourceMetadataURL: s.as.ResourceMetadataURL(),
 		Catalog:             s.awaitCatalog,
@@ -96,8 +104,26 @@ func (s *site) mcpHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp: %v", err)
 	}
-	s.extras.mcp.Store(&mcp)
+	s.extras.mcp.Store(&builtMCP{handler: mcp, name: name})
 	return mcp, nil
+}
+
+// renameMCP drops an MCP server built under another name than the
+// school's, so that the next request builds one that greets agents with
+// the right name: a first request before the first catalog import names
+// the school by its origin. The server keeps no session (see mcpserver.New),
+// so requests under way finish on the old one and nothing is lost.
+func (s *site) renameMCP() {
+	if b := s.extras.mcp.Load(); b != nil && b.name != s.schoolName() {
+		s.extras.mcp.CompareAndSwap(b, nil)
+	}
+}
+
+// catalogChanged brings what is built from the catalog in step with a
+// new one.
+func (s *site) catalogChanged() {
+	s.refreshDocs()
+	s.renameMCP()
 }
 
 // awaitCatalog is the MCP server's catalog: on a school whose store has
@@ -137,7 +163,7 @@ func (s *site) storeChanged(c authserver.Change) {
 		rebuild = rebuild || changed
 	}
 	if rebuild {
-		s.refreshDocs()
+		s.catalogChanged()
 	}
 }
 
@@ -267,7 +293,7 @@ func (s *site) catalogPass(ctx context.Context, src string, delay, every time.Du
 	now := time.Now().UTC()
 	s.extras.refreshed.Store(&now)
 	s.extras.catalogErr.Store(nil)
-	s.refreshDocs()
+	s.catalogChanged()
 	return every
 }
 

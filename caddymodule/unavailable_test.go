@@ -22,7 +22,7 @@ func downSite(t *testing.T) (*testSite, *bool) {
 	}
 	mcpServed := new(bool)
 	var mcp http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { *mcpServed = true })
-	s.extras.mcp.Store(&mcp)
+	s.extras.mcp.Store(&builtMCP{handler: mcp})
 	app := &App{sites: map[string]*site{ts.g.Issuer: s}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }

@@ -148,6 +148,9 @@ func TestFirstSearchWaitsForTheFirstImport(t *testing.T) {
 		t.Fatal("the gateway never asked for its feed")
 	}
 
+	if title := serverTitle(t, gw.URL+"/mcp"); title != gw.URL {
+		t.Fatalf("before its catalog the school is called %q, want its origin", title)
+	}
 	got := make(chan string, 1)
 	go func() { got <- callTool(t, gw.URL+"/mcp", "search_catalog", map[string]any{"query": "photography"}) }()
 	select {
@@ -164,4 +167,37 @@ func TestFirstSearchWaitsForTheFirstImport(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("search_catalog never answered")
 	}
+
+	// The MCP server built for that first request named the school by its
+	// origin; once the feed says what the school is called, agents are
+	// greeted with that name.
+	deadline := time.Now().Add(10 * time.Second)
+	for title := serverTitle(t, gw.URL+"/mcp"); title != "Demo School of Photography"; title = serverTitle(t, gw.URL+"/mcp") {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the import the MCP server is still called %q", title)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// serverTitle is the title an MCP server gives in its initialize answer.
+func serverTitle(t testing.TB, mcpURL string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	trans, err := transport.NewStreamableHTTP(mcpURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(trans)
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "schoolgate-e2e", Version: "1"}}})
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return res.ServerInfo.Title
 }
