@@ -121,7 +121,7 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, s.status(r.Context()))
 	}
 	for _, f := range failedSites() {
-		out = append(out, siteStatus{Issuer: f.issuer, State: "failed", Reason: f.failure.Error(),
+		out = append(out, siteStatus{Issuer: f.issuer, State: "failed", Reason: f.failure.Load().Error(),
 			Data: f.gateway.Data, CatalogFrom: f.gateway.Catalog, Since: f.since, KeyIDs: []string{}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
@@ -204,7 +204,7 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, f := range failedSites() {
 		status = http.StatusServiceUnavailable
-		out = append(out, siteHealth{Issuer: f.issuer, Store: "failed to load: " + f.failure.Error(),
+		out = append(out, siteHealth{Issuer: f.issuer, Store: "failed to load: " + f.failure.Load().Error(),
 			Keys: "not loaded", Catalog: "not loaded"})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })

@@ -51,6 +51,17 @@ func (a *App) register(s *site) error {
 	if err := a.issuerFree(issuer); err != nil {
 		return err
 	}
+	if err := a.dataFree(s); err != nil {
+		return err
+	}
+	a.sites[issuer] = s
+	return nil
+}
+
+// dataFree refuses a school whose bbolt file another school of the config
+// uses. The caller holds a.mu.
+func (a *App) dataFree(s *site) error {
+	issuer := s.as.Issuer()
 	for _, other := range a.sites {
 		// A database tells sites apart by issuer; a bbolt file holds one.
 		if s.gateway.Store == nil && other.stored.where == s.stored.where && other.as.Issuer() != issuer {
@@ -58,7 +69,24 @@ func (a *App) register(s *site) error {
 				s.stored.where, other.as.Issuer(), issuer)
 		}
 	}
-	a.sites[issuer] = s
+	return nil
+}
+
+// rebuilt moves a failed school that a rebuild built to the serving ones.
+func (a *App) rebuilt(f *failedSite, s *site) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed[f.issuer] != f {
+		return errNotFailed
+	}
+	if err := a.dataFree(s); err != nil {
+		return err
+	}
+	delete(a.failed, f.issuer)
+	if a.sites == nil {
+		a.sites = map[string]*site{}
+	}
+	a.sites[f.issuer] = s
 	return nil
 }
 

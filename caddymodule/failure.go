@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -14,9 +15,10 @@ import (
 
 // loadFailure is a school that could not be built from its data (a store
 // that does not open, keys that do not read): the configuration is fine,
-// so the other schools start and this one answers 503 until a reload
-// builds it. A file that ships with the configuration (the admin OpenAPI
-// document) is configuration: an error in it fails the load.
+// so the other schools start and this one answers 503 until a reload or
+// one of its rebuilds in the background (rebuild.go) builds it. A file
+// that ships with the configuration (the admin OpenAPI document) is
+// configuration: an error in it fails the load.
 type loadFailure struct {
 	// public says what failed in words a client may read; err, with its
 	// paths and hosts, is for the operator (logs, /schoolgate/health).
@@ -33,13 +35,15 @@ func failedLoading(public string, err error) error {
 
 // failedSite is the stand-in of a school whose load failed: it keeps the
 // legacy site's public pages reachable and answers everything the gateway
-// owns or protects with 503 and the reason.
+// owns or protects with 503 and the reason, until a rebuild succeeds.
 type failedSite struct {
 	gateway *Gateway
 	issuer  string
 	policy  *policy.Policy
-	failure *loadFailure
 	since   time.Time
+	// failure is why the last attempt to build the school failed.
+	failure atomic.Pointer[loadFailure]
+	rebuild rebuilder
 }
 
 func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
@@ -47,8 +51,11 @@ func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 	if err != nil {
 		issuer = g.Issuer
 	}
-	return &failedSite{gateway: g, issuer: issuer, failure: f, since: time.Now().UTC(),
+	fs := &failedSite{gateway: g, issuer: issuer, since: time.Now().UTC(),
 		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}}
+	fs.failure.Store(f)
+	fs.rebuild.delay.Store(int64(firstRebuild))
+	return fs
 }
 
 // serve answers one request of the failed school.
@@ -64,17 +71,19 @@ func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return next.ServeHTTP(w, r)
 	}
 	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(failedRetryAfter))
+	h.Set("Retry-After", strconv.Itoa(f.retryAfter()))
 	h.Set("Cache-Control", "no-store")
 	return writeAdminJSON(w, http.StatusServiceUnavailable, map[string]string{
 		"error":             "temporarily_unavailable",
-		"error_description": "this school's sign-in and AI access are not available: " + f.failure.public,
+		"error_description": "this school's sign-in and AI access are not available: " + f.failure.Load().public,
 	})
 }
 
-// failedRetryAfter is the Retry-After of a failed school: it serves again
-// after the operator fixes its data and reloads, not in a few seconds.
-const failedRetryAfter = 300
+// retryAfter is the Retry-After of a failed school, in seconds: the wait
+// for its next rebuild.
+func (f *failedSite) retryAfter() int {
+	return int((time.Duration(f.rebuild.delay.Load()) + time.Second - 1) / time.Second)
+}
 
 // asLoadFailure finds the load failure in err.
 func asLoadFailure(err error) (*loadFailure, bool) {

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 )
 
@@ -84,7 +86,7 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 	if err := app.registerFailed(f); err != nil {
 		t.Fatal(err)
 	}
-	twin := newFailedSite(bad, f.failure)
+	twin := newFailedSite(bad, f.failure.Load())
 	if err := app.registerFailed(twin); err == nil || !strings.Contains(err.Error(), "two site blocks") {
 		t.Fatalf("a second block of a failed issuer: %v", err)
 	}
@@ -123,5 +125,49 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "https://broken.example") ||
 		!strings.Contains(rec.Body.String(), "invalid database") {
 		t.Errorf("health names the failed school and why: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// A rebuilt school moves from the App's failed schools to its serving
+// ones, once, and only if its bbolt file is not another school's.
+func TestAppRebuilt(t *testing.T) {
+	ts := newTestSite(t, nil)
+	ts.g.site.stored = &siteStore{Store: ts.g.site.store, where: filepath.Join(t.TempDir(), "school.db")}
+	app := &App{}
+	f := newFailedSite(ts.g, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})
+	if err := app.registerFailed(f); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.retryAfter(); got != int(firstRebuild/time.Second) {
+		t.Errorf("Retry-After %d before the first rebuild, want %d", got, int(firstRebuild/time.Second))
+	}
+
+	otherGateway := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://other.example"}
+	otherGateway.setDefaults()
+	otherAS, err := authserver.New(t.Context(), authserver.Config{Issuer: otherGateway.Issuer, SessionURL: otherGateway.upstreamURL(otherGateway.SessionURL)}, ts.g.site.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other school's store is the same file.
+	other := &site{gateway: otherGateway, as: otherAS, store: ts.g.site.store, stored: ts.g.site.stored}
+	otherFailed := newFailedSite(otherGateway, f.failure.Load())
+	if err := app.registerFailed(otherFailed); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := app.rebuilt(f, ts.g.site); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := app.Site(ts.g.Issuer); !ok || s != ts.g.site || len(app.Failed()) != 1 {
+		t.Fatalf("the rebuilt school serves and is no longer failed: %v %d", ok, len(app.Failed()))
+	}
+	if err := app.rebuilt(f, ts.g.site); !errors.Is(err, errNotFailed) {
+		t.Errorf("a second move of the same school: %v", err)
+	}
+	if err := app.rebuilt(otherFailed, other); err == nil || !strings.Contains(err.Error(), "own data directory") {
+		t.Errorf("a rebuilt school on another school's file: %v", err)
+	}
+	if len(app.Failed()) != 1 {
+		t.Error("a refused move keeps the school failed")
 	}
 }

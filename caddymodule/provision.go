@@ -66,7 +66,7 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	}
 	s, kept, err := acquireSite(key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
 	if err != nil {
-		return g.provisionFailed(ctx, err)
+		return g.provisionFailed(ctx, key, err)
 	}
 	if kept {
 		// This config serves its own metrics registry.
@@ -86,25 +86,28 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 
 // provisionFailed decides what a school that failed to build does. An
 // error in its data leaves the other schools starting and this one
-// answering 503 (failure.go) — unless the running config serves the
-// school: then the load fails, and the running config keeps serving it,
-// for a reload must never trade a serving school for a 503.
-func (g *Gateway) provisionFailed(ctx caddy.Context, err error) error {
+// answering 503 (failure.go) and being built again in the background
+// (rebuild.go) — unless the running config serves the school: then the
+// load fails, and the running config keeps serving it, for a reload must
+// never trade a serving school for a 503.
+func (g *Gateway) provisionFailed(ctx caddy.Context, key string, err error) error {
 	f, isData := asLoadFailure(err)
 	if !isData || servingNow(g.Issuer) {
 		return err
 	}
-	ctx.Slogger().Error("the school failed to load and answers 503 until a reload builds it",
-		"issuer", g.Issuer, "error", err)
+	ctx.Slogger().Error("the school failed to load; it answers 503 until a rebuild in the background or a reload builds it",
+		"issuer", g.Issuer, "error", err, "next_try", firstRebuild)
 	fs := newFailedSite(g, f)
-	app, err := ctx.App(appName)
-	if err == nil {
-		err = app.(*App).registerFailed(fs)
-	}
+	v, err := ctx.App(appName)
 	if err != nil {
 		return err
 	}
+	app := v.(*App)
+	if err := app.registerFailed(fs); err != nil {
+		return err
+	}
 	g.failed = fs
+	fs.startRebuilds(ctx, app, key)
 	return nil
 }
 
@@ -179,6 +182,9 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 // Cleanup lets go of the school's state; it ends, with its background
 // work, when no config has the school any more.
 func (g *Gateway) Cleanup() error {
+	if g.failed != nil {
+		return g.failed.endRebuilds()
+	}
 	if g.site == nil {
 		return nil
 	}

@@ -19,10 +19,12 @@ import (
 // legacy server receives.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	stripIdentityHeaders(r.Header)
-	if g.failed != nil {
-		return g.failed.serve(w, r, next)
-	}
 	s := g.site
+	if s == nil {
+		if s = g.failed.built(); s == nil {
+			return g.failed.serve(w, r, next)
+		}
+	}
 	protected, ok := s.canonicalPath(w, r)
 	if !ok {
 		return nil

@@ -201,3 +201,32 @@ func TestReloadToUnreachableDatabase(t *testing.T) {
 		t.Errorf("the running configuration stopped serving: %d", status)
 	}
 }
+
+// TestStartBeforeTheDatabase: a gateway started while its database is
+// down (containers started together, the database last) answers 503 for
+// the school, and serves it once the database is up, with no reload.
+func TestStartBeforeTheDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the connection window")
+	}
+	sch := startSchool(t)
+	dsn := pgcluster.Database(t)
+	cluster := pgcluster.Shared(t)
+	if err := cluster.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Resume() })
+	port := freePort(t)
+	dir := t.TempDir()
+	gw := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		config: filepath.Join(dir, "Caddyfile"), URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	gw.write(pgSiteBlock(port, port, sch.URL, dsn, ""))
+	gw.proc = start(t, caddyBin, "run", "--config", gw.config, "--adapter", "caddyfile")
+	const discovery = "/.well-known/oauth-authorization-server"
+	waitFor(t, "the school to answer 503 without its database", func() bool { return status(gw.URL+discovery) == 503 })
+	if err := cluster.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the school to serve once its database is up", func() bool { return status(gw.URL+discovery) == 200 })
+	assertMCPServes(t, gw.URL)
+}
