@@ -102,7 +102,13 @@ func TestStylesheet(t *testing.T) {
 		{"GET", stylesheetPath, http.StatusOK, string(stylesheet)},
 		{"HEAD", stylesheetPath, http.StatusOK, ""},
 		{"POST", stylesheetPath, http.StatusMethodNotAllowed, `"error"`},
-		{"GET", sitepath.Assets + "pages-000000000000.css", http.StatusNotFound, `"not_found"`},
+		// Another build's stylesheet (a rolling upgrade): this one's, uncached.
+		{"GET", sitepath.Assets + "pages-000000000000.css", http.StatusOK, string(stylesheet)},
+		{"GET", sitepath.Assets + "pages-00000000000.css", http.StatusNotFound, `"not_found"`},
+		{"GET", sitepath.Assets + "pages-00000000000g.css", http.StatusNotFound, `"not_found"`},
+		{"GET", sitepath.Assets + "pages-00000000000A.css", http.StatusNotFound, `"not_found"`},
+		{"GET", sitepath.Assets + "pages-000000000000.js", http.StatusNotFound, `"not_found"`},
+		{"GET", sitepath.Assets + "other-000000000000.css", http.StatusNotFound, `"not_found"`},
 		{"GET", sitepath.Assets, http.StatusNotFound, `"not_found"`},
 	}
 	for _, tc := range tests {
@@ -114,9 +120,13 @@ func TestStylesheet(t *testing.T) {
 			if tc.status != http.StatusOK {
 				return
 			}
+			cache := "public, max-age=31536000, immutable"
+			if tc.path != stylesheetPath {
+				cache = "no-cache"
+			}
 			h := rec.Header()
 			if h.Get("Content-Type") != "text/css; charset=utf-8" || h.Get("X-Content-Type-Options") != "nosniff" ||
-				h.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+				h.Get("Cache-Control") != cache {
 				t.Errorf("headers %v", h)
 			}
 			if tc.method == "HEAD" && rec.Body.Len() != 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/schoolgate/schoolgate/sitepath"
 )
@@ -32,19 +33,45 @@ func contentHash(b []byte) string {
 }
 
 // serveAsset answers GET and HEAD under sitepath.Assets: the stylesheet,
-// or a JSON 404 for any other name (an old one after an upgrade, say).
+// or a JSON 404 for any other name.
+//
+// The stylesheet of another build (pages-<hash>.css with another hash) is
+// answered with this build's, uncached: while instances of two builds
+// serve a school side by side (a rolling upgrade), a page from one may
+// ask another for its stylesheet, and a page styled by its neighbour's
+// build reads better than an unstyled one.
 func serveAsset(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != stylesheetPath {
+	cache := "public, max-age=31536000, immutable"
+	switch {
+	case r.URL.Path == stylesheetPath:
+	case isStylesheetName(strings.TrimPrefix(r.URL.Path, sitepath.Assets)):
+		cache = "no-cache"
+	default:
 		WriteNotFound(w)
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/css; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(stylesheet)))
-	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set("Cache-Control", cache)
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
 		_, _ = w.Write(stylesheet)
 	}
+}
+
+// isStylesheetName reports whether name is a stylesheet's file name as
+// any build gives it: pages-, a content hash, .css.
+func isStylesheetName(name string) bool {
+	hash, ok := strings.CutPrefix(name, "pages-")
+	if !ok {
+		return false
+	}
+	hash, ok = strings.CutSuffix(hash, ".css")
+	if !ok || len(hash) != len(contentHash(nil)) {
+		return false
+	}
+	_, err := hex.DecodeString(hash)
+	return err == nil && strings.ToLower(hash) == hash
 }
