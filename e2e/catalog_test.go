@@ -31,19 +31,8 @@ func callToolWith(t testing.TB, mcpURL, token, tool string, args map[string]any)
 	if token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	}
-	trans, err := transport.NewStreamableHTTP(mcpURL, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans)
+	c, _ := initializedClient(ctx, t, mcpURL, opts...)
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "schoolgate-e2e", Version: "1"}}}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
 	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
@@ -185,19 +174,29 @@ func serverTitle(t testing.TB, mcpURL string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	trans, err := transport.NewStreamableHTTP(mcpURL)
+	c, res := initializedClient(ctx, t, mcpURL)
+	defer c.Close()
+	return res.ServerInfo.Title
+}
+
+// initializedClient is mcp-go's stock client, started and initialized
+// against mcpURL; the caller closes it.
+func initializedClient(ctx context.Context, t testing.TB, mcpURL string, opts ...transport.StreamableHTTPCOption) (*client.Client, *mcp.InitializeResult) {
+	t.Helper()
+	trans, err := transport.NewStreamableHTTP(mcpURL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := client.NewClient(trans)
-	defer c.Close()
 	if err := c.Start(ctx); err != nil {
+		c.Close()
 		t.Fatal(err)
 	}
 	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ClientInfo: mcp.Implementation{Name: "schoolgate-e2e", Version: "1"}}})
 	if err != nil {
+		c.Close()
 		t.Fatalf("initialize: %v", err)
 	}
-	return res.ServerInfo.Title
+	return c, res
 }
