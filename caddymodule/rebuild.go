@@ -58,7 +58,10 @@ func (f *failedSite) startRebuilds(ctx caddy.Context, app *App, key string) {
 func (f *failedSite) tryRebuild(ctx caddy.Context, app *App) bool {
 	g := f.gateway
 	key := f.rebuild.key
-	s, kept, err := acquireSite(key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
+	// A school another config already holds can only be a newer config's,
+	// which built what this one could not: its metrics stay with that
+	// config, and this one serves the school until it ends.
+	s, _, err := acquireSite(key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
 	if err != nil {
 		f.stillFailing(ctx, err)
 		return false
@@ -68,9 +71,6 @@ func (f *failedSite) tryRebuild(ctx caddy.Context, app *App) bool {
 	if f.rebuild.ended {
 		_ = releaseSite(key)
 		return true
-	}
-	if kept {
-		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
 	}
 	if err := app.rebuilt(f, s); err != nil {
 		_ = releaseSite(key)
