@@ -27,9 +27,12 @@ func mustReadPageFile(name string) []byte {
 	return b
 }
 
+// contentDigestBytes is how much of the content's SHA-256 names it.
+const contentDigestBytes = 6
+
 func contentHash(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:6])
+	return hex.EncodeToString(sum[:contentDigestBytes])
 }
 
 // serveAsset answers GET and HEAD under sitepath.Assets: the stylesheet,
@@ -62,16 +65,21 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 }
 
 // isStylesheetName reports whether name is a stylesheet's file name as
-// any build gives it: pages-, a content hash, .css.
+// any build gives it: pages-, twelve lowercase hex digits of its content's
+// digest, .css.
 func isStylesheetName(name string) bool {
-	hash, ok := strings.CutPrefix(name, "pages-")
+	digits, ok := strings.CutPrefix(name, "pages-")
 	if !ok {
 		return false
 	}
-	hash, ok = strings.CutSuffix(hash, ".css")
-	if !ok || len(hash) != len(contentHash(nil)) {
+	digits, ok = strings.CutSuffix(digits, ".css")
+	if !ok || len(digits) != 2*contentDigestBytes {
 		return false
 	}
-	_, err := hex.DecodeString(hash)
-	return err == nil && strings.ToLower(hash) == hash
+	for _, c := range digits {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
