@@ -1,0 +1,158 @@
+package authserver
+
+// The clients a site knows, the authorizations waiting for consent and the
+// consents given, in the bbolt store.
+
+import (
+	"context"
+	"encoding/json"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// GetClient returns a stored client.
+func (s *boltStore) GetClient(ctx context.Context, id string) (*Client, error) {
+	var c Client
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(bucketClients), id, &c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutClient stores a client.
+func (s *boltStore) PutClient(ctx context.Context, c *Client) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketClients), c.ID, c)
+	})
+}
+
+// CreateClient implements ClientStore. Clients are few (registrations
+// are capped), so the scan costs little and runs only on creation.
+func (s *boltStore) CreateClient(ctx context.Context, c *Client, limit int) (*Client, bool, error) {
+	var got *Client
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		got = nil
+		b := tx.Bucket(bucketClients)
+		n := 0
+		err := b.ForEach(func(k, v []byte) error {
+			var old Client
+			if err := json.Unmarshal(v, &old); err != nil {
+				return err
+			}
+			if string(k) == c.ID || (c.RegistrationKey != "" && old.Kind == c.Kind && old.RegistrationKey == c.RegistrationKey) {
+				got = &old
+			}
+			if old.Kind == c.Kind {
+				n++
+			}
+			return nil
+		})
+		switch {
+		case err != nil || got != nil:
+			return err
+		case limit > 0 && n >= limit:
+			return ErrClientLimit
+		}
+		return putJSON(b, c.ID, c)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if got != nil {
+		return got, true, nil
+	}
+	return c, false, nil
+}
+
+// DeleteClient implements ClientStore.
+func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
+	n := 0
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketClients)
+		if b.Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+		var err error
+		n, err = revokeClientGrants(tx, id)
+		return err
+	})
+	return n, err
+}
+
+// ListClients returns every stored client.
+func (s *boltStore) ListClients(ctx context.Context) ([]*Client, error) {
+	var out []*Client
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketClients).ForEach(func(_, v []byte) error {
+			var c Client
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			out = append(out, &c)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// CountClientsByKind counts stored clients of one kind.
+func (s *boltStore) CountClientsByKind(ctx context.Context, kind string) (int, error) {
+	clients, err := s.ListClients(ctx)
+	n := 0
+	for _, c := range clients {
+		if c.Kind == kind {
+			n++
+		}
+	}
+	return n, err
+}
+
+// PutPending stores a pending authorization request.
+func (s *boltStore) PutPending(ctx context.Context, p *PendingAuth) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketPending), p.ID, p)
+	})
+}
+
+// TakePending returns and deletes a pending authorization request.
+func (s *boltStore) TakePending(ctx context.Context, id string) (*PendingAuth, error) {
+	var p PendingAuth
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPending)
+		if err := getJSON(b, id, &p); err != nil {
+			return err
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func consentKey(clientID, subject string) string { return clientID + "\x00" + subject }
+
+// GetConsent returns what a person granted a client before.
+func (s *boltStore) GetConsent(ctx context.Context, clientID, subject string) (*Consent, error) {
+	var c Consent
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), &c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutConsent remembers a person's grant to a client.
+func (s *boltStore) PutConsent(ctx context.Context, clientID, subject string, c *Consent) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), c)
+	})
+}

@@ -1,0 +1,276 @@
+package authserver
+
+// Authorization codes, grants and their tokens in the bbolt store: the
+// hot paths (write), revocation and the expiry purge.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// PutCode stores an authorization code under its hash.
+func (s *boltStore) PutCode(ctx context.Context, hash string, c *Code) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketCodes), hash, c)
+	})
+}
+
+// RedeemCode implements Store.
+func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
+	var outcome RedeemOutcome
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		codes := tx.Bucket(bucketCodes)
+		var c Code
+		if err := getJSON(codes, hash, &c); err != nil {
+			return err
+		}
+		if outcome = DecideRedeem(&c); outcome == RedeemReplay {
+			return revokeGrant(tx, c.GrantID)
+		}
+		g, toks, err := issue(&c)
+		if err != nil {
+			return err
+		}
+		c.Used, c.GrantID = true, g.ID
+		if err := putJSON(codes, hash, &c); err != nil {
+			return err
+		}
+		return putGrantAndTokens(tx, g, toks)
+	})
+	if err != nil {
+		return err
+	}
+	return outcome.Err()
+}
+
+func putGrantAndTokens(tx *bolt.Tx, g *Grant, toks []IssuedToken) error {
+	if g != nil {
+		if err := putJSON(tx.Bucket(bucketGrants), g.ID, g); err != nil {
+			return err
+		}
+		if !g.Revoked {
+			if err := indexGrant(tx, g); err != nil {
+				return err
+			}
+		}
+	}
+	tb := tx.Bucket(bucketTokens)
+	for _, t := range toks {
+		if err := putJSON(tb, t.Hash, t.Token); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func revokeGrant(tx *bolt.Tx, id string) error {
+	b := tx.Bucket(bucketGrants)
+	var g Grant
+	if err := getJSON(b, id, &g); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if g.Revoked {
+		return nil
+	}
+	if err := unindexGrant(tx, &g); err != nil {
+		return err
+	}
+	g.Revoked = true
+	return putJSON(b, id, &g)
+}
+
+// GetToken implements Store.
+func (s *boltStore) GetToken(ctx context.Context, hash string) (*Token, *Grant, error) {
+	var t Token
+	var g Grant
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if err := getJSON(tx.Bucket(bucketTokens), hash, &t); err != nil {
+			return err
+		}
+		return getJSON(tx.Bucket(bucketGrants), t.GrantID, &g)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &t, &g, nil
+}
+
+// RotateRefresh implements Store.
+func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
+	var outcome RotateOutcome
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		tb := tx.Bucket(bucketTokens)
+		var t Token
+		var g Grant
+		if err := getJSON(tb, hash, &t); err != nil {
+			return err
+		}
+		if err := getJSON(tx.Bucket(bucketGrants), t.GrantID, &g); err != nil {
+			return err
+		}
+		if outcome = DecideRotate(&t, now, grace); outcome == RotateReplay {
+			return revokeGrant(tx, g.ID)
+		}
+		toks, err := rotate(&t, &g)
+		if err != nil {
+			return err
+		}
+		if outcome == RotateFirst {
+			t.RotatedAt = now
+			if err := putJSON(tb, hash, &t); err != nil {
+				return err
+			}
+		}
+		if err := touchRefreshed(tx, &g, now); err != nil {
+			return err
+		}
+		return putGrantAndTokens(tx, nil, toks)
+	})
+	if err != nil {
+		return err
+	}
+	return outcome.Err()
+}
+
+// RevokeToken implements Store.
+func (s *boltStore) RevokeToken(ctx context.Context, hash string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		tb := tx.Bucket(bucketTokens)
+		var t Token
+		if err := getJSON(tb, hash, &t); err != nil {
+			return err
+		}
+		if DecideRevoke(&t) == RevokeWholeGrant {
+			return revokeGrant(tx, t.GrantID)
+		}
+		t.Revoked = true
+		return putJSON(tb, hash, &t)
+	})
+}
+
+// RevokeGrant revokes a grant and so every token issued under it.
+func (s *boltStore) RevokeGrant(ctx context.Context, id string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error { return revokeGrant(tx, id) })
+}
+
+// RevokeClientGrants implements Store, through the client's index.
+func (s *boltStore) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
+	n := 0
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		n, err = revokeClientGrants(tx, clientID)
+		return err
+	})
+	return n, err
+}
+
+// PurgeExpired implements Store.
+func (s *boltStore) PurgeExpired(ctx context.Context, before time.Time) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		if err := purge(tx.Bucket(bucketCodes), func(v []byte) bool {
+			var c Code
+			_ = json.Unmarshal(v, &c)
+			return c.ExpiresAt.Before(before)
+		}); err != nil {
+			return err
+		}
+		if err := purge(tx.Bucket(bucketPending), func(v []byte) bool {
+			var p PendingAuth
+			_ = json.Unmarshal(v, &p)
+			return p.ExpiresAt.Before(before)
+		}); err != nil {
+			return err
+		}
+		if err := purge(tx.Bucket(bucketTokens), func(v []byte) bool {
+			var t Token
+			_ = json.Unmarshal(v, &t)
+			return t.ExpiresAt.Before(before)
+		}); err != nil {
+			return err
+		}
+		return purgeGrants(tx)
+	})
+}
+
+// purgeGrants deletes the grants that are revoked or have no token left,
+// with the tokens of the revoked ones: nothing can use them any more.
+func purgeGrants(tx *bolt.Tx) error {
+	live := map[string]bool{}
+	tb := tx.Bucket(bucketTokens)
+	err := tb.ForEach(func(_, v []byte) error {
+		var t Token
+		if err := json.Unmarshal(v, &t); err != nil {
+			return err
+		}
+		live[t.GrantID] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	dead := map[string]bool{}
+	// Grants purged while live (every token expired) leave the indexes.
+	var unindex []Grant
+	gb := tx.Bucket(bucketGrants)
+	err = gb.ForEach(func(k, v []byte) error {
+		var g Grant
+		if err := json.Unmarshal(v, &g); err != nil {
+			return err
+		}
+		if g.Revoked || !live[string(k)] {
+			dead[string(k)] = true
+			if !g.Revoked {
+				unindex = append(unindex, g)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := purge(tb, func(v []byte) bool {
+		var t Token
+		_ = json.Unmarshal(v, &t)
+		return dead[t.GrantID]
+	}); err != nil {
+		return err
+	}
+	for id := range dead {
+		if err := gb.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	for i := range unindex {
+		if err := unindexGrant(tx, &unindex[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purge deletes the records of b that gone holds for.
+func purge(b *bolt.Bucket, gone func(v []byte) bool) error {
+	var dead [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if gone(v) {
+			dead = append(dead, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
