@@ -446,7 +446,7 @@ func TestRFC9700_RefreshTokenBoundRotatedReuseRevokesGrant(t *testing.T) {
 		if status != 200 || rt3 == rt2 {
 			t.Fatalf("second rotation: %d %v", status, m3)
 		}
-		// Documented in token.go/boltstore.go: within RefreshGrace a
+		// Documented in token.go/bolttokens.go: within RefreshGrace a
 		// rotated token is treated as a concurrent retry and answered with
 		// a fresh pair; the grant and its newest token stay valid.
 		f.clock.Advance(DefaultRefreshGrace / 5)
