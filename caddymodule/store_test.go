@@ -181,3 +181,25 @@ func TestRefreshGraceZero(t *testing.T) {
 		}
 	}
 }
+
+// A database one school could not reach is tried briefly by the next
+// schools for a minute, and waited for in full again after that or once
+// a school reached it.
+func TestConnectWait(t *testing.T) {
+	const dsn = "host=/nowhere dbname=connect-wait-test"
+	t.Cleanup(func() { unreachable.Delete(dsn) })
+	if got := connectWait(dsn); got != connectTimeout {
+		t.Fatalf("a database never tried: %v, want %v", got, connectTimeout)
+	}
+	unreachable.Store(dsn, time.Now())
+	if got := connectWait(dsn); got != quickConnect {
+		t.Fatalf("just found unreachable: %v, want %v", got, quickConnect)
+	}
+	unreachable.Store(dsn, time.Now().Add(-2*time.Minute))
+	if got := connectWait(dsn); got != connectTimeout {
+		t.Fatalf("found unreachable long ago: %v, want %v", got, connectTimeout)
+	}
+	if got := connectWait("host=/elsewhere"); got != connectTimeout {
+		t.Fatalf("another database: %v", got)
+	}
+}

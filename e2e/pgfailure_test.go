@@ -204,7 +204,9 @@ func TestReloadToUnreachableDatabase(t *testing.T) {
 
 // TestStartBeforeTheDatabase: a gateway started while its database is
 // down (containers started together, the database last) answers 503 for
-// the school, and serves it once the database is up, with no reload.
+// its schools, and serves them once the database is up, with no reload.
+// Only the first school waits out the connection window: three schools
+// on one database that is down start in seconds more, not three windows.
 func TestStartBeforeTheDatabase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out the connection window")
@@ -216,17 +218,26 @@ func TestStartBeforeTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Resume() })
-	port := freePort(t)
 	dir := t.TempDir()
+	var blocks, origins []string
+	for range 3 {
+		port := freePort(t)
+		blocks = append(blocks, pgSiteBlock(port, port, sch.URL, dsn, ""))
+		origins = append(origins, fmt.Sprintf("http://127.0.0.1:%d", port))
+	}
 	gw := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		config: filepath.Join(dir, "Caddyfile"), URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	gw.write(pgSiteBlock(port, port, sch.URL, dsn, ""))
+		config: filepath.Join(dir, "Caddyfile"), URL: origins[0]}
+	gw.write(blocks...)
 	gw.proc = start(t, caddyBin, "run", "--config", gw.config, "--adapter", "caddyfile")
 	const discovery = "/.well-known/oauth-authorization-server"
-	waitFor(t, "the school to answer 503 without its database", func() bool { return status(gw.URL+discovery) == 503 })
+	for _, origin := range origins {
+		waitFor(t, origin+" to answer 503 without its database", func() bool { return status(origin+discovery) == 503 })
+	}
 	if err := cluster.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the school to serve once its database is up", func() bool { return status(gw.URL+discovery) == 200 })
-	assertMCPServes(t, gw.URL)
+	for _, origin := range origins {
+		waitFor(t, origin+" to serve once its database is up", func() bool { return status(origin+discovery) == 200 })
+	}
+	assertMCPServes(t, origins[2])
 }

@@ -88,7 +88,8 @@ func (p *Pool) Close() {
 // with a refusal (a wrong password, no such database) fails at once:
 // waiting would not change its mind.
 func waitReachable(ctx context.Context, db *pgxpool.Pool, host string) error {
-	deadline := time.Now().Add(connectWindow)
+	start := time.Now()
+	deadline := start.Add(connectWindow)
 	pause := 50 * time.Millisecond
 	for {
 		pctx, cancel := context.WithDeadline(ctx, deadline)
@@ -99,7 +100,7 @@ func waitReachable(ctx context.Context, db *pgxpool.Pool, host string) error {
 		}
 		if refused(err) || ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			return fmt.Errorf("pgstore: cannot reach the database at %s (tried for %v): %w",
-				host, connectWindow.Round(time.Second), scrub(err))
+				host, time.Since(start).Round(100*time.Millisecond), scrub(err))
 		}
 		if !sleep(ctx, pause) {
 			return ctx.Err()
