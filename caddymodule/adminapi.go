@@ -90,6 +90,8 @@ type siteStatus struct {
 	// StoreBytes is the size of the school's bbolt file; a database
 	// reports its own.
 	StoreBytes int64 `json:"store_bytes,omitempty"`
+	// NextTry is when a failed school is next built again (rebuild.go).
+	NextTry *time.Time `json:"next_try,omitempty"`
 }
 
 // runningSites answers a GET with the running schools, sorted by issuer.
@@ -121,8 +123,9 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, s.status(r.Context()))
 	}
 	for _, f := range failedSites() {
+		next := f.nextTry()
 		out = append(out, siteStatus{Issuer: f.issuer, State: "failed", Reason: f.failure.Load().Error(),
-			Data: f.gateway.Data, CatalogFrom: f.gateway.Catalog, Since: f.since, KeyIDs: []string{}})
+			Data: f.gateway.Data, CatalogFrom: f.gateway.Catalog, Since: f.since, KeyIDs: []string{}, NextTry: &next})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, http.StatusOK, out)

@@ -54,7 +54,7 @@ func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 	fs := &failedSite{gateway: g, issuer: issuer, since: time.Now().UTC(),
 		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}}
 	fs.failure.Store(f)
-	fs.rebuild.delay.Store(int64(firstRebuild))
+	fs.rebuild.next.Store(time.Now().Add(firstRebuild).UnixNano())
 	return fs
 }
 
@@ -79,10 +79,11 @@ func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhtt
 	})
 }
 
-// retryAfter is the Retry-After of a failed school, in seconds: the wait
-// for its next rebuild.
+// retryAfter is the Retry-After of a failed school, in seconds: the time
+// left to its next rebuild, at least one.
 func (f *failedSite) retryAfter() int {
-	return int((time.Duration(f.rebuild.delay.Load()) + time.Second - 1) / time.Second)
+	left := time.Until(f.nextTry())
+	return max(int((left+time.Second-1)/time.Second), 1)
 }
 
 // asLoadFailure finds the load failure in err.

@@ -110,10 +110,14 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 	for _, s := range sites {
 		byIssuer[s.Issuer] = s
 	}
-	if b := byIssuer["https://broken.example"]; b.State != "failed" || !strings.Contains(b.Reason, "invalid database") {
-		t.Errorf("the failed school: %+v", b)
-	}
 	good := byIssuer[ts.g.Issuer]
+	if b := byIssuer["https://broken.example"]; b.State != "failed" || !strings.Contains(b.Reason, "invalid database") ||
+		b.NextTry == nil || b.NextTry.Before(b.Since) {
+		t.Errorf("the failed school, with when it is built again: %+v", b)
+	}
+	if good.NextTry != nil {
+		t.Errorf("a running school has no next try: %+v", good)
+	}
 	if good.State != "lazy" || good.LiveGrants == nil || *good.LiveGrants != 1 {
 		t.Errorf("the running school is lazy with its one live grant: %+v", good)
 	}

@@ -24,9 +24,9 @@ const (
 
 // rebuilder is the background rebuild of a failed school.
 type rebuilder struct {
-	// delay is the wait before the next attempt, which is also what a
-	// client is told to wait (Retry-After).
-	delay atomic.Int64
+	// next is when the next attempt runs (Unix nanoseconds): what a
+	// client is told to wait for (Retry-After) and the operator is shown.
+	next atomic.Int64
 	// site is the school once a rebuild built it; it then serves in the
 	// failed stand-in's place.
 	site atomic.Pointer[site]
@@ -44,15 +44,19 @@ func (f *failedSite) startRebuilds(ctx caddy.Context, app *App, key string) {
 	life, stop := context.WithCancel(context.Background())
 	f.rebuild.key, f.rebuild.stop = key, stop
 	delay := firstRebuild
+	f.rebuild.next.Store(time.Now().Add(delay).UnixNano())
 	background.Add(life, delay, func(context.Context) time.Duration {
 		if f.tryRebuild(ctx, app) {
 			return 0
 		}
 		delay = min(delay*2, lastRebuild)
-		f.rebuild.delay.Store(int64(delay))
+		f.rebuild.next.Store(time.Now().Add(delay).UnixNano())
 		return delay
 	})
 }
+
+// nextTry is when the school is next built again.
+func (f *failedSite) nextTry() time.Time { return time.Unix(0, f.rebuild.next.Load()).UTC() }
 
 // tryRebuild builds the school once and reports whether it now serves.
 func (f *failedSite) tryRebuild(ctx caddy.Context, app *App) bool {
