@@ -74,10 +74,7 @@ func TestBrokenSchools(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header, body
 	}
-	gw := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		config: filepath.Join(dir, "Caddyfile")}
-	gw.write(blocks...)
-	gw.proc = start(t, caddyBin, "run", "--config", gw.config, "--adapter", "caddyfile")
+	gw := launchGateway(t, dir, blocks...)
 	discovery := "/.well-known/oauth-authorization-server"
 	waitFor(t, "the first school to serve", func() bool {
 		resp, err := client.Get(origin(0) + discovery)

@@ -176,9 +176,23 @@ func siteBlock(port int, upstream, dataDir, extra string) string {
 `, port, upstream, port, dataDir, upstream, extra)
 }
 
-// startGateway runs Caddy with the given site blocks.
+// startGateway runs Caddy with the given site blocks and waits for every
+// site to serve.
 func startGateway(t testing.TB, dir string, sites ...string) *gateway {
 	t.Helper()
+	g := launchGateway(t, dir, sites...)
+	g.waitSites()
+	return g
+}
+
+// launchGateway writes the Caddyfile of the site blocks into dir (created
+// if need be) and starts Caddy on it without waiting for the sites: for
+// tests of schools that answer 503 at first.
+func launchGateway(t testing.TB, dir string, sites ...string) *gateway {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	g := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	g.config = filepath.Join(dir, "Caddyfile")
 	g.write(sites...)
@@ -186,14 +200,23 @@ func startGateway(t testing.TB, dir string, sites ...string) *gateway {
 		g.origins = append(g.origins, strings.TrimSpace(strings.SplitN(s, "{", 2)[0]))
 	}
 	g.URL = g.origins[0]
-	g.run()
+	g.launch()
 	return g
 }
 
 // run starts Caddy on the current Caddyfile and waits for every site.
 func (g *gateway) run() {
 	g.t.Helper()
+	g.launch()
+	g.waitSites()
+}
+
+func (g *gateway) launch() {
 	g.proc = start(g.t, caddyBin, "run", "--config", g.config, "--adapter", "caddyfile")
+}
+
+func (g *gateway) waitSites() {
+	g.t.Helper()
 	for _, origin := range g.origins {
 		waitHTTP(g.t, origin+"/.well-known/oauth-authorization-server")
 	}

@@ -218,17 +218,12 @@ func TestStartBeforeTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Resume() })
-	dir := t.TempDir()
-	var blocks, origins []string
+	var blocks []string
 	for range 3 {
 		port := freePort(t)
 		blocks = append(blocks, pgSiteBlock(port, port, sch.URL, dsn, ""))
-		origins = append(origins, fmt.Sprintf("http://127.0.0.1:%d", port))
 	}
-	gw := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		config: filepath.Join(dir, "Caddyfile"), URL: origins[0]}
-	gw.write(blocks...)
-	gw.proc = start(t, caddyBin, "run", "--config", gw.config, "--adapter", "caddyfile")
+	origins := launchGateway(t, t.TempDir(), blocks...).origins
 	const discovery = "/.well-known/oauth-authorization-server"
 	for _, origin := range origins {
 		waitFor(t, origin+" to answer 503 without its database", func() bool { return status(origin+discovery) == 503 })

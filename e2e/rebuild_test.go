@@ -25,11 +25,7 @@ func TestFailedSchoolRebuilds(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "site")
 		mustWrite(t, data, "a file where the data directory belongs")
-		port := freePort(t)
-		gw := &gateway{t: t, Dir: dir, AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-			config: filepath.Join(dir, "Caddyfile"), URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
-		gw.write(siteBlock(port, sch.URL, data, ""))
-		gw.proc = start(t, caddyBin, "run", "--config", gw.config, "--adapter", "caddyfile")
+		gw := launchGateway(t, dir, siteBlock(freePort(t), sch.URL, data, ""))
 		waitFor(t, "the school to answer 503", func() bool { return status(gw.URL+discovery) == 503 })
 		_, hdr, _ := get(t, gw.URL+discovery)
 		if ra := hdr.Get("Retry-After"); ra == "" || ra == "0" || len(ra) > 3 {
@@ -51,17 +47,12 @@ func TestFailedSchoolRebuilds(t *testing.T) {
 	t.Run("store held by another process", func(t *testing.T) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "site")
-		mustMkdir(t, filepath.Join(dir, "old"))
-		mustMkdir(t, filepath.Join(dir, "new"))
 		old := startGateway(t, filepath.Join(dir, "old"), siteBlock(freePort(t), sch.URL, data, ""))
 		port := freePort(t)
 		// The new Caddy listens elsewhere but is the same school.
 		block := strings.Replace(siteBlock(port, sch.URL, data, ""), fmt.Sprintf("issuer http://127.0.0.1:%d", port),
 			"issuer "+old.URL, 1)
-		gw := &gateway{t: t, Dir: filepath.Join(dir, "new"), AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-			config: filepath.Join(dir, "new", "Caddyfile"), URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
-		gw.write(block)
-		gw.proc = start(t, caddyBin, "run", "--config", gw.config, "--adapter", "caddyfile")
+		gw := launchGateway(t, filepath.Join(dir, "new"), block)
 		waitFor(t, "the school to answer 503 while the old Caddy holds its store", func() bool {
 			return status(gw.URL+discovery) == 503
 		})
@@ -113,12 +104,5 @@ func assertMCPServes(t *testing.T, origin string) {
 	t.Helper()
 	if got := callTool(t, origin+"/mcp", "search_catalog", map[string]any{"query": "photography"}); !strings.Contains(got, `"slug"`) {
 		t.Errorf("search_catalog of the rebuilt school: %s", got)
-	}
-}
-
-func mustMkdir(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
 	}
 }
