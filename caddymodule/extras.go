@@ -152,7 +152,7 @@ func (s *site) followStore(ctx context.Context) {
 
 // storeChanged applies one change; it runs on the store's watcher.
 func (s *site) storeChanged(c authserver.Change) {
-	rebuild := c == authserver.ChangeSettings || c == authserver.ChangeAll
+	newCatalog := false
 	if c == authserver.ChangeCatalog || c == authserver.ChangeAll {
 		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 		changed, err := s.extras.catalog.Reload(ctx)
@@ -160,10 +160,13 @@ func (s *site) storeChanged(c authserver.Change) {
 		if err != nil {
 			s.extras.logf("loading the catalog another instance stored: %v", err)
 		}
-		rebuild = rebuild || changed
+		newCatalog = changed
 	}
-	if rebuild {
-		s.catalogChanged()
+	switch {
+	case newCatalog:
+		s.catalogChanged() // the documents included
+	case c == authserver.ChangeSettings || c == authserver.ChangeAll:
+		s.refreshDocs()
 	}
 }
 
