@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// The official MCP Go SDK (modelcontextprotocol/go-sdk) against /mcp, as
+// its users run it: the stock streamable transport (with its standalone
+// SSE stream left on), the stock authorization-code handler discovering
+// the authorization server from the protected resource metadata,
+// registering dynamically, authorizing with PKCE, a resource indicator
+// and RFC 9207's iss, and the member tools with the token it got.
+
+var (
+	sdkPublicTools = []string{"get_course", "list_events", "list_membership_plans", "search_catalog"}
+	sdkMemberTools = []string{"account_query", "my_enrollments"}
+)
+
+func sdkConnect(ctx context.Context, t *testing.T, mcpURL string, h auth.OAuthHandler) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "schoolgate-e2e-go-sdk", Version: "1.0.0"}, nil)
+	s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: mcpURL, OAuthHandler: h}, nil)
+	if err != nil {
+		t.Fatalf("the Go SDK could not connect: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func sdkToolNames(ctx context.Context, t *testing.T, s *sdk.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// sdkCall calls a tool and returns its result and its text content.
+func sdkCall(ctx context.Context, t *testing.T, s *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, string) {
+	t.Helper()
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: a protocol error: %v", name, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	return res, text.String()
+}
+
+// challenged is a request to /mcp with a token it does not know and the
+// 401 it gets. /mcp serves anonymous callers, so the SDK never meets a 401
+// of its own: an application that wants the member tools starts the flow
+// from such a challenge.
+func challenged(ctx context.Context, t *testing.T, mcpURL string) (*http.Request, *http.Response) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer sgat_not-a-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an unknown token at /mcp: %d, want 401", resp.StatusCode)
+	}
+	return req, resp
+}
+
+func TestOfficialGoSDK(t *testing.T) {
+	sch := startSchool(t)
+	port := freePort(t)
+	dir := t.TempDir()
+	// A client that registers itself with a loopback redirect is an
+	// operator's tool; member tools need a member client, here a vendor's
+	// that dynamic registration under its name and redirect returns.
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
+	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"),
+		vendorBlock("Go SDK App", "go-sdk-app", redirect, "member", "openid profile email account:read")))
+	ctx := t.Context()
+	mcpURL := gw.URL + "/mcp"
+
+	t.Run("anonymous", func(t *testing.T) {
+		s := sdkConnect(ctx, t, mcpURL, nil)
+		if got := sdkToolNames(ctx, t, s); !slices.Equal(got, sdkPublicTools) {
+			t.Errorf("anonymous tools: %v, want %v", got, sdkPublicTools)
+		}
+		res, text := sdkCall(ctx, t, s, "search_catalog", map[string]any{"query": "portraits"})
+		if res.IsError || !strings.Contains(text, "portrait-photography") {
+			t.Fatalf("search_catalog portraits: error %v, text %.300s", res.IsError, text)
+		}
+		// The structured content is the text's JSON, decoded (the SDK
+		// checks it against the tool's output schema).
+		structured, err := json.Marshal(res.StructuredContent)
+		if err != nil || !strings.Contains(string(structured), `"slug":"portrait-photography"`) {
+			t.Errorf("structured content: %s (%v)", structured, err)
+		}
+		if res, text := sdkCall(ctx, t, s, "my_enrollments", nil); !res.IsError {
+			t.Errorf("an anonymous my_enrollments must be a tool error: %.300s", text)
+		}
+		if res, _ := sdkCall(ctx, t, s, "search_catalog", map[string]any{"query": "x", "kind": "spaceship"}); !res.IsError {
+			t.Error("an unknown kind must be a tool error")
+		}
+	})
+
+	t.Run("member", func(t *testing.T) {
+		var authorizeURL string
+		h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+			DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+				ClientName:   "Go SDK App",
+				RedirectURIs: []string{redirect},
+				GrantTypes:   []string{"authorization_code", "refresh_token"},
+			}},
+			RequestRefreshToken: true,
+			AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+				authorizeURL = args.URL
+				q := newBrowser(t, redirect).signInAndApprove(gw.URL, args.URL, "student@demo.school", "student").Query()
+				return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		req, resp := challenged(ctx, t, mcpURL)
+		if err := h.Authorize(ctx, req, resp); err != nil {
+			t.Fatalf("the Go SDK's authorization flow failed: %v", err)
+		}
+		if !strings.Contains(authorizeURL, "code_challenge_method=S256") || !strings.Contains(authorizeURL, "resource=") {
+			t.Errorf("authorization URL without PKCE S256 or resource: %s", authorizeURL)
+		}
+		ts, err := h.TokenSource(ctx)
+		if err != nil || ts == nil {
+			t.Fatalf("no token source after the flow: %v", err)
+		}
+		tok, err := ts.Token()
+		if err != nil || !strings.HasPrefix(tok.AccessToken, "sgat_") || tok.RefreshToken == "" {
+			t.Fatalf("token: %+v, %v", tok, err)
+		}
+
+		s := sdkConnect(ctx, t, mcpURL, h)
+		want := slices.Sorted(slices.Values(append(slices.Clone(sdkPublicTools), sdkMemberTools...)))
+		if got := sdkToolNames(ctx, t, s); !slices.Equal(got, want) {
+			t.Errorf("member tools: %v, want %v", got, want)
+		}
+		res, text := sdkCall(ctx, t, s, "my_enrollments", nil)
+		if res.IsError || !strings.Contains(text, "portrait-photography") || strings.Contains(text, "landscape-photography") {
+			t.Errorf("my_enrollments: error %v, text %.400s", res.IsError, text)
+		}
+		res, text = sdkCall(ctx, t, s, "account_query", map[string]any{"query": "{ viewer { id email } }"})
+		if res.IsError || !strings.Contains(text, "student@demo.school") {
+			t.Errorf("account_query: error %v, text %.300s", res.IsError, text)
+		}
+	})
+
+	// A client that registers itself under a name of its own with a
+	// loopback redirect gets an operator client, which may not hold the
+	// member scopes /mcp asks for: the SDK's flow ends with the
+	// authorization server's invalid_scope at the redirect URI, before
+	// any sign-in, and the SDK reports it.
+	t.Run("self-registered", func(t *testing.T) {
+		own := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
+		h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+			DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+				ClientName:   "Some CLI",
+				RedirectURIs: []string{own},
+			}},
+			AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+				resp, _ := newBrowser(t, own).get(args.URL)
+				cb, err := url.Parse(resp.Header.Get("Location"))
+				if err != nil || resp.StatusCode != http.StatusFound || !strings.HasPrefix(cb.String(), own) {
+					return nil, fmt.Errorf("authorize answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+				}
+				if e := cb.Query().Get("error"); e != "" {
+					return nil, fmt.Errorf("%s: %s", e, cb.Query().Get("error_description"))
+				}
+				return nil, fmt.Errorf("authorize redirected without an error: %s", cb)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, resp := challenged(ctx, t, mcpURL)
+		err = h.Authorize(ctx, req, resp)
+		if err == nil || !strings.Contains(err.Error(), "invalid_scope") {
+			t.Errorf("the flow of an operator client asking for member scopes: %v, want invalid_scope", err)
+		}
+	})
+}
