@@ -122,6 +122,27 @@ func TestOfficialGoSDK(t *testing.T) {
 		if res, _ := sdkCall(ctx, t, s, "search_catalog", map[string]any{"query": "x", "kind": "spaceship"}); !res.IsError {
 			t.Error("an unknown kind must be a tool error")
 		}
+
+		// The same items as resources, listed (the SDK pages through
+		// them) and read.
+		const course = "school://courses/portrait-photography"
+		listed := false
+		for r, err := range s.Resources(ctx, nil) {
+			if err != nil {
+				t.Fatalf("resources/list: %v", err)
+			}
+			listed = listed || r.URI == course
+		}
+		if !listed {
+			t.Errorf("resources/list lacks %s", course)
+		}
+		read, err := s.ReadResource(ctx, &sdk.ReadResourceParams{URI: course})
+		if err != nil || len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "Portrait Photography") {
+			t.Errorf("resources/read %s: %+v, %v", course, read, err)
+		}
+		if _, err := s.ReadResource(ctx, &sdk.ReadResourceParams{URI: "school://courses/no-such-course"}); err == nil {
+			t.Error("reading an unknown course must fail")
+		}
 	})
 
 	t.Run("member", func(t *testing.T) {
