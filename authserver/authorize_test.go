@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -213,5 +214,29 @@ func TestRememberedConsent(t *testing.T) {
 	q.Set("prompt", "consent")
 	if rec := f.authorize(q, "student"); rec.Code != http.StatusOK {
 		t.Errorf("prompt=consent must ask, got %d", rec.Code)
+	}
+}
+
+// TestMemberScopeHint: a self-registered loopback client asking for a
+// member scope is told how a member client is had; other operator
+// clients (configured by the operator) are not.
+func TestMemberScopeHint(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		hint bool
+	}{{KindLoopback, true}, {KindVendor, false}} {
+		c := &Client{Kind: tc.kind, Audience: AudienceOperator, Scopes: policy.AllScopes}
+		e := c.checkScopes([]string{"openid", "account:read"})
+		if e == nil || e.Code != "invalid_scope" {
+			t.Fatalf("%s: %v, want invalid_scope", tc.kind, e)
+		}
+		if got := strings.Contains(e.Description, "member application"); got != tc.hint {
+			t.Errorf("%s: description %q, hint %v, want %v", tc.kind, e.Description, got, tc.hint)
+		}
+		for _, r := range e.Description {
+			if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+				t.Errorf("%s: error_description has %q, outside RFC 6749's character set", tc.kind, r)
+			}
+		}
 	}
 }

@@ -141,13 +141,25 @@ func (c *Client) checkScopes(scopes []string) *oauthError {
 			return errInvalidScope("unknown scope " + sc)
 		}
 		if c.Audience == AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc) {
-			return errInvalidScope(sc + " is reserved to member clients")
+			return errInvalidScope(sc + " is reserved to member clients" + c.memberHint())
 		}
 		if !slices.Contains(c.allowedScopes(), sc) {
 			return errInvalidScope("scope " + sc + " is not allowed for this client")
 		}
 	}
 	return nil
+}
+
+// memberHint tells a self-registered client, which stock MCP and OAuth
+// libraries become when they register with a loopback redirect, how it
+// could act for a member instead: it cannot register as one.
+func (c *Client) memberHint() string {
+	if c.Kind != KindLoopback {
+		return ""
+	}
+	return "; a client registered with a loopback redirect acts for the school's staff. " +
+		"To act for a member, use the client_id of a member application the school creates " +
+		"in its OAuth applications, or an https client_id naming a Client ID Metadata Document"
 }
 
 // allowedScopes limits unreviewed metadata-document clients to read and

@@ -199,7 +199,8 @@ func TestOfficialGoSDK(t *testing.T) {
 	// loopback redirect gets an operator client, which may not hold the
 	// member scopes /mcp asks for: the SDK's flow ends with the
 	// authorization server's invalid_scope at the redirect URI, before
-	// any sign-in, and the SDK reports it.
+	// any sign-in, saying how a member client is had, and the SDK reports
+	// it.
 	t.Run("self-registered", func(t *testing.T) {
 		own := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
 		h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
@@ -224,8 +225,8 @@ func TestOfficialGoSDK(t *testing.T) {
 		}
 		req, resp := challenged(ctx, t, mcpURL)
 		err = h.Authorize(ctx, req, resp)
-		if err == nil || !strings.Contains(err.Error(), "invalid_scope") {
-			t.Errorf("the flow of an operator client asking for member scopes: %v, want invalid_scope", err)
+		if err == nil || !strings.Contains(err.Error(), "invalid_scope") || !strings.Contains(err.Error(), "member application") {
+			t.Errorf("the flow of an operator client asking for member scopes: %v, want invalid_scope saying how to act for a member", err)
 		}
 	})
 }
