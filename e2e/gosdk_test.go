@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,8 +23,9 @@ import (
 // its users run it: the stock streamable transport (with its standalone
 // SSE stream left on), the stock authorization-code handler discovering
 // the authorization server from the protected resource metadata,
-// registering dynamically, authorizing with PKCE, a resource indicator
-// and RFC 9207's iss, and the member tools with the token it got.
+// registering dynamically or naming itself by a Client ID Metadata
+// Document, authorizing with PKCE, a resource indicator and RFC 9207's
+// iss, and the member tools with the token it got.
 
 var (
 	sdkPublicTools = []string{"get_course", "list_events", "list_membership_plans", "search_catalog"}
@@ -96,6 +100,10 @@ func TestOfficialGoSDK(t *testing.T) {
 	// operator's tool; member tools need a member client, here a vendor's
 	// that dynamic registration under its name and redirect returns.
 	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
+	// A client without registration names itself by the https URL of its
+	// Client ID Metadata Document, served here on loopback by a server
+	// whose certificate Caddy trusts (SSL_CERT_FILE).
+	docURL := serveMetadataDocument(t, "/agents/go-sdk.json", redirect)
 	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "site"),
 		vendorBlock("Go SDK App", "go-sdk-app", redirect, "member", "openid profile email account:read")))
 	ctx := t.Context()
@@ -145,21 +153,17 @@ func TestOfficialGoSDK(t *testing.T) {
 		}
 	})
 
-	t.Run("member", func(t *testing.T) {
+	// member signs in through the SDK's handler configured by cfg, as
+	// the client clientID, and uses the member tools with the token it got.
+	member := func(t *testing.T, clientID string, cfg *auth.AuthorizationCodeHandlerConfig) {
 		var authorizeURL string
-		h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
-			DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-				ClientName:   "Go SDK App",
-				RedirectURIs: []string{redirect},
-				GrantTypes:   []string{"authorization_code", "refresh_token"},
-			}},
-			RequestRefreshToken: true,
-			AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-				authorizeURL = args.URL
-				q := newBrowser(t, redirect).signInAndApprove(gw.URL, args.URL, "student@demo.school", "student").Query()
-				return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
-			},
-		})
+		cfg.RequestRefreshToken = true
+		cfg.AuthorizationCodeFetcher = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			authorizeURL = args.URL
+			q := newBrowser(t, redirect).signInAndApprove(gw.URL, args.URL, "student@demo.school", "student").Query()
+			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		}
+		h, err := auth.NewAuthorizationCodeHandler(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +172,9 @@ func TestOfficialGoSDK(t *testing.T) {
 		if err := h.Authorize(ctx, req, resp); err != nil {
 			t.Fatalf("the Go SDK's authorization flow failed: %v", err)
 		}
-		if !strings.Contains(authorizeURL, "code_challenge_method=S256") || !strings.Contains(authorizeURL, "resource=") {
-			t.Errorf("authorization URL without PKCE S256 or resource: %s", authorizeURL)
+		au, err := url.Parse(authorizeURL)
+		if err != nil || au.Query().Get("client_id") != clientID || au.Query().Get("code_challenge_method") != "S256" || au.Query().Get("resource") != gw.URL {
+			t.Errorf("authorization URL: %s, want client_id %s, PKCE S256 and resource %s", authorizeURL, clientID, gw.URL)
 		}
 		ts, err := h.TokenSource(ctx)
 		if err != nil || ts == nil {
@@ -193,6 +198,26 @@ func TestOfficialGoSDK(t *testing.T) {
 		if res.IsError || !strings.Contains(text, "student@demo.school") {
 			t.Errorf("account_query: error %v, text %.300s", res.IsError, text)
 		}
+	}
+
+	t.Run("member through registration", func(t *testing.T) {
+		member(t, "go-sdk-app", &auth.AuthorizationCodeHandlerConfig{
+			DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+				ClientName:   "Go SDK App",
+				RedirectURIs: []string{redirect},
+				GrantTypes:   []string{"authorization_code", "refresh_token"},
+			}},
+		})
+	})
+
+	// The SDK tries a metadata document before registration when the
+	// authorization server says it supports them; unreviewed, the client
+	// gets the read and identity scopes /mcp asks for.
+	t.Run("member through a metadata document", func(t *testing.T) {
+		member(t, docURL, &auth.AuthorizationCodeHandlerConfig{
+			ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: docURL},
+			RedirectURL:                    redirect,
+		})
 	})
 
 	// A client that registers itself under a name of its own with a
@@ -229,4 +254,37 @@ func TestOfficialGoSDK(t *testing.T) {
 			t.Errorf("the flow of an operator client asking for member scopes: %v, want invalid_scope saying how to act for a member", err)
 		}
 	})
+}
+
+// serveMetadataDocument serves a public client's Client ID Metadata
+// Document at path on a loopback https server and makes Caddy, started
+// after it, trust that server's certificate. It returns the document's
+// URL, which is its client_id.
+func serveMetadataDocument(t *testing.T, path, redirect string) string {
+	t.Helper()
+	var docURL string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"client_id":                  docURL,
+			"client_name":                "Go SDK metadata-document agent",
+			"redirect_uris":              []string{redirect},
+			"grant_types":                []string{"authorization_code", "refresh_token"},
+			"response_types":             []string{"code"},
+			"token_endpoint_auth_method": "none",
+		})
+	}))
+	t.Cleanup(srv.Close)
+	docURL = srv.URL + path
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", ca)
+	return docURL
 }
