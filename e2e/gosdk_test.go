@@ -13,10 +13,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
 )
 
 // The official MCP Go SDK (modelcontextprotocol/go-sdk) against /mcp, as
@@ -163,6 +165,16 @@ func TestOfficialGoSDK(t *testing.T) {
 			q := newBrowser(t, redirect).signInAndApprove(gw.URL, args.URL, "student@demo.school", "student").Query()
 			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 		}
+		// The token the code bought is handed back expired, so that its
+		// first use refreshes through the SDK's oauth2 configuration (the
+		// client authentication it chose from the server's metadata).
+		var issued oauth2.Token
+		cfg.NewTokenSource = func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			issued = *tok
+			stale := *tok
+			stale.Expiry = time.Now().Add(-time.Minute)
+			return c.TokenSource(ctx, &stale), nil
+		}
 		h, err := auth.NewAuthorizationCodeHandler(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -183,6 +195,10 @@ func TestOfficialGoSDK(t *testing.T) {
 		tok, err := ts.Token()
 		if err != nil || !strings.HasPrefix(tok.AccessToken, "sgat_") || tok.RefreshToken == "" {
 			t.Fatalf("token: %+v, %v", tok, err)
+		}
+		if tok.AccessToken == issued.AccessToken || tok.RefreshToken == issued.RefreshToken || issued.RefreshToken == "" {
+			t.Fatalf("the refresh did not rotate the pair: issued %q/%q, now %q/%q",
+				issued.AccessToken, issued.RefreshToken, tok.AccessToken, tok.RefreshToken)
 		}
 
 		s := sdkConnect(ctx, t, mcpURL, h)
