@@ -113,6 +113,12 @@ func TestOfficialGoSDK(t *testing.T) {
 
 	t.Run("anonymous", func(t *testing.T) {
 		s := sdkConnect(ctx, t, mcpURL, nil)
+		// The newest version this SDK release speaks, which mcp-go serves
+		// too: every request below also carries the Mcp-Method and
+		// Mcp-Name headers that version requires.
+		if v := s.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			t.Errorf("negotiated protocol version %s, want 2026-07-28", v)
+		}
 		if got := sdkToolNames(ctx, t, s); !slices.Equal(got, sdkPublicTools) {
 			t.Errorf("anonymous tools: %v, want %v", got, sdkPublicTools)
 		}
