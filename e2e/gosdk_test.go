@@ -284,7 +284,6 @@ func TestOfficialGoSDK(t *testing.T) {
 // URL, which is its client_id.
 func serveMetadataDocument(t *testing.T, path, redirect string) string {
 	t.Helper()
-	var docURL string
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {
 			http.NotFound(w, r)
@@ -292,7 +291,7 @@ func serveMetadataDocument(t *testing.T, path, redirect string) string {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
-			"client_id":                  docURL,
+			"client_id":                  "https://" + r.Host + path,
 			"client_name":                "Go SDK metadata-document agent",
 			"redirect_uris":              []string{redirect},
 			"grant_types":                []string{"authorization_code", "refresh_token"},
@@ -301,12 +300,11 @@ func serveMetadataDocument(t *testing.T, path, redirect string) string {
 		})
 	}))
 	t.Cleanup(srv.Close)
-	docURL = srv.URL + path
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("SSL_CERT_FILE", ca)
-	return docURL
+	return srv.URL + path
 }
