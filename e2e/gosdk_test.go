@@ -165,9 +165,11 @@ func TestOfficialGoSDK(t *testing.T) {
 	// the client clientID, and uses the member tools with the token it got.
 	member := func(t *testing.T, clientID string, cfg *auth.AuthorizationCodeHandlerConfig) {
 		var authorizeURL string
+		signIns := 0
 		cfg.RequestRefreshToken = true
 		cfg.AuthorizationCodeFetcher = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			authorizeURL = args.URL
+			signIns++
 			q := newBrowser(t, redirect).signInAndApprove(gw.URL, args.URL, "student@demo.school", "student").Query()
 			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 		}
@@ -219,6 +221,17 @@ func TestOfficialGoSDK(t *testing.T) {
 		res, text = sdkCall(ctx, t, s, "account_query", map[string]any{"query": "{ viewer { id email } }"})
 		if res.IsError || !strings.Contains(text, "student@demo.school") {
 			t.Errorf("account_query: error %v, text %.300s", res.IsError, text)
+		}
+
+		// A revoked token: /mcp answers 401 with a challenge (never an
+		// anonymous answer), the SDK runs its flow again on it, and the
+		// call goes through with the new token.
+		if r := postForm(t, gw.URL+"/api/oauth/revoke", url.Values{"token": {tok.AccessToken}, "client_id": {clientID}}); r.status != http.StatusOK {
+			t.Fatalf("revoke: %d %s", r.status, r.body)
+		}
+		res, text = sdkCall(ctx, t, s, "my_enrollments", nil)
+		if res.IsError || !strings.Contains(text, "portrait-photography") || signIns != 2 {
+			t.Errorf("after revocation: error %v, sign-ins %d (want 2), text %.300s", res.IsError, signIns, text)
 		}
 	}
 
