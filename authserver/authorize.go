@@ -245,7 +245,7 @@ func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *AuthRequ
 // §4.1.2.1) with the issuer (RFC 9207).
 func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirectURI, state, code, desc string) {
 	s.redirectTo(w, r, redirectURI, http.StatusFound, url.Values{
-		"error": {code}, "error_description": {desc}, "state": {state},
+		"error": {code}, "error_description": {errorText(desc)}, "state": {state},
 	})
 }
 

@@ -63,14 +63,19 @@ func TestAuthorizeErrorsRedirectWithStateAndIss(t *testing.T) {
 		{"two resources", func(q url.Values) { q.Add("resource", issuer) }, "invalid_target"},
 		{"repeated scope", func(q url.Values) { q.Add("scope", "openid") }, "invalid_request"},
 		{"request object", func(q url.Values) { q.Set("request", "eyJ...") }, "request_not_supported"},
+		// The description names the scope, but only in the characters
+		// RFC 6749 allows there.
+		{"unknown scope in hostile characters", func(q url.Values) { q.Set("scope", "openid wiz\"ard\\\u00e9\x7f") }, "invalid_scope"},
+		{"unknown scope of 10 KB", func(q url.Values) { q.Set("scope", strings.Repeat("w", 10<<10)) }, "invalid_scope"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q := authParams(c)
 			tc.mutate(q)
 			p := redirectParams(t, f.authorize(q, "student"), memberRedirect)
+			desc := p.Get("error_description")
 			if p.Get("error") != tc.code || p.Get("state") != "st-123" || p.Get("iss") != issuer ||
-				p.Get("error_description") == "" || p.Get("code") != "" {
+				desc == "" || !isErrorText(desc) || len(desc) > maxErrorText || p.Get("code") != "" {
 				t.Errorf("got %v, want error %s with state and iss", p, tc.code)
 			}
 		})
@@ -233,10 +238,8 @@ func TestMemberScopeHint(t *testing.T) {
 		if got := strings.Contains(e.Description, "member application"); got != tc.hint {
 			t.Errorf("%s: description %q, hint %v, want %v", tc.kind, e.Description, got, tc.hint)
 		}
-		for _, r := range e.Description {
-			if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
-				t.Errorf("%s: error_description has %q, outside RFC 6749's character set", tc.kind, r)
-			}
+		if !isErrorText(e.Description) || len(e.Description) > maxErrorText {
+			t.Errorf("%s: %q is no whole error_description", tc.kind, e.Description)
 		}
 	}
 }

@@ -219,3 +219,14 @@ func (f *fixture) tokens() map[string]any {
 	}
 	return m
 }
+
+// isErrorText reports whether s may be an error_description: RFC 6749
+// §5.2 allows printable ASCII but for '"' and '\'.
+func isErrorText(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return false
+		}
+	}
+	return true
+}

@@ -219,7 +219,7 @@ func FuzzTokenForm(f *testing.F) {
 		}
 		code, _ := m["error"].(string)
 		desc, _ := m["error_description"].(string)
-		if want, ok := tokenErrors[code]; !ok || want != rec.Code || desc == "" {
+		if want, ok := tokenErrors[code]; !ok || want != rec.Code || desc == "" || !isErrorText(desc) || len(desc) > maxErrorText {
 			t.Fatalf("%d %v is not an RFC 6749 error answer for %q", rec.Code, m, body)
 		}
 		// A client that authenticates in the body is offered no HTTP

@@ -77,7 +77,19 @@ func writeOAuthError(w http.ResponseWriter, e *oauthError) {
 	if e.Challenge != "" {
 		w.Header().Set("WWW-Authenticate", e.Challenge)
 	}
-	writeJSON(w, e.Status, e)
+	out := *e
+	out.Description = errorText(e.Description)
+	writeJSON(w, e.Status, &out)
+}
+
+// errorText is a description as it goes out: in RFC 6749's characters and
+// at most maxErrorText bytes, whatever of the request it names.
+func errorText(desc string) string {
+	desc = policy.ErrorText(desc)
+	if len(desc) > maxErrorText {
+		desc = desc[:maxErrorText-3] + "..."
+	}
+	return desc
 }
 
 // refuse answers an OAuth error at an endpoint and counts it.
@@ -91,3 +103,7 @@ func (s *Server) refuse(w http.ResponseWriter, endpoint string, e *oauthError) {
 func WriteNotFound(w http.ResponseWriter) {
 	writeJSON(w, http.StatusNotFound, &oauthError{Code: "not_found", Description: "no such endpoint"})
 }
+
+// maxErrorText bounds an error_description: it is a sentence for a
+// developer, and some name what the request sent.
+const maxErrorText = 512

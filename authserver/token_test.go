@@ -97,6 +97,7 @@ func TestCodeExchangeRejections(t *testing.T) {
 		{"token exchange grant", func(v url.Values) { v.Set("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange") }, 400, "unsupported_grant_type"},
 		{"missing grant", func(v url.Values) { v.Del("grant_type") }, 400, "invalid_request"},
 		{"public client sends secret", func(v url.Values) { v.Set("client_secret", "x") }, 401, "invalid_client"},
+		{"repeated parameter with a hostile name", func(v url.Values) { v["a\"b\\\u00e9\x01"] = []string{"1", "2"} }, 400, "invalid_request"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,7 +108,8 @@ func TestCodeExchangeRejections(t *testing.T) {
 				"resource": {issuer}}
 			tc.mutate(form)
 			status, m := f.token(form)
-			if status != tc.status || m["error"] != tc.code || m["error_description"] == "" {
+			desc, _ := m["error_description"].(string)
+			if status != tc.status || m["error"] != tc.code || desc == "" || !isErrorText(desc) {
 				t.Errorf("got %d %v, want %d %s", status, m, tc.status, tc.code)
 			}
 		})

@@ -55,7 +55,7 @@ func (c *Challenge) Header() string {
 		b.WriteString(sep)
 		b.WriteString(k)
 		b.WriteString(`="`)
-		b.WriteString(quoteSafe(v))
+		b.WriteString(ErrorText(v))
 		b.WriteString(`"`)
 		sep = ", "
 	}
@@ -66,9 +66,11 @@ func (c *Challenge) Header() string {
 	return b.String()
 }
 
-// quoteSafe keeps a value inside an RFC 6750 quoted string: the spec
-// allows printable ASCII except '"' and '\'.
-func quoteSafe(s string) string {
+// ErrorText makes s fit where OAuth puts human-readable error text: an
+// error_description (RFC 6749 §5.2) or a challenge's quoted string (RFC
+// 6750 §3) allows printable ASCII except '"' and '\'. Anything else,
+// often a part of the request named back, becomes an apostrophe.
+func ErrorText(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
 			return '\''
@@ -90,7 +92,7 @@ func (c *Challenge) Write(w http.ResponseWriter) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	AllowCORS(h, "")
-	body := map[string]string{"error": c.Error, "error_description": c.Description}
+	body := map[string]string{"error": c.Error, "error_description": ErrorText(c.Description)}
 	if c.Scope != "" {
 		body["scope"] = c.Scope
 	}

@@ -291,7 +291,8 @@ func TestChallengeWrite(t *testing.T) {
 		t.Errorf("WWW-Authenticate not exposed to CORS: %q", got)
 	}
 	var body map[string]string
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body["error"] != "insufficient_scope" {
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body["error"] != "insufficient_scope" ||
+		body["error_description"] != want["error_description"] {
 		t.Errorf("body %q: %v", rec.Body, err)
 	}
 	if rec.Header().Get("Cache-Control") != "no-store" {
