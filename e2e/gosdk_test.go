@@ -270,8 +270,8 @@ func TestOfficialGoSDK(t *testing.T) {
 			}},
 			AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 				resp, _ := newBrowser(t, own).get(args.URL)
-				cb, err := url.Parse(resp.Header.Get("Location"))
-				if err != nil || resp.StatusCode != http.StatusFound || !strings.HasPrefix(cb.String(), own) {
+				cb := callbackURL(t, resp)
+				if resp.StatusCode != http.StatusFound || !strings.HasPrefix(cb.String(), own) {
 					return nil, fmt.Errorf("authorize answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 				}
 				if e := cb.Query().Get("error"); e != "" {
