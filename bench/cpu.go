@@ -23,6 +23,8 @@ const clockTick = time.Second / 100
 // cpuSample is a snapshot of the CPU time spent so far.
 type cpuSample struct {
 	caddy, db, harness time.Duration
+	// dbWritten is what PostgreSQL's processes have written to storage.
+	dbWritten int64
 	// Machine-wide, all CPUs together: busy is neither idle nor waiting
 	// for I/O; iowait is idle with a disk write or read outstanding.
 	busy, iowait, total time.Duration
@@ -36,6 +38,8 @@ type cpuSample struct {
 type cpuUse struct {
 	caddy, db, harness time.Duration
 	busy, iowait, rest float64
+	// dbWritten is PostgreSQL's bytes written to storage per request.
+	dbWritten float64
 }
 
 // sampleCPU reads the CPU time of Caddy, of PostgreSQL, of the bench's
@@ -48,6 +52,7 @@ func (s *stack) sampleCPU() cpuSample {
 	}
 	if s.postmaster != 0 {
 		c.db = treeCPU(s.postmaster, true)
+		c.dbWritten = treeWritten(s.postmaster)
 	}
 	c.busy, c.iowait, c.total = machineCPU()
 	return c
@@ -60,6 +65,7 @@ func (a cpuSample) use(b cpuSample, n int) cpuUse {
 	if n > 0 {
 		per := func(x, y time.Duration) time.Duration { return (y - x) / time.Duration(n) }
 		u.caddy, u.db, u.harness = per(a.caddy, b.caddy), per(a.db, b.db), per(a.harness, b.harness)
+		u.dbWritten = float64(b.dbWritten-a.dbWritten) / float64(n)
 	}
 	if t := b.total - a.total; t > 0 {
 		u.busy, u.iowait = float64(b.busy-a.busy)/float64(t), float64(b.iowait-a.iowait)/float64(t)
@@ -147,6 +153,25 @@ func treeCPU(pid int, children bool) time.Duration {
 		}
 	}
 	return time.Duration(ticks) * clockTick
+}
+
+// treeWritten is what a process and its live children have written to
+// storage: PostgreSQL's backends, WAL writer and checkpointer. A backend
+// that exited between two samples takes its count with it, so the bench
+// keeps its connections open across a run.
+func treeWritten(pid int) int64 {
+	n := processWritten(pid)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		if cs, err := readStat(child); err == nil && cs.ppid == pid {
+			n += processWritten(child)
+		}
+	}
+	return n
 }
 
 // machineCPU reads the machine's CPU time, all CPUs together, from the

@@ -31,6 +31,7 @@ type stats struct {
 	elapsed   time.Duration
 	latencies []time.Duration
 	cpu       time.Duration // server CPU spent during the run
+	written   int64         // bytes the server wrote to storage during the run
 }
 
 func (s stats) rps() float64 { return float64(s.requests) / s.elapsed.Seconds() }
@@ -51,6 +52,15 @@ func (s stats) cpuPerRequest() time.Duration {
 	return s.cpu / time.Duration(s.requests)
 }
 
+// writtenPerRequest is what the server wrote to storage per answered
+// request: for the gateway, its bbolt files' pages and their fsyncs.
+func (s stats) writtenPerRequest() float64 {
+	if s.requests == 0 {
+		return 0
+	}
+	return float64(s.written) / float64(s.requests)
+}
+
 // load runs req with c workers for d, or, when work > 0, until work
 // requests have been sent (whichever comes first).
 func load(c int, d time.Duration, work int, pid int, req request) stats {
@@ -61,7 +71,7 @@ func load(c int, d time.Duration, work int, pid int, req request) stats {
 	fails := make([]int, c)
 	var errOnce sync.Once
 	var firstErr error
-	cpu0 := processCPU(pid)
+	cpu0, w0 := processCPU(pid), processWritten(pid)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < c; w++ {
@@ -86,7 +96,8 @@ func load(c int, d time.Duration, work int, pid int, req request) stats {
 		}(w)
 	}
 	wg.Wait()
-	s := stats{elapsed: time.Since(start), cpu: processCPU(pid) - cpu0, firstErr: firstErr}
+	s := stats{elapsed: time.Since(start), cpu: processCPU(pid) - cpu0, written: processWritten(pid) - w0,
+		firstErr: firstErr}
 	for w := range per {
 		s.latencies = append(s.latencies, per[w]...)
 		s.failures += fails[w]
@@ -103,6 +114,16 @@ func processCPU(pid int) time.Duration {
 	}
 	d, _ := procstat.CPU(pid)
 	return d
+}
+
+// processWritten is what a process has written to storage, 0 where /proc
+// cannot tell.
+func processWritten(pid int) int64 {
+	if pid == 0 {
+		return 0
+	}
+	n, _ := procstat.WrittenBytes(pid)
+	return n
 }
 
 // expect reads a response and checks its status and, if want is not

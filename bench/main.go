@@ -31,6 +31,7 @@ type config struct {
 	smoke       bool
 	profile     string
 	only        string
+	build       string
 }
 
 func main() {
@@ -44,6 +45,7 @@ func main() {
 	flag.IntVar(&cfg.exchanges, "exchanges", 20000, "authorization codes exchanged per token round")
 	flag.IntVar(&cfg.grants, "grants", 100000, "live grants in the store for the memory and start-up figures")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,store,memory; store starts its own PostgreSQL)")
+	flag.StringVar(&cfg.build, "build", "", "measure Caddy built from this commit instead of the working tree (an older build through today's harness)")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
 	schools := flag.String("schools", "", "measure many schools in one Caddy instead: comma-separated sizes, e.g. 100,500,1000")
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")

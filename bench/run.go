@@ -47,8 +47,8 @@ func run(cfg config) error {
 		out: &strings.Builder{}}
 	fmt.Fprintf(b.out, "machine: %s; %d clients, %d rounds of %s per target, %d courses\n\n",
 		machine(), cfg.concurrency, cfg.rounds, cfg.duration, cfg.courses)
-	fmt.Fprintln(b.out, "| scenario | target | req/s | p50 | p99 | Caddy CPU/req | vs baseline |")
-	fmt.Fprintln(b.out, "| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(b.out, "| scenario | target | req/s | p50 | p99 | Caddy CPU/req | Caddy disk writes/req | vs baseline |")
+	fmt.Fprintln(b.out, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 	if err := b.setup(); err != nil {
 		return err
 	}
@@ -127,11 +127,12 @@ func (b *bench) compare(scenario string, targets ...target) error {
 }
 
 func (b *bench) row(scenario, name string, runs []stats, note string) {
-	fmt.Fprintf(b.out, "| %s | %s | %.0f | %s | %s | %s | %s |\n", scenario, name,
+	fmt.Fprintf(b.out, "| %s | %s | %.0f | %s | %s | %s | %s | %s |\n", scenario, name,
 		median(runs, stats.rps),
 		ms(median(runs, func(s stats) float64 { return float64(s.percentile(0.5)) })),
 		ms(median(runs, func(s stats) float64 { return float64(s.percentile(0.99)) })),
-		us(median(runs, func(s stats) float64 { return float64(s.cpuPerRequest()) })), note)
+		us(median(runs, func(s stats) float64 { return float64(s.cpuPerRequest()) })),
+		kb(median(runs, stats.writtenPerRequest)), note)
 }
 
 func median(runs []stats, f func(stats) float64) float64 {
@@ -145,6 +146,7 @@ func median(runs []stats, f func(stats) float64) float64 {
 
 func ms(d float64) string { return fmt.Sprintf("%.2f ms", d/float64(time.Millisecond)) }
 func us(d float64) string { return fmt.Sprintf("%.0f µs", d/float64(time.Microsecond)) }
+func kb(n float64) string { return fmt.Sprintf("%.1f KB", n/1000) }
 
 // post sends a JSON POST and checks the answer.
 func (b *bench) post(ctx context.Context, url, token, body string, hdr map[string]string, want string) error {

@@ -49,7 +49,7 @@ func runSchools(sizes []int) error {
 	r.client = &http.Client{Timeout: 30 * time.Second, Transport: transport}
 	r.noRedirect = &http.Client{Timeout: 30 * time.Second, Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	if r.caddyBin, err = buildCaddy(dir); err != nil {
+	if r.caddyBin, err = buildCaddy(dir, ""); err != nil {
 		return err
 	}
 	feed, err := catalogFeed(40)

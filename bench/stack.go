@@ -43,10 +43,21 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// buildCaddy builds Caddy with the modules, as cmd/caddy does for users.
-func buildCaddy(dir string) (string, error) {
-	bin := filepath.Join(dir, "caddy")
+// buildCaddy builds Caddy with the modules, as cmd/caddy does for users:
+// from the working tree, or, when commit is set, from that commit of the
+// repository (checked out in a temporary worktree), so that an older build
+// runs through the same harness.
+func buildCaddy(dir, commit string) (string, error) {
+	bin, src := filepath.Join(dir, "caddy"), "."
+	if commit != "" {
+		src = filepath.Join(dir, "src-"+fileName(commit))
+		if out, err := exec.Command("git", "worktree", "add", "--detach", src, commit).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("checking out %s: %v: %s", commit, err, out)
+		}
+		defer exec.Command("git", "worktree", "remove", "--force", src).Run()
+	}
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+	cmd.Dir = src
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building Caddy (run from the repository root): %v", err)
@@ -60,7 +71,7 @@ func startStack(cfg config) (*stack, error) {
 		return nil, err
 	}
 	s := &stack{dir: dir}
-	if s.caddyBin, err = buildCaddy(dir); err != nil {
+	if s.caddyBin, err = buildCaddy(dir, cfg.build); err != nil {
 		return s, err
 	}
 	var addrs [7]string

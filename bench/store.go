@@ -113,8 +113,8 @@ func (b *bench) store() error {
 	fmt.Fprintf(&b.notes, "\nstore scenario, where the CPU went (median of the rounds): per answered request, "+
 		"and the shares of the machine's %d CPUs busy, busy outside these processes (the kernel's own work, "+
 		"anything else running), and idle waiting for I/O:\n\n", runtime.NumCPU())
-	fmt.Fprintln(&b.notes, "| measure | store | Caddy CPU/req | PostgreSQL CPU/req | load generator + upstream CPU/req | machine busy | of which the rest | iowait |")
-	fmt.Fprintln(&b.notes, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(&b.notes, "| measure | store | Caddy CPU/req | PostgreSQL CPU/req | load generator + upstream CPU/req | machine busy | of which the rest | iowait | PostgreSQL disk writes/req |")
+	fmt.Fprintln(&b.notes, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, m := range measures {
 		for _, s := range sites {
 			use := m.of(s).use
@@ -126,13 +126,14 @@ func (b *bench) store() error {
 				slices.Sort(v)
 				return v[len(v)/2]
 			}
-			fmt.Fprintf(&b.notes, "| %s | %s | %s | %s | %s | %.0f %% | %.0f %% | %.0f %% |\n", m.name, s.name,
+			fmt.Fprintf(&b.notes, "| %s | %s | %s | %s | %s | %.0f %% | %.0f %% | %.0f %% | %s |\n", m.name, s.name,
 				us(med(func(u cpuUse) float64 { return float64(u.caddy) })),
 				us(med(func(u cpuUse) float64 { return float64(u.db) })),
 				us(med(func(u cpuUse) float64 { return float64(u.harness) })),
 				100*med(func(u cpuUse) float64 { return u.busy }),
 				100*med(func(u cpuUse) float64 { return u.rest }),
-				100*med(func(u cpuUse) float64 { return u.iowait }))
+				100*med(func(u cpuUse) float64 { return u.iowait }),
+				kb(med(func(u cpuUse) float64 { return u.dbWritten })))
 		}
 	}
 	return nil

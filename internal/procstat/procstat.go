@@ -64,3 +64,24 @@ func ReadMemory(pid int) (Memory, error) {
 	}
 	return m, nil
 }
+
+// WrittenBytes is how many bytes a process has caused to be written to
+// storage (write_bytes of /proc/<pid>/io): the pages it dirtied, counted
+// when dirtied, whether or not the kernel has flushed them yet. Socket
+// writes are not in it, so for a gateway it is what its store wrote.
+func WrittenBytes(pid int) (int64, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, errors.New("procstat: unexpected write_bytes" + v)
+			}
+			return n, nil
+		}
+	}
+	return 0, errors.New("procstat: no write_bytes in /proc/<pid>/io")
+}
