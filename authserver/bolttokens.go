@@ -128,8 +128,10 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 				return err
 			}
 		}
-		if err := touchRefreshed(tx, &g, now); err != nil {
-			return err
+		if g.RefreshDue(now) {
+			if err := touchRefreshed(tx, &g, now); err != nil {
+				return err
+			}
 		}
 		return putGrantAndTokens(tx, nil, toks)
 	})

@@ -103,9 +103,32 @@ type Grant struct {
 	Identity  Identity  `json:"identity"`
 	AuthTime  time.Time `json:"auth_time"`
 	CreatedAt time.Time `json:"created_at"`
-	// RefreshedAt is the last rotation of one of its refresh tokens.
+	// RefreshedAt is the last rotation of one of its refresh tokens, to
+	// within RefreshedPrecision (see RefreshDue).
 	RefreshedAt time.Time `json:"refreshed_at,omitempty"`
 	Revoked     bool      `json:"revoked,omitempty"`
+}
+
+// RefreshedPrecision is how stale a grant's RefreshedAt may be. People
+// read it as "last used"; to the hour is what they need, and recording
+// every rotation would rewrite the grant (a page of the store, written
+// and synced) on every refresh.
+const RefreshedPrecision = time.Hour
+
+// RefreshDue reports whether a rotation at now records its time on the
+// grant: when the grant was last used (created, or a recorded rotation)
+// RefreshedPrecision or longer ago.
+func (g *Grant) RefreshDue(now time.Time) bool {
+	return now.Sub(g.LastUsed()) >= RefreshedPrecision
+}
+
+// LastUsed is when the grant was last used, to within RefreshedPrecision:
+// its creation, or its last recorded rotation.
+func (g *Grant) LastUsed() time.Time {
+	if g.RefreshedAt.After(g.CreatedAt) {
+		return g.RefreshedAt
+	}
+	return g.CreatedAt
 }
 
 // Token kinds.

@@ -131,9 +131,10 @@ type TokenStore interface {
 	// token, in one transaction, as DecideRotate rules: the first rotation
 	// marks the token rotated; another within grace of it rotates again;
 	// one later revokes the grant and yields ErrRefreshReuse. A rotation
-	// that stores tokens records now as the grant's RefreshedAt: the one
-	// write that tells a person when an application last used its access,
-	// which no request for a protected resource makes.
+	// that stores tokens records now as the grant's RefreshedAt when
+	// Grant.RefreshDue says so (at most once per RefreshedPrecision): the
+	// one write that tells a person when an application last used its
+	// access, which no request for a protected resource makes.
 	RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error
 	// RevokeToken revokes a token, as DecideRevoke rules: a refresh token
 	// takes its whole grant along.

@@ -82,7 +82,7 @@ func (s *Server) exchangeCode(ctx context.Context, client *Client, form url.Valu
 		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], now); fail != nil {
 			return nil, nil, fail
 		}
-		grant = &Grant{ID: randomString(), ClientID: client.ID, Audience: c.Request.Audience,
+		grant = &Grant{ID: newGrantID(now), ClientID: client.ID, Audience: c.Request.Audience,
 			Scopes: c.Request.Scopes, Resource: c.Request.Resource, Identity: c.Identity,
 			AuthTime: c.AuthTime, CreatedAt: now}
 		nonce = c.Request.Nonce

@@ -64,7 +64,9 @@ func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, gr
 		if outcome == authserver.RotateFirst {
 			b.Queue(`UPDATE tokens SET rotated_at = $3 WHERE site_id = $1 AND hash = $2`, s.id, hash, now)
 		}
-		b.Queue(`UPDATE grants SET refreshed_at = $3 WHERE site_id = $1 AND id = $2`, s.id, g.ID, now)
+		if g.RefreshDue(now) {
+			b.Queue(`UPDATE grants SET refreshed_at = $3 WHERE site_id = $1 AND id = $2`, s.id, g.ID, now)
+		}
 		if err := s.queueTokens(b, toks); err != nil {
 			return err
 		}

@@ -278,8 +278,9 @@ func testDisconnectGrant(t *testing.T, s authserver.Store) {
 	wantErr(t, "consent after a second disconnect", err, authserver.ErrNotFound)
 }
 
-// testRefreshedAt: a rotation records its time on the grant; reading a
-// token records nothing.
+// testRefreshedAt: a rotation records its time on the grant when the
+// grant's last use is RefreshedPrecision old, and not more often; reading
+// a token records nothing.
 func testRefreshedAt(t *testing.T, s authserver.Store) {
 	ctx := context.Background()
 	g, p := grantFor(t, s, "app-1", "ada", epoch)
@@ -313,5 +314,33 @@ func testRefreshedAt(t *testing.T, s authserver.Store) {
 	}
 	if _, got, _ := s.GetToken(ctx, next.access); !got.RefreshedAt.Equal(when) {
 		t.Errorf("a refused rotation moved RefreshedAt to %v", got.RefreshedAt)
+	}
+	// Within RefreshedPrecision of the recorded time a rotation leaves it
+	// (the grant is not rewritten on every refresh); one later moves it.
+	soon := when.Add(authserver.RefreshedPrecision - time.Minute)
+	third, _, err := rotateAt(s, next.refresh, soon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := s.GetToken(ctx, third.access); !got.RefreshedAt.Equal(when) {
+		t.Errorf("a rotation within the precision moved RefreshedAt to %v; want %v", got.RefreshedAt, when)
+	}
+	later := when.Add(authserver.RefreshedPrecision)
+	fourth, _, err := rotateAt(s, third.refresh, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := s.GetToken(ctx, fourth.access); !got.RefreshedAt.Equal(later) {
+		t.Errorf("a rotation a precision later left RefreshedAt at %v; want %v", got.RefreshedAt, later)
+	}
+	// A grant's creation is its first use: a rotation within the
+	// precision of it records nothing.
+	_, young := grantFor(t, s, "app-1", "bea", epoch)
+	fresh, _, err := rotateAt(s, young.refresh, epoch.Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, _ := s.GetToken(ctx, fresh.access); !got.RefreshedAt.IsZero() || !got.LastUsed().Equal(epoch) {
+		t.Errorf("a rotation 10 minutes after the grant's creation recorded %v (last used %v)", got.RefreshedAt, got.LastUsed())
 	}
 }
