@@ -49,9 +49,10 @@ func Main(m *testing.M) int {
 // test that pauses it must Resume it before it ends: tests of the same
 // package share it.
 //
-// Without a PostgreSQL server to run, it skips the test, unless the CI
-// environment variable is set: CI must test the PostgreSQL store, so
-// there it fails instead. A PG_BINDIR without one fails the test anywhere.
+// In the fast loop (go test -short) it skips the test. Without a
+// PostgreSQL server to run, it skips the test, unless the CI environment
+// variable is set: CI must test the PostgreSQL store, so there it fails
+// instead. A PG_BINDIR without one fails the test anywhere.
 func Shared(t testing.TB) *Cluster {
 	t.Helper()
 	if !mainRunning.Load() {
@@ -71,11 +72,15 @@ func Shared(t testing.TB) *Cluster {
 	return shared
 }
 
-// skipWithoutServer skips the test when there is no PostgreSQL to run,
+// skipWithoutServer skips the test in the fast loop (go test -short),
+// which runs no database server, and when there is no PostgreSQL to run,
 // outside CI. A PG_BINDIR that names no server is a mistake to fix, so it
 // fails everywhere.
 func skipWithoutServer(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("pgcluster: needs a PostgreSQL server; run without -short")
+	}
 	_, err := BinDir()
 	switch {
 	case err == nil:
