@@ -274,7 +274,7 @@ func registrationResponse(c *Client, secret string) map[string]any {
 		"token_endpoint_auth_method": c.AuthMethod,
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
-		"scope":                      strings.Join(c.Scopes, " "),
+		"scope":                      strings.Join(c.requestableScopes(), " "),
 	}
 	if !c.IssuedAt.IsZero() {
 		m["client_id_issued_at"] = c.IssuedAt.Unix()

@@ -76,7 +76,7 @@ func openAPISchemas(s Site) obj {
 			{"token_endpoint_auth_method", str("")},
 			{"grant_types", strArray("")},
 			{"response_types", strArray("")},
-			{"scope", str("Scopes the client may request")},
+			{"scope", str("Scopes the client may request, `offline_access` among them")},
 			{"client_id_issued_at", integer("")},
 			{"client_secret", str("Only for a client registered with `client_secret_post`, and only in this answer")},
 			{"client_secret_expires_at", integer("`0` (the secret does not expire); with `client_secret` only")},
