@@ -250,6 +250,9 @@ describe('member via the v2 SDK OAuth flow', () => {
     const sent = JSON.parse(reg.body);
     assert.equal(sent.client_name, VENDOR.name);
     assert.deepEqual(sent.redirect_uris, [stack.callbackURL]);
+    // OpenID Connect Dynamic Client Registration: a loopback redirect URI
+    // is a native application's, and the server holds the SDK to it.
+    assert.equal(sent.application_type, 'native');
     const info = provider.clientInformation({ issuer: origin });
     assert.equal(info?.client_id, VENDOR.clientId);
     assert.equal(info.issuer, origin, 'the SDK stamps the client information with the issuer');
