@@ -113,6 +113,9 @@ func checkAppRedirect(raw string) string {
 func parseMemberScopes(chosen []string) ([]string, string) {
 	allowed := memberAppScopes()
 	for _, sc := range chosen {
+		if sc == policy.OfflineAccess {
+			return nil, "offline_access is not among the scopes to choose: every application may ask for it."
+		}
 		if !slices.Contains(allowed, sc) {
 			if len(sc) > 64 {
 				sc = sc[:64] + "…"

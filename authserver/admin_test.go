@@ -452,6 +452,7 @@ func TestAdminFormValidation(t *testing.T) {
 		{"too many", func(v url.Values) { v.Set("redirect_uris", strings.Join(manyURIs(21), "\n")) }, "at most 20"},
 		{"unknown scope", func(v url.Values) { v.Add("scope", "wizardry") }, `"wizardry"`},
 		{"operator scope", func(v url.Values) { v.Add("scope", "courses:read") }, `"courses:read"`},
+		{"offline_access", func(v url.Values) { v.Add("scope", "offline_access") }, "every application may ask for it"},
 		{"no scope", func(v url.Values) { v.Del("scope") }, "at least one scope"},
 		{"no type", func(v url.Values) { v.Del("client_type") }, "public or confidential"},
 		{"no nonce", func(v url.Values) { v.Set("form_nonce", "") }, "incomplete"},

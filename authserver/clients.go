@@ -135,8 +135,17 @@ func validPort(p string) bool {
 }
 
 // checkScopes validates requested scopes against the client.
+// offline_access passes whatever the client was given: it asks for the
+// refresh token every client gets anyway, and stock OpenID Connect and
+// MCP clients add it on their own, so a client configured with a list
+// that lacks it must not be refused for it. Alone it would grant nothing.
 func (c *Client) checkScopes(scopes []string) *oauthError {
+	data := false
 	for _, sc := range scopes {
+		if sc == policy.OfflineAccess {
+			continue
+		}
+		data = true
 		if !slices.Contains(policy.AllScopes, sc) {
 			return errInvalidScope("unknown scope " + sc)
 		}
@@ -147,7 +156,20 @@ func (c *Client) checkScopes(scopes []string) *oauthError {
 			return errInvalidScope("scope " + sc + " is not allowed for this client")
 		}
 	}
+	if !data {
+		return errInvalidScope("offline_access alone grants nothing; request it with the scopes the client needs")
+	}
 	return nil
+}
+
+// requestableScopes are what the client may put in a scope parameter:
+// the scopes it was given, and offline_access, which every client may
+// add.
+func (c *Client) requestableScopes() []string {
+	if slices.Contains(c.Scopes, policy.OfflineAccess) {
+		return c.Scopes
+	}
+	return append(slices.Clone(c.Scopes), policy.OfflineAccess)
 }
 
 // memberHint tells a self-registered client, which stock MCP and OAuth

@@ -12,7 +12,10 @@ import (
 // resource metadata: what a member client needs for /mcp and the Account
 // API. Operator scopes are in the authorization server metadata; listing
 // them here would make clients that request everything advertised ask for
-// a mix no single client may hold.
+// a mix no single client may hold. offline_access is not among them
+// either: a refresh token is nothing a resource needs (the MCP
+// authorization specification keeps it out of this document and of
+// challenges), so only the authorization server metadata lists it.
 var ProtectedResourceScopes = []string{"openid", "profile", "email", "account:read"}
 
 func (s *Server) url(path string) string { return s.cfg.Issuer + path }
@@ -47,7 +50,7 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_post"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_post"},
 		"introspection_endpoint_auth_methods_supported":  []string{"none", "client_secret_post"},
-		"scopes_supported":                               policy.AllScopes,
+		"scopes_supported":                               policy.RequestableScopes,
 		"client_id_metadata_document_supported":          true,
 		"authorization_response_iss_parameter_supported": true,
 		"subject_types_supported":                        []string{"public"},

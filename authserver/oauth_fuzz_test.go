@@ -207,7 +207,7 @@ func FuzzTokenForm(f *testing.F) {
 				t.Fatalf("malformed token response for %q: %v", body, m)
 			}
 			for _, sc := range strings.Fields(scope) {
-				if !policy.IsScope(sc) {
+				if !policy.IsRequestable(sc) {
 					t.Fatalf("unknown scope %q issued for %q", sc, body)
 				}
 			}
@@ -245,11 +245,12 @@ func (f *fixture) exchangeQuiet(code, verifier string) (int, map[string]any) {
 // FuzzScopeParam feeds scope strings to the two places that parse them:
 // the authorization request (for a member, an operator and an unreviewed
 // metadata-document client) and a refresh. What is accepted is a known
-// scope the client may hold, deduplicated in request order; a refresh
-// never widens the grant.
+// scope the client may hold, or offline_access beside one, deduplicated
+// in request order; a refresh never widens the grant.
 func FuzzScopeParam(f *testing.F) {
 	for _, s := range []string{"openid profile email account:read", "account:read  account:read\topenid",
-		"courses:write", "", " ", "openid\x00", "ACCOUNT:READ", "account:write openid"} {
+		"courses:write", "", " ", "openid\x00", "ACCOUNT:READ", "account:write openid",
+		"openid offline_access", "offline_access", "offline_access account:read offline_access"} {
 		f.Add(s)
 	}
 	s := &Server{cfg: Config{Issuer: issuer}}
@@ -281,10 +282,16 @@ func FuzzScopeParam(f *testing.F) {
 				t.Fatalf("%s: %q parsed as %q", c.ID, scope, req.Scopes)
 			}
 			for _, sc := range req.Scopes {
+				if sc == policy.OfflineAccess {
+					continue
+				}
 				if !policy.IsScope(sc) || !slices.Contains(c.allowedScopes(), sc) ||
 					(c.Audience == AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc)) {
 					t.Fatalf("%s: %q granted %q", c.ID, scope, sc)
 				}
+			}
+			if !slices.ContainsFunc(req.Scopes, policy.IsScope) {
+				t.Fatalf("%s: %q granted no scope of the table: %q", c.ID, scope, req.Scopes)
 			}
 		}
 

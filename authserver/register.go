@@ -116,6 +116,9 @@ func checkRedirectSyntax(raw string) *oauthError {
 // register applies the rules and returns the client, with its secret when
 // one was just created (it exists only in this answer).
 func (s *Server) register(ctx context.Context, req *registration, addr string) (*Client, string, *oauthError) {
+	if e := checkApplicationType(req); e != nil {
+		return nil, "", e
+	}
 	if v := s.vendorByName(req.ClientName); v != nil {
 		for _, ru := range req.RedirectURIs {
 			if !slices.Contains(v.RedirectURIs, ru) {
@@ -136,6 +139,40 @@ func (s *Server) register(ctx context.Context, req *registration, addr string) (
 		return nil, "", errMetadata("client_name " + req.ClientName + " is not a known integration")
 	}
 	return nil, "", errRedirect("http redirect URIs are allowed on loopback addresses only")
+}
+
+// Application types of OpenID Connect Dynamic Client Registration §2.
+const (
+	appNative = "native"
+	appWeb    = "web"
+)
+
+// checkApplicationType holds the redirect URIs to the application type
+// (OpenID Connect Dynamic Client Registration §2): a native application's
+// are on the user's machine (loopback; custom schemes are not accepted
+// here), a web application's are not. Left out, the type is not checked:
+// the OpenID Connect default, web, would refuse every RFC 7591 client with
+// a loopback redirect, which is a native application and is registered
+// as one.
+func checkApplicationType(req *registration) *oauthError {
+	switch req.ApplicationType {
+	case "":
+		return nil
+	case appNative, appWeb:
+	default:
+		return errMetadata("application_type " + req.ApplicationType + " is not supported; use native or web")
+	}
+	native := req.ApplicationType == appNative
+	for _, ru := range req.RedirectURIs {
+		u, err := url.Parse(ru)
+		switch loopback := err == nil && isLoopbackRedirect(u); {
+		case native && !loopback:
+			return errRedirect("redirect URI " + ru + " is not a loopback address, which a native application needs (http://127.0.0.1:<port>/...)")
+		case !native && loopback:
+			return errRedirect("redirect URI " + ru + " is a loopback address, which a web application cannot have; register as native")
+		}
+	}
+	return nil
 }
 
 func (s *Server) vendorByName(name string) *Client {
@@ -192,7 +229,7 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	}
 	c := &Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: KindLoopback,
 		Audience: AudienceOperator, RedirectURIs: req.RedirectURIs, Scopes: OperatorScopes(),
-		AuthMethod: "none", ApplicationType: req.ApplicationType, IssuedAt: s.cfg.Now()}
+		AuthMethod: "none", ApplicationType: appNative, IssuedAt: s.cfg.Now()}
 	var secret string
 	if confidential {
 		secret = newToken(prefixSecret)
@@ -274,15 +311,16 @@ func registrationResponse(c *Client, secret string) map[string]any {
 		"token_endpoint_auth_method": c.AuthMethod,
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
-		"scope":                      strings.Join(c.Scopes, " "),
+		"scope":                      strings.Join(c.requestableScopes(), " "),
 	}
 	if !c.IssuedAt.IsZero() {
 		m["client_id_issued_at"] = c.IssuedAt.Unix()
 	} else {
 		m["client_id_issued_at"] = 0
 	}
-	if c.ApplicationType != "" {
-		m["application_type"] = c.ApplicationType
+	if c.Kind == KindLoopback {
+		// Registered before the type was recorded, it is native all the same.
+		m["application_type"] = appNative
 	}
 	if secret != "" {
 		m["client_secret"] = secret

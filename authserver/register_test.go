@@ -213,3 +213,45 @@ func TestConfidentialRegistrationsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// OpenID Connect Dynamic Client Registration §2: a native application's
+// redirect URIs are on the user's machine, a web application's are not.
+// Left out, a loopback client registers as native, and the answer says
+// what was registered.
+func TestRegistrationApplicationType(t *testing.T) {
+	const loop = `"redirect_uris":["http://127.0.0.1:8976/cb"]`
+	cases := []struct {
+		name, body string
+		status     int
+		code, desc string
+		appType    any // application_type of a 201; nil when absent
+	}{
+		{"loopback, native", `{` + loop + `,"application_type":"native"}`, 201, "", "", "native"},
+		{"loopback, left out", `{` + loop + `}`, 201, "", "", "native"},
+		{"loopback, confidential, left out", `{` + loop + `,"token_endpoint_auth_method":"client_secret_post"}`, 201, "", "", "native"},
+		{"loopback, web", `{` + loop + `,"application_type":"web"}`, 400, "invalid_redirect_uri", "a web application cannot have", nil},
+		{"loopback, unknown type", `{` + loop + `,"application_type":"browser"}`, 400, "invalid_client_metadata", "use native or web", nil},
+		{"loopback, type in capitals", `{` + loop + `,"application_type":"NATIVE"}`, 400, "invalid_client_metadata", "use native or web", nil},
+		{"vendor https, web", `{"client_name":"Member App","redirect_uris":["` + memberRedirect + `"],"application_type":"web"}`, 201, "", "", nil},
+		{"vendor https, left out", `{"client_name":"Member App","redirect_uris":["` + memberRedirect + `"]}`, 201, "", "", nil},
+		{"vendor https, native", `{"client_name":"Member App","redirect_uris":["` + memberRedirect + `"],"application_type":"native"}`, 400, "invalid_redirect_uri", "which a native application needs", nil},
+		{"vendor loopback, native", `{"client_name":"Ops CLI","redirect_uris":["` + opsRedirect + `"],"application_type":"native"}`, 201, "", "", nil},
+		{"vendor loopback, web", `{"client_name":"Ops CLI","redirect_uris":["` + opsRedirect + `"],"application_type":"web"}`, 400, "invalid_redirect_uri", "register as native", nil},
+		{"unknown https, native", `{"client_name":"Tool","redirect_uris":["https://tool.example/cb"],"application_type":"native"}`, 400, "invalid_redirect_uri", "not a loopback address", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			status, m := f.register("application/json", tc.body)
+			if status != tc.status || (tc.code != "" && m["error"] != tc.code) {
+				t.Fatalf("got %d %v, want %d %s", status, m, tc.status, tc.code)
+			}
+			if d, _ := m["error_description"].(string); !strings.Contains(d, tc.desc) {
+				t.Errorf("error_description %q does not say %q", d, tc.desc)
+			}
+			if status == 201 && m["application_type"] != tc.appType {
+				t.Errorf("application_type %v, want %v", m["application_type"], tc.appType)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // tokenResponse is the RFC 6749 §5.1 success body.
@@ -217,14 +219,16 @@ func (s *Server) checkRefresh(t *Token, g *Grant, client *Client, form url.Value
 		}
 	}
 	// An operator may have narrowed what the client may hold since the
-	// grant: refreshed tokens carry only what is still allowed.
+	// grant: refreshed tokens carry only what is still allowed, and
+	// offline_access, which every client may hold, only beside a scope
+	// that grants something.
 	var granted []string
 	for _, sc := range t.Scopes {
-		if slices.Contains(client.allowedScopes(), sc) {
+		if sc == policy.OfflineAccess || slices.Contains(client.allowedScopes(), sc) {
 			granted = append(granted, sc)
 		}
 	}
-	if len(granted) == 0 {
+	if !slices.ContainsFunc(granted, policy.IsScope) {
 		return nil, errInvalidGrant("the client may no longer hold any of the granted scopes; authorize again")
 	}
 	requested := strings.Fields(form.Get("scope"))

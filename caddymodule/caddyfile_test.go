@@ -164,6 +164,12 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{"vendor scope", func(g *Gateway) {
 			g.Vendors = []Vendor{{Name: "V", ClientID: "v", Scopes: []string{"all"}, RedirectURIs: []string{"https://v.example/cb"}}}
 		}, `unknown scope "all"`},
+		{"vendor offline_access", func(g *Gateway) {
+			g.Vendors = []Vendor{{Name: "V", ClientID: "v", Scopes: []string{"openid", "offline_access"}, RedirectURIs: []string{"https://v.example/cb"}}}
+		}, "every client may request it"},
+		{"rule offline_access", func(g *Gateway) {
+			g.Rules = []Rule{{Path: "/admin/api/x", Audience: "operator", Scopes: []string{"offline_access"}}}
+		}, "no request needs it"},
 		{"rule audience", func(g *Gateway) { g.Rules = []Rule{{Path: "/admin/api/x", Audience: "root"}} }, "audience"},
 		{"rule scope", func(g *Gateway) {
 			g.Rules = []Rule{{Path: "/admin/api/x", Audience: "operator", Scopes: []string{"x:y"}}}

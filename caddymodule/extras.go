@@ -211,7 +211,7 @@ func (s *site) docsSite(name string, mcpOn bool) sitedocs.Site {
 		Issuer:                  s.gateway.Issuer,
 		SchoolName:              name,
 		AdminPrefix:             s.gateway.AdminPrefix,
-		Scopes:                  policy.AllScopes,
+		Scopes:                  policy.RequestableScopes,
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
 		MCPConnections:          mcpOn,
 		AdminOpenAPI:            s.adminOpenAPIBytes(),

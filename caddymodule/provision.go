@@ -242,8 +242,14 @@ func (r Rule) validate() error {
 	return checkScopes(where, r.Scopes)
 }
 
+// checkScopes refuses a scope the table does not know. offline_access is
+// refused by name: every client may request it without being given it,
+// and no request can need it.
 func checkScopes(where string, scopes []string) error {
 	for _, s := range scopes {
+		if s == policy.OfflineAccess {
+			return fmt.Errorf("%s: scope %q is not configured: every client may request it, and no request needs it", where, s)
+		}
 		known := false
 		for _, k := range policy.AllScopes {
 			if k == s {

@@ -60,7 +60,8 @@ func TestDiscoveryJWKSAndPassThrough(t *testing.T) {
 		t.Fatalf("protected resource metadata: %d %v", status, hdr)
 	}
 	prm := jsonOf(t, body)
-	if prm["resource"] != gw.URL || !slices.Equal(toStrings(prm["authorization_servers"]), []string{gw.URL}) {
+	if prm["resource"] != gw.URL || !slices.Equal(toStrings(prm["authorization_servers"]), []string{gw.URL}) ||
+		slices.Contains(toStrings(prm["scopes_supported"]), "offline_access") {
 		t.Errorf("protected resource metadata: %v", prm)
 	}
 
@@ -94,7 +95,7 @@ func TestDiscoveryJWKSAndPassThrough(t *testing.T) {
 			t.Errorf("%s: id_token_signing_alg_values_supported %v", path, m["id_token_signing_alg_values_supported"])
 		}
 		scopes := toStrings(m["scopes_supported"])
-		for _, s := range []string{"openid", "profile", "email", "courses:read", "pages:write", "account:read", "account:write"} {
+		for _, s := range []string{"openid", "profile", "email", "offline_access", "courses:read", "pages:write", "account:read", "account:write"} {
 			if !slices.Contains(scopes, s) {
 				t.Errorf("%s: scopes_supported lacks %s", path, s)
 			}

@@ -196,6 +196,11 @@ func TestOfficialGoSDK(t *testing.T) {
 		if err != nil || au.Query().Get("client_id") != clientID || au.Query().Get("code_challenge_method") != "S256" || au.Query().Get("resource") != gw.URL {
 			t.Errorf("authorization URL: %s, want client_id %s, PKCE S256 and resource %s", authorizeURL, clientID, gw.URL)
 		}
+		// RequestRefreshToken: the SDK adds offline_access, which the
+		// authorization server metadata lists, and is not refused for it.
+		if !slices.Contains(strings.Fields(au.Query().Get("scope")), "offline_access") {
+			t.Errorf("authorization URL scope %q lacks offline_access", au.Query().Get("scope"))
+		}
 		ts, err := h.TokenSource(ctx)
 		if err != nil || ts == nil {
 			t.Fatalf("no token source after the flow: %v", err)

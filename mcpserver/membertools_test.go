@@ -129,7 +129,7 @@ func TestAccountQueryRefusals(t *testing.T) {
 		args        any
 		want        string
 	}{
-		{"mutation without account:write", "member", map[string]any{"query": `mutation { updateProfile(name: "x") { id } }`}, "account:write"},
+		{"mutation without account:write", "member", map[string]any{"query": `mutation { updateProfile(name: "x") { id } }`}, `requesting scope "account:read account:write"`},
 		{"mutation hidden after a fragment", "member", map[string]any{"query": `fragment F on Viewer { id } mutation M { x { ...F } }`}, "account:write"},
 		{"subscription", "writer", map[string]any{"query": `subscription { progress { slug } }`}, "Subscriptions"},
 		{"syntax error", "member", map[string]any{"query": `{ viewer { id }`}, "syntax"},

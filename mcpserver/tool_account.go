@@ -48,7 +48,10 @@ func (s *mcpServer) accountQuery(ctx context.Context, id *Identity, req mcp.Call
 	case op == ast.Subscription:
 		return mcp.NewToolResultError("Subscriptions are not supported; use a query."), nil
 	case op == ast.Mutation && !id.HasScope("account:write"):
-		return mcp.NewToolResultError("Mutations need the account:write scope, which this access token was not granted. Use a query, or sign in again requesting scope account:write."), nil
+		// Every scope the call needs, not only the missing one: a client
+		// that signs in again for account:write alone loses account:read,
+		// which every member tool needs.
+		return mcp.NewToolResultError("Mutations need the scopes account:read and account:write; this access token was not granted account:write. Use a query, or sign in again requesting scope \"account:read account:write\" with the other scopes you use."), nil
 	case op != ast.Query && op != ast.Mutation:
 		return argError("unknown operation type %q", op), nil
 	}

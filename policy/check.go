@@ -32,7 +32,10 @@ func Check(ctx context.Context, lookup Lookup, r *http.Request, req Requirement,
 	return tok, Authorize(tok, req)
 }
 
-// Authorize applies a requirement to a validated token.
+// Authorize applies a requirement to a validated token. A challenge names
+// every scope the requirement needs, not only the one missing: a client
+// that authorizes again for the challenge's scope must not lose the
+// others, and one challenge is enough for the whole operation.
 func Authorize(tok *Token, req Requirement) *Challenge {
 	scope := strings.Join(req.Scopes, " ")
 	if req.Audience != "" && tok.Audience != req.Audience {

@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // A write scope promises reads only where the area has a read scope: the
 // gateway asks GET for <area>:read (storage has none).
@@ -19,5 +22,24 @@ func TestScopeDescriptionOfWriteOnlyAreas(t *testing.T) {
 	}
 	if WriteIncludesRead("storage:write") || !WriteIncludesRead("courses:write") || WriteIncludesRead("courses:read") {
 		t.Error("WriteIncludesRead")
+	}
+}
+
+// offline_access is requestable, worded for the consent page, and beside
+// the table: route rules, admin areas and the protected resource range
+// over the table and must never name it.
+func TestOfflineAccessBesideTheTable(t *testing.T) {
+	if IsScope(OfflineAccess) || slices.Contains(AllScopes, OfflineAccess) || !IsRequestable(OfflineAccess) {
+		t.Errorf("offline_access: IsScope %v, IsRequestable %v", IsScope(OfflineAccess), IsRequestable(OfflineAccess))
+	}
+	if IsRequestable("offline") || IsRequestable("OFFLINE_ACCESS") || !IsRequestable("courses:read") {
+		t.Error("IsRequestable accepts only the table and offline_access")
+	}
+	want := slices.Concat(IdentityScopes, []string{OfflineAccess}, AllScopes[len(IdentityScopes):])
+	if !slices.Equal(AllScopes[:len(IdentityScopes)], IdentityScopes) || !slices.Equal(RequestableScopes, want) {
+		t.Errorf("RequestableScopes = %v, want the table with offline_access after the identity scopes", RequestableScopes)
+	}
+	if got := ScopeDescription(OfflineAccess); got != "Stay connected when you are not using it" {
+		t.Errorf("ScopeDescription(offline_access) = %q", got)
 	}
 }

@@ -35,6 +35,25 @@ var AllScopes = []string{
 	"account:read", "account:write",
 }
 
+// OfflineAccess asks for a refresh token (OpenID Connect Core 1.0 §11).
+// It stands beside the table, not in it: it grants no data, so no route
+// may require it, and what ranges over the table (route rules, admin
+// areas, the protected resource's metadata and challenges) never names
+// it. Every client may request it, whatever scopes it was given; refresh
+// tokens are issued with or without it.
+const OfflineAccess = "offline_access"
+
+// RequestableScopes are what the authorization server accepts in a scope
+// parameter and advertises: the table, with OfflineAccess after the
+// identity scopes.
+var RequestableScopes = func() []string {
+	n := len(IdentityScopes)
+	out := make([]string, 0, len(AllScopes)+1)
+	out = append(out, AllScopes[:n]...)
+	out = append(out, OfflineAccess)
+	return append(out, AllScopes[n:]...)
+}()
+
 // MemberOnlyScopes are reserved to the member audience: no operator or
 // operator-created client may hold them.
 var MemberOnlyScopes = []string{"account:read", "account:write"}
@@ -52,6 +71,10 @@ var knownScopes = func() map[string]bool {
 
 // IsScope reports whether s is a scope of the table (AllScopes).
 func IsScope(s string) bool { return knownScopes[s] }
+
+// IsRequestable reports whether s may appear in a scope parameter: a
+// scope of the table, or OfflineAccess.
+func IsRequestable(s string) bool { return s == OfflineAccess || knownScopes[s] }
 
 // ScopeDescription says in plain words what a scope grants, to the person
 // on the consent page.
@@ -74,6 +97,7 @@ var PersonWording = ScopeWording{
 		"openid":        "Sign you in with your school account",
 		"profile":       "See your name, organization and roles",
 		"email":         "See your e-mail address",
+		OfflineAccess:   "Stay connected when you are not using it",
 		"account:read":  "Read your enrollments, course progress, orders and event registrations",
 		"account:write": "Change your own account data (enrollments, orders, event registrations)",
 	},

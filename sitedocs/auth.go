@@ -3,6 +3,8 @@ package sitedocs
 import (
 	"net/url"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // authView is what templates/auth.md shows of a site: the walkthrough
@@ -61,7 +63,7 @@ func scopeRows(scopes []string) []scopeRow {
 		switch {
 		case !isOperatorScope(sc):
 			who = "member"
-		case sc == "openid" || sc == "profile" || sc == "email":
+		case sc == "openid" || sc == "profile" || sc == "email" || sc == policy.OfflineAccess:
 			who = "member, operator"
 		}
 		out = append(out, scopeRow{Name: sc, Words: scopeDescription(sc), Clients: who})

@@ -18,8 +18,9 @@ const testIssuer = "https://school.example"
 // testNow is between the sample feed's past and upcoming events.
 var testNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-// testScopes is the scope table, from the one place that holds it.
-var testScopes = policy.AllScopes
+// testScopes are the scopes the gateway documents: the table, from the
+// one place that holds it, and offline_access.
+var testScopes = policy.RequestableScopes
 
 func testSite() Site {
 	return Site{

@@ -62,7 +62,8 @@ func openAPISchemas(s Site) obj {
 		})},
 		{"RegistrationRequest", object([]string{"redirect_uris"}, obj{
 			{"client_name", str("Matched against the known vendor integrations")},
-			{"application_type", str("e.g. `native`")},
+			{"application_type", strEnum("OpenID Connect Dynamic Client Registration: `native` for loopback redirect URIs, "+
+				"`web` for others; left out, a loopback client registers as `native`", "native", "web")},
 			{"redirect_uris", strArray("Redirect URIs")},
 			{"token_endpoint_auth_method", strEnum("`none` for public clients, `client_secret_post` for confidential ones",
 				"none", "client_secret_post")},
@@ -76,11 +77,11 @@ func openAPISchemas(s Site) obj {
 			{"token_endpoint_auth_method", str("")},
 			{"grant_types", strArray("")},
 			{"response_types", strArray("")},
-			{"scope", str("Scopes the client may request")},
+			{"scope", str("Scopes the client may request, `offline_access` among them")},
 			{"client_id_issued_at", integer("")},
 			{"client_secret", str("Only for a client registered with `client_secret_post`, and only in this answer")},
 			{"client_secret_expires_at", integer("`0` (the secret does not expire); with `client_secret` only")},
-			{"application_type", str("")},
+			{"application_type", str("`native` for a loopback client")},
 		}), kv{"additionalProperties", true})},
 		{"GraphQLRequest", object([]string{"query"}, obj{
 			{"query", str("GraphQL document")},

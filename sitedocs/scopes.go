@@ -7,15 +7,19 @@ import (
 )
 
 // The documents describe scopes and admin areas from the scope table
-// (policy.AllScopes), so they cannot drift from what the gateway grants.
+// (policy.AllScopes, with offline_access beside it in
+// policy.RequestableScopes), so they cannot drift from what the gateway
+// grants.
 
 // developerWording describes scopes for developers; policy.PersonWording
 // words the same meanings for the people on the consent page.
 var developerWording = policy.ScopeWording{
 	Fixed: map[string]string{
-		"openid":        "OpenID Connect sign-in: an ID token (when the discovery document lists the signing fields) and the UserInfo endpoint",
-		"profile":       "The member's basic profile: name, organization and roles",
-		"email":         "The member's e-mail address",
+		"openid":  "OpenID Connect sign-in: an ID token (when the discovery document lists the signing fields) and the UserInfo endpoint",
+		"profile": "The member's basic profile: name, organization and roles",
+		"email":   "The member's e-mail address",
+		policy.OfflineAccess: "A refresh token, to keep access while the person is away (OpenID Connect Core 1.0 §11). Any client may request it; " +
+			"a refresh token comes with every code exchange, with or without it",
 		"account:read":  "Read the member's own account data: enrollments, course progress, orders and event registrations (member clients only)",
 		"account:write": "Read and change the member's own account data (member clients only)",
 	},

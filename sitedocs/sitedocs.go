@@ -37,7 +37,8 @@ type Site struct {
 	SchoolName string
 	// AdminPrefix is where the operator admin API lives ("" for none).
 	AdminPrefix string
-	// Scopes are every scope of the service, in policy.AllScopes' order.
+	// Scopes are every scope a client may request, in
+	// policy.RequestableScopes' order.
 	Scopes []string
 	// ProtectedResourceScopes are what a member client requests.
 	ProtectedResourceScopes []string

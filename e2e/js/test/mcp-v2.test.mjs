@@ -250,6 +250,9 @@ describe('member via the v2 SDK OAuth flow', () => {
     const sent = JSON.parse(reg.body);
     assert.equal(sent.client_name, VENDOR.name);
     assert.deepEqual(sent.redirect_uris, [stack.callbackURL]);
+    // OpenID Connect Dynamic Client Registration: a loopback redirect URI
+    // is a native application's, and the server holds the SDK to it.
+    assert.equal(sent.application_type, 'native');
     const info = provider.clientInformation({ issuer: origin });
     assert.equal(info?.client_id, VENDOR.clientId);
     assert.equal(info.issuer, origin, 'the SDK stamps the client information with the issuer');
@@ -263,7 +266,13 @@ describe('member via the v2 SDK OAuth flow', () => {
     assert.ok(u.searchParams.get('code_challenge'));
     assert.equal(u.searchParams.get('resource'), origin);
     assert.equal(u.searchParams.get('state'), provider._state);
-    assert.deepEqual(u.searchParams.get('scope').split(' ').sort(), VENDOR.scope.split(' ').sort());
+    // The scopes of the protected resource metadata, and offline_access,
+    // which the SDK adds because the authorization server metadata lists it
+    // (with prompt=consent, OpenID Connect Core §11); the vendor was not
+    // configured with it and is not refused for it.
+    const scope = `${VENDOR.scope} offline_access`;
+    assert.deepEqual(u.searchParams.get('scope').split(' ').sort(), scope.split(' ').sort());
+    assert.equal(u.searchParams.get('prompt'), 'consent');
 
     // What came back to the loopback redirect URI after the member signed
     // in and approved in the browser.
@@ -282,6 +291,7 @@ describe('member via the v2 SDK OAuth flow', () => {
     const tokens = provider.tokens({ issuer: origin });
     assert.ok(tokens?.access_token.startsWith('sgat_'), JSON.stringify(tokens));
     assert.ok(tokens.refresh_token);
+    assert.deepEqual(tokens.scope.split(' ').sort(), scope.split(' ').sort());
     assert.equal(tokens.issuer, origin, 'the SDK stamps the tokens with the issuer');
     assert.equal(provider.tokens(), tokens, 'the latest tokens for the transport');
     const tokenReq = log.findLast((e) => e.url === `${origin}/api/oauth/token`);

@@ -191,6 +191,40 @@ test('refresh rotates the tokens and carries no id_token', async () => {
   tokens = { ...tokens, access_token: again.access_token, refresh_token: again.refresh_token };
 });
 
+test('offline_access (OpenID Connect Core §11): in the authorization server metadata only, granted beside the scopes the vendor was configured with, with a refresh token', async () => {
+  // test-agent is configured with `${VENDOR.scope}`: a stock client adding
+  // offline_access on its own must not be refused for it.
+  assert.ok(config.serverMetadata().scopes_supported.includes('offline_access'));
+  const prm = await (await fetch(`${origin}/.well-known/oauth-protected-resource`)).json();
+  assert.ok(!prm.scopes_supported.includes('offline_access'), 'a refresh token is no resource requirement');
+
+  const scope = `${VENDOR.scope} offline_access`;
+  let consentScopes;
+  const { callback, params, codeVerifier, state, nonce } = await authorize({ scope, prompt: 'consent' }, {
+    onConsent: async (page) => {
+      consentScopes = await page.locator('#scopes').innerText();
+    },
+  });
+  assert.ok(params.code, `a code, got ${JSON.stringify(params)}`);
+  assert.match(consentScopes, /offline_access: Stay connected when you are not using it/);
+
+  const t = await client.authorizationCodeGrant(
+    config,
+    callback,
+    { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true },
+    { resource: origin },
+  );
+  assert.ok(t.refresh_token?.startsWith('sgrt_'), 'a refresh token');
+  assert.deepEqual(t.scope.split(' ').sort(), scope.split(' ').sort(), 'the scope granted, offline_access with it');
+  assert.equal((await client.tokenIntrospection(config, t.access_token)).scope, t.scope);
+
+  const refreshed = await client.refreshTokenGrant(config, t.refresh_token, { resource: origin });
+  assert.ok(refreshed.refresh_token && refreshed.refresh_token !== t.refresh_token, 'a rotated refresh token');
+  assert.deepEqual(refreshed.scope.split(' ').sort(), scope.split(' ').sort());
+  const res = await graphql(refreshed.access_token);
+  assert.equal(res.status, 200);
+});
+
 test('revocation (RFC 7009): the Account API then answers 401 invalid_token with resource_metadata', async () => {
   assert.ok(tokens, 'needs the tokens of the first test');
   await client.tokenRevocation(config, tokens.access_token);
