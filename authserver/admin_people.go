@@ -13,7 +13,8 @@ import (
 // with a Disconnect button.
 
 // ConnectedApps is every application holding live grants, and every
-// configured vendor, with its count of live grants, most connected first.
+// configured vendor, with how many people are connected to it (and by how
+// many grants), most connected first.
 // Clients are few (registrations are capped), so naming them all costs one
 // read.
 func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
@@ -34,20 +35,20 @@ func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
 	}
 	out := []ConnectedApp{}
 	for id, n := range counts {
-		app := ConnectedApp{ClientID: id, Name: id, Count: n}
+		app := ConnectedApp{ClientID: id, Name: id, People: n.People, Grants: n.Grants}
 		if c := byID[id]; c != nil {
 			app.Name, app.Kind = displayName(c), c.Kind
 		}
 		out = append(out, app)
 	}
 	for id, c := range s.vendors {
-		if counts[id] == 0 {
+		if counts[id].Grants == 0 {
 			out = append(out, ConnectedApp{ClientID: id, Name: displayName(c), Kind: c.Kind})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
+		if out[i].People != out[j].People {
+			return out[i].People > out[j].People
 		}
 		return out[i].ClientID < out[j].ClientID
 	})
@@ -84,11 +85,11 @@ func (a *adminCtx) people() {
 		a.unavailable("counting the connected people", err)
 		return
 	}
-	if c == nil && counts[id] == 0 && cursor == "" {
+	if c == nil && counts[id].Grants == 0 && cursor == "" {
 		a.fail(http.StatusNotFound, "There is no such application.")
 		return
 	}
-	v := adminPeopleView{ClientID: id, Name: id, Count: counts[id], Grants: page.Grants, More: cursor != ""}
+	v := adminPeopleView{ClientID: id, Name: id, Count: counts[id].Grants, Grants: page.Grants, More: cursor != ""}
 	if c != nil {
 		v.Name, v.Kind = displayName(c), c.Kind
 	}

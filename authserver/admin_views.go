@@ -38,17 +38,20 @@ type adminOverview struct {
 	Enabled                  bool
 	Apps, Metadata, Loopback []ClientInfo
 	// Connected is every application people are connected to, with how
-	// many grants each holds.
+	// many people each.
 	Connected []ConnectedApp
 }
 
-// ConnectedApp is an application with how many live grants it holds.
+// ConnectedApp is an application with how many people are connected to
+// it, and by how many live grants (a person who allowed it on two devices
+// is one person and two grants).
 type ConnectedApp struct {
 	ClientID string `json:"client_id"`
 	Name     string `json:"client_name"`
 	// Kind is empty for a client no longer known.
-	Kind  string `json:"kind,omitempty"`
-	Count int    `json:"grants"`
+	Kind   string `json:"kind,omitempty"`
+	People int    `json:"people"`
+	Grants int    `json:"grants"`
 }
 
 // KindWords says what kind of application it is.

@@ -31,7 +31,7 @@ func TestGrantsRoutes(t *testing.T) {
 		status       int
 		has          string
 	}{
-		{"counts", "/schoolgate/grants?issuer=" + school, 200, `"client_id":"member-app","client_name":"member-app","grants":1`},
+		{"counts", "/schoolgate/grants?issuer=" + school, 200, `"client_id":"member-app","client_name":"member-app","people":1,"grants":1`},
 		{"an application's people", "/schoolgate/grants?issuer=" + school + "&client_id=member-app", 200, `"grant_id":"grant-1"`},
 		{"a person's applications", "/schoolgate/grants?issuer=" + school + "&subject=member-1&limit=10", 200, `"email":"student@demo.school"`},
 		{"nobody's", "/schoolgate/grants?issuer=" + school + "&subject=member-9", 200, `"grants":[]`},
