@@ -64,14 +64,16 @@ func (v adminPeopleView) KindWords() string {
 	return GrantInfo{Kind: v.Kind, ClientID: v.ClientID}.KindWords()
 }
 
-// adminPeopleView is the people connected to one application.
+// adminPeopleView is the people connected to one application, one row
+// each however many grants they hold.
 type adminPeopleView struct {
 	adminPage
 	ClientID, Name, Kind string
-	Count                int
-	Grants               []GrantInfo
-	Next                 string
-	More                 bool
+	// People and Grants are the application's counts.
+	People, Grants int
+	Connections    []ConnectionInfo
+	Next           string
+	More           bool
 }
 
 type scopeChoice struct {

@@ -104,6 +104,26 @@ func decodeCursor(s string, bySubject bool) (GrantCursor, error) {
 	return c, nil
 }
 
+// encodeGroupCursor is the position after a connection: its group.
+func encodeGroupCursor(group string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("@" + group))
+}
+
+func decodeGroupCursor(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	raw, err := decodeOpaque(s)
+	if err != nil {
+		return "", err
+	}
+	group, ok := strings.CutPrefix(raw, "@")
+	if !ok {
+		return "", errBadCursor
+	}
+	return group, nil
+}
+
 func decodeOpaque(s string) (string, error) {
 	if len(s) > maxCursorLen {
 		return "", errBadCursor
