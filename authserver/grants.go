@@ -275,16 +275,6 @@ func (g GrantInfo) ScopeWords() []scopeView {
 	return out
 }
 
-// Since and Refreshed are the grant's times as the pages show them.
-func (g GrantInfo) Since() string { return formatAdminTime(g.CreatedAt) }
-
-func (g GrantInfo) Refreshed() string {
-	if g.RefreshedAt == nil {
-		return "not yet"
-	}
-	return formatAdminTime(*g.RefreshedAt)
-}
-
 // Person is who gave the grant, as the operator's pages show it.
 func (g GrantInfo) Person() string {
 	return personLabel(&Identity{Subject: g.Subject, Name: g.Name, Email: g.Email})
