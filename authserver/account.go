@@ -12,9 +12,10 @@ import (
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
-// The person's own area: the applications they connected, each with a
-// Disconnect button. Whoever the legacy site says is signed in sees
-// their own grants at this school and nobody else's; a disconnect is a
+// The person's own area: the applications they connected, one row each
+// however many times they allowed it, each with a Disconnect button that
+// ends all of it. Whoever the legacy site says is signed in sees their
+// own grants at this school and nobody else's; a disconnect is a
 // form POST checked like the admin area's (the browser's word on where it
 // came from, then a token bound to the person and the time the page was
 // rendered).
@@ -23,15 +24,16 @@ const accountPathDisconnect = sitepath.AccountApplications + "/disconnect"
 // accountNotices are the fixed messages a redirect may ask for; nothing
 // of the query string is echoed.
 var accountNotices = map[string]string{
-	"disconnected": "The application was disconnected. Its access ended now: it can no longer act for you, " +
-		"and if it asks again you will see the consent page.",
+	"disconnected": "The application was disconnected. Its access ended now, on every device you allowed it on: " +
+		"it can no longer act for you, and if it asks again you will see the consent page.",
 	"already": "That application had been disconnected already. Nothing else was changed.",
 }
 
 type accountView struct {
 	School, Person, CSRF string
 	Notice               string
-	Grants               []GrantInfo
+	// Apps are the person's connections, one per application.
+	Apps []ConnectionInfo
 	// Next is the link to the following page, empty on the last one.
 	Next string
 	// More: this is not the first page.
@@ -118,7 +120,7 @@ func (s *Server) accountPersonKey(w http.ResponseWriter, r *http.Request) (*Iden
 	return id, key
 }
 
-// applicationsPage lists the person's grants, a page at a time.
+// applicationsPage lists the person's applications, a page at a time.
 func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 	id, key := s.accountPersonKey(w, r)
 	if id == nil {
@@ -126,25 +128,25 @@ func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	cursor := q.Get("after")
-	page, err := s.ListGrants(r.Context(), GrantFilter{Subject: id.Subject, Cursor: cursor})
+	page, err := s.ListConnections(r.Context(), GrantFilter{Subject: id.Subject, Cursor: cursor})
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
 		s.accountError(w, http.StatusBadRequest, "This link to a further page is not valid. Open your applications page again.")
 		return
 	case err != nil:
-		s.unavailableAccount(w, "account: listing the grants", err)
+		s.unavailableAccount(w, "account: listing the applications", err)
 		return
 	}
 	v := accountView{School: s.schoolName(), Person: personLabel(id), Notice: accountNotices[q.Get("done")],
 		CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now()), More: cursor != ""}
-	for _, g := range page.Grants {
+	for _, c := range page.Connections {
 		// Grants that act as a school operator belong to the admin side
 		// of a person who is one; anyone else never sees them listed.
-		if g.Audience == AudienceOperator && !id.IsOperator() {
+		if c.OperatorOnly() && !id.IsOperator() {
 			continue
 		}
-		v.Grants = append(v.Grants, g)
+		v.Apps = append(v.Apps, c)
 	}
 	if page.Next != "" {
 		v.Next = sitepath.AccountApplications + "?" + url.Values{"after": {page.Next}}.Encode()
@@ -158,7 +160,8 @@ func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// disconnect ends one grant of the signed-in person.
+// disconnect ends the signed-in person's whole connection to the
+// application the form names: every grant, on every device.
 func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 	// Checked before the session lookup, so a forged request never makes
 	// the gateway forward the victim's cookies.
@@ -179,7 +182,7 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 		s.accountError(w, http.StatusForbidden, "The form has expired or was not issued to you. Nothing was changed: open your applications page again and retry.")
 		return
 	}
-	_, err := s.DisconnectGrant(r.Context(), r.PostForm.Get("grant_id"), id.Subject, DisconnectedByMember)
+	_, err := s.DisconnectClient(r.Context(), r.PostForm.Get("client_id"), id.Subject, DisconnectedByMember)
 	done := "disconnected"
 	switch {
 	case errors.Is(err, ErrAlreadyDisconnected):
@@ -188,7 +191,7 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 		s.accountError(w, http.StatusNotFound, "None of your connected applications matches this form. Nothing was changed: open your applications page again.")
 		return
 	case err != nil:
-		s.unavailableAccount(w, "account: disconnecting a grant", err)
+		s.unavailableAccount(w, "account: disconnecting an application", err)
 		return
 	}
 	http.Redirect(w, r, sitepath.AccountApplications+"?done="+done, http.StatusSeeOther)

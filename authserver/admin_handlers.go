@@ -19,7 +19,7 @@ var adminNotices = map[string]string{
 	"saved":        "The application was saved.",
 	"deleted":      "The client was deleted and the access it had been granted was revoked.",
 	"reviewed":     "The metadata-document client was updated.",
-	"disconnected": "The person was disconnected from the application: its access for them ended now, and it must ask them again.",
+	"disconnected": "The person was disconnected from the application: every authorization it held for them ended now, on every device, and it must ask them again.",
 	"already":      "That person's access had been ended already. Nothing else was changed.",
 	"resubmit":     "This form had already been submitted, so no second application was created. Its secret was shown only once: if it was not copied, regenerate it below.",
 }

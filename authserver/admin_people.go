@@ -8,12 +8,13 @@ import (
 	"sort"
 )
 
-// The admin area's view of who is connected to what: a count per
-// application on the overview, and per application the people, each
-// with a Disconnect button.
+// The admin area's view of who is connected to what: a count of people
+// per application on the overview, and per application the people, one
+// row each with a Disconnect button that ends their whole connection.
 
 // ConnectedApps is every application holding live grants, and every
-// configured vendor, with its count of live grants, most connected first.
+// configured vendor, with how many people are connected to it (and by how
+// many grants), most connected first.
 // Clients are few (registrations are capped), so naming them all costs one
 // read.
 func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
@@ -34,27 +35,28 @@ func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
 	}
 	out := []ConnectedApp{}
 	for id, n := range counts {
-		app := ConnectedApp{ClientID: id, Name: id, Count: n}
+		app := ConnectedApp{ClientID: id, Name: id, People: n.People, Grants: n.Grants}
 		if c := byID[id]; c != nil {
 			app.Name, app.Kind = displayName(c), c.Kind
 		}
 		out = append(out, app)
 	}
 	for id, c := range s.vendors {
-		if counts[id] == 0 {
+		if counts[id].Grants == 0 {
 			out = append(out, ConnectedApp{ClientID: id, Name: displayName(c), Kind: c.Kind})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
+		if out[i].People != out[j].People {
+			return out[i].People > out[j].People
 		}
 		return out[i].ClientID < out[j].ClientID
 	})
 	return out, nil
 }
 
-// people lists who is connected to one application, a page at a time.
+// people lists who is connected to one application, a page of people at
+// a time.
 func (a *adminCtx) people() {
 	ctx := a.r.Context()
 	q := a.r.URL.Query()
@@ -64,7 +66,7 @@ func (a *adminCtx) people() {
 		return
 	}
 	cursor := q.Get("after")
-	page, err := a.s.ListGrants(ctx, GrantFilter{ClientID: id, Cursor: cursor})
+	page, err := a.s.ListConnections(ctx, GrantFilter{ClientID: id, Cursor: cursor})
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
@@ -84,11 +86,12 @@ func (a *adminCtx) people() {
 		a.unavailable("counting the connected people", err)
 		return
 	}
-	if c == nil && counts[id] == 0 && cursor == "" {
+	n := counts[id]
+	if c == nil && n.Grants == 0 && cursor == "" {
 		a.fail(http.StatusNotFound, "There is no such application.")
 		return
 	}
-	v := adminPeopleView{ClientID: id, Name: id, Count: counts[id], Grants: page.Grants, More: cursor != ""}
+	v := adminPeopleView{ClientID: id, Name: id, People: n.People, Grants: n.Grants, Connections: page.Connections, More: cursor != ""}
 	if c != nil {
 		v.Name, v.Kind = displayName(c), c.Kind
 	}
@@ -100,14 +103,20 @@ func (a *adminCtx) people() {
 	a.render(http.StatusOK, peopleTmpl, v)
 }
 
-// disconnectPerson ends one person's grant to an application. The form
-// names the grant and its person, as the list showed them.
+// disconnectPerson ends what the form names for its person (subject):
+// everything the application (client_id) holds for them, which is what
+// the people page's button asks, or one grant (grant_id). A form naming
+// both, neither or no person is refused and changes nothing.
 func (a *adminCtx) disconnectPerson() {
 	form := a.r.PostForm
-	clientID := form.Get("client_id")
-	info, err := a.s.DisconnectGrant(a.r.Context(), form.Get("grant_id"), form.Get("subject"), DisconnectedByOperator)
+	req := DisconnectRequest{GrantID: form.Get("grant_id"), ClientID: form.Get("client_id"), Subject: form.Get("subject")}
+	d, err := a.s.Disconnect(a.r.Context(), req, DisconnectedByOperator)
 	done := "disconnected"
+	var ie *InputError
 	switch {
+	case errors.As(err, &ie):
+		a.fail(http.StatusBadRequest, ie.Msg+" Nothing was changed.")
+		return
 	case errors.Is(err, ErrAlreadyDisconnected):
 		done = "already"
 	case errors.Is(err, ErrNotFound):
@@ -117,9 +126,7 @@ func (a *adminCtx) disconnectPerson() {
 		a.unavailable("disconnecting a person", err)
 		return
 	}
-	if info.ClientID != "" {
-		clientID = info.ClientID
-	}
-	a.s.cfg.Logger.Info("admin: person disconnected", "client_id", info.ClientID, "grant_id", info.GrantID, "by", a.id.Subject)
-	a.redirect(adminPathPeople, url.Values{"client_id": {clientID}, "done": {done}})
+	a.s.cfg.Logger.Info("admin: person disconnected", "client_id", d.ClientID, "grant_id", req.GrantID,
+		"grants", d.Ended, "by", a.id.Subject)
+	a.redirect(adminPathPeople, url.Values{"client_id": {d.ClientID}, "done": {done}})
 }

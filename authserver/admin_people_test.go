@@ -10,18 +10,23 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 var reConnectedRow = regexp.MustCompile(`<tr data-client-id="([^"]+)"><td>[^<]*</td><td>[^<]*</td><td class="count">(\d+)</td>`)
 
-// The operator sees, per application, how many are connected, then who,
-// and disconnects one person: only that grant ends.
+// The operator sees, per application, how many people are connected
+// (once each, however many devices), then who, one row per person, and
+// disconnects a person: every grant the application holds for them ends,
+// and nobody else's. One grant alone ends when a form names it instead.
 func TestAdminConnectedPeople(t *testing.T) {
 	f := newFixture(t)
 	f.storedClients()
 	a := f.grantTo(memberClient, "student", "openid", "account:read")
+	f.clock.Advance(30 * time.Minute)
+	a2 := f.grantTo(memberClient, "student", "openid")
 	b := f.grantTo(memberClient, "student2", "openid")
 	c := f.grantTo("app_planner", "student", "openid", "account:write")
 	f.grantTo("sgc_cli", "owner", "openid", "courses:read")
@@ -45,13 +50,17 @@ func TestAdminConnectedPeople(t *testing.T) {
 	}
 	checkPageHeaders(t, rec)
 	for _, s := range []string{"Sam Student <student@demo.school>", "Second <second@demo.school>", `id="people-count">2<`,
-		"<code>account:read</code>", "2026-11-23 10:00 UTC", "not yet"} {
+		`id="grant-count">3<`, `<td class="grants">2</td>`, "<code>account:read</code>",
+		`<td class="since">2026-11-23 10:00 UTC</td><td class="last-used">2026-11-23 10:30 UTC</td>`} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the people page lacks %q", s)
 		}
 	}
-	if strings.Contains(page, c.grantID) {
-		t.Error("the people page of one application lists another's grant")
+	if n := strings.Count(page, `<tr class="person"`); n != 2 {
+		t.Errorf("%d rows, want one per person", n)
+	}
+	if strings.Contains(page, "account:write") || strings.Contains(page, a.grantID) {
+		t.Error("the people page of one application shows another's grant, or a grant id")
 	}
 
 	csrf := f.adminCSRF()
@@ -66,37 +75,62 @@ func TestAdminConnectedPeople(t *testing.T) {
 		hdr    map[string]string
 		status int
 	}{
-		{"a member", "student", url.Values{"grant_id": {b.grantID}, "subject": {"member-2"}}, nil, http.StatusForbidden},
-		{"the wrong person", "owner", url.Values{"grant_id": {b.grantID}, "subject": {"member-1"}}, nil, http.StatusNotFound},
-		{"no person", "owner", url.Values{"grant_id": {b.grantID}}, nil, http.StatusNotFound},
-		{"forged grant", "owner", url.Values{"grant_id": {"forged"}, "subject": {"member-2"}}, nil, http.StatusNotFound},
-		{"cross-site", "owner", url.Values{"grant_id": {b.grantID}, "subject": {"member-2"}}, map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"a member", "student", url.Values{"client_id": {memberClient}, "subject": {"member-2"}}, nil, http.StatusForbidden},
+		{"a person not connected", "owner", url.Values{"client_id": {memberClient}, "subject": {"member-9"}}, nil, http.StatusNotFound},
+		{"an unknown application", "owner", url.Values{"client_id": {"forged"}, "subject": {"member-2"}}, nil, http.StatusNotFound},
+		{"no person", "owner", url.Values{"client_id": {memberClient}}, nil, http.StatusBadRequest},
+		{"neither grant nor application", "owner", url.Values{"subject": {"member-2"}}, nil, http.StatusBadRequest},
+		{"both a grant and an application", "owner", url.Values{"grant_id": {b.grantID}, "client_id": {memberClient},
+			"subject": {"member-2"}}, nil, http.StatusBadRequest},
+		{"a grant of another person", "owner", url.Values{"grant_id": {b.grantID}, "subject": {"member-1"}}, nil, http.StatusNotFound},
+		{"a forged grant", "owner", url.Values{"grant_id": {"forged"}, "subject": {"member-2"}}, nil, http.StatusNotFound},
+		{"cross-site", "owner", url.Values{"client_id": {memberClient}, "subject": {"member-2"}}, map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
 	} {
 		if got := disconnect(tc.person, tc.form, tc.hdr); got != tc.status {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.status)
 		}
 	}
-	if _, err := f.srv.LookupAccessToken(context.Background(), b.access); err != nil {
-		t.Fatalf("a refused disconnect ended the grant: %v", err)
-	}
-	for i, done := range []string{"disconnected", "already"} {
-		rec := f.adminPost(adminPathDisconnect, "owner", url.Values{"grant_id": {b.grantID}, "subject": {"member-2"},
-			"client_id": {memberClient}, "csrf_token": {csrf}}, nil)
-		if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || !strings.Contains(loc, "done="+done) {
-			t.Errorf("disconnect %d = %d %q, want done=%s", i+1, rec.Code, loc, done)
+	for _, g := range []issued{a, a2, b, c} {
+		if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
+			t.Fatalf("a refused disconnect ended a grant: %v", err)
 		}
 	}
-	if _, err := f.srv.LookupAccessToken(context.Background(), b.access); !errors.Is(err, ErrInvalidToken) {
-		t.Errorf("the disconnected person's token: %v", err)
+	// The people page's button: both of the student's grants end.
+	post := func(form url.Values) (int, string) {
+		form.Set("csrf_token", csrf)
+		rec := f.adminPost(adminPathDisconnect, "owner", form, nil)
+		return rec.Code, rec.Header().Get("Location")
 	}
-	for _, g := range []issued{a, c} {
+	if code, loc := post(url.Values{"client_id": {memberClient}, "subject": {"member-1"}}); code != http.StatusSeeOther ||
+		!strings.Contains(loc, "done=disconnected") || !strings.Contains(loc, "client_id="+memberClient) {
+		t.Errorf("disconnect = %d %q", code, loc)
+	}
+	for i, g := range []issued{a, a2} {
+		if _, err := f.srv.LookupAccessToken(context.Background(), g.access); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("the disconnected person's grant %d: %v", i+1, err)
+		}
+	}
+	for _, g := range []issued{b, c} {
 		if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
 			t.Errorf("another grant ended: %v", err)
 		}
 	}
+	if code, _ := post(url.Values{"client_id": {memberClient}, "subject": {"member-1"}}); code != http.StatusNotFound {
+		t.Errorf("the same again = %d, want 404: nothing is left", code)
+	}
 	rec = f.adminGet(adminPathPeople+"?client_id="+memberClient+"&done=disconnected", "owner")
-	if !strings.Contains(rec.Body.String(), `id="people-count">1<`) || !strings.Contains(rec.Body.String(), `id="notice"`) {
+	if !strings.Contains(rec.Body.String(), `id="people-count">1<`) || !strings.Contains(rec.Body.String(), "on every device") {
 		t.Errorf("after the disconnect:\n%s", rec.Body)
+	}
+	// One grant by its id: ended, then found ended already.
+	for i, done := range []string{"disconnected", "already"} {
+		if code, loc := post(url.Values{"grant_id": {b.grantID}, "subject": {"member-2"}}); code != http.StatusSeeOther ||
+			!strings.Contains(loc, "done="+done) || !strings.Contains(loc, "client_id="+memberClient) {
+			t.Errorf("grant disconnect %d = %d %q, want done=%s", i+1, code, loc, done)
+		}
+	}
+	if _, err := f.srv.LookupAccessToken(context.Background(), b.access); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("the disconnected grant: %v", err)
 	}
 	for _, tc := range []struct {
 		target string
@@ -125,15 +159,15 @@ func TestAdminConnectedPeopleStoreDown(t *testing.T) {
 		fail                 string
 	}{
 		{"overview counts", "GET", theAdminPaths.Overview, "GrantCounts"},
-		{"people list", "GET", adminPathPeople + "?client_id=" + memberClient, "ListGrants"},
-		{"disconnect", "POST", adminPathDisconnect, "DisconnectGrant"},
+		{"people list", "GET", adminPathPeople + "?client_id=" + memberClient, "ListConnections"},
+		{"disconnect", "POST", adminPathDisconnect, "DisconnectClient"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs.fail(c.fail)
 			defer fs.fail("none")
 			rec := f.adminGet(c.target, "owner")
 			if c.method == "POST" {
-				rec = f.adminPost(c.target, "owner", url.Values{"grant_id": {g.grantID}, "subject": {"member-1"}, "csrf_token": {csrf}}, nil)
+				rec = f.adminPost(c.target, "owner", url.Values{"client_id": {memberClient}, "subject": {"member-1"}, "csrf_token": {csrf}}, nil)
 			}
 			if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 				t.Errorf("= %d\n%s", rec.Code, rec.Body)
@@ -158,7 +192,8 @@ func (d *disconnects) GrantDisconnected(by string) {
 	d.got = append(d.got, by)
 }
 
-// Every way a grant ends at someone's request is counted once, by who.
+// Every grant ended at someone's request is counted once, by who: a
+// disconnect of an application counts each of its grants.
 func TestDisconnectMetric(t *testing.T) {
 	revoke := func(f *fixture, token, client string) {
 		form := url.Values{"token": {token}, "client_id": {client}}
@@ -172,12 +207,22 @@ func TestDisconnectMetric(t *testing.T) {
 	}{
 		{"member", func(f *fixture, g issued) {
 			csrf := f.accountCSRF("student")
-			f.disconnectForm("student", g.grantID, csrf, nil)
-			f.disconnectForm("student", g.grantID, csrf, nil) // already: not again
+			f.disconnectForm("student", memberClient, csrf, nil)
+			f.disconnectForm("student", memberClient, csrf, nil) // nothing left: not again
 		}, []string{DisconnectedByMember}},
+		{"member, two devices", func(f *fixture, g issued) {
+			f.grantTo(memberClient, "student", "openid")
+			f.disconnectForm("student", memberClient, f.accountCSRF("student"), nil)
+		}, []string{DisconnectedByMember, DisconnectedByMember}},
 		{"operator", func(f *fixture, g issued) {
-			f.adminPost(adminPathDisconnect, "owner", url.Values{"grant_id": {g.grantID}, "subject": {"member-1"},
+			f.adminPost(adminPathDisconnect, "owner", url.Values{"client_id": {memberClient}, "subject": {"member-1"},
 				"csrf_token": {f.adminCSRF()}}, nil)
+		}, []string{DisconnectedByOperator}},
+		{"operator, one grant", func(f *fixture, g issued) {
+			for range 2 {
+				f.adminPost(adminPathDisconnect, "owner", url.Values{"grant_id": {g.grantID}, "subject": {"member-1"},
+					"csrf_token": {f.adminCSRF()}}, nil)
+			}
 		}, []string{DisconnectedByOperator}},
 		{"client revokes its refresh token", func(f *fixture, g issued) {
 			revoke(f, g.refresh, memberClient)

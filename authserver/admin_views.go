@@ -38,17 +38,20 @@ type adminOverview struct {
 	Enabled                  bool
 	Apps, Metadata, Loopback []ClientInfo
 	// Connected is every application people are connected to, with how
-	// many grants each holds.
+	// many people each.
 	Connected []ConnectedApp
 }
 
-// ConnectedApp is an application with how many live grants it holds.
+// ConnectedApp is an application with how many people are connected to
+// it, and by how many live grants (a person who allowed it on two devices
+// is one person and two grants).
 type ConnectedApp struct {
 	ClientID string `json:"client_id"`
 	Name     string `json:"client_name"`
 	// Kind is empty for a client no longer known.
-	Kind  string `json:"kind,omitempty"`
-	Count int    `json:"grants"`
+	Kind   string `json:"kind,omitempty"`
+	People int    `json:"people"`
+	Grants int    `json:"grants"`
 }
 
 // KindWords says what kind of application it is.
@@ -61,14 +64,16 @@ func (v adminPeopleView) KindWords() string {
 	return GrantInfo{Kind: v.Kind, ClientID: v.ClientID}.KindWords()
 }
 
-// adminPeopleView is the people connected to one application.
+// adminPeopleView is the people connected to one application, one row
+// each however many grants they hold.
 type adminPeopleView struct {
 	adminPage
 	ClientID, Name, Kind string
-	Count                int
-	Grants               []GrantInfo
-	Next                 string
-	More                 bool
+	// People and Grants are the application's counts.
+	People, Grants int
+	Connections    []ConnectionInfo
+	Next           string
+	More           bool
 }
 
 type scopeChoice struct {

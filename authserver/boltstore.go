@@ -21,7 +21,13 @@ import (
 // Version 2 indexes live grants by subject and client (boltgrants.go). A
 // build of version 1 would store grants without indexing them, so it is
 // refused the file, which keeps the indexes whole.
-const schemaVersion = 2
+//
+// Version 3 groups each index's keys by the other owner (a person's grants
+// by client, a client's by person) and drops the per-client counts, which
+// are read from the client index instead. A build of version 2 would write
+// keys of the old layout, so it is refused the file; the migration indexes
+// every live grant anew.
+const schemaVersion = 3
 
 var (
 	bucketMeta     = []byte("meta")
@@ -37,7 +43,7 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
 		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog,
-		bucketGrantsBySubject, bucketGrantsByClient, bucketGrantCounts}
+		bucketGrantsBySubject, bucketGrantsByClient}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -151,7 +157,7 @@ func (s *boltStore) migrate() error {
 				return fmt.Errorf("store schema version %d is newer than this build supports (%d)", have, schemaVersion)
 			}
 		}
-		if have < 2 {
+		if have < 3 {
 			if err := rebuildGrantIndexes(tx); err != nil {
 				return fmt.Errorf("indexing the grants: %w", err)
 			}

@@ -244,7 +244,14 @@ func (f *failingStore) ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, 
 	return f.Store.ListGrants(ctx, q)
 }
 
-func (f *failingStore) GrantCounts(ctx context.Context) (map[string]int, error) {
+func (f *failingStore) ListConnections(ctx context.Context, q ConnectionQuery) ([]*Connection, error) {
+	if err := f.failing("ListConnections"); err != nil {
+		return nil, err
+	}
+	return f.Store.ListConnections(ctx, q)
+}
+
+func (f *failingStore) GrantCounts(ctx context.Context) (map[string]GrantCount, error) {
 	if err := f.failing("GrantCounts"); err != nil {
 		return nil, err
 	}
@@ -256,6 +263,13 @@ func (f *failingStore) DisconnectGrant(ctx context.Context, id, subject string) 
 		return nil, err
 	}
 	return f.Store.DisconnectGrant(ctx, id, subject)
+}
+
+func (f *failingStore) DisconnectClient(ctx context.Context, clientID, subject string) (int, error) {
+	if err := f.failing("DisconnectClient"); err != nil {
+		return 0, err
+	}
+	return f.Store.DisconnectClient(ctx, clientID, subject)
 }
 
 // A method added to Store would reach the real store through the

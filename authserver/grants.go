@@ -14,7 +14,10 @@ import (
 // Connected applications: the grants people gave, listed for the person
 // (account.go), for the operator (the admin area and Caddy's admin API),
 // and ended by either. A grant is one authorization of a client by a
-// person; its tokens live and die with it.
+// person; its tokens live and die with it. A person who authorized a
+// client several times (two devices, prompt=consent) holds several, and
+// people see them as one connection (connections.go), which a disconnect
+// ends whole.
 
 // Who ended a grant, as the disconnect metric counts it.
 const (
@@ -64,33 +67,77 @@ const DefaultGrantPage = 50
 // errBadCursor is a cursor this server did not give.
 var errBadCursor = &InputError{"The list position (cursor) is not one this server gave; start from the first page."}
 
-// encodeCursor makes a list position opaque to its users.
-func encodeCursor(c GrantCursor) string {
-	raw := strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID
+// maxCursorLen bounds a cursor: it holds a client id (up to
+// maxClientIDLen) or a subject, base64 encoded.
+const maxCursorLen = 4096
+
+// encodeCursor makes a list position opaque to its users: its time, its
+// grant and its group (the grant's client in a person's list, its person
+// in a client's). Grant ids hold no dot; the group, last, may.
+func encodeCursor(c GrantCursor, bySubject bool) string {
+	group := c.Subject
+	if bySubject {
+		group = c.ClientID
+	}
+	raw := strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID + "." + group
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-func decodeCursor(s string) (GrantCursor, error) {
+func decodeCursor(s string, bySubject bool) (GrantCursor, error) {
 	if s == "" {
 		return GrantCursor{}, nil
 	}
-	if len(s) > 512 {
+	raw, err := decodeOpaque(s)
+	if err != nil {
+		return GrantCursor{}, err
+	}
+	micros, rest, ok := strings.Cut(raw, ".")
+	id, group, ok2 := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if !ok || !ok2 || err != nil || id == "" {
 		return GrantCursor{}, errBadCursor
+	}
+	c := GrantCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id, Subject: group}
+	if bySubject {
+		c.Subject, c.ClientID = "", group
+	}
+	return c, nil
+}
+
+// encodeGroupCursor is the position after a connection: its group.
+func encodeGroupCursor(group string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("@" + group))
+}
+
+func decodeGroupCursor(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	raw, err := decodeOpaque(s)
+	if err != nil {
+		return "", err
+	}
+	group, ok := strings.CutPrefix(raw, "@")
+	if !ok {
+		return "", errBadCursor
+	}
+	return group, nil
+}
+
+func decodeOpaque(s string) (string, error) {
+	if len(s) > maxCursorLen {
+		return "", errBadCursor
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return GrantCursor{}, errBadCursor
+		return "", errBadCursor
 	}
-	micros, id, ok := strings.Cut(string(raw), ".")
-	n, err := strconv.ParseInt(micros, 10, 64)
-	if !ok || err != nil || id == "" {
-		return GrantCursor{}, errBadCursor
-	}
-	return GrantCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
+	return string(raw), nil
 }
 
-// ListGrants returns a page of the live grants of a person or of a
-// client. Exactly one of f.Subject and f.ClientID is set.
+// ListGrants returns a page of the live grants of a person (grouped by
+// application) or of a client (grouped by person). Exactly one of
+// f.Subject and f.ClientID is set.
 func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, error) {
 	if (f.Subject == "") == (f.ClientID == "") {
 		return GrantPage{}, &InputError{"Name either the person (subject) or the application (client_id)."}
@@ -98,7 +145,7 @@ func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, erro
 	if len(f.Subject) > maxClientIDLen || len(f.ClientID) > maxClientIDLen {
 		return GrantPage{Grants: []GrantInfo{}}, nil
 	}
-	after, err := decodeCursor(f.Cursor)
+	after, err := decodeCursor(f.Cursor, f.Subject != "")
 	if err != nil {
 		return GrantPage{}, err
 	}
@@ -115,7 +162,7 @@ func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, erro
 	page := GrantPage{Grants: make([]GrantInfo, 0, min(len(grants), limit))}
 	if len(grants) > limit {
 		grants = grants[:limit]
-		page.Next = encodeCursor(CursorOf(grants[limit-1]))
+		page.Next = encodeCursor(CursorOf(grants[limit-1]), f.Subject != "")
 	}
 	clients := map[string]*Client{}
 	for _, g := range grants {
@@ -164,10 +211,10 @@ func grantInfo(g *Grant, c *Client) GrantInfo {
 	return info
 }
 
-// GrantCounts returns how many live grants each client holds: each is
-// one person's authorization (a person who authorized a client twice,
-// on two devices say, holds two).
-func (s *Server) GrantCounts(ctx context.Context) (map[string]int, error) {
+// GrantCounts returns, for each client holding live grants, how many
+// people are connected to it and by how many grants (a person who
+// authorized it on two devices holds two).
+func (s *Server) GrantCounts(ctx context.Context) (map[string]GrantCount, error) {
 	return s.store.GrantCounts(ctx)
 }
 
@@ -226,16 +273,6 @@ func (g GrantInfo) ScopeWords() []scopeView {
 		out = append(out, scopeView{Name: sc, Words: policy.ScopeDescription(sc)})
 	}
 	return out
-}
-
-// Since and Refreshed are the grant's times as the pages show them.
-func (g GrantInfo) Since() string { return formatAdminTime(g.CreatedAt) }
-
-func (g GrantInfo) Refreshed() string {
-	if g.RefreshedAt == nil {
-		return "not yet"
-	}
-	return formatAdminTime(*g.RefreshedAt)
 }
 
 // Person is who gave the grant, as the operator's pages show it.

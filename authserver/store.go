@@ -154,18 +154,34 @@ type TokenStore interface {
 }
 
 // GrantStore finds the grants people gave, for the person's own page
-// and the operator's, and ends one of them. Live grants (not revoked,
-// not yet purged) are indexed by subject and by client in the same
-// transaction that stores, revokes or purges them, so neither listing nor
-// counting reads every grant of the site.
+// and the operator's, and ends them. Live grants (not revoked, not yet
+// purged) are indexed by subject and by client in the same transaction
+// that stores, revokes or purges them, each grouped by the other owner:
+// a person's grants application by application, an application's person
+// by person. So a page of either list, a person's whole connection to an
+// application, and the overview's counts are read from an index, never by
+// reading every grant of the site.
+//
+// Groups are ordered by the bytes of their client id or subject (not by a
+// database's collation), and grants within a group by CreatedAt then ID,
+// alike in every store.
 type GrantStore interface {
-	// ListGrants returns up to q.Limit live grants of q.Subject, or of
-	// q.ClientID (exactly one is set), ordered by CreatedAt then ID and
-	// starting after q.After. Fewer than q.Limit means the list ended.
+	// ListGrants returns up to q.Limit live grants of q.Subject, grouped
+	// by client, or of q.ClientID, grouped by person (exactly one is
+	// set), starting after q.After. Fewer than q.Limit means the list
+	// ended.
 	ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, error)
-	// GrantCounts returns how many live grants each client holds;
-	// clients without any are absent.
-	GrantCounts(ctx context.Context) (map[string]int, error)
+	// ListConnections returns up to q.Limit connections, in the order of
+	// ListGrants: q.Subject's to each client, or each person's to
+	// q.ClientID, starting after the one whose client (or person) is
+	// q.After. Each holds every live grant of its group, however many:
+	// a tool authorized six hundred times is one connection. Fewer than
+	// q.Limit means the list ended.
+	ListConnections(ctx context.Context, q ConnectionQuery) ([]*Connection, error)
+	// GrantCounts returns, for each client holding live grants, how many
+	// people hold them and how many grants that is; clients without any
+	// are absent.
+	GrantCounts(ctx context.Context) (map[string]GrantCount, error)
 	// DisconnectGrant revokes the grant id of subject and forgets the
 	// consent subject remembered for its client, in one transaction, and
 	// returns the grant as it was found. A grant of another subject, an
@@ -173,6 +189,16 @@ type GrantStore interface {
 	// already is returned with Revoked set, and its consent is forgotten
 	// all the same: the person asked not to be remembered.
 	DisconnectGrant(ctx context.Context, id, subject string) (*Grant, error)
+	// DisconnectClient ends subject's whole connection to clientID, in one
+	// transaction: it revokes every live grant of the pair (so every
+	// token issued under them) and forgets subject's consent to clientID,
+	// and returns how many grants it revoked. A refresh under way either
+	// commits before it or finds its grant revoked. Nothing live but a
+	// remembered consent is 0 and no error, the consent forgotten: the
+	// application was disconnected already. Neither a live grant nor a
+	// consent, or an empty subject or client, is ErrNotFound. Grants of
+	// other clients, and other people's grants of clientID, are untouched.
+	DisconnectClient(ctx context.Context, clientID, subject string) (int, error)
 }
 
 // GrantQuery selects a page of live grants: of one person (Subject) or of
@@ -188,7 +214,11 @@ type GrantQuery struct {
 }
 
 // GrantCursor is a position in a list of grants: the last grant seen.
+// Its group is ClientID in a person's list and Subject in a client's; a
+// store reads the one its list is grouped by.
 type GrantCursor struct {
+	ClientID  string
+	Subject   string
 	CreatedAt time.Time
 	ID        string
 }
@@ -197,7 +227,28 @@ type GrantCursor struct {
 func (c GrantCursor) IsZero() bool { return c.ID == "" && c.CreatedAt.IsZero() }
 
 // CursorOf is the position of g in a list of grants.
-func CursorOf(g *Grant) GrantCursor { return GrantCursor{CreatedAt: g.CreatedAt, ID: g.ID} }
+func CursorOf(g *Grant) GrantCursor {
+	return GrantCursor{ClientID: g.ClientID, Subject: g.Identity.Subject, CreatedAt: g.CreatedAt, ID: g.ID}
+}
+
+// ConnectionQuery selects a page of connections: of one person (Subject)
+// to their applications, or of one client (ClientID) to its people.
+type ConnectionQuery struct {
+	Subject  string
+	ClientID string
+	// After is the previous page's last group: a client id in a person's
+	// list, a subject in a client's. Empty starts at the first.
+	After string
+	// Limit bounds the page; stores cap it at MaxGrantPage.
+	Limit int
+}
+
+// GrantCount is what a client holds: the people connected to it and
+// their live grants (one per authorization, so at least one per person).
+type GrantCount struct {
+	People int `json:"people"`
+	Grants int `json:"grants"`
+}
 
 // MaxGrantPage bounds one page of grants, whatever the caller asks.
 const MaxGrantPage = 500

@@ -132,7 +132,8 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 }
 
 // status describes one running school, reading its store for the grant
-// count only (a few bytes per client) and loading nothing lazy.
+// count only (the index of live grants by client, no grant itself) and
+// loading nothing lazy.
 func (s *site) status(ctx context.Context) siteStatus {
 	st := siteStatus{Issuer: s.as.Issuer(), State: s.state(), Data: s.stored.where, KeyIDs: s.as.Keys().KIDs(),
 		CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog, Since: s.since,
@@ -145,7 +146,7 @@ func (s *site) status(ctx context.Context) siteStatus {
 	if counts, err := s.store.GrantCounts(ctx); err == nil {
 		n := 0
 		for _, c := range counts {
-			n += c
+			n += c.Grants
 		}
 		st.LiveGrants = &n
 	}

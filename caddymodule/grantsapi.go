@@ -19,11 +19,14 @@ func init() {
 // admin API (local and origin-checked by Caddy), as the admin area shows
 // them:
 //
-//	GET  /schoolgate/grants?issuer=...                      every application people are connected to, with its count
-//	GET  /schoolgate/grants?issuer=...&client_id=...        the people connected to one application, a page at a time
-//	GET  /schoolgate/grants?issuer=...&subject=...          the applications one person connected
+//	GET  /schoolgate/grants?issuer=...                      every application people are connected to, with how many
+//	                                                        people ("people") by how many live grants ("grants")
+//	GET  /schoolgate/grants?issuer=...&client_id=...        the grants of one application, person by person, a page at a time
+//	GET  /schoolgate/grants?issuer=...&subject=...          the grants of one person, application by application
 //	     (&after=<next of the previous page>&limit=<1-499, default 50>)
-//	POST /schoolgate/grants/revoke                          {"issuer", "grant_id", "subject"}: end one person's grant
+//	POST /schoolgate/grants/revoke                          {"issuer", "grant_id", "subject"}: end one grant of a person, or
+//	                                                        {"issuer", "client_id", "subject"}: end everything the application
+//	                                                        holds for the person (every grant, every device)
 type grantsAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -82,34 +85,49 @@ func handleGrants(w http.ResponseWriter, r *http.Request) error {
 	return writeAdminJSON(w, http.StatusOK, page)
 }
 
-// handleGrantRevoke ends one person's grant and forgets their consent to
-// its client, as the Disconnect button of the admin area does. The grant
-// is named with its person, as the list gives both, so that a mistyped id
-// never ends someone else's.
+// revokeAnswer is what a revocation ended: "grants_ended" counts the
+// grants revoked now, 0 with "already_revoked" when nothing was live any
+// more (the person's consent to the application is forgotten all the same).
+type revokeAnswer struct {
+	Revoked        bool `json:"revoked"`
+	AlreadyRevoked bool `json:"already_revoked,omitempty"`
+	authserver.Disconnection
+}
+
+// handleGrantRevoke ends, for one person, either one grant (grant_id) or
+// everything an application holds for them (client_id), and forgets
+// their consent to that application, as the admin area's Disconnect does.
+// The person is named too, as the list gives them, so that a mistyped id
+// never ends someone else's. Naming both a grant and an application, or
+// neither, is a 400 that changes nothing.
 func handleGrantRevoke(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
-		Issuer  string `json:"issuer"`
-		GrantID string `json:"grant_id"`
-		Subject string `json:"subject"`
+		Issuer   string `json:"issuer"`
+		GrantID  string `json:"grant_id"`
+		ClientID string `json:"client_id"`
+		Subject  string `json:"subject"`
 	}
 	if err := decodeAdminPost(r, &body); err != nil {
 		return err
 	}
-	if body.GrantID == "" || body.Subject == "" {
-		return badRequest(`name the grant and its person: "grant_id" and "subject", as GET /schoolgate/grants lists them`)
+	req := authserver.DisconnectRequest{GrantID: body.GrantID, ClientID: body.ClientID, Subject: body.Subject}
+	if err := req.Check(); err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
 	}
 	s, err := siteOf(body.Issuer)
 	if err != nil {
 		return err
 	}
-	info, err := s.as.DisconnectGrant(r.Context(), body.GrantID, body.Subject, authserver.DisconnectedByOperator)
+	d, err := s.as.Disconnect(r.Context(), req, authserver.DisconnectedByOperator)
 	switch {
 	case errors.Is(err, authserver.ErrAlreadyDisconnected):
-		return writeAdminJSON(w, http.StatusOK, map[string]any{"revoked": false, "already_revoked": true, "grant": info})
+		return writeAdminJSON(w, http.StatusOK, revokeAnswer{AlreadyRevoked: true, Disconnection: d})
+	case errors.Is(err, authserver.ErrNotFound) && req.ClientID != "":
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("this person holds no grant of this application and no consent to it")}
 	case errors.Is(err, authserver.ErrNotFound):
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("no such grant of this person")}
 	case err != nil:
-		return s.writeUnavailable(w, "revoking the grant", err)
+		return s.writeUnavailable(w, "revoking the grants", err)
 	}
-	return writeAdminJSON(w, http.StatusOK, map[string]any{"revoked": true, "grant": info})
+	return writeAdminJSON(w, http.StatusOK, revokeAnswer{Revoked: true, Disconnection: d})
 }

@@ -2,25 +2,54 @@ package caddymodule
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/authserver"
 )
 
+// storeGrant stores a live grant of clientID for subject with one access
+// token, raw, as a code exchange would.
+func storeGrant(t *testing.T, store authserver.Store, id, clientID, subject, raw string) {
+	t.Helper()
+	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	now := time.Now()
+	if err := store.PutCode(context.Background(), hash("code-"+id), &authserver.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	err := store.RedeemCode(context.Background(), hash("code-"+id), func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+		g := &authserver.Grant{ID: id, ClientID: clientID, Audience: authserver.AudienceMember,
+			Scopes: []string{"openid"}, CreatedAt: now, Identity: authserver.Identity{Subject: subject}}
+		return g, []authserver.IssuedToken{{Hash: hash(raw), Token: &authserver.Token{Kind: authserver.TokenAccess,
+			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The grants routes list a school's connections (per application, per
-// application's people, per person) and end one person's grant.
+// application's people, per person) and end, for one person, one grant or
+// everything an application holds for them.
 func TestGrantsRoutes(t *testing.T) {
 	if _, err := caddy.GetModule("admin.api.schoolgate_grants"); err != nil {
 		t.Fatalf("the routes are not registered with Caddy's admin API: %v", err)
 	}
 	ts := newTestSite(t, nil)
+	// The same person on a second device, and another person.
+	second, others := "sgat_"+strings.Repeat("u", 43), "sgat_"+strings.Repeat("v", 43)
+	storeGrant(t, ts.g.site.store, "grant-2", "member-app", "member-1", second)
+	storeGrant(t, ts.g.site.store, "grant-3", "member-app", "member-2", others)
 	app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
@@ -31,10 +60,12 @@ func TestGrantsRoutes(t *testing.T) {
 		status       int
 		has          string
 	}{
-		{"counts", "/schoolgate/grants?issuer=" + school, 200, `"client_id":"member-app","client_name":"member-app","grants":1`},
+		{"counts", "/schoolgate/grants?issuer=" + school, 200, `"client_id":"member-app","client_name":"member-app","people":2,"grants":3`},
 		{"an application's people", "/schoolgate/grants?issuer=" + school + "&client_id=member-app", 200, `"grant_id":"grant-1"`},
 		{"a person's applications", "/schoolgate/grants?issuer=" + school + "&subject=member-1&limit=10", 200, `"email":"student@demo.school"`},
 		{"nobody's", "/schoolgate/grants?issuer=" + school + "&subject=member-9", 200, `"grants":[]`},
+		{"an application's grants, person by person", "/schoolgate/grants?issuer=" + school + "&client_id=member-app&limit=2", 200,
+			`"grant_id":"grant-1"`},
 		{"both", "/schoolgate/grants?issuer=" + school + "&subject=member-1&client_id=member-app", 400, "not both"},
 		{"bad limit", "/schoolgate/grants?issuer=" + school + "&subject=member-1&limit=0", 400, "limit"},
 		{"too large a limit", "/schoolgate/grants?issuer=" + school + "&subject=member-1&limit=500", 400, "limit"},
@@ -61,27 +92,58 @@ func TestGrantsRoutes(t *testing.T) {
 		has        string
 	}{
 		{"no person", `{"issuer":"https://school.example","grant_id":"grant-1"}`, 400, "subject"},
+		{"no person for an application", `{"issuer":"https://school.example","client_id":"member-app"}`, 400, "subject"},
+		{"both a grant and an application", `{"issuer":"https://school.example","grant_id":"grant-1","client_id":"member-app","subject":"member-1"}`, 400, "not both"},
+		{"neither", `{"issuer":"https://school.example","subject":"member-1"}`, 400, `"grant_id"`},
 		{"another person", `{"issuer":"https://school.example","grant_id":"grant-1","subject":"member-2"}`, 404, "no such grant"},
 		{"unknown grant", `{"issuer":"https://school.example","grant_id":"nope","subject":"member-1"}`, 404, "no such grant"},
+		{"a person not connected", `{"issuer":"https://school.example","client_id":"member-app","subject":"member-9"}`, 404, "no grant of this application"},
+		{"an unknown application", `{"issuer":"https://school.example","client_id":"nope","subject":"member-1"}`, 404, "no grant of this application"},
+		{"no school", `{"client_id":"member-app","subject":"member-1"}`, 400, "issuer"},
 		{"not JSON", `grant-1`, 400, "JSON"},
 	} {
 		if status, body := revoke(tt.body); status != tt.status || !strings.Contains(body, tt.has) {
 			t.Errorf("%s: = %d %s, want %d with %s", tt.name, status, body, tt.status, tt.has)
 		}
 	}
-	if _, err := ts.as.LookupAccessToken(context.Background(), ts.token); err != nil {
-		t.Fatalf("a refused revocation ended the grant: %v", err)
+	lookup := func(raw string) error {
+		_, err := ts.as.LookupAccessToken(context.Background(), raw)
+		return err
 	}
-	for _, want := range []string{`"revoked":true`, `"already_revoked":true`} {
-		status, body := revoke(`{"issuer":"https://school.example","grant_id":"grant-1","subject":"member-1"}`)
-		if status != 200 || !strings.Contains(body, want) {
+	for _, raw := range []string{ts.token, second, others} {
+		if err := lookup(raw); err != nil {
+			t.Fatalf("a refused revocation ended a grant: %v", err)
+		}
+	}
+	// Everything the application holds for the person: both devices.
+	status, body := revoke(`{"issuer":"https://school.example","client_id":"member-app","subject":"member-1"}`)
+	if status != 200 || !strings.Contains(body, `"revoked":true`) || !strings.Contains(body, `"grants_ended":2`) ||
+		!strings.Contains(body, `"client_id":"member-app"`) || !strings.Contains(body, `"sub":"member-1"`) {
+		t.Errorf("revoke the application = %d %s", status, body)
+	}
+	for _, raw := range []string{ts.token, second} {
+		if err := lookup(raw); !errors.Is(err, authserver.ErrInvalidToken) {
+			t.Errorf("a disconnected grant's token: %v", err)
+		}
+	}
+	if err := lookup(others); err != nil {
+		t.Errorf("another person's grant of the application: %v", err)
+	}
+	if status, body := revoke(`{"issuer":"https://school.example","client_id":"member-app","subject":"member-1"}`); status != 404 {
+		t.Errorf("the same again = %d %s; want 404, nothing is left", status, body)
+	}
+	// One grant by its id: ended, then found ended already.
+	for _, want := range [][2]string{{`"revoked":true`, `"grants_ended":1`}, {`"already_revoked":true`, `"grants_ended":0`}} {
+		status, body := revoke(`{"issuer":"https://school.example","grant_id":"grant-3","subject":"member-2"}`)
+		if status != 200 || !strings.Contains(body, want[0]) || !strings.Contains(body, want[1]) ||
+			!strings.Contains(body, `"grant":{"grant_id":"grant-3"`) {
 			t.Errorf("revoke = %d %s, want %s", status, body, want)
 		}
 	}
-	if _, err := ts.as.LookupAccessToken(context.Background(), ts.token); !errors.Is(err, authserver.ErrInvalidToken) {
+	if err := lookup(others); !errors.Is(err, authserver.ErrInvalidToken) {
 		t.Errorf("the revoked grant's token: %v", err)
 	}
-	_, body := callAdmin(t, handleGrants, httptest.NewRequest("GET", "/schoolgate/grants?issuer="+school, nil))
+	_, body = callAdmin(t, handleGrants, httptest.NewRequest("GET", "/schoolgate/grants?issuer="+school, nil))
 	var counts struct {
 		Clients []authserver.ConnectedApp `json:"clients"`
 	}
@@ -122,7 +184,37 @@ func TestGrantCommands(t *testing.T) {
 	if revoke.Name() != "revoke-grant" || list.Name() != "grants" {
 		t.Errorf("commands are %s and %s", list.Name(), revoke.Name())
 	}
-	if err := revoke.Args(revoke, nil); err == nil {
-		t.Error("revoke-grant runs without a grant id")
+	if err := revoke.Args(revoke, []string{"g1", "g2"}); err == nil {
+		t.Error("revoke-grant takes two grant ids")
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		args  []string
+		want  map[string]string
+		err   string
+	}{
+		{"one grant", []string{"--subject", "member-1"}, []string{"g1"},
+			map[string]string{"issuer": "https://school.example", "grant_id": "g1", "subject": "member-1"}, ""},
+		{"an application", []string{"--subject", "member-1", "--client-id", "app_1"}, nil,
+			map[string]string{"issuer": "https://school.example", "client_id": "app_1", "subject": "member-1"}, ""},
+		{"both", []string{"--subject", "member-1", "--client-id", "app_1"}, []string{"g1"}, nil, "not both"},
+		{"neither", []string{"--subject", "member-1"}, nil, nil, "--client-id"},
+		{"no person", []string{"--client-id", "app_1"}, nil, nil, "--subject"},
+	} {
+		cmd := grantCommands()[1]
+		if err := cmd.ParseFlags(tc.flags); err != nil {
+			t.Fatal(err)
+		}
+		body, err := revokeBody(cmd, "https://school.example", tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want an error saying %s", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if got, ok := body.(map[string]string); err != nil || !ok || !maps.Equal(got, tc.want) {
+			t.Errorf("%s: %v, %v; want %v", tc.name, body, err, tc.want)
+		}
 	}
 }

@@ -7,12 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/oauth2"
 )
 
 // TestGrantsCommand: `caddy schoolgate grants` lists who connected what at
 // a running Caddy, and `revoke-grant` ends one grant: its access token is
 // refused at the next request, its refresh token gets invalid_grant, and
-// the disconnect is counted as the operator's.
+// the disconnect is counted as the operator's. Then the person authorizes
+// the application twice (two devices): the overview counts one person,
+// and `revoke-grant --client-id` ends both grants.
 func TestGrantsCommand(t *testing.T) {
 	sch := startSchool(t)
 	port := freePort(t)
@@ -40,12 +44,13 @@ func TestGrantsCommand(t *testing.T) {
 		Clients []struct {
 			ClientID string `json:"client_id"`
 			Kind     string `json:"kind"`
+			People   int    `json:"people"`
 			Grants   int    `json:"grants"`
 		} `json:"clients"`
 	}
 	decode(out, &counts)
 	if err != nil || len(counts.Clients) != 1 || counts.Clients[0].ClientID != clientID ||
-		counts.Clients[0].Kind != "loopback" || counts.Clients[0].Grants != 1 {
+		counts.Clients[0].Kind != "loopback" || counts.Clients[0].People != 1 || counts.Clients[0].Grants != 1 {
 		t.Fatalf("grants: %v %s", err, out)
 	}
 	out, err = run("grants", "--client-id", clientID, "--limit", "10")
@@ -89,9 +94,49 @@ func TestGrantsCommand(t *testing.T) {
 	if out, err := run("grants"); err != nil || !strings.Contains(out, `"clients":[]`) {
 		t.Errorf("grants after the revocation: %v %s", err, out)
 	}
+
+	// Two devices: one person, two grants, both ended by one revocation.
+	var devices []*oauth2.Token
+	for range 2 {
+		devices = append(devices, tokenFor(t, gw.URL, clientID, "http://127.0.0.1:7777/callback", "courses:read",
+			"owner@demo.school", "owner"))
+	}
+	out, err = run("grants")
+	decode(out, &counts)
+	if err != nil || len(counts.Clients) != 1 || counts.Clients[0].People != 1 || counts.Clients[0].Grants != 2 {
+		t.Fatalf("grants with two devices: %v %s", err, out)
+	}
+	if out, err := run("revoke-grant", grantID, "--client-id", clientID, "--subject", "operator-1"); err == nil || !strings.Contains(out, "not both") {
+		t.Errorf("revoke-grant of a grant and an application: %v %s", err, out)
+	}
+	if out, err := run("revoke-grant", "--client-id", clientID, "--subject", "member-1"); err == nil || !strings.Contains(out, "no grant of this application") {
+		t.Errorf("revoke-grant --client-id of a person not connected: %v %s", err, out)
+	}
+	for i, d := range devices {
+		if r := call(t, "GET", gw.URL+"/admin/api/courses", d.AccessToken, "", nil); r.status != 200 {
+			t.Fatalf("device %d before the revocation: %d", i+1, r.status)
+		}
+	}
+	out, err = run("revoke-grant", "--client-id", clientID, "--subject", "operator-1")
+	if err != nil || !strings.Contains(out, `"revoked":true`) || !strings.Contains(out, `"grants_ended":2`) {
+		t.Fatalf("revoke-grant --client-id: %v %s", err, out)
+	}
+	for i, d := range devices {
+		if r := call(t, "GET", gw.URL+"/admin/api/courses", d.AccessToken, "", nil); r.status != 401 {
+			t.Errorf("device %d's access token after the revocation: %d", i+1, r.status)
+		}
+		r := postForm(t, gw.URL+"/api/oauth/token", url.Values{"grant_type": {"refresh_token"},
+			"refresh_token": {d.RefreshToken}, "client_id": {clientID}})
+		if r.status != 400 || !strings.Contains(string(r.body), "invalid_grant") {
+			t.Errorf("device %d's refresh token after the revocation: %d %s", i+1, r.status, r.body)
+		}
+	}
+	if out, err := run("grants"); err != nil || !strings.Contains(out, `"clients":[]`) {
+		t.Errorf("grants after the second revocation: %v %s", err, out)
+	}
 	_, _, raw := get(t, "http://"+gw.AdminAddr+"/metrics")
 	series := `schoolgate_grants_disconnected_total{by="operator",site="` + gw.URL + `"}`
-	if got := metricValue(t, string(raw), series); got != 1 {
-		t.Errorf("%s = %v, want 1", series, got)
+	if got := metricValue(t, string(raw), series); got != 3 {
+		t.Errorf("%s = %v, want 3 (one grant, then two)", series, got)
 	}
 }

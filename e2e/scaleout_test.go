@@ -256,6 +256,49 @@ func TestScaleOut(t *testing.T) {
 			t.Errorf("B's switch: %s", body)
 		}
 	})
+
+	// Last: it forgets the student's consent to the application, which the
+	// subtests above rely on.
+	t.Run("disconnect at A ends both devices' grants at B", func(t *testing.T) {
+		devices := []tokenPair{s.grant(t, s.addrA, s.addrA), s.grant(t, s.addrB, s.addrB)}
+		for i, p := range devices {
+			if st := s.protectedStatus(t, s.addrB, p.Access); st != http.StatusOK { // B caches it
+				t.Fatalf("device %d before the disconnect at B: %d", i+1, st)
+			}
+		}
+		_, _, body := get(t, "http://"+s.b.AdminAddr+"/schoolgate/grants?issuer="+url.QueryEscape(s.lb.URL))
+		var counts struct {
+			Clients []struct {
+				ClientID string `json:"client_id"`
+				People   int    `json:"people"`
+				Grants   int    `json:"grants"`
+			} `json:"clients"`
+		}
+		if err := json.Unmarshal(body, &counts); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range counts.Clients {
+			if c.ClientID == "load-app" && (c.People != 1 || c.Grants < 2) {
+				t.Errorf("B counts %d people by %d grants, want one person", c.People, c.Grants)
+			}
+		}
+		r := postJSON(t, "http://"+s.a.AdminAddr+"/schoolgate/grants/revoke",
+			map[string]any{"issuer": s.lb.URL, "client_id": "load-app", "subject": "member-1"})
+		if ended, _ := jsonOf(t, r.body)["grants_ended"].(float64); r.status != http.StatusOK || ended < 2 {
+			t.Fatalf("revoke at A: %d %s", r.status, r.body)
+		}
+		for i, p := range devices {
+			took := s.refusedWithin(t, s.addrB, p.Access, time.Second)
+			t.Logf("device %d refused at B %v after the disconnect at A answered", i+1, took)
+			if r := s.o.at(s.addrB).refresh(ctx, p.Refresh); r.status != http.StatusBadRequest || r.oauthErr() != "invalid_grant" {
+				t.Errorf("device %d's refresh at B: %v", i+1, r)
+			}
+		}
+		// The approval is forgotten: the next authorization asks again.
+		if code, _, r := s.o.at(s.addrB).authorize(ctx); code != "" || r.status != http.StatusOK {
+			t.Errorf("authorize after the disconnect: %v, want the consent page", r)
+		}
+	})
 }
 
 // TestScaleOutRefreshReplay: a refresh token rotated at A and used again

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -9,19 +10,61 @@ import (
 	"github.com/schoolgate/schoolgate/authserver"
 )
 
-// The grants' lists, each read from one partial index of live grants
-// (002_grant_lists.sql) in (created_at, id) order, a page after the
-// cursor's row.
+// The grants' lists, grouped as authserver.GrantStore says: a person's by
+// client, read from grants_live_by_subject (002_grant_lists.sql) and
+// sorted, an application's by person, read in order from
+// grants_live_by_client_subject (003_grant_groups.sql). Groups and ids
+// compare in the "C" collation, byte by byte, as the bbolt store orders
+// its keys.
 const (
 	listBySubject = `SELECT data, refreshed_at FROM grants
 		WHERE site_id = $1 AND data->'identity'->>'sub' = $2 AND revoked_at IS NULL
-		AND (created_at, id) > ($3, $4)
-		ORDER BY created_at, id LIMIT $5`
+		AND (client_id COLLATE "C", created_at, id COLLATE "C") > ($3, $4, $5)
+		ORDER BY client_id COLLATE "C", created_at, id COLLATE "C" LIMIT $6`
 	listByClient = `SELECT data, refreshed_at FROM grants
-		WHERE site_id = $1 AND client_id = $2 AND revoked_at IS NULL
-		AND (created_at, id) > ($3, $4)
-		ORDER BY created_at, id LIMIT $5`
+		WHERE site_id = $1 AND client_id COLLATE "C" = $2 AND revoked_at IS NULL
+		AND ((data->'identity'->>'sub') COLLATE "C", created_at, id COLLATE "C") > ($3, $4, $5)
+		ORDER BY (data->'identity'->>'sub') COLLATE "C", created_at, id COLLATE "C" LIMIT $6`
 )
+
+// connectionsSQL reads every live grant of a page of groups, in list
+// order: the groups are the first $4 after $3 (from $3 on when
+// {{cmp}} is >=, for the first page). {{owner}} and {{group}} are the
+// columns of the list's owner and group.
+const connectionsSQL = `SELECT data, refreshed_at FROM grants
+	WHERE site_id = $1 AND {{owner}} = $2 AND revoked_at IS NULL AND {{group}} IN (
+		SELECT DISTINCT {{group}} AS grp FROM grants
+		WHERE site_id = $1 AND {{owner}} = $2 AND revoked_at IS NULL AND {{group}} {{cmp}} $3
+		ORDER BY grp LIMIT $4)
+	ORDER BY {{group}}, created_at, id COLLATE "C"`
+
+const (
+	subjectColumn = `(data->'identity'->>'sub') COLLATE "C"`
+	clientColumn  = `client_id COLLATE "C"`
+)
+
+// connectionQueries are connectionsSQL for a person's list and a
+// client's, each for the first page and the others.
+var connectionQueries = map[[2]bool]string{}
+
+func init() {
+	for _, bySubject := range []bool{true, false} {
+		for _, first := range []bool{true, false} {
+			owner, group := clientColumn, subjectColumn
+			if bySubject {
+				// The person's own index is on the expression without a
+				// collation; equality does not need one.
+				owner, group = `data->'identity'->>'sub'`, clientColumn
+			}
+			cmp := ">"
+			if first {
+				cmp = ">="
+			}
+			connectionQueries[[2]bool{bySubject, first}] = strings.NewReplacer(
+				"{{owner}}", owner, "{{group}}", group, "{{cmp}}", cmp).Replace(connectionsSQL)
+		}
+	}
+}
 
 // beforeAll is a creation time earlier than any grant's, where a list
 // without a cursor starts.
@@ -29,50 +72,98 @@ var beforeAll = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ListGrants implements authserver.GrantStore.
 func (s *Site) ListGrants(ctx context.Context, q authserver.GrantQuery) ([]*authserver.Grant, error) {
-	sql, owner := listBySubject, q.Subject
+	sql, owner, group := listBySubject, q.Subject, q.After.ClientID
 	if q.Subject == "" {
-		sql, owner = listByClient, q.ClientID
+		sql, owner, group = listByClient, q.ClientID, q.After.Subject
 	}
 	if owner == "" {
 		return nil, nil
 	}
 	after := q.After
 	if after.IsZero() {
-		after.CreatedAt = beforeAll
+		// Before the first group, whose name may be empty.
+		group, after.CreatedAt = "", beforeAll
 	}
 	var out []*authserver.Grant
 	err := s.run(ctx, "listing grants", func(ctx context.Context, db querier) error {
-		rows, err := db.Query(ctx, sql, s.id, owner, after.CreatedAt, after.ID, authserver.PageLimit(q.Limit))
+		rows, err := db.Query(ctx, sql, s.id, owner, group, after.CreatedAt, after.ID, authserver.PageLimit(q.Limit))
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*authserver.Grant, error) {
-			var data []byte
-			var refreshed *time.Time
-			if err := row.Scan(&data, &refreshed); err != nil {
-				return nil, err
+		out, err = pgx.CollectRows(rows, scanGrant)
+		return err
+	})
+	return out, err
+}
+
+// scanGrant reads a live grant's row of a list.
+func scanGrant(row pgx.CollectableRow) (*authserver.Grant, error) {
+	var data []byte
+	var refreshed *time.Time
+	if err := row.Scan(&data, &refreshed); err != nil {
+		return nil, err
+	}
+	return decodeGrant(data, false, refreshed)
+}
+
+// ListConnections implements authserver.GrantStore: one statement picks
+// the page's groups and reads their grants, so the page is of one moment;
+// the grants are counted in as they arrive, never held all at once.
+func (s *Site) ListConnections(ctx context.Context, q authserver.ConnectionQuery) ([]*authserver.Connection, error) {
+	owner, bySubject := q.Subject, true
+	if q.Subject == "" {
+		owner, bySubject = q.ClientID, false
+	}
+	if owner == "" {
+		return nil, nil
+	}
+	sql := connectionQueries[[2]bool{bySubject, q.After == ""}]
+	var out []*authserver.Connection
+	err := s.run(ctx, "listing connections", func(ctx context.Context, db querier) error {
+		out = nil
+		rows, err := db.Query(ctx, sql, s.id, owner, q.After, authserver.PageLimit(q.Limit))
+		if err != nil {
+			return err
+		}
+		var conn *authserver.Connection
+		var group string
+		var data []byte
+		var refreshed *time.Time
+		_, err = pgx.ForEachRow(rows, []any{&data, &refreshed}, func() error {
+			g, err := decodeGrant(data, false, refreshed)
+			if err != nil {
+				return err
 			}
-			return decodeGrant(data, false, refreshed)
+			key := g.Identity.Subject
+			if bySubject {
+				key = g.ClientID
+			}
+			if conn == nil || key != group {
+				conn, group = &authserver.Connection{}, key
+				out = append(out, conn)
+			}
+			conn.Add(g)
+			return nil
 		})
 		return err
 	})
 	return out, err
 }
 
-// GrantCounts implements authserver.GrantStore, from the index of live
-// grants by client alone.
-func (s *Site) GrantCounts(ctx context.Context) (map[string]int, error) {
-	var out map[string]int
+// GrantCounts implements authserver.GrantStore, from the live grants
+// alone (grants_live_by_client_subject holds them in the order counted).
+func (s *Site) GrantCounts(ctx context.Context) (map[string]authserver.GrantCount, error) {
+	var out map[string]authserver.GrantCount
 	err := s.run(ctx, "counting grants", func(ctx context.Context, db querier) error {
-		out = map[string]int{}
-		rows, err := db.Query(ctx, `SELECT client_id, count(*) FROM grants
+		out = map[string]authserver.GrantCount{}
+		rows, err := db.Query(ctx, `SELECT client_id, count(DISTINCT data->'identity'->>'sub'), count(*) FROM grants
 			WHERE site_id = $1 AND revoked_at IS NULL GROUP BY client_id`, s.id)
 		if err != nil {
 			return err
 		}
 		var id string
-		var n int
-		_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		var n authserver.GrantCount
+		_, err = pgx.ForEachRow(rows, []any{&id, &n.People, &n.Grants}, func() error {
 			out[id] = n
 			return nil
 		})
@@ -109,4 +200,48 @@ func (s *Site) DisconnectGrant(ctx context.Context, id, subject string) (*authse
 		return nil, err
 	}
 	return g, nil
+}
+
+// DisconnectClient implements authserver.GrantStore. Every live grant of
+// the pair is locked as a rotation locks it (so a refresh under way either
+// commits first or finds its grant revoked), in id order, so that two
+// disconnects of one pair take turns instead of deadlocking; then one
+// update revokes them all, announced as any revocation is.
+func (s *Site) DisconnectClient(ctx context.Context, clientID, subject string) (int, error) {
+	if clientID == "" || subject == "" {
+		return 0, authserver.ErrNotFound
+	}
+	var n int64
+	err := s.tx(ctx, "disconnecting an application", func(ctx context.Context, tx pgx.Tx) error {
+		n = 0
+		rows, err := tx.Query(ctx, `SELECT id FROM grants
+			WHERE site_id = $1 AND client_id COLLATE "C" = $2 AND (data->'identity'->>'sub') COLLATE "C" = $3
+			AND revoked_at IS NULL ORDER BY id COLLATE "C" FOR UPDATE`, s.id, clientID, subject)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM consents WHERE site_id = $1 AND client_id = $2 AND subject = $3`,
+			s.id, clientID, subject)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			if tag.RowsAffected() == 0 {
+				return authserver.ErrNotFound
+			}
+			return nil
+		}
+		tag, err = tx.Exec(ctx, `UPDATE grants SET revoked_at = now()
+			WHERE site_id = $1 AND id = ANY($2) AND revoked_at IS NULL`, s.id, ids)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		return s.announceIf(ctx, tx, n, authserver.ChangeTokens)
+	})
+	return int(n), err
 }

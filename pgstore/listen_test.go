@@ -63,6 +63,12 @@ func (c *changes) drain() {
 // grantAt stores a grant with one access token at s.
 func grantAt(t *testing.T, s *Site, code string) (grantID, token string) {
 	t.Helper()
+	return grantOfAt(t, s, code, "")
+}
+
+// grantOfAt stores a grant of subject with one access token at s.
+func grantOfAt(t *testing.T, s *Site, code, subject string) (grantID, token string) {
+	t.Helper()
 	ctx := testContext(t)
 	now := time.Now().UTC()
 	if err := s.PutCode(ctx, code, &authserver.Code{Request: authserver.AuthRequest{ClientID: "app"}, ExpiresAt: now.Add(time.Minute)}); err != nil {
@@ -70,7 +76,7 @@ func grantAt(t *testing.T, s *Site, code string) (grantID, token string) {
 	}
 	grantID, token = "grant-"+code, "token-"+code
 	err := s.RedeemCode(ctx, code, func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
-		return &authserver.Grant{ID: grantID, ClientID: "app", CreatedAt: now},
+		return &authserver.Grant{ID: grantID, ClientID: "app", CreatedAt: now, Identity: authserver.Identity{Subject: subject}},
 			[]authserver.IssuedToken{{Hash: token, Token: &authserver.Token{Kind: authserver.TokenAccess,
 				GrantID: grantID, ClientID: "app", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
 	})
@@ -119,6 +125,29 @@ func TestWatchAcrossPools(t *testing.T) {
 	for _, c := range otherSeen.got {
 		if c != authserver.ChangeAll {
 			t.Errorf("another site's watcher was told of change %d", c)
+		}
+	}
+}
+
+// TestDisconnectAnnounced: a person's whole connection ended at one
+// instance is told to the other, as any revocation is, and the other reads
+// every grant of it revoked.
+func TestDisconnectAnnounced(t *testing.T) {
+	dsn := pgcluster.Database(t)
+	a, b := openSite(t, dsn), openSite(t, dsn)
+	seen := watch(t, b)
+	seen.await(t, authserver.ChangeAll, 5*time.Second) // the listener's first connection
+	seen.drain()
+	ctx := testContext(t)
+	_, first := grantOfAt(t, a, "d1", "ada")
+	_, second := grantOfAt(t, a, "d2", "ada")
+	if n, err := a.DisconnectClient(ctx, "app", "ada"); err != nil || n != 2 {
+		t.Fatalf("DisconnectClient = %d, %v", n, err)
+	}
+	seen.await(t, authserver.ChangeTokens, time.Second)
+	for _, tok := range []string{first, second} {
+		if _, g, err := b.GetToken(ctx, tok); err != nil || !g.Revoked {
+			t.Errorf("the other instance reads the grant as %+v, %v", g, err)
 		}
 	}
 }

@@ -35,6 +35,7 @@ func testNotFound(t *testing.T, s authserver.Store) {
 		}},
 		{"RevokeToken", func(*testing.T) error { return s.RevokeToken(ctx, "x") }},
 		{"DisconnectGrant", func(*testing.T) error { _, err := s.DisconnectGrant(ctx, "x", "ada"); return err }},
+		{"DisconnectClient", func(*testing.T) error { _, err := s.DisconnectClient(ctx, "x", "ada"); return err }},
 		{"GetSetting", func(*testing.T) error { _, err := s.GetSetting(ctx, "x"); return err }},
 	} {
 		t.Run(c.name, func(t *testing.T) { wantErr(t, c.name, c.call(t), authserver.ErrNotFound) })
@@ -89,7 +90,12 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 			_, err := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10})
 			return err
 		}},
+		{"ListConnections", func() error {
+			_, err := s.ListConnections(ctx, authserver.ConnectionQuery{Subject: "ada", Limit: 10})
+			return err
+		}},
 		{"GrantCounts", func() error { _, err := s.GrantCounts(ctx); return err }},
+		{"DisconnectClient", func() error { _, err := s.DisconnectClient(ctx, "app-1", "ada"); return err }},
 		{"DisconnectGrant", func() error {
 			_, g, _ := s.GetToken(live, p.access)
 			_, err := s.DisconnectGrant(ctx, g.ID, "ada")

@@ -15,6 +15,13 @@ import (
 // created: a live grant with an access and a refresh token.
 func grantFor(t *testing.T, s authserver.Store, clientID, subject string, created time.Time) (*authserver.Grant, pair) {
 	t.Helper()
+	return grantEdited(t, s, clientID, subject, created, nil)
+}
+
+// grantEdited is grantFor with the grant changed by edit before it is
+// stored (its scopes, its audience).
+func grantEdited(t *testing.T, s authserver.Store, clientID, subject string, created time.Time, edit func(*authserver.Grant)) (*authserver.Grant, pair) {
+	t.Helper()
 	ctx := context.Background()
 	code := unique("code")
 	c := newCode(clientID)
@@ -27,6 +34,9 @@ func grantFor(t *testing.T, s authserver.Store, clientID, subject string, create
 	err := s.RedeemCode(ctx, code, func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
 		g = newGrant(c)
 		g.CreatedAt = created
+		if edit != nil {
+			edit(g)
+		}
 		var toks []authserver.IssuedToken
 		p, toks = newTokens(g)
 		return g, toks, nil
@@ -68,8 +78,9 @@ func idsOf(gs ...*authserver.Grant) []string {
 	return out
 }
 
-// testListGrants: a person's grants and a client's, each in creation
-// order and a page at a time, never another's and never a revoked one.
+// testListGrants: a person's grants, application by application, and a
+// client's, person by person, each group in creation order, the groups in
+// byte order, a page at a time; never another's and never a revoked one.
 func testListGrants(t *testing.T, s authserver.Store) {
 	ctx := context.Background()
 	at := func(i int) time.Time { return epoch.Add(time.Duration(i) * time.Minute) }
@@ -82,6 +93,13 @@ func testListGrants(t *testing.T, s authserver.Store) {
 	b2, _ := grantFor(t, s, "app-1", "bob", at(2))
 	// A subject whose name starts with another's is another person.
 	long, _ := grantFor(t, s, "app-1", "adam", at(6))
+	// Groups compare byte by byte: "app-10" before "app-9", upper case
+	// before lower, whatever their lengths or a database's collation.
+	c10, _ := grantFor(t, s, "tool-10", "cyd", at(9))
+	c9, _ := grantFor(t, s, "tool-9", "cyd", at(7))
+	cUp, _ := grantFor(t, s, "Tool-3", "cyd", at(8))
+	dUp, _ := grantFor(t, s, "tool-9", "Dave", at(9))
+	dLow, _ := grantFor(t, s, "tool-9", "dave", at(1))
 	if err := s.RevokeGrant(ctx, gone.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +110,12 @@ func testListGrants(t *testing.T, s authserver.Store) {
 		q    authserver.GrantQuery
 		want []string
 	}{
-		{"by subject", authserver.GrantQuery{Subject: "ada"}, idsOf(a2, a1, a3)},
+		{"by subject", authserver.GrantQuery{Subject: "ada"}, idsOf(a1, a2, a3)},
 		{"by another subject", authserver.GrantQuery{Subject: "bob"}, idsOf(bobs...)},
 		{"by a longer subject", authserver.GrantQuery{Subject: "adam"}, idsOf(long)},
-		{"by client", authserver.GrantQuery{ClientID: "app-1"}, idsOf(bobs[0], bobs[1], a1, long)},
+		{"by client", authserver.GrantQuery{ClientID: "app-1"}, idsOf(a1, long, bobs[0], bobs[1])},
+		{"by subject, byte order", authserver.GrantQuery{Subject: "cyd"}, idsOf(cUp, c10, c9)},
+		{"by client, byte order", authserver.GrantQuery{ClientID: "tool-9"}, idsOf(dUp, c9, dLow)},
 		{"by a metadata-document client", authserver.GrantQuery{ClientID: "https://agent.example/client.json"}, idsOf(a3)},
 		{"unknown subject", authserver.GrantQuery{Subject: "carol"}, nil},
 		{"unknown client", authserver.GrantQuery{ClientID: "app-9"}, nil},
@@ -114,7 +134,7 @@ func testListGrants(t *testing.T, s authserver.Store) {
 	if err != nil || len(page) != 3 {
 		t.Fatalf("ListGrants = %d grants, %v", len(page), err)
 	}
-	g := page[0]
+	g := page[1]
 	if g.ClientID != "app-2" || g.Identity.Subject != "ada" || g.Identity.Email != "ada@school.example" ||
 		!g.CreatedAt.Equal(at(1)) || g.Revoked || !g.RefreshedAt.IsZero() || !slices.Equal(g.Scopes, []string{"openid"}) {
 		t.Errorf("listed grant = %+v", g)
@@ -140,11 +160,14 @@ func compareStrings(a, b string) int {
 // whatever limit is asked for.
 func testGrantPages(t *testing.T, s authserver.Store) {
 	const n = 130
-	var want []string
+	var grants []*authserver.Grant
 	for i := range n {
 		g, _ := grantFor(t, s, unique("app"), "many", epoch.Add(time.Duration(i)*time.Second))
-		want = append(want, g.ID)
+		grants = append(grants, g)
 	}
+	// One grant per client: the groups' order, client ids byte by byte.
+	slices.SortFunc(grants, func(x, y *authserver.Grant) int { return compareStrings(x.ClientID, y.ClientID) })
+	want := idsOf(grants...)
 	if got := listAll(t, s, authserver.GrantQuery{Subject: "many", Limit: 50}); !slices.Equal(got, want) {
 		t.Errorf("paged list of %d grants: got %d, in order %v", n, len(got), slices.Equal(got, want))
 	}
@@ -158,18 +181,20 @@ func testGrantPages(t *testing.T, s authserver.Store) {
 	}
 }
 
-// testGrantCounts: a client's count of live grants follows every way a
-// grant stops being live.
+// testGrantCounts: a client's count of people, and of their live
+// grants, follows every way a grant stops being live.
 func testGrantCounts(t *testing.T, s authserver.Store) {
 	ctx := context.Background()
-	want := func(what string, w map[string]int) {
+	type count = authserver.GrantCount
+	pg := func(people, grants int) count { return count{People: people, Grants: grants} }
+	want := func(what string, w map[string]count) {
 		t.Helper()
 		got, err := s.GrantCounts(ctx)
 		if err != nil || !maps.Equal(got, w) {
 			t.Errorf("%s: GrantCounts = %v, %v; want %v", what, got, err, w)
 		}
 	}
-	want("empty", map[string]int{})
+	want("empty", map[string]count{})
 	for _, c := range []*authserver.Client{{ID: "app-1", Kind: authserver.KindApp}, {ID: "app-2", Kind: authserver.KindApp},
 		{ID: "cli-1", Kind: authserver.KindLoopback}} {
 		if err := s.PutClient(ctx, c); err != nil {
@@ -182,37 +207,47 @@ func testGrantCounts(t *testing.T, s authserver.Store) {
 	grantFor(t, s, "app-2", "ada", epoch)
 	cli, _ := grantFor(t, s, "cli-1", "ada", epoch)
 	grantFor(t, s, "vendor-1", "ada", epoch)
-	want("issued", map[string]int{"app-1": 3, "app-2": 1, "cli-1": 1, "vendor-1": 1})
+	want("issued", map[string]count{"app-1": pg(3, 3), "app-2": pg(1, 1), "cli-1": pg(1, 1), "vendor-1": pg(1, 1)})
+	// A person who authorized twice is one person with two grants; a
+	// subject that starts with another's is another person.
+	grantFor(t, s, "app-1", "bob", epoch.Add(time.Minute))
+	grantFor(t, s, "app-2", "adam", epoch)
+	want("authorized again", map[string]count{"app-1": pg(3, 4), "app-2": pg(2, 2), "cli-1": pg(1, 1), "vendor-1": pg(1, 1)})
 	if err := s.RevokeGrant(ctx, g1.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RevokeGrant(ctx, g1.ID); err != nil {
 		t.Fatal(err)
 	}
-	want("a grant revoked twice", map[string]int{"app-1": 2, "app-2": 1, "cli-1": 1, "vendor-1": 1})
+	want("a grant revoked twice", map[string]count{"app-1": pg(2, 3), "app-2": pg(2, 2), "cli-1": pg(1, 1), "vendor-1": pg(1, 1)})
 	if err := s.RevokeToken(ctx, p3.refresh); err != nil {
 		t.Fatal(err)
 	}
-	want("a refresh token revoked", map[string]int{"app-1": 1, "app-2": 1, "cli-1": 1, "vendor-1": 1})
+	want("a refresh token revoked", map[string]count{"app-1": pg(1, 2), "app-2": pg(2, 2), "cli-1": pg(1, 1), "vendor-1": pg(1, 1)})
 	if _, err := s.DisconnectGrant(ctx, cli.ID, "ada"); err != nil {
 		t.Fatal(err)
 	}
-	want("a grant disconnected", map[string]int{"app-1": 1, "app-2": 1, "vendor-1": 1})
+	want("a grant disconnected", map[string]count{"app-1": pg(1, 2), "app-2": pg(2, 2), "vendor-1": pg(1, 1)})
+	if n, err := s.DisconnectClient(ctx, "app-1", "bob"); err != nil || n != 2 {
+		t.Fatalf("DisconnectClient = %d, %v", n, err)
+	}
+	want("a person disconnected", map[string]count{"app-2": pg(2, 2), "vendor-1": pg(1, 1)})
 	if _, err := s.DeleteClient(ctx, "app-2"); err != nil {
 		t.Fatal(err)
 	}
-	want("a client deleted", map[string]int{"app-1": 1, "vendor-1": 1})
+	want("a client deleted", map[string]count{"vendor-1": pg(1, 1)})
+	grantFor(t, s, "app-1", "dora", epoch)
 	if _, err := s.PutSettingRevoking(ctx, "switch", []byte("off"), authserver.KindApp); err != nil {
 		t.Fatal(err)
 	}
-	want("a kind switched off", map[string]int{"vendor-1": 1})
+	want("a kind switched off", map[string]count{"vendor-1": pg(1, 1)})
 	// Once every token has expired, the purge takes the grants left.
 	if err := s.PurgeExpired(ctx, epoch.Add(30*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	want("the expired grant purged", map[string]int{})
+	want("the expired grant purged", map[string]count{})
 	grantFor(t, s, "vendor-1", "ada", epoch)
-	want("issued again", map[string]int{"vendor-1": 1})
+	want("issued again", map[string]count{"vendor-1": pg(1, 1)})
 }
 
 // testDisconnectGrant: a person ends their own grant and the consent
@@ -343,4 +378,213 @@ func testRefreshedAt(t *testing.T, s authserver.Store) {
 	if _, got, _ := s.GetToken(ctx, fresh.access); !got.RefreshedAt.IsZero() || !got.LastUsed().Equal(epoch) {
 		t.Errorf("a rotation 10 minutes after the grant's creation recorded %v (last used %v)", got.RefreshedAt, got.LastUsed())
 	}
+}
+
+// testDisconnectClient: a person ends their whole connection to one
+// application (every grant, the remembered consent) and nothing else: not
+// their other applications, not another person's grants of it.
+func testDisconnectClient(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	consent := &authserver.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}
+	for _, c := range [][2]string{{"app-1", "ada"}, {"app-2", "ada"}, {"app-1", "bob"}} {
+		if err := s.PutConsent(ctx, c[0], c[1], consent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two devices, the second a minute later.
+	_, first := grantFor(t, s, "app-1", "ada", epoch)
+	_, second := grantFor(t, s, "app-1", "ada", epoch.Add(time.Minute))
+	_, other := grantFor(t, s, "app-2", "ada", epoch)
+	_, bobs := grantFor(t, s, "app-1", "bob", epoch)
+	// A subject that starts with ada's, and a client that starts with
+	// app-1's, are others.
+	_, adams := grantFor(t, s, "app-1", "adam", epoch)
+	_, longer := grantFor(t, s, "app-10", "ada", epoch)
+	untouched := []pair{other, bobs, adams, longer}
+	live := func(what string, ps ...pair) {
+		t.Helper()
+		for _, p := range ps {
+			if revoked(t, s, p.access) || revoked(t, s, p.refresh) {
+				t.Errorf("%s: a grant that should live was revoked", what)
+			}
+		}
+	}
+	for _, c := range []struct{ name, client, subject string }{
+		{"no person", "app-1", ""},
+		{"no client", "", "ada"},
+		{"an unknown client", "app-9", "ada"},
+		{"a client the person never used", "app-2", "bob"},
+		{"an unknown person", "app-1", "carol"},
+		{"a prefix of the client", "app-", "ada"},
+		{"a prefix of the person", "app-1", "ad"},
+	} {
+		n, err := s.DisconnectClient(ctx, c.client, c.subject)
+		wantErr(t, c.name, err, authserver.ErrNotFound)
+		if n != 0 {
+			t.Errorf("%s: %d grants ended", c.name, n)
+		}
+	}
+	live("after refused disconnects", append(untouched, first, second)...)
+	if _, err := s.GetConsent(ctx, "app-1", "ada"); err != nil {
+		t.Fatalf("a refused disconnect forgot the consent: %v", err)
+	}
+
+	n, err := s.DisconnectClient(ctx, "app-1", "ada")
+	if err != nil || n != 2 {
+		t.Fatalf("DisconnectClient = %d, %v; want both grants ended", n, err)
+	}
+	for i, p := range []pair{first, second} {
+		if !revoked(t, s, p.access) || !revoked(t, s, p.refresh) {
+			t.Errorf("grant %d of the disconnected application still works", i+1)
+		}
+	}
+	live("after the disconnect", untouched...)
+	_, err = s.GetConsent(ctx, "app-1", "ada")
+	wantErr(t, "the disconnected application's consent", err, authserver.ErrNotFound)
+	for _, c := range [][2]string{{"app-2", "ada"}, {"app-1", "bob"}} {
+		if _, err := s.GetConsent(ctx, c[0], c[1]); err != nil {
+			t.Errorf("consent of %s to %s was forgotten: %v", c[1], c[0], err)
+		}
+	}
+	page, err := s.ListConnections(ctx, authserver.ConnectionQuery{Subject: "ada", Limit: 10})
+	if err != nil || len(page) != 2 || page[0].ClientID != "app-10" || page[1].ClientID != "app-2" {
+		t.Errorf("ada's connections after the disconnect: %+v, %v", page, err)
+	}
+
+	// Once more (a stale page, a second click): nothing is left, nothing
+	// changes.
+	n, err = s.DisconnectClient(ctx, "app-1", "ada")
+	wantErr(t, "a second disconnect", err, authserver.ErrNotFound)
+	if n != 0 {
+		t.Errorf("a second disconnect ended %d grants", n)
+	}
+	live("after a second disconnect", untouched...)
+	// A consent remembered since, with nothing live: forgotten, and
+	// reported as disconnected already (no grant ended, no error).
+	if err := s.PutConsent(ctx, "app-1", "ada", consent); err != nil {
+		t.Fatal(err)
+	}
+	n, err = s.DisconnectClient(ctx, "app-1", "ada")
+	if err != nil || n != 0 {
+		t.Fatalf("disconnecting a consent alone = %d, %v; want 0 and no error", n, err)
+	}
+	_, err = s.GetConsent(ctx, "app-1", "ada")
+	wantErr(t, "the consent remembered since", err, authserver.ErrNotFound)
+	live("after the consent was forgotten", untouched...)
+}
+
+// testListConnections: a person's grants are one connection per
+// application however many they hold, a client's one per person, in the
+// order of the grant lists, a page of whole connections at a time.
+func testListConnections(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	at := func(i int) time.Time { return epoch.Add(time.Duration(i) * time.Minute) }
+	scoped := func(scopes ...string) func(*authserver.Grant) {
+		return func(g *authserver.Grant) { g.Scopes = scopes }
+	}
+	// ada allowed app-1 three times, with other scopes each time and a new
+	// email the last time; the earliest is refreshed last.
+	grantEdited(t, s, "app-1", "ada", at(2), scoped("openid", "profile"))
+	_, refreshed := grantEdited(t, s, "app-1", "ada", at(1), scoped("openid", "account:read"))
+	grantEdited(t, s, "app-1", "ada", at(5), func(g *authserver.Grant) {
+		g.Scopes, g.Identity.Email = []string{"openid"}, "ada@new.example"
+	})
+	if _, _, err := rotateAt(s, refreshed.refresh, at(30)); err != nil {
+		t.Fatal(err)
+	}
+	grantFor(t, s, "app-2", "ada", at(3))
+	grantEdited(t, s, "app-3", "ada", at(4), func(g *authserver.Grant) { g.Audience = authserver.AudienceOperator })
+	gone, _ := grantFor(t, s, "app-4", "ada", at(4))
+	if err := s.RevokeGrant(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	grantFor(t, s, "app-1", "bob", at(6))
+	// A tool authorized sixty times, more than a page of grants.
+	const times = 60
+	for i := range times {
+		grantFor(t, s, "tool", "ada", at(10+i))
+	}
+
+	list := func(q authserver.ConnectionQuery) []*authserver.Connection {
+		t.Helper()
+		got, err := s.ListConnections(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	conns := list(authserver.ConnectionQuery{Subject: "ada", Limit: 10})
+	if got := groupsOf(conns, true); !slices.Equal(got, []string{"app-1", "app-2", "app-3", "tool"}) {
+		t.Fatalf("ada's connections: %v", got)
+	}
+	app1 := conns[0]
+	if app1.Grants != 3 || !slices.Equal(app1.Scopes, []string{"openid", "account:read", "profile"}) ||
+		!app1.Since.Equal(at(1)) || !app1.LastUsed.Equal(at(30)) || app1.Identity.Subject != "ada" ||
+		app1.Identity.Email != "ada@new.example" || !slices.Equal(app1.Audiences, []string{authserver.AudienceMember}) {
+		t.Errorf("app-1's connection = %+v", app1)
+	}
+	if c := conns[1]; c.Grants != 1 || !c.Since.Equal(at(3)) || !c.LastUsed.Equal(at(3)) {
+		t.Errorf("app-2's connection = %+v", c)
+	}
+	if c := conns[2]; !slices.Equal(c.Audiences, []string{authserver.AudienceOperator}) {
+		t.Errorf("app-3's connection = %+v; want the operator audience", c)
+	}
+	if c := conns[3]; c.Grants != times || !c.Since.Equal(at(10)) || !c.LastUsed.Equal(at(10+times-1)) {
+		t.Errorf("the tool's connection: %d grants, %v to %v", c.Grants, c.Since, c.LastUsed)
+	}
+	// A page at a time, each connection whole.
+	for _, limit := range []int{1, 2, 3} {
+		var groups []string
+		q := authserver.ConnectionQuery{Subject: "ada", Limit: limit}
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("the list does not end")
+			}
+			page := list(q)
+			groups = append(groups, groupsOf(page, true)...)
+			for _, c := range page {
+				if c.ClientID == "tool" && c.Grants != times {
+					t.Errorf("%d a page: the tool's connection holds %d grants", limit, c.Grants)
+				}
+			}
+			if len(page) < limit {
+				break
+			}
+			q.After = page[len(page)-1].ClientID
+		}
+		if !slices.Equal(groups, []string{"app-1", "app-2", "app-3", "tool"}) {
+			t.Errorf("%d a page: %v", limit, groups)
+		}
+	}
+	// An application's people, one each.
+	people := list(authserver.ConnectionQuery{ClientID: "app-1", Limit: 10})
+	if got := groupsOf(people, false); !slices.Equal(got, []string{"ada", "bob"}) || people[0].Grants != 3 || people[1].Grants != 1 {
+		t.Errorf("app-1's people: %v", got)
+	}
+	if got := groupsOf(list(authserver.ConnectionQuery{ClientID: "app-1", After: "ada", Limit: 10}), false); !slices.Equal(got, []string{"bob"}) {
+		t.Errorf("app-1's people after ada: %v", got)
+	}
+	for _, q := range []authserver.ConnectionQuery{
+		{Subject: "carol", Limit: 10},
+		{ClientID: "app-4", Limit: 10},
+		{Subject: "ada", After: "tool", Limit: 10},
+		{Limit: 10},
+	} {
+		if got := list(q); len(got) != 0 {
+			t.Errorf("%+v: %d connections", q, len(got))
+		}
+	}
+}
+
+// groupsOf is each connection's group: its client, or its person.
+func groupsOf(conns []*authserver.Connection, byClient bool) []string {
+	var out []string
+	for _, c := range conns {
+		if byClient {
+			out = append(out, c.ClientID)
+		} else {
+			out = append(out, c.Identity.Subject)
+		}
+	}
+	return out
 }

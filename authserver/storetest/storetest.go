@@ -43,6 +43,8 @@ func Run(t *testing.T, open func(t *testing.T) authserver.Store) {
 		{"GrantPages", testGrantPages},
 		{"GrantCounts", testGrantCounts},
 		{"DisconnectGrant", testDisconnectGrant},
+		{"DisconnectClient", testDisconnectClient},
+		{"ListConnections", testListConnections},
 		{"RefreshedAt", testRefreshedAt},
 		{"Keys", testKeys},
 		{"Catalog", testCatalog},

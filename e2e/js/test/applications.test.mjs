@@ -1,11 +1,14 @@
 // Connected applications in a real Chromium through a real Caddy: a
-// student authorizes a member application and a Client ID Metadata
-// Document client, sees both on their own page with the scopes in words,
-// and disconnects one. Its access token is refused at the Account API on
-// the next request and its refresh token gets invalid_grant, while the
-// other keeps working, and its next authorization asks for consent afresh.
-// A second student sees and ends none of it; the owner sees how many are
-// connected to each application and disconnects a person.
+// student authorizes a member application on two devices and a Client ID
+// Metadata Document client, sees each application once on their own page
+// with the scopes in words ("Connected on 2 devices"), and disconnects the
+// member application with the page's own form. Both devices' access
+// tokens are refused at the Account API on the next request and both
+// refresh tokens get invalid_grant, while the other application keeps
+// working, and its next authorization asks for consent afresh. A second
+// student sees and ends none of it; the owner sees how many people are
+// connected to each application, disconnects a person, and ends both
+// devices of a person through the admin API.
 
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,6 +34,7 @@ let docs;
 let stack;
 let browser;
 let student; // browser contexts, signed in
+let phone; // the student's second device
 let second;
 let owner;
 let appID; // the member application's client_id
@@ -62,8 +66,14 @@ before(async () => {
   assert.equal(created.status, 201, JSON.stringify(created.body));
   appID = created.body.client_id;
   browser = await launchBrowser();
-  [student, second, owner] = await Promise.all([browser.newContext(), browser.newContext(), browser.newContext()]);
+  [student, phone, second, owner] = await Promise.all([
+    browser.newContext(),
+    browser.newContext(),
+    browser.newContext(),
+    browser.newContext(),
+  ]);
   await signIn(student, stack.origin, MEMBER);
+  await signIn(phone, stack.origin, MEMBER);
   await signIn(second, stack.origin, SECOND);
   await signIn(owner, stack.origin, OPERATOR);
 });
@@ -111,15 +121,27 @@ async function open(context, pathAndQuery) {
 
 const row = (clientID) => `tr.grant[data-client-id="${clientID}"]`;
 
+/** Both refresh tokens of a disconnected application get invalid_grant. */
+async function assertEnded(clientID, toks, what) {
+  for (const [i, tok] of toks.entries()) {
+    assert.equal(await accountAPI(tok.access_token), 401, `${what}: device ${i + 1}'s access token is refused at once`);
+    const r = await refresh(clientID, tok.refresh_token);
+    assert.equal(r.status, 400, `${what}: device ${i + 1}'s refresh`);
+    assert.equal(r.body.error, 'invalid_grant');
+  }
+}
+
 describe('a student disconnects one of two applications', () => {
-  test('the student connects a member application and a metadata-document client', async () => {
+  test('the student connects a member application on two devices and a metadata-document client', async () => {
     tokens[appID] = await connect(student, appID, 'openid profile account:read');
+    tokens.phone = await connect(phone, appID, 'openid account:read');
     tokens[agentURL] = await connect(student, agentURL, 'openid account:read');
-    assert.equal(await accountAPI(tokens[appID].access_token), 200);
-    assert.equal(await accountAPI(tokens[agentURL].access_token), 200);
+    for (const tok of [tokens[appID], tokens.phone, tokens[agentURL]]) {
+      assert.equal(await accountAPI(tok.access_token), 200);
+    }
   });
 
-  test('the page lists both, with their kinds and scopes in words', async (t) => {
+  test('the page lists each application once, with its kind, scopes in words and devices', async (t) => {
     const { page, res } = await open(student, PAGE);
     try {
       assert.equal(res.status(), 200);
@@ -127,10 +149,11 @@ describe('a student disconnects one of two applications', () => {
       assert.equal(h['x-frame-options'], 'DENY');
       assert.equal(h['cache-control'], 'no-store');
       assert.match(await page.textContent('#person'), /student@demo\.school/);
-      assert.equal(await page.locator('tr.grant').count(), 2);
+      assert.equal(await page.locator('tr.grant').count(), 2, 'one row per application, not per authorization');
       const app = await page.textContent(row(appID));
       assert.match(app, /Study Planner/);
       assert.match(app, /Member application/);
+      assert.match(app, /Connected on 2 devices/);
       assert.match(app, /profile/);
       assert.match(app, /account:read/);
       const agent = await page.textContent(row(agentURL));
@@ -138,7 +161,9 @@ describe('a student disconnects one of two applications', () => {
       assert.match(agent, /Application published at 127\.0\.0\.1:\d+/);
       assert.match(agent, /account:read/);
       assert.doesNotMatch(agent, /profile/);
-      assert.match(await page.textContent(`${row(agentURL)} .refreshed`), /not yet/);
+      assert.doesNotMatch(agent, /devices/);
+      assert.equal(await page.getAttribute(`${row(appID)} input[name="client_id"]`, 'value'), appID);
+      assert.equal(await page.locator(`${row(appID)} input[name="grant_id"]`).count(), 0);
       const shot = path.join(artifactsDir, 'applications-member.png');
       await page.screenshot({ path: shot, fullPage: true });
       t.diagnostic(`screenshot of the member's page: ${shot}`);
@@ -147,13 +172,17 @@ describe('a student disconnects one of two applications', () => {
     }
   });
 
-  test('a refresh shows on the page', async () => {
+  test('the page shows when each was authorized and last used, a refresh included', async () => {
     const r = await refresh(agentURL, tokens[agentURL].refresh_token);
     assert.equal(r.status, 200, JSON.stringify(r.body));
     tokens[agentURL] = r.body;
     const { page } = await open(student, PAGE);
     try {
-      assert.match(await page.textContent(`${row(agentURL)} .refreshed`), /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+      for (const id of [appID, agentURL]) {
+        for (const cell of ['since', 'last-used']) {
+          assert.match(await page.textContent(`${row(id)} .${cell}`), /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+        }
+      }
     } finally {
       await page.close();
     }
@@ -161,20 +190,17 @@ describe('a student disconnects one of two applications', () => {
 
   test('a second student sees neither and cannot disconnect them', async () => {
     tokens.second = await connect(second, appID, 'openid account:read');
-    const mine = await open(student, PAGE);
-    const grantID = await mine.page.getAttribute(`${row(appID)} input[name="grant_id"]`, 'value');
-    await mine.page.close();
     const { page } = await open(second, PAGE);
     try {
       assert.match(await page.textContent('#person'), /second@demo\.school/);
       assert.equal(await page.locator('tr.grant').count(), 1, 'only their own grant');
       assert.equal(await page.locator(row(agentURL)).count(), 0);
-      const own = await page.getAttribute(`${row(appID)} input[name="grant_id"]`, 'value');
-      assert.notEqual(own, grantID);
+      assert.doesNotMatch(await page.textContent(row(appID)), /devices/);
       const csrf = await page.getAttribute(`${row(appID)} input[name="csrf_token"]`, 'value');
-      // Their own valid form, naming the first student's grant.
+      // Their own valid form, naming the application only the first
+      // student connected.
       const forged = await second.request.post(`${stack.origin}${PAGE}/disconnect`, {
-        form: { grant_id: grantID, csrf_token: csrf },
+        form: { client_id: agentURL, csrf_token: csrf },
         headers: { origin: stack.origin },
         maxRedirects: 0,
       });
@@ -182,7 +208,7 @@ describe('a student disconnects one of two applications', () => {
       assert.match(await forged.text(), /Nothing was changed/);
       // A cross-site form.
       const cross = await second.request.post(`${stack.origin}${PAGE}/disconnect`, {
-        form: { grant_id: own, csrf_token: csrf },
+        form: { client_id: appID, csrf_token: csrf },
         headers: { origin: 'https://evil.example' },
         maxRedirects: 0,
       });
@@ -190,27 +216,26 @@ describe('a student disconnects one of two applications', () => {
     } finally {
       await page.close();
     }
-    assert.equal(await accountAPI(tokens[appID].access_token), 200, "the first student's grant survived");
+    for (const tok of [tokens[appID], tokens.phone, tokens[agentURL]]) {
+      assert.equal(await accountAPI(tok.access_token), 200, "the first student's grants survived");
+    }
     assert.equal(await accountAPI(tokens.second.access_token), 200, "the second student's grant survived");
   });
 
-  test('the student disconnects the member application; only its tokens stop working', async () => {
+  test('the student disconnects the member application: both devices stop working, nothing else', async () => {
     const { page } = await open(student, PAGE);
     try {
       await Promise.all([
         page.waitForURL((u) => new URL(u).searchParams.get('done') === 'disconnected', { waitUntil: 'domcontentloaded' }),
         page.click(`${row(appID)} button.disconnect`),
       ]);
-      assert.match(await page.textContent('#notice'), /disconnected/);
+      assert.match(await page.textContent('#notice'), /disconnected.*on every device/);
       assert.equal(await page.locator(row(appID)).count(), 0);
       assert.equal(await page.locator(row(agentURL)).count(), 1);
     } finally {
       await page.close();
     }
-    assert.equal(await accountAPI(tokens[appID].access_token), 401, 'the access token is refused at once');
-    const r = await refresh(appID, tokens[appID].refresh_token);
-    assert.equal(r.status, 400);
-    assert.equal(r.body.error, 'invalid_grant');
+    await assertEnded(appID, [tokens[appID], tokens.phone], 'the page\'s Disconnect');
     assert.equal(await accountAPI(tokens[agentURL].access_token), 200, 'the other application still works');
     const other = await refresh(agentURL, tokens[agentURL].refresh_token);
     assert.equal(other.status, 200, JSON.stringify(other.body));
@@ -247,7 +272,7 @@ describe('a student disconnects one of two applications', () => {
 });
 
 describe('the owner', () => {
-  test('sees how many are connected to each application', async () => {
+  test('sees how many people are connected to each application', async () => {
     const { page, res } = await open(owner, '/oauth/admin/applications');
     try {
       assert.equal(res.status(), 200);
@@ -259,6 +284,7 @@ describe('the owner', () => {
     }
     const api = await adminAPI(stack, `/grants?issuer=${encodeURIComponent(stack.origin)}`);
     assert.equal(api.status, 200, JSON.stringify(api.body));
+    assert.equal(api.body.clients.find((c) => c.client_id === agentURL)?.people, 1);
     assert.equal(api.body.clients.find((c) => c.client_id === agentURL)?.grants, 1);
     const people = await adminAPI(stack, `/grants?issuer=${encodeURIComponent(stack.origin)}&client_id=${encodeURIComponent(appID)}`);
     assert.deepEqual(people.body.grants.map((g) => g.email), [SECOND.email]);
@@ -286,6 +312,30 @@ describe('the owner', () => {
     } finally {
       await mine.close();
     }
+  });
+
+  test('ends both devices of a person through the admin API', async () => {
+    tokens[appID] = await connect(student, appID, 'openid account:read');
+    tokens.phone = await connect(phone, appID, 'openid account:read');
+    const issuer = stack.origin;
+    const counts = await adminAPI(stack, `/grants?issuer=${encodeURIComponent(issuer)}`);
+    const app = counts.body.clients.find((c) => c.client_id === appID);
+    assert.deepEqual([app?.people, app?.grants], [2, 3], 'the two students, by three authorizations');
+    for (const [body, status] of [
+      [{ issuer, subject: MEMBER.sub }, 400],
+      [{ issuer, client_id: appID, grant_id: 'x', subject: MEMBER.sub }, 400],
+      [{ issuer, client_id: appID }, 400],
+      [{ issuer, client_id: appID, subject: 'member-9' }, 404],
+    ]) {
+      const r = await adminAPI(stack, '/grants/revoke', body);
+      assert.equal(r.status, status, `${JSON.stringify(body)}: ${JSON.stringify(r.body)}`);
+    }
+    const r = await adminAPI(stack, '/grants/revoke', { issuer, client_id: appID, subject: MEMBER.sub });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.revoked, true);
+    assert.equal(r.body.grants_ended, 2);
+    await assertEnded(appID, [tokens[appID], tokens.phone], 'the admin API');
+    assert.equal(await accountAPI(tokens.second.access_token), 200, "the second student's grant is theirs");
   });
 
   test('a student cannot open the people page', async () => {

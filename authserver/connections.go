@@ -1,0 +1,269 @@
+package authserver
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Connection is everything one person gave one client: their live grants
+// of it taken together, as one row of the person's page or the operator's.
+// Disconnecting ends all of them (GrantStore.DisconnectClient).
+type Connection struct {
+	ClientID string
+	// Identity is the person as their latest grant names them.
+	Identity Identity
+	// Grants counts the live grants: one per authorization (another
+	// device, another sign-in, prompt=consent).
+	Grants int
+	// Scopes are those any of the grants holds, in the order first granted.
+	Scopes []string
+	// Audiences are those the grants act for, each once.
+	Audiences []string
+	// Since is the earliest grant's CreatedAt; LastUsed the latest
+	// CreatedAt or RefreshedAt of any.
+	Since, LastUsed time.Time
+}
+
+// Add counts g into the connection. Stores add a group's grants in list
+// order (CreatedAt, then ID), so the last one added names the person.
+func (c *Connection) Add(g *Grant) {
+	if c.Grants == 0 {
+		c.ClientID, c.Since = g.ClientID, g.CreatedAt
+	}
+	c.Grants++
+	c.Identity = g.Identity
+	for _, sc := range g.Scopes {
+		if !slices.Contains(c.Scopes, sc) {
+			c.Scopes = append(c.Scopes, sc)
+		}
+	}
+	if !slices.Contains(c.Audiences, g.Audience) {
+		c.Audiences = append(c.Audiences, g.Audience)
+	}
+	c.Since = minTime(c.Since, g.CreatedAt)
+	c.LastUsed = maxTime(c.LastUsed, maxTime(g.CreatedAt, g.RefreshedAt))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// ConnectionInfo is a connection as people and operators see it: one row
+// per application on a person's page, per person on an application's.
+type ConnectionInfo struct {
+	ClientID   string `json:"client_id"`
+	ClientName string `json:"client_name"`
+	// Kind is the client's kind, empty when it is no longer known.
+	Kind    string `json:"kind,omitempty"`
+	Subject string `json:"sub"`
+	Email   string `json:"email,omitempty"`
+	Name    string `json:"name,omitempty"`
+	// Grants counts the live authorizations: "on 2 devices".
+	Grants    int      `json:"grants"`
+	Scopes    []string `json:"scopes"`
+	Audiences []string `json:"audiences"`
+	// CreatedAt is the first authorization; LastUsedAt the latest
+	// authorization or refresh of any.
+	CreatedAt  time.Time `json:"created_at"`
+	LastUsedAt time.Time `json:"last_used_at"`
+}
+
+// ConnectionPage is one page of connections; Next, when set, is the
+// cursor of the following page.
+type ConnectionPage struct {
+	Connections []ConnectionInfo `json:"connections"`
+	Next        string           `json:"next,omitempty"`
+}
+
+// ListConnections returns a page of the connections of a person (one per
+// application) or of a client (one per person). Exactly one of f.Subject
+// and f.ClientID is set. However many times a person authorized one
+// application, it is one connection, so a person's every application is
+// on the first pages.
+func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (ConnectionPage, error) {
+	if (f.Subject == "") == (f.ClientID == "") {
+		return ConnectionPage{}, &InputError{"Name either the person (subject) or the application (client_id)."}
+	}
+	if len(f.Subject) > maxClientIDLen || len(f.ClientID) > maxClientIDLen {
+		return ConnectionPage{Connections: []ConnectionInfo{}}, nil
+	}
+	after, err := decodeGroupCursor(f.Cursor)
+	if err != nil {
+		return ConnectionPage{}, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultGrantPage
+	}
+	limit = min(limit, MaxGrantPage-1)
+	// One more than the page tells whether a next page exists.
+	conns, err := s.store.ListConnections(ctx, ConnectionQuery{Subject: f.Subject, ClientID: f.ClientID, After: after, Limit: limit + 1})
+	if err != nil {
+		return ConnectionPage{}, err
+	}
+	page := ConnectionPage{Connections: make([]ConnectionInfo, 0, min(len(conns), limit))}
+	if len(conns) > limit {
+		conns = conns[:limit]
+		last := conns[limit-1]
+		group := last.Identity.Subject
+		if f.Subject != "" {
+			group = last.ClientID
+		}
+		page.Next = encodeGroupCursor(group)
+	}
+	clients := map[string]*Client{}
+	for _, c := range conns {
+		client, err := s.knownClient(ctx, c.ClientID, clients)
+		if err != nil {
+			return ConnectionPage{}, err
+		}
+		page.Connections = append(page.Connections, connectionInfo(c, client))
+	}
+	return page, nil
+}
+
+func connectionInfo(c *Connection, client *Client) ConnectionInfo {
+	info := ConnectionInfo{ClientID: c.ClientID, ClientName: c.ClientID, Subject: c.Identity.Subject,
+		Email: c.Identity.Email, Name: c.Identity.Name, Grants: c.Grants, Scopes: c.Scopes,
+		Audiences: c.Audiences, CreatedAt: c.Since.UTC(), LastUsedAt: c.LastUsed.UTC()}
+	if client != nil {
+		info.ClientName, info.Kind = displayName(client), client.Kind
+	}
+	if info.Scopes == nil {
+		info.Scopes = []string{}
+	}
+	return info
+}
+
+// OperatorOnly reports whether every grant of the connection acts as a
+// school operator: such a connection belongs to the admin side of a
+// person who is one, and is listed to nobody else.
+func (c ConnectionInfo) OperatorOnly() bool {
+	for _, a := range c.Audiences {
+		if a != AudienceOperator {
+			return false
+		}
+	}
+	return len(c.Audiences) > 0
+}
+
+// The words the pages show of a connection, as of a grant.
+func (c ConnectionInfo) grant() GrantInfo {
+	return GrantInfo{ClientID: c.ClientID, Kind: c.Kind, Scopes: c.Scopes, Subject: c.Subject, Email: c.Email, Name: c.Name}
+}
+
+func (c ConnectionInfo) KindWords() string       { return c.grant().KindWords() }
+func (c ConnectionInfo) ScopeWords() []scopeView { return c.grant().ScopeWords() }
+func (c ConnectionInfo) Person() string          { return c.grant().Person() }
+func (c ConnectionInfo) Since() string           { return formatAdminTime(c.CreatedAt) }
+func (c ConnectionInfo) LastUsed() string        { return formatAdminTime(c.LastUsedAt) }
+
+// Devices says, for people, how many authorizations the connection holds
+// when there is more than one: each is usually a device (or a browser)
+// the application was allowed on.
+func (c ConnectionInfo) Devices() string {
+	if c.Grants < 2 {
+		return ""
+	}
+	return "Connected on " + strconv.Itoa(c.Grants) + " devices"
+}
+
+// Disconnection is what a disconnect ended.
+type Disconnection struct {
+	ClientID   string `json:"client_id"`
+	ClientName string `json:"client_name"`
+	Subject    string `json:"sub"`
+	// Ended counts the grants revoked by this disconnect: 0 when nothing
+	// was live any more (ErrAlreadyDisconnected).
+	Ended int `json:"grants_ended"`
+	// Grant is the grant asked for, when one was (DisconnectRequest.GrantID).
+	Grant *GrantInfo `json:"grant,omitempty"`
+}
+
+// DisconnectClient ends subject's whole connection to clientID: every
+// grant the application holds for the person, so every access and
+// refresh token of them, stops working at the next request, here and
+// (through the store's notifications) at the site's other instances, and
+// the person's consent is forgotten, so the next authorization asks
+// again. by names who asked, for the metric (one count per grant ended)
+// and the log. ErrAlreadyDisconnected, with the rest filled in, means no
+// grant was live and only a remembered consent was forgotten;
+// ErrNotFound, that the person has neither with this application.
+func (s *Server) DisconnectClient(ctx context.Context, clientID, subject, by string) (Disconnection, error) {
+	if clientID == "" || len(clientID) > maxClientIDLen || subject == "" || len(subject) > maxClientIDLen {
+		return Disconnection{}, ErrNotFound
+	}
+	n, err := s.store.DisconnectClient(ctx, clientID, subject)
+	if err != nil {
+		return Disconnection{}, err
+	}
+	s.cache.purge()
+	d := Disconnection{ClientID: clientID, ClientName: clientID, Subject: subject, Ended: n}
+	if c, err := s.knownClient(ctx, clientID, map[string]*Client{}); err == nil && c != nil {
+		// Without it, the connection is ended all the same; only its name is missing.
+		d.ClientName = displayName(c)
+	}
+	if n == 0 {
+		return d, ErrAlreadyDisconnected
+	}
+	for range n {
+		s.cfg.Observer.GrantDisconnected(by)
+	}
+	s.cfg.Logger.Info("application disconnected", "client_id", clientID, "grants", n, "by", by)
+	return d, nil
+}
+
+// DisconnectRequest is what an operator asks to end for a person
+// (Subject): one grant (GrantID), or everything an application holds for
+// them (ClientID). Exactly one of the two is named.
+type DisconnectRequest struct {
+	GrantID, ClientID, Subject string
+}
+
+// Check refuses a request that does not make the choice, in words an
+// operator can act on.
+func (r DisconnectRequest) Check() error {
+	switch {
+	case r.GrantID != "" && r.ClientID != "":
+		return &InputError{`Name either one grant ("grant_id") or the application ("client_id") whose every grant for the person ends, not both.`}
+	case r.GrantID == "" && r.ClientID == "":
+		return &InputError{`Name what to end: one grant ("grant_id"), or the application ("client_id") whose every grant for the person ends.`}
+	case r.Subject == "":
+		return &InputError{`Name the person ("subject") whose grant or application it is, as the list of grants gives it.`}
+	}
+	return nil
+}
+
+// Disconnect ends what r names, as DisconnectGrant or DisconnectClient
+// does. A request that names both or neither of a grant and an
+// application, or no person, is an *InputError.
+func (s *Server) Disconnect(ctx context.Context, r DisconnectRequest, by string) (Disconnection, error) {
+	if err := r.Check(); err != nil {
+		return Disconnection{}, err
+	}
+	if r.ClientID != "" {
+		return s.DisconnectClient(ctx, r.ClientID, r.Subject, by)
+	}
+	info, err := s.DisconnectGrant(ctx, r.GrantID, r.Subject, by)
+	if err != nil && !errors.Is(err, ErrAlreadyDisconnected) {
+		return Disconnection{}, err
+	}
+	d := Disconnection{ClientID: info.ClientID, ClientName: info.ClientName, Subject: r.Subject, Grant: &info}
+	if err == nil {
+		d.Ended = 1
+	}
+	return d, err
+}
