@@ -23,7 +23,7 @@ type Connection struct {
 	// Audiences are those the grants act for, each once.
 	Audiences []string
 	// Since is the earliest grant's CreatedAt; LastUsed the latest
-	// CreatedAt or RefreshedAt of any.
+	// Grant.LastUsed of any.
 	Since, LastUsed time.Time
 }
 
@@ -44,7 +44,7 @@ func (c *Connection) Add(g *Grant) {
 		c.Audiences = append(c.Audiences, g.Audience)
 	}
 	c.Since = minTime(c.Since, g.CreatedAt)
-	c.LastUsed = maxTime(c.LastUsed, maxTime(g.CreatedAt, g.RefreshedAt))
+	c.LastUsed = maxTime(c.LastUsed, g.LastUsed())
 }
 
 func minTime(a, b time.Time) time.Time {

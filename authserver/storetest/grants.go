@@ -489,7 +489,7 @@ func testListConnections(t *testing.T, s authserver.Store) {
 	grantEdited(t, s, "app-1", "ada", at(5), func(g *authserver.Grant) {
 		g.Scopes, g.Identity.Email = []string{"openid"}, "ada@new.example"
 	})
-	if _, _, err := rotateAt(s, refreshed.refresh, at(30)); err != nil {
+	if _, _, err := rotateAt(s, refreshed.refresh, at(90)); err != nil {
 		t.Fatal(err)
 	}
 	grantFor(t, s, "app-2", "ada", at(3))
@@ -519,7 +519,7 @@ func testListConnections(t *testing.T, s authserver.Store) {
 	}
 	app1 := conns[0]
 	if app1.Grants != 3 || !slices.Equal(app1.Scopes, []string{"openid", "account:read", "profile"}) ||
-		!app1.Since.Equal(at(1)) || !app1.LastUsed.Equal(at(30)) || app1.Identity.Subject != "ada" ||
+		!app1.Since.Equal(at(1)) || !app1.LastUsed.Equal(at(90)) || app1.Identity.Subject != "ada" ||
 		app1.Identity.Email != "ada@new.example" || !slices.Equal(app1.Audiences, []string{authserver.AudienceMember}) {
 		t.Errorf("app-1's connection = %+v", app1)
 	}
