@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
 )
 
@@ -255,5 +256,167 @@ func TestSiteOfAnySpelling(t *testing.T) {
 		if _, err := siteOf(tt.issuer); !errors.As(err, &apiErr) || apiErr.HTTPStatus != tt.status {
 			t.Errorf("%s: %v, want %d", tt.issuer, err, tt.status)
 		}
+	}
+}
+
+// makeSchoolDir leaves a bbolt file in dir, as a school that ran there
+// would.
+func makeSchoolDir(t *testing.T, dir string) {
+	t.Helper()
+	s, err := authserver.OpenBolt(filepath.Join(dir, "school.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A directory an earlier version named after another spelling of the
+// issuer is never silently left beside a new, empty one: the school fails
+// to load, naming both paths, until the operator moves it or sets data.
+func TestIssuerDirectoryOfAnotherSpelling(t *testing.T) {
+	const issuer = "https://school.example"
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, root string)
+		data  func(root string) string
+		// want are what the failure names; none is a school that serves.
+		want []string
+	}{
+		{"written with the default port", func(t *testing.T, root string) {
+			makeSchoolDir(t, filepath.Join(root, "School.Example_443"))
+		}, nil, []string{"School.Example_443", "move", "set data"}},
+		{"written in upper case", func(t *testing.T, root string) {
+			makeSchoolDir(t, filepath.Join(root, "SCHOOL.EXAMPLE"))
+		}, nil, []string{"SCHOOL.EXAMPLE", "move"}},
+		{"both directories", func(t *testing.T, root string) {
+			makeSchoolDir(t, filepath.Join(root, "School.Example"))
+			makeSchoolDir(t, filepath.Join(root, "school.example"))
+		}, nil, []string{"each of", "School.Example", filepath.Join("schoolgate", "school.example") + ","}},
+		{"two other spellings", func(t *testing.T, root string) {
+			makeSchoolDir(t, filepath.Join(root, "School.Example"))
+			makeSchoolDir(t, filepath.Join(root, "school.example_443"))
+		}, nil, []string{"each of", "School.Example", "school.example_443", "make it"}},
+		{"an empty directory of another spelling", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "School.Example_443"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, nil},
+		{"the school's directory is the other one", func(t *testing.T, root string) {
+			// As on a file system that ignores case.
+			makeSchoolDir(t, filepath.Join(root, "School.Example_443"))
+			if err := os.Symlink("School.Example_443", filepath.Join(root, "school.example")); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, nil},
+		{"data set to the old directory", func(t *testing.T, root string) {
+			makeSchoolDir(t, filepath.Join(root, "School.Example_443"))
+		}, func(root string) string { return filepath.Join(root, "School.Example_443") }, nil},
+		{"other schools' directories", func(t *testing.T, root string) {
+			for _, d := range []string{"school.example_8443", "school.example_80", "school.example.org", "other.example"} {
+				makeSchoolDir(t, filepath.Join(root, d))
+			}
+		}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			root := filepath.Join(home, "caddy", "schoolgate")
+			tt.setup(t, root)
+			before := schoolDirs(t, home)
+			g := map[string]any{"issuer": issuer}
+			if tt.data != nil {
+				g["data"] = tt.data(root)
+			}
+			if err := runGateways(t, home, g); err != nil {
+				t.Fatal(err)
+			}
+			app, err := runningApp()
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := app.Failed()
+			if tt.want == nil {
+				if len(failed) != 0 || app.sites[issuer] == nil {
+					t.Fatalf("the school does not serve: %v", failed)
+				}
+				return
+			}
+			if len(failed) != 1 || failed[0].issuer != issuer {
+				t.Fatalf("the school is not held back: %v", failed)
+			}
+			reason := failed[0].failure.Load().Error()
+			for _, w := range append(tt.want, root, issuer) {
+				if !strings.Contains(reason, w) {
+					t.Errorf("the reason does not name %q: %s", w, reason)
+				}
+			}
+			if after := schoolDirs(t, home); !slices.Equal(before, after) {
+				t.Errorf("data directories %v, were %v: none may be made or moved", after, before)
+			}
+		})
+	}
+}
+
+// The name a directory of an earlier version stands for now.
+func TestSpelledName(t *testing.T) {
+	for _, tt := range []struct{ name, scheme, want string }{
+		{"School.Example_443", "https", "school.example"},
+		{"School.Example_0443", "https", "school.example"},
+		{"school.example_", "https", "school.example"},
+		{"School.Example", "https", "school.example"},
+		{"school.example_443", "http", "school.example_443"},
+		{"School.Example_80", "http", "school.example"},
+		{"school.example_80", "https", "school.example_80"},
+		{"School.Example_08443", "https", "school.example_8443"},
+		{"127.0.0.1_8080", "http", "127.0.0.1_8080"},
+		{"__1_443", "https", "__1"},
+		{"__1", "https", "__1"},
+		{"FE80__A", "https", "fe80__a"},
+		{"my_school.example", "https", "my_school.example"},
+		{"school.example_99999", "https", "school.example_99999"},
+	} {
+		if got := spelledName(tt.name, tt.scheme); got != tt.want {
+			t.Errorf("spelledName(%q, %s) = %q, want %q", tt.name, tt.scheme, got, tt.want)
+		}
+	}
+}
+
+// The data root is listed once for many schools, not once per school, and
+// listed again once it changed.
+func TestDataRootListing(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", home)
+	root := filepath.Join(home, "caddy", "schoolgate")
+	makeSchoolDir(t, filepath.Join(root, "other.example"))
+	reads := 0
+	prev := readDataRoot
+	readDataRoot = func(dir string) ([]os.DirEntry, error) { reads++; return os.ReadDir(dir) }
+	t.Cleanup(func() { readDataRoot = prev })
+
+	for _, issuer := range []string{"https://a.example", "https://b.example", "https://c.example"} {
+		if err := (&Gateway{Issuer: issuer}).prepareDefaultDir(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("three schools read the data root %d times, want once: a school's own directory is no change to read", reads)
+	}
+	if dirs := schoolDirs(t, home); !slices.Equal(dirs, []string{"a.example", "b.example", "c.example", "other.example"}) {
+		t.Errorf("data directories %v", dirs)
+	}
+
+	makeSchoolDir(t, filepath.Join(root, "School.Example_443"))
+	// However coarse the file system's clock, the root has changed.
+	if err := os.Chtimes(root, time.Time{}, time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	err := (&Gateway{Issuer: "https://school.example"}).prepareDefaultDir()
+	if err == nil || !strings.Contains(err.Error(), "School.Example_443") {
+		t.Fatalf("a directory of another spelling that appeared after the listing: %v", err)
+	}
+	if reads != 2 {
+		t.Errorf("the changed root was read %d times in all, want twice", reads)
 	}
 }
