@@ -30,7 +30,13 @@ func (g *Gateway) dataPath() string {
 
 // defaultDataRoot holds the data directories of the schools that set no
 // data option, one per school.
-func defaultDataRoot() string { return filepath.Join(caddy.AppDataDir(), "schoolgate") }
+func defaultDataRoot() string {
+	root := filepath.Join(caddy.AppDataDir(), "schoolgate")
+	if abs, err := filepath.Abs(root); err == nil {
+		return abs
+	}
+	return root
+}
 
 // hostFileName names a file or directory after an origin: its host and
 // port, ':' made '_' and an IPv6 address's brackets dropped
