@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 func init() {
@@ -296,18 +297,23 @@ func decodeAdminPost(r *http.Request, v any) error {
 	return nil
 }
 
-// siteOf finds the running school with the issuer.
+// siteOf finds the running school with the issuer, however the operator
+// spells it: the App knows each school by its issuer's one spelling.
 func siteOf(issuer string) (*site, error) {
 	if issuer == "" {
 		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`name the school: "issuer": "<the school's origin>"`)}
+	}
+	origin, err := policy.ParseOrigin(issuer)
+	if err != nil {
+		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("issuer: %v", err)}
 	}
 	app, err := runningApp()
 	if err != nil {
 		return nil, err
 	}
-	s, ok := app.Site(issuer)
+	s, ok := app.Site(origin)
 	if !ok {
-		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", issuer)}
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", origin)}
 	}
 	return s, nil
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -73,10 +71,7 @@ func badRequest(msg string) error {
 }
 
 // backupName is a school's file in a backup directory: its host and port.
-func backupName(issuer string) string {
-	u, _ := url.Parse(issuer)
-	return strings.NewReplacer(":", "_", "[", "", "]", "").Replace(u.Host) + ".db"
-}
+func backupName(issuer string) string { return hostFileName(issuer) + ".db" }
 
 // backupSite writes the school's copy next to file and renames it there,
 // so that file is never half written.

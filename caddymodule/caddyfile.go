@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"reflect"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 func init() {
@@ -150,9 +153,9 @@ func hostPort(host, port string) string {
 }
 
 // siteOrigin derives the issuer from the enclosing site block's first
-// address. httpcaddyfile does not export the block to directives, so it
-// is read (never written) by reflection; a Caddyfile can always set
-// issuer explicitly instead.
+// address, in its one spelling. httpcaddyfile does not export the block
+// to directives, so it is read (never written) by reflection; a Caddyfile
+// can always set issuer explicitly instead.
 func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 	keys := reflect.ValueOf(h).FieldByName("parentBlock").FieldByName("Keys")
 	if !keys.IsValid() || keys.Len() == 0 {
@@ -176,11 +179,14 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 			scheme = "http"
 		}
 	}
-	origin := scheme + "://" + addr.Host
-	if addr.Port != "" && !(scheme == "https" && addr.Port == "443") && !(scheme == "http" && addr.Port == "80") {
-		origin += ":" + addr.Port
+	host := addr.Host
+	if addr.Port != "" {
+		host = net.JoinHostPort(host, addr.Port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
 	}
-	return origin, nil
+	// The issuer's one spelling: School.Example:443 is https://school.example.
+	return policy.ParseOrigin(scheme + "://" + host)
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:

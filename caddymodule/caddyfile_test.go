@@ -194,14 +194,30 @@ func TestValidateNamesTheOption(t *testing.T) {
 // (schoolgate_upstream), takes the
 // issuer from the site address, and needs no global order option.
 func TestDirectiveExpansion(t *testing.T) {
-	tests := []struct{ site, issuer string }{
-		{"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
-		{"school.example", "https://school.example"},
-		{"https://school.example:8443", "https://school.example:8443"},
-		{"http://school.example", "http://school.example"},
+	tests := []struct{ site, option, issuer string }{
+		{"http://127.0.0.1:8080", "", "http://127.0.0.1:8080"},
+		{"school.example", "", "https://school.example"},
+		{"https://school.example:8443", "", "https://school.example:8443"},
+		{"http://school.example", "", "http://school.example"},
+		// The issuer's one spelling, whether from the site address or
+		// from the issuer option.
+		{"School.Example", "", "https://school.example"},
+		{"https://School.Example:443", "", "https://school.example"},
+		{"School.Example:443", "", "https://school.example"},
+		{"http://School.Example:80", "", "http://school.example"},
+		{"School.Example:0443", "", "https://school.example"},
+		{"[::1]:8443", "", "https://[::1]:8443"},
+		{"[::1]", "", "https://[::1]"},
+		{"school.example", "HTTPS://School.Example:443/", "https://school.example"},
+		{"school.example", "https://school.example/", "https://school.example"},
+		{"school.example", "https://school.example:443", "https://school.example"},
+		{"school.example", "https://SCHOOL.EXAMPLE", "https://school.example"},
 	}
 	for _, tt := range tests {
 		cfg := tt.site + " {\n\tschool_gateway http://127.0.0.1:9080\n}\n"
+		if tt.option != "" {
+			cfg = tt.site + " {\n\tschool_gateway http://127.0.0.1:9080 {\n\t\tissuer " + tt.option + "\n\t}\n}\n"
+		}
 		raw, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.site, err)

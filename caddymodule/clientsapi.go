@@ -91,7 +91,7 @@ func createClient(w http.ResponseWriter, r *http.Request) error {
 		// Not the 409 of "off": automation would switch it on, or give up.
 		return s.writeUnavailable(w, "reading the MCP connections switch", err)
 	case !on:
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", body.Issuer)}
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", s.as.Issuer())}
 	}
 	app, err := s.as.CreateApp(r.Context(), body.AppSpec, body.IdempotencyKey)
 	if err != nil {

@@ -47,11 +47,7 @@ type failedSite struct {
 }
 
 func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
-	issuer, err := policy.ParseOrigin(g.Issuer)
-	if err != nil {
-		issuer = g.Issuer
-	}
-	fs := &failedSite{gateway: g, issuer: issuer, since: time.Now().UTC(),
+	fs := &failedSite{gateway: g, issuer: g.Issuer, since: time.Now().UTC(),
 		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}}
 	fs.failure.Store(f)
 	fs.rebuild.next.Store(time.Now().Add(firstRebuild).UnixNano())

@@ -7,7 +7,6 @@ package caddymodule
 import (
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -33,10 +32,13 @@ type Gateway struct {
 	Upstream string `json:"upstream"`
 	// Issuer is the site origin: the OAuth issuer, the resource indicator
 	// and the base of every published URL; never read from a request.
+	// Provisioning keeps it in its one spelling (policy.ParseOrigin):
+	// HTTPS://School.Example:443/ is https://school.example everywhere.
 	// Default (Caddyfile only): the site address; required in JSON.
 	Issuer string `json:"issuer,omitempty"`
 	// Data is the directory of the site's bbolt file (keys, clients,
-	// tokens, catalog). Default: <Caddy's data directory>/schoolgate/<host_port>.
+	// tokens, catalog). Default: <Caddy's data directory>/schoolgate/<host_port>
+	// of the issuer (datadir.go).
 	Data string `json:"data,omitempty"`
 	// Store keeps the site in a database instead of the bbolt file, so
 	// that several Caddy instances serve it as one; not together with
@@ -179,9 +181,20 @@ func (g *Gateway) setDefaults() {
 	if g.AdminPrefix == "" {
 		g.AdminPrefix = "/admin/api"
 	}
-	g.Issuer = strings.TrimSuffix(g.Issuer, "/")
+	g.canonicalIssuer()
 	g.Upstream = strings.TrimSuffix(g.Upstream, "/")
 	g.defaultAssertionAudience()
+}
+
+// canonicalIssuer puts the issuer in its one spelling, once, before
+// anything reads it: the data directory, the database row, the metrics
+// label, the App's registry, published URLs and the school's name would
+// otherwise each follow the spelling they were given, and one school could
+// start twice. A bad issuer is left for Validate to name.
+func (g *Gateway) canonicalIssuer() {
+	if origin, err := policy.ParseOrigin(g.Issuer); err == nil {
+		g.Issuer = origin
+	}
 }
 
 // Validate checks the configuration before anything is served; every
@@ -278,19 +291,4 @@ func (g *Gateway) validateVendors() error {
 		}
 	}
 	return nil
-}
-
-// dataPath is the site's bbolt file.
-func (g *Gateway) dataPath() string {
-	dir := g.Data
-	if dir == "" {
-		u, _ := url.Parse(g.Issuer)
-		name := strings.NewReplacer(":", "_", "[", "", "]", "").Replace(u.Host)
-		dir = filepath.Join(caddy.AppDataDir(), "schoolgate", name)
-	}
-	abs, err := filepath.Abs(filepath.Join(dir, "school.db"))
-	if err != nil {
-		return filepath.Join(dir, "school.db")
-	}
-	return abs
 }

@@ -84,6 +84,11 @@ func (g *Gateway) openStore(ctx context.Context) (*siteStore, error) {
 	if g.Store != nil && g.Store.Postgres != nil {
 		return openPostgres(ctx, g.Store.Postgres, g.Issuer)
 	}
+	if g.Data == "" {
+		if err := g.prepareDefaultDir(); err != nil {
+			return nil, err
+		}
+	}
 	path := g.dataPath()
 	s, err := acquireBolt(path)
 	if err != nil {

@@ -273,3 +273,18 @@ func TestBatchIsInvalidRequest(t *testing.T) {
 		})
 	}
 }
+
+// Agents are told the site's origin in its one spelling, however the
+// gateway's configuration spelled it: it is the resource they request.
+func TestOriginOneSpelling(t *testing.T) {
+	s, err := newMCPServer(Options{Origin: "HTTPS://School.Example:443/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.opts.SiteName != testOrigin || s.opts.ResourceMetadataURL != testOrigin+"/.well-known/oauth-protected-resource" {
+		t.Errorf("name %q, metadata %q", s.opts.SiteName, s.opts.ResourceMetadataURL)
+	}
+	if text := s.instructions(); !strings.Contains(text, "resource="+testOrigin+" ") || strings.Contains(text, "School.Example") {
+		t.Errorf("instructions: %s", text)
+	}
+}

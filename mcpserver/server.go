@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -80,7 +79,9 @@ func newMCPServer(o Options) (*mcpServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %v", err)
 	}
-	o.Origin = strings.TrimRight(o.Origin, "/")
+	// What agents are told (the resource, the metadata URL, the name by
+	// default) uses the origin's one spelling, whatever was passed.
+	o.Origin = site.origin
 	if o.SiteName == "" {
 		o.SiteName = o.Origin
 	}

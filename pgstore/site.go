@@ -5,12 +5,15 @@ import (
 	"crypto/cipher"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // Site is the store of one site (one school, one issuer) in a shared
@@ -38,12 +41,21 @@ type querier interface {
 }
 
 // Site returns the store of the site with this issuer, creating its sites
-// row on first use. keySecret seals the private signing keys; a secret
-// that does not open the keys already stored fails here, before anything
-// could make keys of its own, and an empty one is refused.
+// row on first use. The issuer must be in its one spelling
+// (policy.ParseOrigin), so that a site has one row whatever spelling its
+// configuration used; a row an earlier version made under another
+// spelling fails the open, naming both (see otherSpellings). keySecret
+// seals the private signing keys; a secret that does not open the keys
+// already stored fails here, before anything could make keys of its own,
+// and an empty one is refused.
 func (p *Pool) Site(ctx context.Context, issuer string, keySecret string) (*Site, error) {
 	if issuer == "" {
 		return nil, errors.New("pgstore: a site needs its issuer")
+	}
+	if origin, err := policy.ParseOrigin(issuer); err != nil {
+		return nil, fmt.Errorf("pgstore: site issuer: %v", err)
+	} else if origin != issuer {
+		return nil, fmt.Errorf("pgstore: site %s: the issuer must be in its one spelling, %s", issuer, origin)
 	}
 	if keySecret == "" {
 		return nil, fmt.Errorf("pgstore: site %s: the key secret is empty; it encrypts the signing keys in the database", issuer)
@@ -53,6 +65,9 @@ func (p *Pool) Site(ctx context.Context, issuer string, keySecret string) (*Site
 	// fails now, not at the first token, and before InitKeys could store
 	// a key sealed with it beside the others.
 	err := retry(ctx, "opening site "+issuer, callTimeout, func(ctx context.Context) (err error) {
+		if err := otherSpellings(ctx, p.db, issuer); err != nil {
+			return err
+		}
 		if s.id, err = siteID(ctx, p.db, issuer); err != nil {
 			return err
 		}
@@ -75,6 +90,59 @@ func siteID(ctx context.Context, q querier, issuer string) (int64, error) {
 		err = q.QueryRow(ctx, `SELECT id FROM sites WHERE issuer = $1`, issuer).Scan(&id)
 	}
 	return id, err
+}
+
+// otherSpellings refuses to open a site while the database has a row of
+// another spelling of its issuer. Earlier versions stored the issuer as
+// written (https://School.Example:443): creating the row of the one
+// spelling beside it would start the school again, empty, with new keys
+// and none of its clients, and say nothing. Which row is the school's is
+// the operator's call, so nothing is renamed here.
+func otherSpellings(ctx context.Context, q querier, issuer string) error {
+	// lower() and LIKE narrow the rows to those starting like the issuer
+	// in ASCII; ParseOrigin decides.
+	rows, err := q.Query(ctx, `SELECT issuer FROM sites WHERE issuer <> $1 AND lower(issuer) LIKE $2`,
+		issuer, likePrefix(issuer))
+	if err != nil {
+		return err
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, w := range written {
+		if origin, err := policy.ParseOrigin(w); err == nil && origin == issuer {
+			others = append(others, w)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	var own bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sites WHERE issuer = $1)`, issuer).Scan(&own); err != nil {
+		return err
+	}
+	list := strings.Join(others, ", ")
+	if !own && len(others) == 1 {
+		return fmt.Errorf("the database keeps this school under %s, another spelling of its issuer that an earlier "+
+			"version stored as written: rename that row's issuer to %s (docs/operator.md shows how)", list, issuer)
+	}
+	if own {
+		list = issuer + ", " + list
+	}
+	return fmt.Errorf("the database has a site row for each of %s, spellings of one issuer (earlier versions stored "+
+		"the issuer as written): decide which is the school's, delete the others (deleting a row deletes all it holds) "+
+		"and rename the one kept to %s", list, issuer)
+}
+
+// likePrefix is a LIKE pattern of the strings that start with s's ASCII
+// prefix.
+func likePrefix(s string) string {
+	if i := strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }); i >= 0 {
+		s = s[:i]
+	}
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
 }
 
 // Close does nothing: the Pool is shared by the sites that name its DSN,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -13,7 +14,11 @@ import (
 // information, path, query or fragment; a single trailing slash is
 // allowed because RFC 8707 resources are often written that way). It
 // returns the ASCII serialization of RFC 6454: scheme and host in lower
-// case, the scheme's default port dropped, IPv6 addresses in brackets.
+// case, the port in decimal without leading zeros and dropped when it is
+// the scheme's default, IPv6 addresses in brackets. That is the origin's
+// one spelling: every spelling of an origin gives the same string, and the
+// string parses to itself, so whatever is named after an origin (a data
+// directory, a database row, a metrics label) is named once.
 func ParseOrigin(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	switch {
@@ -26,7 +31,9 @@ func ParseOrigin(raw string) (string, error) {
 	if scheme != "http" && scheme != "https" {
 		return "", fmt.Errorf("%q must start with http:// or https://", raw)
 	}
-	if u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
+	// A zone (%25eth0) names a network interface of one machine, not a
+	// host, and would not parse again once decoded.
+	if u.Hostname() == "" || strings.Contains(u.Hostname(), "%") || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
 		u.ForceQuery || strings.HasSuffix(raw, "#") {
 		return "", fmt.Errorf("%q must be a scheme and host only, such as https://school.example", raw)
 	}
@@ -40,14 +47,17 @@ func NormalizeOrigin(raw string) (string, bool) {
 	return o, err == nil
 }
 
-// CanonicalHost lowercases host[:port] (a Host header, or a URL's host)
-// and drops the default port of scheme, so that equal hosts compare equal
-// as strings.
+// CanonicalHost lowercases host[:port] (a Host header, or a URL's host),
+// writes the port without leading zeros and drops the default port of
+// scheme, so that equal hosts compare equal as strings.
 func CanonicalHost(hostport, scheme string) string {
 	hostport = strings.ToLower(hostport)
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err == nil {
+		port = strconv.FormatUint(n, 10)
 	}
 	if scheme == "https" && port == "443" || scheme == "http" && port == "80" {
 		port = ""

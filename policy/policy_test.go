@@ -37,6 +37,11 @@ func TestNormalizeOrigin(t *testing.T) {
 		{"https://[::1]", "https://[::1]", true},
 		{"https://[::1]:443", "https://[::1]", true},
 		{"HTTP://LOCALHOST:8080", "http://localhost:8080", true},
+		{"https://School.Example:0443", "https://school.example", true},
+		{"https://school.example:08443", "https://school.example:8443", true},
+		{"https://school.example:", "https://school.example", true},
+		{"https://SCH%C3%9CLE.example", "https://schüle.example", true},
+		{"https://[FE80::1%25eth0]", "", false},
 		{"//school.example", "", false},
 		{"null", "", false},
 		{"school.example", "", false},
@@ -48,6 +53,15 @@ func TestNormalizeOrigin(t *testing.T) {
 		got, ok := NormalizeOrigin(tt.in)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("NormalizeOrigin(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+	// The result is the origin's one spelling: it parses to itself.
+	for _, tt := range tests {
+		if !tt.ok {
+			continue
+		}
+		if again, err := ParseOrigin(tt.want); again != tt.want || err != nil {
+			t.Errorf("ParseOrigin(%q) = %q, %v; the canonical spelling must parse to itself", tt.want, again, err)
 		}
 	}
 	if !SameOrigin("https://school.example/", "https://SCHOOL.example") {
