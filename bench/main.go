@@ -3,6 +3,7 @@
 //	go run ./bench            # the full run (a few minutes)
 //	go run ./bench -smoke     # seconds: proves the harness works, no figures worth quoting
 //	go run ./bench -schools 100,500,1000   # what many schools in one Caddy cost
+//	go run ./bench -only token -ab <commit> # the token endpoint beside an older build
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
 // legacy server (with a generated catalog) and an mcp-go no-op server,
@@ -32,6 +33,7 @@ type config struct {
 	profile     string
 	only        string
 	build       string
+	ab          string
 }
 
 func main() {
@@ -46,6 +48,7 @@ func main() {
 	flag.IntVar(&cfg.grants, "grants", 100000, "live grants in the store for the memory and start-up figures")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,store,memory; store starts its own PostgreSQL)")
 	flag.StringVar(&cfg.build, "build", "", "measure Caddy built from this commit instead of the working tree (an older build through today's harness)")
+	flag.StringVar(&cfg.ab, "ab", "", "also run Caddy built from this commit, beside this tree's, through the token scenario, interleaved (an A/B of the token endpoint)")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
 	schools := flag.String("schools", "", "measure many schools in one Caddy instead: comma-separated sizes, e.g. 100,500,1000")
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")

@@ -251,7 +251,12 @@ func (p *pool[T]) put(v T) {
 
 // fixedWork runs n requests with c workers and no time limit.
 func (b *bench) fixedWork(c, n int, req request) (stats, error) {
-	s := load(c, 10*time.Minute, n, b.stack.caddyPID(), req)
+	return b.fixedWorkAt(b.stack.caddyPID(), c, n, req)
+}
+
+// fixedWorkAt is fixedWork against the Caddy process pid.
+func (b *bench) fixedWorkAt(pid, c, n int, req request) (stats, error) {
+	s := load(c, 10*time.Minute, n, pid, req)
 	if s.failures > 0 {
 		return s, fmt.Errorf("%d of %d failed, first: %v", s.failures, s.requests, s.firstErr)
 	}
@@ -291,48 +296,121 @@ func (b *bench) exchangeAll(c int, codes *pool[pendingCode]) (*pool[string], sta
 }
 
 // tokenEndpoint: authorization-code exchanges (durable, with ID token)
-// and refreshes at full concurrency, and a lone client's exchange.
+// and refreshes at full concurrency, and a lone client's exchange. With
+// -ab, the same for an older build's Caddy beside this one, round by
+// round, each row against the older build's.
 func (b *bench) tokenEndpoint() error {
-	var auth, exch, refr []stats
-	rounds := min(b.cfg.rounds, 3)
-	for r := 0; r < rounds; r++ {
-		codes, a, err := b.codes(b.cfg.exchanges)
-		if err != nil {
-			return fmt.Errorf("authorize: %v", err)
-		}
-		if r == 0 && b.cfg.profile == "token" {
-			go b.stack.cpuProfile(2*time.Second, "bench-token-exchange.pprof")
-		}
-		refresh, e, err := b.exchangeAll(b.cfg.concurrency, codes)
-		if err != nil {
-			return fmt.Errorf("code exchange: %v", err)
-		}
-		f, err := b.fixedWork(b.cfg.concurrency, len(refresh.items), func(ctx context.Context, _ int) error {
-			rt, ok := refresh.take()
-			if !ok {
-				return errPoolEmpty
+	sites := []*tokenSite{{name: "this tree", oauth: b.oauth, pid: b.stack.caddyPID}}
+	if o := b.stack.older; o != nil {
+		sites = append(sites, &tokenSite{name: "build " + o.commit,
+			oauth: &oauthClient{origin: o.origin, http: b.client}, pid: o.pid})
+	}
+	for r := 0; r < min(b.cfg.rounds, 3); r++ {
+		for _, t := range sites {
+			if err := b.tokenRound(t, r == 0 && t == sites[0]); err != nil {
+				return fmt.Errorf("%s: %v", t.name, err)
 			}
-			_, err := b.oauth.refresh(ctx, rt)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("refresh: %v", err)
 		}
-		auth, exch, refr = append(auth, a), append(exch, e), append(refr, f)
 	}
-	b.row("token endpoint", fmt.Sprintf("authorize → code, %d clients", b.cfg.concurrency), auth, "")
-	b.row("token endpoint", fmt.Sprintf("code exchange + ID token, %d clients", b.cfg.concurrency), exch, "")
-	b.row("token endpoint", fmt.Sprintf("refresh (rotation), %d clients", b.cfg.concurrency), refr, "")
-	codes, _, err := b.codes(min(b.cfg.exchanges, 300))
-	if err != nil {
-		return err
+	for _, t := range sites {
+		codes, _, err := b.codesAt(t.oauth, min(b.cfg.exchanges, 300))
+		if err != nil {
+			return err
+		}
+		_, one, err := b.exchangeWith(t, 1, codes)
+		if err != nil {
+			return err
+		}
+		t.one = []stats{one}
 	}
-	_, one, err := b.exchangeAll(1, codes)
-	if err != nil {
-		return err
+	c := b.cfg.concurrency
+	for _, m := range []struct {
+		name string
+		of   func(*tokenSite) []stats
+	}{
+		{fmt.Sprintf("authorize → code, %d clients", c), func(t *tokenSite) []stats { return t.auth }},
+		{fmt.Sprintf("code exchange + ID token, %d clients", c), func(t *tokenSite) []stats { return t.exch }},
+		{fmt.Sprintf("refresh (rotation), %d clients", c), func(t *tokenSite) []stats { return t.refr }},
+		{"code exchange, 1 client", func(t *tokenSite) []stats { return t.one }},
+	} {
+		base := median(m.of(sites[len(sites)-1]), stats.rps)
+		for i, t := range sites {
+			name, note := m.name, ""
+			if len(sites) > 1 {
+				name, note = m.name+", "+t.name, "baseline"
+				if i < len(sites)-1 {
+					note = fmt.Sprintf("%.2f×", median(m.of(t), stats.rps)/base)
+				}
+			}
+			b.row("token endpoint", name, m.of(t), note)
+		}
 	}
-	b.row("token endpoint", "code exchange, 1 client", []stats{one}, "")
 	return nil
+}
+
+// tokenSite is one Caddy's school measured by the token scenario, and
+// its runs.
+type tokenSite struct {
+	name                  string
+	oauth                 *oauthClient
+	pid                   func() int
+	auth, exch, refr, one []stats
+}
+
+// tokenRound authorizes a batch of codes, exchanges them and refreshes
+// every grant once, at full concurrency.
+func (b *bench) tokenRound(t *tokenSite, profile bool) error {
+	p := &pool[pendingCode]{}
+	a, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, b.cfg.exchanges, func(ctx context.Context, _ int) error {
+		c, err := t.oauth.authorize(ctx)
+		if err == nil {
+			p.put(c)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("authorize: %v", err)
+	}
+	if profile && b.cfg.profile == "token" {
+		go b.stack.cpuProfile(2*time.Second, "bench-token-exchange.pprof")
+	}
+	issued, e, err := b.exchangeWith(t, b.cfg.concurrency, p)
+	if err != nil {
+		return fmt.Errorf("code exchange: %v", err)
+	}
+	f, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
+		tok, ok := issued.take()
+		if !ok {
+			return errPoolEmpty
+		}
+		_, err := t.oauth.refresh(ctx, tok.Refresh)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("refresh: %v", err)
+	}
+	t.auth, t.exch, t.refr = append(t.auth, a), append(t.exch, e), append(t.refr, f)
+	return nil
+}
+
+// exchangeWith redeems every code of the pool with c clients at t.
+func (b *bench) exchangeWith(t *tokenSite, c int, codes *pool[pendingCode]) (*pool[tokens], stats, error) {
+	issued := &pool[tokens]{}
+	s, err := b.fixedWorkAt(t.pid(), c, len(codes.items), func(ctx context.Context, _ int) error {
+		code, ok := codes.take()
+		if !ok {
+			return errPoolEmpty
+		}
+		tok, err := t.oauth.exchange(ctx, code)
+		if err == nil {
+			issued.put(tok)
+		}
+		return err
+	})
+	if t.oauth == b.oauth {
+		b.grants += s.requests - s.failures
+	}
+	return issued, s, err
 }
 
 // memory: fills the store to cfg.grants live grants, then restarts

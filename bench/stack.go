@@ -32,6 +32,8 @@ type stack struct {
 	pgGateway  string
 	pg         *pgcluster.Cluster
 	postmaster int // the PostgreSQL server's main process, 0 if unknown
+	// older is the Caddy of an older build (-ab), nil without one.
+	older *olderCaddy
 }
 
 func freeAddr() (string, error) {
@@ -114,7 +116,13 @@ func startStack(cfg config) (*stack, error) {
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(caddyfile), 0o600); err != nil {
 		return s, err
 	}
-	return s, s.startCaddy()
+	if err := s.startCaddy(); err != nil {
+		return s, err
+	}
+	if cfg.ab != "" {
+		return s, s.startOlder(cfg.ab)
+	}
+	return s, nil
 }
 
 // caddyfile: the gateway, and plain reverse_proxy sites with the transport
@@ -126,43 +134,27 @@ func (s *stack) caddyfile(noopAddr string) string {
 			keepalive_idle_conns_per_host 128
 		}`
 	return fmt.Sprintf(`{
-	admin %[11]s
+	admin %[7]s
 	persist_config off
 	storage file_system %[1]s/caddy-storage
 }
 
-%[2]s {
-	school_gateway http://%[3]s {
-		issuer %[2]s
-		data %[1]s/data
-		catalog http://%[3]s/catalog.json refresh 1h
-		code_ttl 10m
-		# One load generator on one address stands for many clients.
-		rate_limit off
-		vendor "Bench Agent" {
-			client_id %[6]s
-			redirect_uri %[7]s
-			audience member
-			scopes %[8]s
-		}
+%[9]s
+%[3]s {
+	reverse_proxy %[2]s {
+		%[5]s
 	}
 }
 
 %[4]s {
-	reverse_proxy %[3]s {
-		%[9]s
+	reverse_proxy %[6]s {
+		%[5]s
 	}
 }
 
-%[5]s {
-	reverse_proxy %[10]s {
-		%[9]s
-	}
-}
-
-%[12]s {
-	reverse_proxy %[3]s {
-		%[9]s
+%[8]s {
+	reverse_proxy %[2]s {
+		%[5]s
 		header_up X-School-Subject member-1
 		header_up X-School-Email student@bench.example
 		header_up X-School-Name "Bench Student"
@@ -173,8 +165,30 @@ func (s *stack) caddyfile(noopAddr string) string {
 		header_up X-School-Audience member
 	}
 }
-`, s.dir, s.gateway, s.upstreamAddr, s.plain, s.noop, benchClientID, benchRedirect, benchScope, transport, noopAddr,
-		s.adminAddr, s.plainHeaders)
+`, s.dir, s.upstreamAddr, s.plain, s.noop, transport, noopAddr, s.adminAddr, s.plainHeaders,
+		s.gatewaySite(s.gateway, s.dir+"/data"))
+}
+
+// gatewaySite is the site block of the bench's school at origin, its
+// data in dir.
+func (s *stack) gatewaySite(origin, dir string) string {
+	return fmt.Sprintf(`%[1]s {
+	school_gateway http://%[2]s {
+		issuer %[1]s
+		data %[3]s
+		catalog http://%[2]s/catalog.json refresh 1h
+		code_ttl 10m
+		# One load generator on one address stands for many clients.
+		rate_limit off
+		vendor "Bench Agent" {
+			client_id %[4]s
+			redirect_uri %[5]s
+			audience member
+			scopes %[6]s
+		}
+	}
+}
+`, origin, s.upstreamAddr, dir, benchClientID, benchRedirect, benchScope)
 }
 
 func (s *stack) startCaddy() error {
@@ -204,6 +218,9 @@ func (s *stack) restartCaddy() (time.Duration, error) {
 }
 
 func (s *stack) stop() {
+	if s.older != nil {
+		s.older.stop()
+	}
 	if s.caddy != nil {
 		_ = s.caddy.Process.Signal(syscall.SIGTERM)
 		_ = s.caddy.Wait()

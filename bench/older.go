@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+)
+
+// olderCaddy is a Caddy built from an older commit (-ab), serving a
+// school of its own on the same upstream, beside this tree's Caddy: the
+// token scenario measures both, interleaved, so that a regression shows
+// the day it lands and not in a later comparison of separate runs.
+type olderCaddy struct {
+	commit string
+	dir    string
+	origin string
+	cmd    *exec.Cmd
+}
+
+func (o *olderCaddy) pid() int { return o.cmd.Process.Pid }
+
+// startOlder builds commit's Caddy and starts it with the gateway's site
+// block alone (its own data, no admin endpoint).
+func (s *stack) startOlder(commit string) error {
+	dir := filepath.Join(s.dir, "older")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	bin, err := buildCaddy(dir, commit)
+	if err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	o := &olderCaddy{commit: commit, dir: dir, origin: "http://" + addr}
+	caddyfile := fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tstorage file_system %s/caddy-storage\n}\n%s",
+		dir, s.gatewaySite(o.origin, dir+"/data"))
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(dir, "caddy.log"))
+	if err != nil {
+		return err
+	}
+	o.cmd = exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
+	o.cmd.Stdout, o.cmd.Stderr = logf, logf
+	o.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
+		"XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"))
+	if err := o.cmd.Start(); err != nil {
+		return err
+	}
+	s.older = o
+	return waitUp(o.origin+"/.well-known/oauth-authorization-server", 200)
+}
+
+func (o *olderCaddy) stop() {
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	_ = o.cmd.Wait()
+}
