@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -51,26 +50,8 @@ var (
 // boltStore is the embedded Store: one bbolt file per site.
 type boltStore struct {
 	db *bolt.DB
-	// writers counts the hot-path writes in flight (see write).
-	writers atomic.Int32
-}
-
-// write runs fn in a durable read-write transaction for the hot paths
-// (codes and tokens). A lone writer commits at once; writers that overlap
-// join a bbolt Batch and share one commit and its fsyncs, which is what
-// lets concurrent token requests scale. Durability is never relaxed. fn
-// may run more than once (Batch retries a failed batch one by one), so it
-// must reset whatever it records outside the transaction.
-func (s *boltStore) write(ctx context.Context, fn func(*bolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	n := s.writers.Add(1)
-	defer s.writers.Add(-1)
-	if n == 1 {
-		return s.db.Update(fn)
-	}
-	return s.db.Batch(fn)
+	// group queues the hot-path writes (see write in boltcommit.go).
+	group groupCommit
 }
 
 // update runs fn in a read-write transaction, unless ctx has ended: bbolt
@@ -107,9 +88,6 @@ func OpenBolt(path string, timeout time.Duration) (Store, error) {
 		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	// Concurrent token endpoints share fsyncs through Batch; a short delay
-	// keeps a lone writer fast.
-	db.MaxBatchDelay = time.Millisecond
 	s := &boltStore{db: db}
 	if err := s.migrate(); err != nil {
 		db.Close()

@@ -1,0 +1,181 @@
+package authserver
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// commitProbe holds a store's first write inside its transaction until
+// the writes of a test have queued behind it, and counts the commits.
+type commitProbe struct {
+	s       *boltStore
+	release chan struct{}
+	commits atomic.Int32
+	lastTx  atomic.Pointer[bolt.Tx]
+}
+
+func newCommitProbe(t *testing.T) *commitProbe {
+	t.Helper()
+	st, err := OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &commitProbe{s: st.(*boltStore), release: make(chan struct{})}
+}
+
+// put is a write of key, counting its transaction's commit once.
+func (p *commitProbe) put(key string, fail error) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		if p.lastTx.Swap(tx) != tx {
+			tx.OnCommit(func() { p.commits.Add(1) })
+		}
+		if err := tx.Bucket(bucketSettings).Put([]byte(key), []byte("v")); err != nil {
+			return err
+		}
+		if key == "panics" {
+			panic("a bug in a write")
+		}
+		return fail
+	}
+}
+
+// holdLeader starts a write that leads and waits in its transaction for
+// release; it returns when the leader holds the transaction.
+func (p *commitProbe) holdLeader(t *testing.T, wg *sync.WaitGroup) {
+	t.Helper()
+	inside := make(chan struct{})
+	wg.Go(func() {
+		err := p.s.write(context.Background(), func(tx *bolt.Tx) error {
+			close(inside)
+			<-p.release
+			return p.put("leader", nil)(tx)
+		})
+		if err != nil {
+			t.Errorf("leader: %v", err)
+		}
+	})
+	<-inside
+}
+
+// waitQueued waits until n writes wait for the next commit.
+func (p *commitProbe) waitQueued(n int) {
+	for {
+		p.s.group.mu.Lock()
+		queued := len(p.s.group.pending)
+		p.s.group.mu.Unlock()
+		if queued == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (p *commitProbe) has(key string) bool {
+	found := false
+	_ = p.s.db.View(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketSettings).Get([]byte(key)) != nil
+		return nil
+	})
+	return found
+}
+
+// Writes that queue during a commit share the next one: twenty writes
+// behind a leader are two commits, not twenty-one.
+func TestGroupCommitSharesCommits(t *testing.T) {
+	p := newCommitProbe(t)
+	var wg sync.WaitGroup
+	p.holdLeader(t, &wg)
+	keys := make([]string, 20)
+	for i := range keys {
+		keys[i] = "queued-" + string(rune('a'+i))
+		wg.Go(func() {
+			if err := p.s.write(context.Background(), p.put(keys[i], nil)); err != nil {
+				t.Errorf("%s: %v", keys[i], err)
+			}
+		})
+	}
+	p.waitQueued(len(keys))
+	close(p.release)
+	wg.Wait()
+	if n := p.commits.Load(); n != 2 {
+		t.Errorf("%d commits for 21 writes; want 2 (the leader's, then the queue's)", n)
+	}
+	for _, k := range append(keys, "leader") {
+		if !p.has(k) {
+			t.Errorf("%s was not stored", k)
+		}
+	}
+	// A lone writer afterwards commits at once, alone.
+	if err := p.s.write(context.Background(), p.put("alone", nil)); err != nil || !p.has("alone") || p.commits.Load() != 3 {
+		t.Errorf("lone write: %v, stored %v, commits %d", err, p.has("alone"), p.commits.Load())
+	}
+}
+
+// A write that fails or panics in a shared transaction fails alone: the
+// others of its batch commit, and nothing of it is stored.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	p := newCommitProbe(t)
+	var wg sync.WaitGroup
+	p.holdLeader(t, &wg)
+	boom := errors.New("boom")
+	results := map[string]error{}
+	var mu sync.Mutex
+	for i, k := range []string{"first", "fails", "panics", "last"} {
+		var fail error
+		if k == "fails" {
+			fail = boom
+		}
+		wg.Go(func() {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						err = errors.New("panicked")
+					}
+				}()
+				err = p.s.write(context.Background(), p.put(k, fail))
+			}()
+			mu.Lock()
+			results[k] = err
+			mu.Unlock()
+		})
+		p.waitQueued(i + 1)
+	}
+	close(p.release)
+	wg.Wait()
+	want := map[string]error{"first": nil, "last": nil}
+	for k, err := range results {
+		switch k {
+		case "fails":
+			if !errors.Is(err, boom) || p.has(k) {
+				t.Errorf("fails: %v, stored %v; want its own error and nothing stored", err, p.has(k))
+			}
+		case "panics":
+			if err == nil || err.Error() != "panicked" || p.has(k) {
+				t.Errorf("panics: %v, stored %v; want the panic in its own call", err, p.has(k))
+			}
+		default:
+			if err != want[k] || !p.has(k) {
+				t.Errorf("%s: %v, stored %v; want it committed", k, err, p.has(k))
+			}
+		}
+	}
+}
+
+// A cancelled request writes nothing and does not queue.
+func TestGroupCommitRefusesCancelled(t *testing.T) {
+	p := newCommitProbe(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.s.write(ctx, p.put("late", nil)); !errors.Is(err, context.Canceled) || p.has("late") {
+		t.Errorf("cancelled write: %v, stored %v", err, p.has("late"))
+	}
+}
