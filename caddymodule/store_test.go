@@ -9,8 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The store option adapts to JSON with its placeholders kept: the
@@ -150,7 +150,7 @@ func TestWrongKeySecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.InitKeys(ctx, authserver.StoredKey{KID: "k1", JWK: []byte(`{"kty":"EC"}`)}); err != nil {
+	if _, err := a.InitKeys(ctx, store.StoredKey{KID: "k1", JWK: []byte(`{"kty":"EC"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	_ = a.release()

@@ -10,8 +10,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // stores holds each site's bbolt file open across config reloads. Caddy
@@ -72,7 +73,7 @@ const quickConnect = 2 * time.Second
 
 // siteStore is a site's store and how to let go of it.
 type siteStore struct {
-	authserver.Store
+	store.Store
 	// where names the store in status reports and messages: the bbolt
 	// file's path, or "postgres".
 	where   string
@@ -97,15 +98,15 @@ func (g *Gateway) openStore(ctx context.Context) (*siteStore, error) {
 	return &siteStore{Store: s, where: path, release: func() error { return releaseBolt(path) }}, nil
 }
 
-type pooledStore struct{ authserver.Store }
+type pooledStore struct{ store.Store }
 
 // Destruct closes the file once no config uses it.
 func (p pooledStore) Destruct() error { return p.Close() }
 
-func acquireBolt(path string) (authserver.Store, error) {
+func acquireBolt(path string) (store.Store, error) {
 	v, _, err := stores.LoadOrNew(path, func() (caddy.Destructor, error) {
-		s, err := authserver.OpenBolt(path, lockWait())
-		if errors.Is(err, authserver.ErrLocked) {
+		s, err := boltstore.Open(path, lockWait())
+		if errors.Is(err, boltstore.ErrLocked) {
 			now := time.Now()
 			lockTimedOut.Store(&now)
 		}
