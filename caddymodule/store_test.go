@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,25 @@ func TestStoreCaddyfileErrors(t *testing.T) {
 		err := g.UnmarshalCaddyfile(d)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want mention of %q", tt.block, err, tt.want)
+		}
+	}
+}
+
+// Each kind of store is named alike in the Caddyfile and the JSON: the
+// JSON field of the kind's name sets that kind, and no other.
+func TestStoreKindsNamedAlike(t *testing.T) {
+	for name, kind := range storeKinds {
+		var s StoreConfig
+		if err := json.Unmarshal([]byte(`{"`+name+`":{}}`), &s); err != nil {
+			t.Fatal(err)
+		}
+		if kind.options(&s) == nil {
+			t.Errorf("%s: the JSON field %q does not set the kind", name, name)
+		}
+		for other, k := range storeKinds {
+			if other != name && k.options(&s) != nil {
+				t.Errorf("%s: the JSON field %q sets %s too", name, name, other)
+			}
 		}
 	}
 }

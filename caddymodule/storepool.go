@@ -80,10 +80,10 @@ type siteStore struct {
 	release func() error
 }
 
-// openStore opens the store g names: a PostgreSQL site, or the bbolt file.
+// openStore opens the store g names (see storeKinds), or the bbolt file.
 func (g *Gateway) openStore(ctx context.Context) (*siteStore, error) {
-	if g.Store != nil && g.Store.Postgres != nil {
-		return openPostgres(ctx, g.Store.Postgres, g.Issuer)
+	if opts := g.Store.options(); opts != nil {
+		return opts.open(ctx, g.Issuer)
 	}
 	if g.Data == "" {
 		if err := g.prepareDefaultDir(); err != nil {
@@ -132,6 +132,11 @@ type pooledDB struct{ *pgstore.Pool }
 func (p pooledDB) Destruct() error {
 	p.Close()
 	return nil
+}
+
+// open opens the issuer's site on the pool of its DSN (see openPostgres).
+func (pg *PostgresStore) open(ctx context.Context, issuer string) (*siteStore, error) {
+	return openPostgres(ctx, pg, issuer)
 }
 
 // openPostgres opens the issuer's site on the pool of its DSN. The key is
