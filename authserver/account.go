@@ -10,6 +10,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The person's own area: the applications they connected, one row each
@@ -72,7 +73,7 @@ func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
 
 // accountPerson is who the legacy site says is signed in; when nobody
 // is, or the site cannot say, the answer has been sent and it is nil.
-func (s *Server) accountPerson(w http.ResponseWriter, r *http.Request) *Identity {
+func (s *Server) accountPerson(w http.ResponseWriter, r *http.Request) *store.Identity {
 	id, err := s.lookupSession(r.Context(), r)
 	if err != nil {
 		s.cfg.Logger.Error("account: session lookup failed", "error", err)
@@ -107,7 +108,7 @@ func (s *Server) accountLogin(w http.ResponseWriter, r *http.Request) {
 
 // accountPersonKey finds the signed-in person and the key of their
 // forms' tokens; nil when it has answered instead (sign-in redirect, 503).
-func (s *Server) accountPersonKey(w http.ResponseWriter, r *http.Request) (*Identity, []byte) {
+func (s *Server) accountPersonKey(w http.ResponseWriter, r *http.Request) (*store.Identity, []byte) {
 	id := s.accountPerson(w, r)
 	if id == nil {
 		return nil, nil
@@ -187,7 +188,7 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ErrAlreadyDisconnected):
 		done = "already"
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		s.accountError(w, http.StatusNotFound, "None of your connected applications matches this form. Nothing was changed: open your applications page again.")
 		return
 	case err != nil:

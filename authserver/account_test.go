@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // issued is a grant made for a test, with its raw tokens.
@@ -36,14 +36,14 @@ func (f *fixture) grantTo(clientID, person string, scopes ...string) issued {
 	}
 	now := f.clock.Now()
 	code := randomString()
-	err := f.store.PutCode(context.Background(), hashToken(code), &Code{Request: AuthRequest{ClientID: clientID,
+	err := f.store.PutCode(context.Background(), hashToken(code), &store.Code{Request: store.AuthRequest{ClientID: clientID,
 		Scopes: scopes, Audience: c.Audience, Resource: issuer}, Identity: id, AuthTime: now, ExpiresAt: now.Add(DefaultCodeTTL)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	var out issued
-	err = f.store.RedeemCode(context.Background(), hashToken(code), func(code *Code) (*Grant, []IssuedToken, error) {
-		g := &Grant{ID: randomString(), ClientID: clientID, Audience: c.Audience, Scopes: scopes,
+	err = f.store.RedeemCode(context.Background(), hashToken(code), func(code *store.Code) (*store.Grant, []store.IssuedToken, error) {
+		g := &store.Grant{ID: randomString(), ClientID: clientID, Audience: c.Audience, Scopes: scopes,
 			Resource: issuer, Identity: id, AuthTime: now, CreatedAt: now}
 		resp, toks := f.srv.mintTokens(g, scopes, now)
 		out = issued{grantID: g.ID, access: resp.AccessToken, refresh: resp.RefreshToken}
@@ -59,10 +59,10 @@ func (f *fixture) grantTo(clientID, person string, scopes ...string) issued {
 // storedClients adds a client of each stored kind to the fixture.
 func (f *fixture) storedClients() {
 	f.t.Helper()
-	for _, c := range []*Client{
-		{ID: "app_planner", Name: "Study Planner", Kind: KindApp, Audience: AudienceMember, Scopes: DefaultMemberScopes, AuthMethod: "none"},
-		{ID: "https://agent.example/client.json", Name: "Doc Agent", Kind: KindMetadata, Audience: AudienceMember, Scopes: DefaultMemberScopes, AuthMethod: "none"},
-		{ID: "sgc_cli", Name: "school-cli", Kind: KindLoopback, Audience: AudienceOperator, Scopes: OperatorScopes(), AuthMethod: "none"},
+	for _, c := range []*store.Client{
+		{ID: "app_planner", Name: "Study Planner", Kind: store.KindApp, Audience: store.AudienceMember, Scopes: DefaultMemberScopes, AuthMethod: "none"},
+		{ID: "https://agent.example/client.json", Name: "Doc Agent", Kind: store.KindMetadata, Audience: store.AudienceMember, Scopes: DefaultMemberScopes, AuthMethod: "none"},
+		{ID: "sgc_cli", Name: "school-cli", Kind: store.KindLoopback, Audience: store.AudienceOperator, Scopes: OperatorScopes(), AuthMethod: "none"},
 	} {
 		if err := f.store.PutClient(context.Background(), c); err != nil {
 			f.t.Fatal(err)
@@ -126,10 +126,10 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 		kind, clientID, person, name, words string
 		scopes                              []string
 	}{
-		{KindVendor, memberClient, "student", "Member App", "Integration set up by the school", []string{"openid", "account:read"}},
-		{KindApp, "app_planner", "student", "Study Planner", "Member application", []string{"openid", "account:read", "account:write"}},
-		{KindMetadata, "https://agent.example/client.json", "student", "Doc Agent", "Application published at agent.example", []string{"openid", "account:read"}},
-		{KindLoopback, "sgc_cli", "owner", "school-cli", "Command-line or desktop app on a computer", []string{"openid", "courses:read"}},
+		{store.KindVendor, memberClient, "student", "Member App", "Integration set up by the school", []string{"openid", "account:read"}},
+		{store.KindApp, "app_planner", "student", "Study Planner", "Member application", []string{"openid", "account:read", "account:write"}},
+		{store.KindMetadata, "https://agent.example/client.json", "student", "Doc Agent", "Application published at agent.example", []string{"openid", "account:read"}},
+		{store.KindLoopback, "sgc_cli", "owner", "school-cli", "Command-line or desktop app on a computer", []string{"openid", "courses:read"}},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			f := newFixture(t)
@@ -174,7 +174,7 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 			if _, err := f.srv.LookupAccessToken(context.Background(), other.access); err != nil {
 				t.Errorf("the other grant's access token: %v", err)
 			}
-			if _, err := f.store.GetConsent(context.Background(), c.clientID, people[c.person].Subject); !errors.Is(err, ErrNotFound) {
+			if _, err := f.store.GetConsent(context.Background(), c.clientID, people[c.person].Subject); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("the consent was kept: %v", err)
 			}
 			page, rows = f.accountPage(c.person, "?done=disconnected")
@@ -299,7 +299,7 @@ func TestAccountRefusals(t *testing.T) {
 	if res := f.disconnectForm("student", memberClient, csrf, nil); res.Header.Get("Location") != sitepath.AccountApplications+"?done=already" {
 		t.Errorf("disconnecting a consent alone = %d %q", res.StatusCode, res.Header.Get("Location"))
 	}
-	if _, err := f.store.GetConsent(context.Background(), memberClient, people["student"].Subject); !errors.Is(err, ErrNotFound) {
+	if _, err := f.store.GetConsent(context.Background(), memberClient, people["student"].Subject); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the consent was kept: %v", err)
 	}
 	// A member never sees another's grants, nor, without an operator
@@ -355,26 +355,21 @@ func TestAccountPages(t *testing.T) {
 	start := f.clock.Now()
 	student := people["student"]
 	var want []string
-	err := f.store.(*boltStore).db.Update(func(tx *bolt.Tx) error {
-		put := func(clientID string, i int) error {
-			return putGrantAndTokens(tx, &Grant{ID: randomString(), ClientID: clientID, Audience: AudienceMember,
-				Scopes: []string{"openid"}, Identity: student, CreatedAt: start.Add(time.Duration(i) * time.Second)}, nil)
-		}
-		for i := range 600 {
-			if err := put("sgc_cli", i); err != nil {
-				return err
-			}
-		}
-		want = append(want, "sgc_cli")
-		for i := range DefaultGrantPage + 2 {
-			id := fmt.Sprintf("app_%03d", i)
-			want = append(want, id)
-			if err := put(id, 600+i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	var grants []*store.Grant
+	put := func(clientID string, i int) {
+		grants = append(grants, &store.Grant{ID: randomString(), ClientID: clientID, Audience: store.AudienceMember,
+			Scopes: []string{"openid"}, Identity: student, CreatedAt: start.Add(time.Duration(i) * time.Second)})
+	}
+	for i := range 600 {
+		put("sgc_cli", i)
+	}
+	want = append(want, "sgc_cli")
+	for i := range DefaultGrantPage + 2 {
+		id := fmt.Sprintf("app_%03d", i)
+		want = append(want, id)
+		put(id, 600+i)
+	}
+	err := boltstore.Fill(f.store, nil, grants)
 	if err != nil {
 		t.Fatal(err)
 	}

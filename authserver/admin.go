@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The operator's admin area, "Developers → OAuth applications": the MCP connections beta switch, member applications,
@@ -31,7 +32,7 @@ type adminCtx struct {
 	s    *Server
 	w    http.ResponseWriter
 	r    *http.Request
-	id   *Identity
+	id   *store.Identity
 	csrf string
 }
 

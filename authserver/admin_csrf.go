@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Forms of the admin area carry a token bound to the operator and to the
@@ -51,7 +52,7 @@ func (s *Server) adminCSRFKey(ctx context.Context) ([]byte, error) {
 	if err == nil && len(v) >= 32 {
 		return v, nil
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	if err := s.store.PutSetting(ctx, settingAdminCSRFKey, []byte(randomString())); err != nil {

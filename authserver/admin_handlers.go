@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The pages of the admin area, one handler per route of adminRoutes.
@@ -49,11 +50,11 @@ func (a *adminCtx) overview() {
 		}
 		for _, c := range clients {
 			switch c.Kind {
-			case KindApp:
+			case store.KindApp:
 				v.Apps = append(v.Apps, c)
-			case KindMetadata:
+			case store.KindMetadata:
 				v.Metadata = append(v.Metadata, c)
-			case KindLoopback:
+			case store.KindLoopback:
 				v.Loopback = append(v.Loopback, c)
 			}
 		}
@@ -86,7 +87,7 @@ func (a *adminCtx) toggle() {
 }
 
 // appFormView fills the application form.
-func (a *adminCtx) appFormView(title string, c *Client, in AppSpec, msg string) adminAppForm {
+func (a *adminCtx) appFormView(title string, c *store.Client, in AppSpec, msg string) adminAppForm {
 	v := adminAppForm{adminPage: a.page(title), Name: in.Name,
 		RedirectURIs: strings.Join(in.RedirectURIs, "\n"), Confidential: in.Confidential,
 		Scopes: scopeChoices(in.Scopes)}
@@ -133,7 +134,7 @@ func (a *adminCtx) createApp() {
 
 // refuseAppForm shows the form again with what the operator typed and
 // why it was refused.
-func (a *adminCtx) refuseAppForm(title string, c *Client, nonce, msg string) {
+func (a *adminCtx) refuseAppForm(title string, c *store.Client, nonce, msg string) {
 	form := a.r.PostForm
 	in := AppSpec{Name: form.Get("name"), Scopes: form["scope"],
 		RedirectURIs: []string{strings.TrimSpace(form.Get("redirect_uris"))},
@@ -163,7 +164,7 @@ func (a *adminCtx) showSecret(title string, c ClientInfo, secret string, created
 
 // loadClient finds a stored client of one of the kinds, answering 404
 // itself when there is none.
-func (a *adminCtx) loadClient(kinds ...string) (*Client, bool) {
+func (a *adminCtx) loadClient(kinds ...string) (*store.Client, bool) {
 	c, err := a.s.clientOfKind(a.r.Context(), a.target(), kinds...)
 	if err != nil {
 		a.clientFailure("loading the client", err)
@@ -178,7 +179,7 @@ func (a *adminCtx) loadClient(kinds ...string) (*Client, bool) {
 func (a *adminCtx) clientFailure(what string, err error) {
 	var ie *InputError
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrWrongKind):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, ErrWrongKind):
 		a.fail(http.StatusNotFound, "There is no such client.")
 	case errors.As(err, &ie):
 		a.fail(http.StatusBadRequest, ie.Msg)
@@ -195,7 +196,7 @@ func (a *adminCtx) target() string {
 }
 
 func (a *adminCtx) editApp() {
-	c, ok := a.loadClient(KindApp)
+	c, ok := a.loadClient(store.KindApp)
 	if !ok {
 		return
 	}
@@ -206,7 +207,7 @@ func (a *adminCtx) editApp() {
 }
 
 func (a *adminCtx) updateApp() {
-	c, ok := a.loadClient(KindApp)
+	c, ok := a.loadClient(store.KindApp)
 	if !ok {
 		return
 	}
@@ -237,12 +238,12 @@ func (a *adminCtx) regenerateSecret() {
 }
 
 func (a *adminCtx) confirmDelete() {
-	c, ok := a.loadClient(KindApp, KindLoopback)
+	c, ok := a.loadClient(store.KindApp, store.KindLoopback)
 	if !ok {
 		return
 	}
 	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("Delete " + displayName(c)),
-		Client: clientInfo(c), Loopback: c.Kind == KindLoopback})
+		Client: clientInfo(c), Loopback: c.Kind == store.KindLoopback})
 }
 
 // deleteClient deletes a member application or a loopback client and
@@ -257,7 +258,7 @@ func (a *adminCtx) deleteClient() {
 	a.redirect(sitepath.AdminApplications, url.Values{"done": {"deleted"}})
 }
 
-func (a *adminCtx) reviewView(c *Client, scopes []string, reviewed bool, msg string) adminReviewView {
+func (a *adminCtx) reviewView(c *store.Client, scopes []string, reviewed bool, msg string) adminReviewView {
 	v := adminReviewView{adminPage: a.page("Review " + displayName(c)), Client: clientInfo(c),
 		Scopes: scopeChoices(scopes), Reviewed: reviewed}
 	v.Error = msg
@@ -265,7 +266,7 @@ func (a *adminCtx) reviewView(c *Client, scopes []string, reviewed bool, msg str
 }
 
 func (a *adminCtx) reviewForm() {
-	c, ok := a.loadClient(KindMetadata)
+	c, ok := a.loadClient(store.KindMetadata)
 	if !ok {
 		return
 	}
@@ -274,7 +275,7 @@ func (a *adminCtx) reviewForm() {
 
 // review records the operator's decision on a metadata-document client.
 func (a *adminCtx) review() {
-	c, ok := a.loadClient(KindMetadata)
+	c, ok := a.loadClient(store.KindMetadata)
 	if !ok {
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The admin area's view of who is connected to what: a count of people
@@ -26,7 +28,7 @@ func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]*Client{}
+	byID := map[string]*store.Client{}
 	for _, c := range clients {
 		byID[c.ID] = c
 	}
@@ -76,7 +78,7 @@ func (a *adminCtx) people() {
 		a.unavailable("listing the connected people", err)
 		return
 	}
-	c, err := a.s.knownClient(ctx, id, map[string]*Client{})
+	c, err := a.s.knownClient(ctx, id, map[string]*store.Client{})
 	if err != nil {
 		a.unavailable("loading the client", err)
 		return
@@ -119,7 +121,7 @@ func (a *adminCtx) disconnectPerson() {
 		return
 	case errors.Is(err, ErrAlreadyDisconnected):
 		done = "already"
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		a.fail(http.StatusNotFound, "Nobody connected to this application matches the form. Nothing was changed.")
 		return
 	case err != nil:

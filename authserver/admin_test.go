@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 var (
@@ -262,7 +263,7 @@ func TestAdminCreateApps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Kind != KindApp || c.Audience != AudienceMember || c.AuthMethod != tc.method ||
+			if c.Kind != store.KindApp || c.Audience != store.AudienceMember || c.AuthMethod != tc.method ||
 				!strings.HasPrefix(id, "app_") || len(id) < 20 ||
 				!slices.Equal(c.RedirectURIs, []string{appRedirect, appLoopback}) ||
 				!slices.Equal(c.Scopes, []string{"openid", "profile", "account:read"}) {
@@ -292,7 +293,7 @@ func TestAdminCreateApps(t *testing.T) {
 				strings.Contains(again.Body.String(), prefixSecret) {
 				t.Errorf("resubmission: %d %q", again.Code, again.Header().Get("Location"))
 			}
-			if n, _ := f.store.CountClientsByKind(context.Background(), KindApp); n != 1 {
+			if n, _ := f.store.CountClientsByKind(context.Background(), store.KindApp); n != 1 {
 				t.Errorf("%d applications after a resubmission", n)
 			}
 			edit := f.adminGet(again.Header().Get("Location"), "owner").Body.String()
@@ -403,7 +404,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != sitepath.AdminApplications+"?done=deleted" {
 		t.Fatalf("delete: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
-	if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
+	if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("still stored: %v", err)
 	}
 	if _, err := f.srv.LookupAccessToken(t.Context(), access); !errors.Is(err, ErrInvalidToken) {
@@ -477,7 +478,7 @@ func TestAdminFormValidation(t *testing.T) {
 			checkPageHeaders(t, rec)
 		})
 	}
-	if n, _ := f.store.CountClientsByKind(context.Background(), KindApp); n != 0 {
+	if n, _ := f.store.CountClientsByKind(context.Background(), store.KindApp); n != 0 {
 		t.Errorf("refused forms created %d applications", n)
 	}
 
@@ -586,7 +587,7 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 	f := newFixture(t)
 	f.enableMCP()
 	const docID = "https://agent.example/oauth/client.json?v=1&x=<y>"
-	md := &Client{ID: docID, Name: "Doc Agent", Kind: KindMetadata, Audience: AudienceMember,
+	md := &store.Client{ID: docID, Name: "Doc Agent", Kind: store.KindMetadata, Audience: store.AudienceMember,
 		RedirectURIs: []string{"https://agent.example/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none",
 		IssuedAt: f.clock.Now()}
 	if err := f.store.PutClient(context.Background(), md); err != nil {
@@ -608,7 +609,7 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c.checkScopes([]string{scope}) == nil
+		return checkScopes(c, []string{scope}) == nil
 	}
 	if !mayRequest("account:read") || mayRequest("account:write") {
 		t.Fatal("an unreviewed metadata client must get read and identity scopes only")
@@ -684,7 +685,7 @@ func TestAdminLoopbackClients(t *testing.T) {
 	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("delete: %d\n%s", rec.Code, rec.Body)
 	}
-	if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
+	if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("loopback client still stored: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 const legacyAudience = "http://127.0.0.1:9080"
@@ -138,7 +139,7 @@ func TestIdentityAssertionExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok := &policy.Token{Subject: "member-1", Audience: AudienceMember, ExpiresAt: now.Add(tt.tokenTTL)}
+			tok := &policy.Token{Subject: "member-1", Audience: store.AudienceMember, ExpiresAt: now.Add(tt.tokenTTL)}
 			a, err := f.srv.IdentityAssertion(tok, legacyAudience)
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // singleParams may appear at most once in an authorization request
@@ -65,7 +66,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 // decideConsent answers at once from a remembered consent when the
 // redirect URI proves the client (consentrule.go), and otherwise shows the
 // consent page, or refuses with consent_required under prompt=none.
-func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *Client, req *AuthRequest, id *Identity, prompt string) {
+func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *store.Client, req *store.AuthRequest, id *store.Identity, prompt string) {
 	prior, err := s.priorConsent(r.Context(), client.ID, id.Subject)
 	if err != nil {
 		// Not "no consent": that would ask again, or refuse prompt=none
@@ -89,7 +90,7 @@ func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *C
 
 // authorizeClient resolves the client and redirect URI. Failures here get
 // an error page, never a redirect: the redirect target is not trusted.
-func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.Values) (*Client, string, bool) {
+func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.Values) (*store.Client, string, bool) {
 	for _, p := range []string{"client_id", "redirect_uri"} {
 		if len(q[p]) > 1 {
 			s.errorPage(w, http.StatusBadRequest, "The request repeats the "+p+" parameter.")
@@ -116,7 +117,7 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 		return nil, "", false
 	}
 	redirectURI := q.Get("redirect_uri")
-	if redirectURI == "" || !client.MatchRedirect(redirectURI) {
+	if redirectURI == "" || !MatchRedirect(client, redirectURI) {
 		s.errorPage(w, http.StatusBadRequest, "The redirect_uri is not registered for this application.")
 		return nil, "", false
 	}
@@ -124,7 +125,7 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 }
 
 // parseAuthRequest validates everything but the client and redirect URI.
-func (s *Server) parseAuthRequest(q url.Values, client *Client) (*AuthRequest, *authzError) {
+func (s *Server) parseAuthRequest(q url.Values, client *store.Client) (*store.AuthRequest, *authzError) {
 	for _, p := range singleParams {
 		if len(q[p]) > 1 {
 			return nil, &authzError{"invalid_request", "the " + p + " parameter is repeated"}
@@ -158,14 +159,14 @@ func (s *Server) parseAuthRequest(q url.Values, client *Client) (*AuthRequest, *
 	if len(scopes) == 0 {
 		return nil, &authzError{"invalid_request", "scope is required"}
 	}
-	if e := client.checkScopes(scopes); e != nil {
+	if e := checkScopes(client, scopes); e != nil {
 		return nil, &authzError{e.Code, e.Description}
 	}
 	resource, e := s.checkResource(q["resource"], client.Audience)
 	if e != nil {
 		return nil, &authzError{e.Code, e.Description}
 	}
-	return &AuthRequest{
+	return &store.AuthRequest{
 		ClientID:      client.ID,
 		Scopes:        dedupe(scopes),
 		Resource:      resource,
@@ -181,7 +182,7 @@ func (s *Server) parseAuthRequest(q url.Values, client *Client) (*AuthRequest, *
 func (s *Server) checkResource(values []string, audience string) (string, *oauthError) {
 	switch len(values) {
 	case 0:
-		if audience == AudienceMember {
+		if audience == store.AudienceMember {
 			return "", errInvalidTarget("resource is required for member tokens; use " + s.cfg.Issuer)
 		}
 		return s.cfg.Issuer, nil
@@ -196,11 +197,11 @@ func (s *Server) checkResource(values []string, audience string) (string, *oauth
 }
 
 // checkPerson applies the audience rules to the signed-in person.
-func (s *Server) checkPerson(c *Client, id *Identity) *authzError {
-	if c.Audience == AudienceOperator && !id.IsOperator() {
+func (s *Server) checkPerson(c *store.Client, id *store.Identity) *authzError {
+	if c.Audience == store.AudienceOperator && !id.IsOperator() {
 		return &authzError{"access_denied", "this application needs a site operator; the signed-in person is not one"}
 	}
-	if c.Audience == AudienceMember && len(id.Roles) == 0 {
+	if c.Audience == store.AudienceMember && len(id.Roles) == 0 {
 		return &authzError{"access_denied", "the signed-in person has no role at this school"}
 	}
 	return nil
@@ -228,10 +229,10 @@ func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 
 // issueCode stores a new authorization code and redirects with it; retry
 // tells the person how to try again should the store fail.
-func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *AuthRequest, id *Identity, status int, retry string) {
+func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *store.AuthRequest, id *store.Identity, status int, retry string) {
 	now := s.cfg.Now()
 	raw := newToken(prefixCode)
-	err := s.store.PutCode(r.Context(), hashToken(raw), &Code{
+	err := s.store.PutCode(r.Context(), hashToken(raw), &store.Code{
 		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
 	})
 	if err != nil {

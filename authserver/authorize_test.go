@@ -8,6 +8,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 func TestAuthorizeErrorPageNeverRedirects(t *testing.T) {
@@ -229,9 +230,9 @@ func TestMemberScopeHint(t *testing.T) {
 	for _, tc := range []struct {
 		kind string
 		hint bool
-	}{{KindLoopback, true}, {KindVendor, false}} {
-		c := &Client{Kind: tc.kind, Audience: AudienceOperator, Scopes: policy.AllScopes}
-		e := c.checkScopes([]string{"openid", "account:read"})
+	}{{store.KindLoopback, true}, {store.KindVendor, false}} {
+		c := &store.Client{Kind: tc.kind, Audience: store.AudienceOperator, Scopes: policy.AllScopes}
+		e := checkScopes(c, []string{"openid", "account:read"})
 		if e == nil || e.Code != "invalid_scope" {
 			t.Fatalf("%s: %v, want invalid_scope", tc.kind, e)
 		}

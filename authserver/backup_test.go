@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/boltstore"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // A backup taken while the school serves opens as the store of that
@@ -18,7 +21,7 @@ func TestBoltBackupWhileServing(t *testing.T) {
 	_, before := f.exchange(f.code(authParams(c), v), v)
 	access, _ := before["access_token"].(string)
 	var buf bytes.Buffer
-	if err := f.store.(Backuper).Backup(context.Background(), &buf); err != nil {
+	if err := f.store.(store.Backuper).Backup(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	v2, c2 := pkce()
@@ -29,7 +32,7 @@ func TestBoltBackupWhileServing(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	restored, err := OpenBolt(path, time.Second)
+	restored, err := boltstore.Open(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // MetadataDocumentsConfig configures Client ID Metadata Documents: a
@@ -81,33 +83,33 @@ func newMetadataResolver(cfg MetadataDocumentsConfig, now func() time.Time) *met
 // metadataClient resolves a metadata-document client: the document gives
 // name and redirect URIs, the store keeps what the operator decided
 // (reviewed, scopes) and lets the admin area list the clients seen.
-func (s *Server) metadataClient(ctx context.Context, id string) (*Client, error) {
+func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, error) {
 	doc, err := s.metadata.resolve(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	stored, err := s.store.GetClient(ctx, id)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		c := &Client{ID: id, Name: doc.name, Kind: KindMetadata, Audience: AudienceMember,
+	case errors.Is(err, store.ErrNotFound):
+		c := &store.Client{ID: id, Name: doc.name, Kind: store.KindMetadata, Audience: store.AudienceMember,
 			RedirectURIs: doc.redirectURIs, Scopes: DefaultMemberScopes, AuthMethod: "none",
 			IssuedAt: s.cfg.Now().UTC()}
 		got, existing, err := s.store.CreateClient(ctx, c, maxMetadataClients)
 		switch {
-		case errors.Is(err, ErrClientLimit):
+		case errors.Is(err, store.ErrClientLimit):
 			return nil, metaErr("this school has reached its limit of metadata-document clients")
 		case err != nil:
 			return nil, err
 		case !existing:
 			return got, nil
-		case got.Kind != KindMetadata:
+		case got.Kind != store.KindMetadata:
 			return nil, errUnknownClient
 		}
 		// Another request created it meanwhile: go on with that one.
 		stored = got
 	case err != nil:
 		return nil, err
-	case stored.Kind != KindMetadata:
+	case stored.Kind != store.KindMetadata:
 		return nil, errUnknownClient
 	}
 	if stored.Name != doc.name || !slices.Equal(stored.RedirectURIs, doc.redirectURIs) {

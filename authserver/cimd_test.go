@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // docServer serves metadata documents over TLS on loopback.
@@ -87,7 +89,7 @@ func TestMetadataDocumentClient(t *testing.T) {
 		t.Fatalf("unreviewed write scope: %d %s", rec.Code, loc)
 	}
 	c, err := f.store.GetClient(context.Background(), id)
-	if err != nil || c.Kind != KindMetadata || c.Audience != AudienceMember || c.Name != "Doc Agent" {
+	if err != nil || c.Kind != store.KindMetadata || c.Audience != store.AudienceMember || c.Name != "Doc Agent" {
 		t.Fatalf("stored client %+v, %v", c, err)
 	}
 	c.Reviewed = true
@@ -158,7 +160,7 @@ func TestMetadataDocumentRejections(t *testing.T) {
 			if !strings.Contains(body, "invalid_client_metadata") || !strings.Contains(body, tt.want) {
 				t.Errorf("error page lacks %q:\n%s", tt.want, body)
 			}
-			if _, err := f.store.GetClient(context.Background(), tt.id); !errors.Is(err, ErrNotFound) {
+			if _, err := f.store.GetClient(context.Background(), tt.id); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("a refused document left a client record: %v", err)
 			}
 		})

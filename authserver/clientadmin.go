@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The operations of the admin area as plain methods, shared by the HTML
@@ -37,9 +39,9 @@ func (c ClientInfo) Confidential() bool { return c.AuthMethod != "none" }
 // Created is the issue time as the admin area shows it.
 func (c ClientInfo) Created() string { return formatAdminTime(c.IssuedAt) }
 
-func clientInfo(c *Client) ClientInfo {
+func clientInfo(c *store.Client) ClientInfo {
 	return ClientInfo{ClientID: c.ID, Name: displayName(c), Kind: c.Kind, Audience: c.Audience,
-		RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, AllowedScopes: c.allowedScopes(),
+		RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, AllowedScopes: allowedScopes(c),
 		AuthMethod: c.AuthMethod, Reviewed: c.Reviewed, IssuedAt: c.IssuedAt}
 }
 
@@ -135,8 +137,8 @@ func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*Crea
 	if key != "" {
 		key = hashToken("admin-app\x00" + key)
 	}
-	c := &Client{ID: "app_" + randomString()[:22], Name: spec.Name, Kind: KindApp,
-		Audience: AudienceMember, RedirectURIs: spec.RedirectURIs, Scopes: spec.Scopes,
+	c := &store.Client{ID: "app_" + randomString()[:22], Name: spec.Name, Kind: store.KindApp,
+		Audience: store.AudienceMember, RedirectURIs: spec.RedirectURIs, Scopes: spec.Scopes,
 		AuthMethod: "none", IssuedAt: s.cfg.Now().UTC(), RegistrationKey: key}
 	var secret string
 	if spec.Confidential {
@@ -159,7 +161,7 @@ func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*Crea
 // authorizations and to refreshes (see the token endpoint), not to access
 // tokens already issued, which expire within the hour.
 func (s *Server) UpdateApp(ctx context.Context, id string, spec AppSpec) (ClientInfo, error) {
-	c, err := s.clientOfKind(ctx, id, KindApp)
+	c, err := s.clientOfKind(ctx, id, store.KindApp)
 	if err != nil {
 		return ClientInfo{}, err
 	}
@@ -177,7 +179,7 @@ func (s *Server) UpdateApp(ctx context.Context, id string, spec AppSpec) (Client
 // RegenerateSecret replaces a confidential application's secret; the old
 // one stops working at once.
 func (s *Server) RegenerateSecret(ctx context.Context, id string) (ClientInfo, string, error) {
-	c, err := s.clientOfKind(ctx, id, KindApp)
+	c, err := s.clientOfKind(ctx, id, store.KindApp)
 	if err != nil {
 		return ClientInfo{}, "", err
 	}
@@ -197,12 +199,12 @@ func (s *Server) RegenerateSecret(ctx context.Context, id string) (ClientInfo, s
 // revokes its grants, so its tokens stop working at once. It returns how
 // many grants were revoked.
 func (s *Server) DeleteClient(ctx context.Context, id string) (int, error) {
-	c, err := s.clientOfKind(ctx, id, KindApp, KindLoopback)
+	c, err := s.clientOfKind(ctx, id, store.KindApp, store.KindLoopback)
 	if err != nil {
 		return 0, err
 	}
 	n, err := s.store.DeleteClient(ctx, c.ID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// Deleted meanwhile by another request: its grants may remain.
 		n, err = s.store.RevokeClientGrants(ctx, c.ID)
 	}
@@ -218,7 +220,7 @@ func (s *Server) DeleteClient(ctx context.Context, id string) (int, error) {
 // client: the scopes it may get and whether it is reviewed. Unreviewed,
 // it keeps the limit to read and identity scopes among them.
 func (s *Server) ReviewClient(ctx context.Context, id string, scopes []string, reviewed bool) (ClientInfo, error) {
-	c, err := s.clientOfKind(ctx, id, KindMetadata)
+	c, err := s.clientOfKind(ctx, id, store.KindMetadata)
 	if err != nil {
 		return ClientInfo{}, err
 	}
@@ -235,11 +237,11 @@ func (s *Server) ReviewClient(ctx context.Context, id string, scopes []string, r
 	return clientInfo(c), nil
 }
 
-// clientOfKind loads a stored client of one of the kinds; ErrNotFound
+// clientOfKind loads a stored client of one of the kinds; store.ErrNotFound
 // when there is none, ErrWrongKind when it is of another kind.
-func (s *Server) clientOfKind(ctx context.Context, id string, kinds ...string) (*Client, error) {
+func (s *Server) clientOfKind(ctx context.Context, id string, kinds ...string) (*store.Client, error) {
 	if id == "" || len(id) > maxClientIDLen {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	c, err := s.store.GetClient(ctx, id)
 	if err != nil {

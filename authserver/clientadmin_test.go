@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 func TestCreateAppValidation(t *testing.T) {
@@ -48,8 +49,8 @@ func TestCreateAppValidation(t *testing.T) {
 			case tt.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
 			case tt.want == "":
-				if app.Name != "Planner" || len(app.RedirectURIs) != 1 || app.Kind != KindApp ||
-					app.Audience != AudienceMember || app.AuthMethod != "none" || app.ClientSecret != "" {
+				if app.Name != "Planner" || len(app.RedirectURIs) != 1 || app.Kind != store.KindApp ||
+					app.Audience != store.AudienceMember || app.AuthMethod != "none" || app.ClientSecret != "" {
 					t.Errorf("created %+v", app)
 				}
 			case !errors.As(err, &ie) || !strings.Contains(ie.Msg, tt.want):
@@ -102,14 +103,14 @@ func TestClientOperationsOnWrongClients(t *testing.T) {
 	if _, err := f.srv.ReviewClient(context.Background(), pub.ClientID, []string{"openid"}, true); !errors.Is(err, ErrWrongKind) {
 		t.Errorf("review of an app: %v", err)
 	}
-	if _, err := f.srv.DeleteClient(context.Background(), memberClient); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrWrongKind) {
+	if _, err := f.srv.DeleteClient(context.Background(), memberClient); !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrWrongKind) {
 		t.Errorf("delete of a vendor: %v", err)
 	}
 	for _, id := range []string{"", "nope", strings.Repeat("x", maxClientIDLen+1)} {
-		if _, err := f.srv.DeleteClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
+		if _, err := f.srv.DeleteClient(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("delete %q: %v", id, err)
 		}
-		if _, err := f.srv.UpdateApp(context.Background(), id, AppSpec{}); !errors.Is(err, ErrNotFound) {
+		if _, err := f.srv.UpdateApp(context.Background(), id, AppSpec{}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("update %q: %v", id, err)
 		}
 	}
@@ -202,8 +203,8 @@ func TestDeleteAndReviewThroughTheAPI(t *testing.T) {
 	if _, err := f.srv.LookupAccessToken(t.Context(), m["access_token"].(string)); err == nil {
 		t.Error("a deleted application's token still works")
 	}
-	md := &Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: KindMetadata,
-		Audience: AudienceMember, RedirectURIs: []string{"http://127.0.0.1/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none"}
+	md := &store.Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: store.KindMetadata,
+		Audience: store.AudienceMember, RedirectURIs: []string{"http://127.0.0.1/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none"}
 	if err := f.store.PutClient(context.Background(), md); err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +232,8 @@ func TestOverviewRowsFromClientInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := &Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: KindMetadata,
-		Audience: AudienceMember, RedirectURIs: []string{"http://127.0.0.1/cb"},
+	md := &store.Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: store.KindMetadata,
+		Audience: store.AudienceMember, RedirectURIs: []string{"http://127.0.0.1/cb"},
 		Scopes: []string{"openid", "account:write"}, AuthMethod: "none", IssuedAt: f.clock.Now()}
 	if err := f.store.PutClient(context.Background(), md); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // IdentityScopes are the OpenID Connect scopes every audience may request.
@@ -30,25 +31,25 @@ func OperatorScopes() []string {
 var DefaultMemberScopes = []string{"openid", "profile", "email", "account:read", "account:write"}
 
 func defaultScopes(audience string) []string {
-	if audience == AudienceOperator {
+	if audience == store.AudienceOperator {
 		return OperatorScopes()
 	}
 	return DefaultMemberScopes
 }
 
 // vendorClients turns configured vendors into clients.
-func vendorClients(vendors []VendorClient) map[string]*Client {
-	out := make(map[string]*Client, len(vendors))
+func vendorClients(vendors []VendorClient) map[string]*store.Client {
+	out := make(map[string]*store.Client, len(vendors))
 	for _, v := range vendors {
 		aud := v.Audience
 		if aud == "" {
-			aud = AudienceMember
+			aud = store.AudienceMember
 		}
 		scopes := v.Scopes
 		if len(scopes) == 0 {
 			scopes = defaultScopes(aud)
 		}
-		c := &Client{ID: v.ClientID, Name: v.Name, Kind: KindVendor, Audience: aud,
+		c := &store.Client{ID: v.ClientID, Name: v.Name, Kind: store.KindVendor, Audience: aud,
 			RedirectURIs: v.RedirectURIs, Scopes: scopes, AuthMethod: "none"}
 		if v.Secret != "" {
 			c.SecretHash = hashSecret(v.Secret)
@@ -63,7 +64,7 @@ func vendorClients(vendors []VendorClient) map[string]*Client {
 var errUnknownClient = errors.New("unknown client")
 
 // client finds a client by id: configured vendors first, then the store.
-func (s *Server) client(ctx context.Context, id string) (*Client, error) {
+func (s *Server) client(ctx context.Context, id string) (*store.Client, error) {
 	if id == "" {
 		return nil, errUnknownClient
 	}
@@ -74,13 +75,13 @@ func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 		return c, nil
 	}
 	c, err := s.store.GetClient(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, errUnknownClient
 	}
 	if err != nil {
 		return nil, err
 	}
-	if c.Kind == KindApp {
+	if c.Kind == store.KindApp {
 		// Member applications exist only while the beta feature is on.
 		switch on, err := s.MCPConnectionsEnabled(ctx); {
 		case err != nil:
@@ -100,7 +101,7 @@ func isLoopbackRedirect(u *url.URL) bool {
 
 // MatchRedirect reports whether uri is registered for the client: exact
 // string match, except that a loopback registration matches any port.
-func (c *Client) MatchRedirect(uri string) bool {
+func MatchRedirect(c *store.Client, uri string) bool {
 	if slices.Contains(c.RedirectURIs, uri) {
 		return true
 	}
@@ -139,7 +140,7 @@ func validPort(p string) bool {
 // refresh token every client gets anyway, and stock OpenID Connect and
 // MCP clients add it on their own, so a client configured with a list
 // that lacks it must not be refused for it. Alone it would grant nothing.
-func (c *Client) checkScopes(scopes []string) *oauthError {
+func checkScopes(c *store.Client, scopes []string) *oauthError {
 	data := false
 	for _, sc := range scopes {
 		if sc == policy.OfflineAccess {
@@ -149,10 +150,10 @@ func (c *Client) checkScopes(scopes []string) *oauthError {
 		if !slices.Contains(policy.AllScopes, sc) {
 			return errInvalidScope("unknown scope " + sc)
 		}
-		if c.Audience == AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc) {
-			return errInvalidScope(sc + " is reserved to member clients" + c.memberHint())
+		if c.Audience == store.AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc) {
+			return errInvalidScope(sc + " is reserved to member clients" + memberHint(c))
 		}
-		if !slices.Contains(c.allowedScopes(), sc) {
+		if !slices.Contains(allowedScopes(c), sc) {
 			return errInvalidScope("scope " + sc + " is not allowed for this client")
 		}
 	}
@@ -165,7 +166,7 @@ func (c *Client) checkScopes(scopes []string) *oauthError {
 // requestableScopes are what the client may put in a scope parameter:
 // the scopes it was given, and offline_access, which every client may
 // add.
-func (c *Client) requestableScopes() []string {
+func requestableScopes(c *store.Client) []string {
 	if slices.Contains(c.Scopes, policy.OfflineAccess) {
 		return c.Scopes
 	}
@@ -175,8 +176,8 @@ func (c *Client) requestableScopes() []string {
 // memberHint tells a self-registered client, which stock MCP and OAuth
 // libraries become when they register with a loopback redirect, how it
 // could act for a member instead: it cannot register as one.
-func (c *Client) memberHint() string {
-	if c.Kind != KindLoopback {
+func memberHint(c *store.Client) string {
+	if c.Kind != store.KindLoopback {
 		return ""
 	}
 	return "; a client registered with a loopback redirect acts for the school's staff. " +
@@ -187,8 +188,8 @@ func (c *Client) memberHint() string {
 // allowedScopes limits unreviewed metadata-document clients to read and
 // identity scopes: anyone can publish a document, so nothing it names may
 // write until an operator has reviewed the client.
-func (c *Client) allowedScopes() []string {
-	if c.Kind != KindMetadata || c.Reviewed {
+func allowedScopes(c *store.Client) []string {
+	if c.Kind != store.KindMetadata || c.Reviewed {
 		return c.Scopes
 	}
 	var out []string

@@ -3,63 +3,11 @@ package authserver
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
-
-// Connection is everything one person gave one client: their live grants
-// of it taken together, as one row of the person's page or the operator's.
-// Disconnecting ends all of them (GrantStore.DisconnectClient).
-type Connection struct {
-	ClientID string
-	// Identity is the person as their latest grant names them.
-	Identity Identity
-	// Grants counts the live grants: one per authorization (another
-	// device, another sign-in, prompt=consent).
-	Grants int
-	// Scopes are those any of the grants holds, in the order first granted.
-	Scopes []string
-	// Audiences are those the grants act for, each once.
-	Audiences []string
-	// Since is the earliest grant's CreatedAt; LastUsed the latest
-	// Grant.LastUsed of any.
-	Since, LastUsed time.Time
-}
-
-// Add counts g into the connection. Stores add a group's grants in list
-// order (CreatedAt, then ID), so the last one added names the person.
-func (c *Connection) Add(g *Grant) {
-	if c.Grants == 0 {
-		c.ClientID, c.Since = g.ClientID, g.CreatedAt
-	}
-	c.Grants++
-	c.Identity = g.Identity
-	for _, sc := range g.Scopes {
-		if !slices.Contains(c.Scopes, sc) {
-			c.Scopes = append(c.Scopes, sc)
-		}
-	}
-	if !slices.Contains(c.Audiences, g.Audience) {
-		c.Audiences = append(c.Audiences, g.Audience)
-	}
-	c.Since = minTime(c.Since, g.CreatedAt)
-	c.LastUsed = maxTime(c.LastUsed, g.LastUsed())
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
 
 // ConnectionInfo is a connection as people and operators see it: one row
 // per application on a person's page, per person on an application's.
@@ -108,9 +56,9 @@ func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (Connection
 	if limit <= 0 {
 		limit = DefaultGrantPage
 	}
-	limit = min(limit, MaxGrantPage-1)
+	limit = min(limit, store.MaxGrantPage-1)
 	// One more than the page tells whether a next page exists.
-	conns, err := s.store.ListConnections(ctx, ConnectionQuery{Subject: f.Subject, ClientID: f.ClientID, After: after, Limit: limit + 1})
+	conns, err := s.store.ListConnections(ctx, store.ConnectionQuery{Subject: f.Subject, ClientID: f.ClientID, After: after, Limit: limit + 1})
 	if err != nil {
 		return ConnectionPage{}, err
 	}
@@ -124,7 +72,7 @@ func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (Connection
 		}
 		page.Next = encodeGroupCursor(group)
 	}
-	clients := map[string]*Client{}
+	clients := map[string]*store.Client{}
 	for _, c := range conns {
 		client, err := s.knownClient(ctx, c.ClientID, clients)
 		if err != nil {
@@ -135,7 +83,7 @@ func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (Connection
 	return page, nil
 }
 
-func connectionInfo(c *Connection, client *Client) ConnectionInfo {
+func connectionInfo(c *store.Connection, client *store.Client) ConnectionInfo {
 	info := ConnectionInfo{ClientID: c.ClientID, ClientName: c.ClientID, Subject: c.Identity.Subject,
 		Email: c.Identity.Email, Name: c.Identity.Name, Grants: c.Grants, Scopes: c.Scopes,
 		Audiences: c.Audiences, CreatedAt: c.Since.UTC(), LastUsedAt: c.LastUsed.UTC()}
@@ -153,7 +101,7 @@ func connectionInfo(c *Connection, client *Client) ConnectionInfo {
 // person who is one, and is listed to nobody else.
 func (c ConnectionInfo) OperatorOnly() bool {
 	for _, a := range c.Audiences {
-		if a != AudienceOperator {
+		if a != store.AudienceOperator {
 			return false
 		}
 	}
@@ -201,10 +149,10 @@ type Disconnection struct {
 // again. by names who asked, for the metric (one count per grant ended)
 // and the log. ErrAlreadyDisconnected, with the rest filled in, means no
 // grant was live and only a remembered consent was forgotten;
-// ErrNotFound, that the person has neither with this application.
+// store.ErrNotFound, that the person has neither with this application.
 func (s *Server) DisconnectClient(ctx context.Context, clientID, subject, by string) (Disconnection, error) {
 	if clientID == "" || len(clientID) > maxClientIDLen || subject == "" || len(subject) > maxClientIDLen {
-		return Disconnection{}, ErrNotFound
+		return Disconnection{}, store.ErrNotFound
 	}
 	n, err := s.store.DisconnectClient(ctx, clientID, subject)
 	if err != nil {
@@ -212,7 +160,7 @@ func (s *Server) DisconnectClient(ctx context.Context, clientID, subject, by str
 	}
 	s.cache.purge()
 	d := Disconnection{ClientID: clientID, ClientName: clientID, Subject: subject, Ended: n}
-	if c, err := s.knownClient(ctx, clientID, map[string]*Client{}); err == nil && c != nil {
+	if c, err := s.knownClient(ctx, clientID, map[string]*store.Client{}); err == nil && c != nil {
 		// Without it, the connection is ended all the same; only its name is missing.
 		d.ClientName = displayName(c)
 	}

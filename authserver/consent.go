@@ -11,6 +11,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // showConsent parks the request server-side and shows the consent page.
@@ -18,10 +19,10 @@ import (
 // the request, so a forged form cannot approve anything. prior is what the
 // person approved before: those scopes are marked, and when they cover the
 // request the page says why it asks again.
-func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *Client, req *AuthRequest, id *Identity, prior []string) {
+func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *store.Client, req *store.AuthRequest, id *store.Identity, prior []string) {
 	now := s.cfg.Now()
 	csrf := randomString()
-	p := &PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
+	p := &store.PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
 		Identity: *id, ExpiresAt: now.Add(s.cfg.ConsentTTL)}
 	if err := s.store.PutPending(r.Context(), p); err != nil {
 		s.unavailablePage(w, false, retryReload, "storing the pending authorization", err)
@@ -104,7 +105,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.store.TakePending(r.Context(), r.PostForm.Get("request"))
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		s.errorPage(w, http.StatusBadRequest, "This authorization request has expired or was already answered. Start again from the application.")
 		return
 	case err != nil:
@@ -142,17 +143,17 @@ func (s *Server) rememberConsent(ctx context.Context, clientID, subject string, 
 	switch {
 	case err == nil:
 		granted = dedupe(append(prev.Scopes, scopes...))
-	case !errors.Is(err, ErrNotFound):
+	case !errors.Is(err, store.ErrNotFound):
 		// Storing these scopes alone would forget the earlier ones.
 		s.cfg.Logger.Warn("remembering consent: reading the earlier one", "error", err)
 		return
 	}
-	if err := s.store.PutConsent(ctx, clientID, subject, &Consent{Scopes: granted, GrantedAt: s.cfg.Now()}); err != nil {
+	if err := s.store.PutConsent(ctx, clientID, subject, &store.Consent{Scopes: granted, GrantedAt: s.cfg.Now()}); err != nil {
 		s.cfg.Logger.Warn("remembering consent", "error", err)
 	}
 }
 
-func displayName(c *Client) string {
+func displayName(c *store.Client) string {
 	if c.Name != "" {
 		return c.Name
 	}
@@ -161,8 +162,8 @@ func displayName(c *Client) string {
 
 // clientHost is the host that vouches for the client: the document host
 // of a metadata-document client, else the redirect host.
-func clientHost(c *Client, redirectURI string) string {
-	if c.Kind == KindMetadata {
+func clientHost(c *store.Client, redirectURI string) string {
+	if c.Kind == store.KindMetadata {
 		return hostOf(c.ID)
 	}
 	return hostOf(redirectURI)
@@ -184,7 +185,7 @@ func originOf(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-func personLabel(id *Identity) string {
+func personLabel(id *store.Identity) string {
 	switch {
 	case id.Name != "" && id.Email != "":
 		return id.Name + " <" + id.Email + ">"

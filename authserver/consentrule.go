@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The consent rule: a remembered consent answers an authorization request
@@ -21,15 +23,15 @@ import (
 
 // redirectProvesClient reports whether the code of a request for c sent to
 // redirectURI can only reach c.
-func redirectProvesClient(c *Client, redirectURI string) bool {
+func redirectProvesClient(c *store.Client, redirectURI string) bool {
 	u, err := url.Parse(redirectURI)
 	if err != nil || u.Scheme != "https" || u.Hostname() == "" || !slices.Contains(c.RedirectURIs, redirectURI) {
 		return false
 	}
 	switch c.Kind {
-	case KindVendor, KindApp:
+	case store.KindVendor, store.KindApp:
 		return true
-	case KindMetadata:
+	case store.KindMetadata:
 		doc, err := url.Parse(c.ID)
 		return err == nil && strings.EqualFold(u.Hostname(), doc.Hostname())
 	}
@@ -43,7 +45,7 @@ func redirectProvesClient(c *Client, redirectURI string) bool {
 func (s *Server) priorConsent(ctx context.Context, clientID, subject string) ([]string, error) {
 	c, err := s.store.GetConsent(ctx, clientID, subject)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // consentCase is one kind of client and redirect URI: how to build its
@@ -143,20 +145,20 @@ func TestRedirectProvesClient(t *testing.T) {
 	doc := "https://agent.example/client.json"
 	tests := []struct {
 		name     string
-		client   Client
+		client   store.Client
 		redirect string
 		want     bool
 	}{
-		{"vendor https", Client{Kind: KindVendor, RedirectURIs: []string{"https://v.example/cb"}}, "https://v.example/cb", true},
-		{"vendor plain http off loopback", Client{Kind: KindVendor, RedirectURIs: []string{"http://v.example/cb"}}, "http://v.example/cb", false},
-		{"vendor loopback", Client{Kind: KindVendor, RedirectURIs: []string{"http://127.0.0.1:1/cb"}}, "http://127.0.0.1:1/cb", false},
-		{"vendor, redirect not registered", Client{Kind: KindVendor, RedirectURIs: []string{"https://v.example/cb"}}, "https://v.example/other", false},
-		{"member app https", Client{Kind: KindApp, RedirectURIs: []string{"https://a.example/cb"}}, "https://a.example/cb", true},
-		{"member app localhost", Client{Kind: KindApp, RedirectURIs: []string{"http://localhost:3000/cb"}}, "http://localhost:3000/cb", false},
-		{"document, its host", Client{ID: doc, Kind: KindMetadata, RedirectURIs: []string{"https://AGENT.example/cb"}}, "https://AGENT.example/cb", true},
-		{"document, another host", Client{ID: doc, Kind: KindMetadata, RedirectURIs: []string{"https://other.example/cb"}}, "https://other.example/cb", false},
-		{"document, loopback", Client{ID: doc, Kind: KindMetadata, RedirectURIs: []string{"http://[::1]:5/cb"}}, "http://[::1]:5/cb", false},
-		{"loopback registration, even with https", Client{Kind: KindLoopback, RedirectURIs: []string{"https://x.example/cb"}}, "https://x.example/cb", false},
+		{"vendor https", store.Client{Kind: store.KindVendor, RedirectURIs: []string{"https://v.example/cb"}}, "https://v.example/cb", true},
+		{"vendor plain http off loopback", store.Client{Kind: store.KindVendor, RedirectURIs: []string{"http://v.example/cb"}}, "http://v.example/cb", false},
+		{"vendor loopback", store.Client{Kind: store.KindVendor, RedirectURIs: []string{"http://127.0.0.1:1/cb"}}, "http://127.0.0.1:1/cb", false},
+		{"vendor, redirect not registered", store.Client{Kind: store.KindVendor, RedirectURIs: []string{"https://v.example/cb"}}, "https://v.example/other", false},
+		{"member app https", store.Client{Kind: store.KindApp, RedirectURIs: []string{"https://a.example/cb"}}, "https://a.example/cb", true},
+		{"member app localhost", store.Client{Kind: store.KindApp, RedirectURIs: []string{"http://localhost:3000/cb"}}, "http://localhost:3000/cb", false},
+		{"document, its host", store.Client{ID: doc, Kind: store.KindMetadata, RedirectURIs: []string{"https://AGENT.example/cb"}}, "https://AGENT.example/cb", true},
+		{"document, another host", store.Client{ID: doc, Kind: store.KindMetadata, RedirectURIs: []string{"https://other.example/cb"}}, "https://other.example/cb", false},
+		{"document, loopback", store.Client{ID: doc, Kind: store.KindMetadata, RedirectURIs: []string{"http://[::1]:5/cb"}}, "http://[::1]:5/cb", false},
+		{"loopback registration, even with https", store.Client{Kind: store.KindLoopback, RedirectURIs: []string{"https://x.example/cb"}}, "https://x.example/cb", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // errStoreDown is what a store that cannot be reached returns: a plain
@@ -18,7 +20,7 @@ var errStoreDown = errors.New("database unreachable")
 // with errStoreDown, or only the methods named. Nothing reaches the
 // store beneath while a method fails, as with a database that is down.
 type failingStore struct {
-	Store
+	store.Store
 	mu   sync.Mutex
 	down bool
 	only []string
@@ -48,42 +50,42 @@ func failingFixture(t testing.TB) (*fixture, *failingStore) {
 	return f, fs
 }
 
-func (f *failingStore) LoadKeys(ctx context.Context) ([]StoredKey, error) {
+func (f *failingStore) LoadKeys(ctx context.Context) ([]store.StoredKey, error) {
 	if err := f.failing("LoadKeys"); err != nil {
 		return nil, err
 	}
 	return f.Store.LoadKeys(ctx)
 }
 
-func (f *failingStore) InitKeys(ctx context.Context, first StoredKey) ([]StoredKey, error) {
+func (f *failingStore) InitKeys(ctx context.Context, first store.StoredKey) ([]store.StoredKey, error) {
 	if err := f.failing("InitKeys"); err != nil {
 		return nil, err
 	}
 	return f.Store.InitKeys(ctx, first)
 }
 
-func (f *failingStore) RotateKey(ctx context.Context, k StoredKey) error {
+func (f *failingStore) RotateKey(ctx context.Context, k store.StoredKey) error {
 	if err := f.failing("RotateKey"); err != nil {
 		return err
 	}
 	return f.Store.RotateKey(ctx, k)
 }
 
-func (f *failingStore) GetClient(ctx context.Context, id string) (*Client, error) {
+func (f *failingStore) GetClient(ctx context.Context, id string) (*store.Client, error) {
 	if err := f.failing("GetClient"); err != nil {
 		return nil, err
 	}
 	return f.Store.GetClient(ctx, id)
 }
 
-func (f *failingStore) PutClient(ctx context.Context, c *Client) error {
+func (f *failingStore) PutClient(ctx context.Context, c *store.Client) error {
 	if err := f.failing("PutClient"); err != nil {
 		return err
 	}
 	return f.Store.PutClient(ctx, c)
 }
 
-func (f *failingStore) CreateClient(ctx context.Context, c *Client, limit int) (*Client, bool, error) {
+func (f *failingStore) CreateClient(ctx context.Context, c *store.Client, limit int) (*store.Client, bool, error) {
 	if err := f.failing("CreateClient"); err != nil {
 		return nil, false, err
 	}
@@ -97,7 +99,7 @@ func (f *failingStore) DeleteClient(ctx context.Context, id string) (int, error)
 	return f.Store.DeleteClient(ctx, id)
 }
 
-func (f *failingStore) ListClients(ctx context.Context) ([]*Client, error) {
+func (f *failingStore) ListClients(ctx context.Context) ([]*store.Client, error) {
 	if err := f.failing("ListClients"); err != nil {
 		return nil, err
 	}
@@ -111,56 +113,56 @@ func (f *failingStore) CountClientsByKind(ctx context.Context, kind string) (int
 	return f.Store.CountClientsByKind(ctx, kind)
 }
 
-func (f *failingStore) PutPending(ctx context.Context, p *PendingAuth) error {
+func (f *failingStore) PutPending(ctx context.Context, p *store.PendingAuth) error {
 	if err := f.failing("PutPending"); err != nil {
 		return err
 	}
 	return f.Store.PutPending(ctx, p)
 }
 
-func (f *failingStore) TakePending(ctx context.Context, id string) (*PendingAuth, error) {
+func (f *failingStore) TakePending(ctx context.Context, id string) (*store.PendingAuth, error) {
 	if err := f.failing("TakePending"); err != nil {
 		return nil, err
 	}
 	return f.Store.TakePending(ctx, id)
 }
 
-func (f *failingStore) GetConsent(ctx context.Context, clientID, subject string) (*Consent, error) {
+func (f *failingStore) GetConsent(ctx context.Context, clientID, subject string) (*store.Consent, error) {
 	if err := f.failing("GetConsent"); err != nil {
 		return nil, err
 	}
 	return f.Store.GetConsent(ctx, clientID, subject)
 }
 
-func (f *failingStore) PutConsent(ctx context.Context, clientID, subject string, c *Consent) error {
+func (f *failingStore) PutConsent(ctx context.Context, clientID, subject string, c *store.Consent) error {
 	if err := f.failing("PutConsent"); err != nil {
 		return err
 	}
 	return f.Store.PutConsent(ctx, clientID, subject, c)
 }
 
-func (f *failingStore) PutCode(ctx context.Context, hash string, c *Code) error {
+func (f *failingStore) PutCode(ctx context.Context, hash string, c *store.Code) error {
 	if err := f.failing("PutCode"); err != nil {
 		return err
 	}
 	return f.Store.PutCode(ctx, hash, c)
 }
 
-func (f *failingStore) RedeemCode(ctx context.Context, hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
+func (f *failingStore) RedeemCode(ctx context.Context, hash string, issue func(*store.Code) (*store.Grant, []store.IssuedToken, error)) error {
 	if err := f.failing("RedeemCode"); err != nil {
 		return err
 	}
 	return f.Store.RedeemCode(ctx, hash, issue)
 }
 
-func (f *failingStore) GetToken(ctx context.Context, hash string) (*Token, *Grant, error) {
+func (f *failingStore) GetToken(ctx context.Context, hash string) (*store.Token, *store.Grant, error) {
 	if err := f.failing("GetToken"); err != nil {
 		return nil, nil, err
 	}
 	return f.Store.GetToken(ctx, hash)
 }
 
-func (f *failingStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
+func (f *failingStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
 	if err := f.failing("RotateRefresh"); err != nil {
 		return err
 	}
@@ -237,28 +239,28 @@ func (f *failingStore) LoadCatalog(ctx context.Context) ([]byte, error) {
 	return f.Store.LoadCatalog(ctx)
 }
 
-func (f *failingStore) ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, error) {
+func (f *failingStore) ListGrants(ctx context.Context, q store.GrantQuery) ([]*store.Grant, error) {
 	if err := f.failing("ListGrants"); err != nil {
 		return nil, err
 	}
 	return f.Store.ListGrants(ctx, q)
 }
 
-func (f *failingStore) ListConnections(ctx context.Context, q ConnectionQuery) ([]*Connection, error) {
+func (f *failingStore) ListConnections(ctx context.Context, q store.ConnectionQuery) ([]*store.Connection, error) {
 	if err := f.failing("ListConnections"); err != nil {
 		return nil, err
 	}
 	return f.Store.ListConnections(ctx, q)
 }
 
-func (f *failingStore) GrantCounts(ctx context.Context) (map[string]GrantCount, error) {
+func (f *failingStore) GrantCounts(ctx context.Context) (map[string]store.GrantCount, error) {
 	if err := f.failing("GrantCounts"); err != nil {
 		return nil, err
 	}
 	return f.Store.GrantCounts(ctx)
 }
 
-func (f *failingStore) DisconnectGrant(ctx context.Context, id, subject string) (*Grant, error) {
+func (f *failingStore) DisconnectGrant(ctx context.Context, id, subject string) (*store.Grant, error) {
 	if err := f.failing("DisconnectGrant"); err != nil {
 		return nil, err
 	}
@@ -276,14 +278,14 @@ func (f *failingStore) DisconnectClient(ctx context.Context, clientID, subject s
 // embedded interface and never fail, and the tests built on failingStore
 // would pass without exercising it: every method but Close must fail, and
 // fail before it touches the store beneath (zero arguments would make the
-// real store panic or answer ErrNotFound).
+// real store panic or answer store.ErrNotFound).
 func TestFailingStoreFailsEveryMethod(t *testing.T) {
 	_, fs := failingFixture(t)
 	fs.fail()
 	ctxType := reflect.TypeFor[context.Context]()
 	errType := reflect.TypeFor[error]()
 	v := reflect.ValueOf(fs)
-	st := reflect.TypeFor[Store]()
+	st := reflect.TypeFor[store.Store]()
 	for i := range st.NumMethod() {
 		m := st.Method(i)
 		if m.Name == "Close" {

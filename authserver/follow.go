@@ -3,6 +3,8 @@ package authserver
 import (
 	"context"
 	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // reloadTimeout bounds the store reads that follow a change made by
@@ -13,7 +15,7 @@ const reloadTimeout = 5 * time.Second
 // instances of the site, when its store is shared: revocations empty the
 // token cache, key rotations reload the keys. It stops when ctx ends.
 func (s *Server) follow(ctx context.Context) {
-	w, ok := s.store.(Watcher)
+	w, ok := s.store.(store.Watcher)
 	if !ok {
 		return
 	}
@@ -22,11 +24,11 @@ func (s *Server) follow(ctx context.Context) {
 }
 
 // changed applies one change; it runs on the store's watcher goroutine.
-func (s *Server) changed(c Change) {
-	if c == ChangeTokens || c == ChangeAll {
+func (s *Server) changed(c store.Change) {
+	if c == store.ChangeTokens || c == store.ChangeAll {
 		s.cache.purge()
 	}
-	if c == ChangeKeys || c == ChangeAll {
+	if c == store.ChangeKeys || c == store.ChangeAll {
 		ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
 		defer cancel()
 		if err := s.keys.Reload(ctx); err != nil {
@@ -40,7 +42,7 @@ func (s *Server) changed(c Change) {
 // claim reports whether this instance runs the periodic job now. A store
 // that is not shared has no other instance to leave it to.
 func (s *Server) claim(ctx context.Context, job string, every time.Duration) bool {
-	sch, ok := s.store.(Scheduler)
+	sch, ok := s.store.(store.Scheduler)
 	if !ok {
 		return true
 	}

@@ -8,24 +8,27 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/schoolgate/schoolgate/boltstore"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // sharedStore stands for a store that several instances share: a change
 // made through it reaches every watcher, as a notification would.
 type sharedStore struct {
-	Store
+	store.Store
 	mu       sync.Mutex
-	watchers []func(Change)
+	watchers []func(store.Change)
 }
 
-func (s *sharedStore) Watch(fn func(Change)) func() {
+func (s *sharedStore) Watch(fn func(store.Change)) func() {
 	s.mu.Lock()
 	s.watchers = append(s.watchers, fn)
 	s.mu.Unlock()
 	return func() {}
 }
 
-func (s *sharedStore) announce(c Change) {
+func (s *sharedStore) announce(c store.Change) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, fn := range s.watchers {
@@ -35,33 +38,33 @@ func (s *sharedStore) announce(c Change) {
 
 func (s *sharedStore) RevokeGrant(ctx context.Context, id string) error {
 	err := s.Store.RevokeGrant(ctx, id)
-	s.announce(ChangeTokens)
+	s.announce(store.ChangeTokens)
 	return err
 }
 
-func (s *sharedStore) RotateKey(ctx context.Context, k StoredKey) error {
+func (s *sharedStore) RotateKey(ctx context.Context, k store.StoredKey) error {
 	err := s.Store.RotateKey(ctx, k)
-	s.announce(ChangeKeys)
+	s.announce(store.ChangeKeys)
 	return err
 }
 
 // TestFollowOtherInstances: a revocation and a key rotation made at one
 // instance are seen at once by another whose caches hold the old state.
 func TestFollowOtherInstances(t *testing.T) {
-	bolt, err := OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bolt.Close() })
-	store := &sharedStore{Store: bolt}
+	shared := &sharedStore{Store: bolt}
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	cfg := Config{Issuer: issuer, SessionURL: "https://school.example/api/session", Now: func() time.Time { return now }}
 	ctx := context.Background()
-	a, err := New(ctx, cfg, store)
+	a, err := New(ctx, cfg, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(ctx, cfg, store)
+	b, err := New(ctx, cfg, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +74,13 @@ func TestFollowOtherInstances(t *testing.T) {
 
 	raw := prefixAccess + "follow-test-token"
 	grantID := "grant-1"
-	code := &Code{Request: AuthRequest{ClientID: "app"}, ExpiresAt: now.Add(time.Minute)}
-	if err := store.PutCode(ctx, "code", code); err != nil {
+	code := &store.Code{Request: store.AuthRequest{ClientID: "app"}, ExpiresAt: now.Add(time.Minute)}
+	if err := shared.PutCode(ctx, "code", code); err != nil {
 		t.Fatal(err)
 	}
-	err = store.RedeemCode(ctx, "code", func(*Code) (*Grant, []IssuedToken, error) {
-		return &Grant{ID: grantID, ClientID: "app", Audience: AudienceMember},
-			[]IssuedToken{{Hash: hashToken(raw), Token: &Token{Kind: TokenAccess, GrantID: grantID,
+	err = shared.RedeemCode(ctx, "code", func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		return &store.Grant{ID: grantID, ClientID: "app", Audience: store.AudienceMember},
+			[]store.IssuedToken{{Hash: hashToken(raw), Token: &store.Token{Kind: store.TokenAccess, GrantID: grantID,
 				ClientID: "app", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 const maxFormBytes = 64 << 10
@@ -39,7 +41,7 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) 
 
 // authenticateClient applies the client's registered method: none for
 // public clients, client_secret_post for confidential ones.
-func (s *Server) authenticateClient(r *http.Request, form url.Values) (*Client, *oauthError) {
+func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Client, *oauthError) {
 	if _, _, ok := r.BasicAuth(); ok {
 		e := errInvalidClient("client_secret_basic is not supported; send client_id and client_secret in the body")
 		e.Challenge = `Basic realm="token", charset="UTF-8"`

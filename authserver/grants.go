@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Connected applications: the grants people gave, listed for the person
@@ -74,7 +75,7 @@ const maxCursorLen = 4096
 // encodeCursor makes a list position opaque to its users: its time, its
 // grant and its group (the grant's client in a person's list, its person
 // in a client's). Grant ids hold no dot; the group, last, may.
-func encodeCursor(c GrantCursor, bySubject bool) string {
+func encodeCursor(c store.GrantCursor, bySubject bool) string {
 	group := c.Subject
 	if bySubject {
 		group = c.ClientID
@@ -83,21 +84,21 @@ func encodeCursor(c GrantCursor, bySubject bool) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-func decodeCursor(s string, bySubject bool) (GrantCursor, error) {
+func decodeCursor(s string, bySubject bool) (store.GrantCursor, error) {
 	if s == "" {
-		return GrantCursor{}, nil
+		return store.GrantCursor{}, nil
 	}
 	raw, err := decodeOpaque(s)
 	if err != nil {
-		return GrantCursor{}, err
+		return store.GrantCursor{}, err
 	}
 	micros, rest, ok := strings.Cut(raw, ".")
 	id, group, ok2 := strings.Cut(rest, ".")
 	n, err := strconv.ParseInt(micros, 10, 64)
 	if !ok || !ok2 || err != nil || id == "" {
-		return GrantCursor{}, errBadCursor
+		return store.GrantCursor{}, errBadCursor
 	}
-	c := GrantCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id, Subject: group}
+	c := store.GrantCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id, Subject: group}
 	if bySubject {
 		c.Subject, c.ClientID = "", group
 	}
@@ -153,18 +154,18 @@ func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, erro
 	if limit <= 0 {
 		limit = DefaultGrantPage
 	}
-	limit = min(limit, MaxGrantPage-1)
+	limit = min(limit, store.MaxGrantPage-1)
 	// One more than the page tells whether a next page exists.
-	grants, err := s.store.ListGrants(ctx, GrantQuery{Subject: f.Subject, ClientID: f.ClientID, After: after, Limit: limit + 1})
+	grants, err := s.store.ListGrants(ctx, store.GrantQuery{Subject: f.Subject, ClientID: f.ClientID, After: after, Limit: limit + 1})
 	if err != nil {
 		return GrantPage{}, err
 	}
 	page := GrantPage{Grants: make([]GrantInfo, 0, min(len(grants), limit))}
 	if len(grants) > limit {
 		grants = grants[:limit]
-		page.Next = encodeCursor(CursorOf(grants[limit-1]), f.Subject != "")
+		page.Next = encodeCursor(store.CursorOf(grants[limit-1]), f.Subject != "")
 	}
-	clients := map[string]*Client{}
+	clients := map[string]*store.Client{}
 	for _, g := range grants {
 		c, err := s.knownClient(ctx, g.ClientID, clients)
 		if err != nil {
@@ -178,7 +179,7 @@ func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, erro
 // knownClient names a grant's client without fetching anything: a
 // vendor, a stored client, or nil when it is no longer known. Answers are
 // kept in seen for the rest of the page.
-func (s *Server) knownClient(ctx context.Context, id string, seen map[string]*Client) (*Client, error) {
+func (s *Server) knownClient(ctx context.Context, id string, seen map[string]*store.Client) (*store.Client, error) {
 	if c, ok := seen[id]; ok {
 		return c, nil
 	}
@@ -187,7 +188,7 @@ func (s *Server) knownClient(ctx context.Context, id string, seen map[string]*Cl
 		var err error
 		c, err = s.store.GetClient(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			c = nil
 		case err != nil:
 			return nil, err
@@ -197,7 +198,7 @@ func (s *Server) knownClient(ctx context.Context, id string, seen map[string]*Cl
 	return c, nil
 }
 
-func grantInfo(g *Grant, c *Client) GrantInfo {
+func grantInfo(g *store.Grant, c *store.Client) GrantInfo {
 	info := GrantInfo{GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientID, Audience: g.Audience,
 		Subject: g.Identity.Subject, Email: g.Identity.Email, Name: g.Identity.Name, Scopes: g.Scopes,
 		CreatedAt: g.CreatedAt.UTC(), Revoked: g.Revoked}
@@ -214,7 +215,7 @@ func grantInfo(g *Grant, c *Client) GrantInfo {
 // GrantCounts returns, for each client holding live grants, how many
 // people are connected to it and by how many grants (a person who
 // authorized it on two devices holds two).
-func (s *Server) GrantCounts(ctx context.Context) (map[string]GrantCount, error) {
+func (s *Server) GrantCounts(ctx context.Context) (map[string]store.GrantCount, error) {
 	return s.store.GrantCounts(ctx)
 }
 
@@ -226,18 +227,18 @@ var ErrAlreadyDisconnected = errors.New("the grant had been revoked already")
 // working at the next request, here and (through the store's
 // notifications) at the site's other instances, and the person's consent
 // to its client is forgotten, so the next authorization asks again. by
-// names who asked, for the metric and the log. ErrNotFound means no such
+// names who asked, for the metric and the log. store.ErrNotFound means no such
 // grant of this person.
 func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (GrantInfo, error) {
 	if id == "" || len(id) > 128 || subject == "" || len(subject) > maxClientIDLen {
-		return GrantInfo{}, ErrNotFound
+		return GrantInfo{}, store.ErrNotFound
 	}
 	g, err := s.store.DisconnectGrant(ctx, id, subject)
 	if err != nil {
 		return GrantInfo{}, err
 	}
 	s.cache.purge()
-	c, err := s.knownClient(ctx, g.ClientID, map[string]*Client{})
+	c, err := s.knownClient(ctx, g.ClientID, map[string]*store.Client{})
 	if err != nil {
 		// The grant is ended; only its client's name is missing.
 		c = nil
@@ -254,13 +255,13 @@ func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (G
 // KindWords says what kind of application a client is, for people.
 func (g GrantInfo) KindWords() string {
 	switch g.Kind {
-	case KindVendor:
+	case store.KindVendor:
 		return "Integration set up by the school"
-	case KindApp:
+	case store.KindApp:
 		return "Member application"
-	case KindMetadata:
+	case store.KindMetadata:
 		return "Application published at " + hostOf(g.ClientID)
-	case KindLoopback:
+	case store.KindLoopback:
 		return "Command-line or desktop app on a computer"
 	}
 	return "Application no longer registered"
@@ -277,5 +278,5 @@ func (g GrantInfo) ScopeWords() []scopeView {
 
 // Person is who gave the grant, as the operator's pages show it.
 func (g GrantInfo) Person() string {
-	return personLabel(&Identity{Subject: g.Subject, Name: g.Name, Email: g.Email})
+	return personLabel(&store.Identity{Subject: g.Subject, Name: g.Name, Email: g.Email})
 }

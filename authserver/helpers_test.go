@@ -16,13 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 const issuer = "https://school.example"
 
 // people the fake legacy site knows, by session cookie value.
-var people = map[string]Identity{
+var people = map[string]store.Identity{
 	"student":  {Subject: "member-1", Email: "student@demo.school", Name: "Sam Student", OrgID: "demo", Roles: []string{"student"}},
 	"owner":    {Subject: "operator-1", Email: "owner@demo.school", Name: "Olivia Owner", OrgID: "demo", Roles: []string{"owner"}},
 	"nobody":   {Subject: "guest-1", Email: "guest@demo.school", Name: "No Role", OrgID: "demo"},
@@ -45,7 +47,7 @@ func (c *clock) Advance(d time.Duration) {
 type fixture struct {
 	t     testing.TB
 	srv   *Server
-	store Store
+	store store.Store
 	clock *clock
 	path  string
 }
@@ -63,7 +65,7 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie("session")
-		var id Identity
+		var id store.Identity
 		ok := false
 		if err == nil {
 			id, ok = people[c.Value]
@@ -76,11 +78,11 @@ func newFixture(t testing.TB) *fixture {
 	}))
 	t.Cleanup(legacy.Close)
 	path := filepath.Join(t.TempDir(), "school.db")
-	store, err := OpenBolt(path, time.Second)
+	st, err := boltstore.Open(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
 	srv, err := New(context.Background(), Config{
 		Issuer:     issuer,
@@ -90,14 +92,14 @@ func newFixture(t testing.TB) *fixture {
 			{ClientID: memberClient, Name: "Member App", RedirectURIs: []string{memberRedirect}},
 			{ClientID: confidential, Name: "Portal", RedirectURIs: []string{memberRedirect}, Secret: portalSecret,
 				Scopes: []string{"openid", "profile", "email", "account:read"}},
-			{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: AudienceOperator},
+			{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: store.AudienceOperator},
 		},
 		Now: clk.Now,
-	}, store)
+	}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, srv: srv, store: store, clock: clk, path: path}
+	return &fixture{t: t, srv: srv, store: st, clock: clk, path: path}
 }
 
 // pkce returns a verifier and its S256 challenge.

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // claims returns the ID-token claims the scopes allow: sub always,
 // email with "email", name with "profile", org_id and roles always (they
 // say which school and what role, which every client of a school needs).
-func claims(id *Identity, scopes []string) map[string]any {
+func claims(id *store.Identity, scopes []string) map[string]any {
 	c := map[string]any{"sub": id.Subject}
 	if slices.Contains(scopes, "email") && id.Email != "" {
 		c["email"] = id.Email
@@ -29,7 +31,7 @@ func claims(id *Identity, scopes []string) map[string]any {
 }
 
 // idToken signs an OpenID Connect ID token for a grant.
-func (s *Server) idToken(g *Grant, nonce string, now time.Time) (string, error) {
+func (s *Server) idToken(g *store.Grant, nonce string, now time.Time) (string, error) {
 	c := claims(&g.Identity, g.Scopes)
 	c["iss"] = s.cfg.Issuer
 	c["aud"] = g.ClientID

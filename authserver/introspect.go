@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // handleIntrospect serves RFC 7662 introspection. A client sees its own
@@ -27,7 +29,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	inactive := map[string]any{"active": false}
 	t, g, err := s.store.GetToken(r.Context(), hashToken(raw))
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		// "active": false would make the client drop a token that may be
 		// fine; it is told to ask again instead.
 		s.refuse(w, "introspect", s.unavailable("introspection", err))
@@ -35,7 +37,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.cfg.Now()
 	if err != nil || t.ClientID != client.ID || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) ||
-		(t.Kind == TokenRefresh && DecideRotate(t, now, s.cfg.RefreshGrace) == RotateReplay) {
+		(t.Kind == store.TokenRefresh && store.DecideRotate(t, now, s.cfg.RefreshGrace) == store.RotateReplay) {
 		writeJSON(w, http.StatusOK, inactive)
 		return
 	}
@@ -51,7 +53,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		"iat":           pt.IssuedAt.Unix(),
 		"audience_type": pt.Audience,
 	}
-	if t.Kind == TokenAccess {
+	if t.Kind == store.TokenAccess {
 		body["token_type"] = "Bearer"
 	} else {
 		body["token_type"] = "refresh_token"

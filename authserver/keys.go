@@ -14,6 +14,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // idTokenTTL is fixed: an ID token lives 10 minutes (documented in
@@ -24,19 +26,19 @@ const idTokenTTL = 10 * time.Minute
 // from creation, sign only from their SignFrom date, and stay published
 // after retirement until every ID token they signed has expired.
 type Keys struct {
-	store KeyStore
+	store store.KeyStore
 	mu    sync.RWMutex
 	keys  []signingKey // oldest first
 }
 
 type signingKey struct {
-	StoredKey
+	store.StoredKey
 	private jwk.Key
 	public  jwk.Key
 }
 
 // LoadKeys reads the site's keys, creating the first one on first start.
-func LoadKeys(ctx context.Context, store KeyStore, now time.Time) (*Keys, error) {
+func LoadKeys(ctx context.Context, store store.KeyStore, now time.Time) (*Keys, error) {
 	// Every start but the first finds its keys: a read, with no key
 	// generated and no write (a thousand schools start with a thousand
 	// reads, not a thousand fsyncs).
@@ -70,7 +72,7 @@ func (k *Keys) Reload(ctx context.Context) error {
 }
 
 // set replaces the keys in memory with stored, oldest first.
-func (k *Keys) set(stored []StoredKey) error {
+func (k *Keys) set(stored []store.StoredKey) error {
 	keys := make([]signingKey, 0, len(stored))
 	for _, sk := range stored {
 		parsed, err := parseSigningKey(sk)
@@ -86,7 +88,7 @@ func (k *Keys) set(stored []StoredKey) error {
 	return nil
 }
 
-func parseSigningKey(sk StoredKey) (signingKey, error) {
+func parseSigningKey(sk store.StoredKey) (signingKey, error) {
 	priv, err := jwk.ParseKey(sk.JWK)
 	if err != nil {
 		return signingKey{}, fmt.Errorf("parsing signing key %s: %w", sk.KID, err)
@@ -99,26 +101,26 @@ func parseSigningKey(sk StoredKey) (signingKey, error) {
 }
 
 // newStoredKey generates an ES256 key that signs from signFrom.
-func newStoredKey(now, signFrom time.Time) (StoredKey, error) {
+func newStoredKey(now, signFrom time.Time) (store.StoredKey, error) {
 	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return StoredKey{}, err
+		return store.StoredKey{}, err
 	}
 	priv, err := jwk.Import(raw)
 	if err != nil {
-		return StoredKey{}, err
+		return store.StoredKey{}, err
 	}
 	if err := jwk.AssignKeyID(priv); err != nil {
-		return StoredKey{}, err
+		return store.StoredKey{}, err
 	}
 	kid, _ := priv.KeyID()
 	_ = priv.Set(jwk.AlgorithmKey, jwa.ES256())
 	_ = priv.Set(jwk.KeyUsageKey, "sig")
 	blob, err := json.Marshal(priv)
 	if err != nil {
-		return StoredKey{}, err
+		return store.StoredKey{}, err
 	}
-	return StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}, nil
+	return store.StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}, nil
 }
 
 // Rotate publishes a new key now; it starts signing after publishDelay,

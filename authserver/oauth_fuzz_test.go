@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Fuzz targets for the parsers of untrusted input at the authorization
@@ -44,7 +46,9 @@ func (fuzzDocTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func newFuzzFixture(f *testing.F) (*fixture, string) {
 	fx := newFixture(f)
 	fx.srv.limits = newLimiters(RateLimits{})
-	fx.store.(*boltStore).db.NoSync = true
+	if err := boltstore.NoSync(fx.store); err != nil {
+		f.Fatal(err)
+	}
 	fx.srv.metadata = newMetadataResolver(MetadataDocumentsConfig{}, fx.clock.Now)
 	fx.srv.metadata.client = &http.Client{Transport: fuzzDocTransport{}}
 	fx.enableMCP()
@@ -113,7 +117,7 @@ func FuzzAuthorizeQuery(f *testing.F) {
 				t.Fatalf("redirect to %q for an unknown client in %q: %v", loc, raw, err)
 			}
 			ru := q.Get("redirect_uri")
-			if !c.MatchRedirect(ru) {
+			if !MatchRedirect(c, ru) {
 				t.Fatalf("redirect to %q, not registered for %s", ru, c.ID)
 			}
 			got, err := url.Parse(loc)
@@ -256,10 +260,10 @@ func FuzzScopeParam(f *testing.F) {
 	s := &Server{cfg: Config{Issuer: issuer}}
 	vendors := vendorClients([]VendorClient{
 		{ClientID: memberClient, Name: "Member App", RedirectURIs: []string{memberRedirect}},
-		{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: AudienceOperator},
+		{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: store.AudienceOperator},
 	})
-	clients := []*Client{vendors[memberClient], vendors[operatorClient],
-		{ID: fuzzDocID, Kind: KindMetadata, Audience: AudienceMember, Scopes: DefaultMemberScopes, RedirectURIs: []string{"https://agent.example/cb"}}}
+	clients := []*store.Client{vendors[memberClient], vendors[operatorClient],
+		{ID: fuzzDocID, Kind: store.KindMetadata, Audience: store.AudienceMember, Scopes: DefaultMemberScopes, RedirectURIs: []string{"https://agent.example/cb"}}}
 	_, ch := pkce()
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
@@ -285,8 +289,8 @@ func FuzzScopeParam(f *testing.F) {
 				if sc == policy.OfflineAccess {
 					continue
 				}
-				if !policy.IsScope(sc) || !slices.Contains(c.allowedScopes(), sc) ||
-					(c.Audience == AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc)) {
+				if !policy.IsScope(sc) || !slices.Contains(allowedScopes(c), sc) ||
+					(c.Audience == store.AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc)) {
 					t.Fatalf("%s: %q granted %q", c.ID, scope, sc)
 				}
 			}
@@ -298,8 +302,8 @@ func FuzzScopeParam(f *testing.F) {
 		// A refresh of a grant of "openid account:read" asking for scope.
 		grant := []string{"openid", "account:read"}
 		c := clients[0]
-		tok := &Token{Kind: TokenRefresh, ClientID: c.ID, Scopes: grant, ExpiresAt: now.Add(time.Hour)}
-		got, e := s.checkRefresh(tok, &Grant{Audience: AudienceMember, Scopes: grant}, c, url.Values{"scope": {scope}}, now)
+		tok := &store.Token{Kind: store.TokenRefresh, ClientID: c.ID, Scopes: grant, ExpiresAt: now.Add(time.Hour)}
+		got, e := s.checkRefresh(tok, &store.Grant{Audience: store.AudienceMember, Scopes: grant}, c, url.Values{"scope": {scope}}, now)
 		if e != nil {
 			if e.Code != "invalid_scope" || len(fields) == 0 {
 				t.Fatalf("refresh with %q: %v", scope, e)

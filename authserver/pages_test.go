@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // TestPagesLoadOnlyTheStylesheet renders every page of the gateway: each
@@ -52,8 +53,8 @@ func TestPagesLoadOnlyTheStylesheet(t *testing.T) {
 		}},
 		{"review", http.StatusOK, func() *http.Response {
 			const doc = "https://agent.example/client.json"
-			if err := f.store.PutClient(context.Background(), &Client{ID: doc, Name: "Doc Agent", Kind: KindMetadata,
-				Audience: AudienceMember, RedirectURIs: []string{"https://agent.example/cb"},
+			if err := f.store.PutClient(context.Background(), &store.Client{ID: doc, Name: "Doc Agent", Kind: store.KindMetadata,
+				Audience: store.AudienceMember, RedirectURIs: []string{"https://agent.example/cb"},
 				Scopes: DefaultMemberScopes, AuthMethod: "none", IssuedAt: f.clock.Now()}); err != nil {
 				t.Fatal(err)
 			}

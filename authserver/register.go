@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // maxLoopbackClients bounds dynamically registered clients per site, so
@@ -115,7 +117,7 @@ func checkRedirectSyntax(raw string) *oauthError {
 
 // register applies the rules and returns the client, with its secret when
 // one was just created (it exists only in this answer).
-func (s *Server) register(ctx context.Context, req *registration, addr string) (*Client, string, *oauthError) {
+func (s *Server) register(ctx context.Context, req *registration, addr string) (*store.Client, string, *oauthError) {
 	if e := checkApplicationType(req); e != nil {
 		return nil, "", e
 	}
@@ -175,7 +177,7 @@ func checkApplicationType(req *registration) *oauthError {
 	return nil
 }
 
-func (s *Server) vendorByName(name string) *Client {
+func (s *Server) vendorByName(name string) *store.Client {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return nil
@@ -207,7 +209,7 @@ var loopbackAuthMethods = []string{"none", "client_secret_post"}
 // app or local agent. An identical public registration returns the client
 // it created before; a confidential one always creates a client, because
 // its secret is shown only once.
-func (s *Server) registerLoopback(ctx context.Context, req *registration, addr string) (*Client, string, *oauthError) {
+func (s *Server) registerLoopback(ctx context.Context, req *registration, addr string) (*store.Client, string, *oauthError) {
 	if e := checkLoopbackMetadata(req); e != nil {
 		return nil, "", e
 	}
@@ -227,8 +229,8 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	if e := s.admitNewClient(addr); e != nil {
 		return nil, "", e
 	}
-	c := &Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: KindLoopback,
-		Audience: AudienceOperator, RedirectURIs: req.RedirectURIs, Scopes: OperatorScopes(),
+	c := &store.Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: store.KindLoopback,
+		Audience: store.AudienceOperator, RedirectURIs: req.RedirectURIs, Scopes: OperatorScopes(),
 		AuthMethod: "none", ApplicationType: appNative, IssuedAt: s.cfg.Now()}
 	var secret string
 	if confidential {
@@ -242,7 +244,7 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	// nor pass the cap.
 	got, existing, err := s.store.CreateClient(ctx, c, maxLoopbackClients)
 	switch {
-	case errors.Is(err, ErrClientLimit):
+	case errors.Is(err, store.ErrClientLimit):
 		return nil, "", errTooManyClients()
 	case err != nil:
 		return nil, "", s.unavailable("registration", err)
@@ -254,13 +256,13 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 
 // loopbackByKey returns the public loopback client registered with key,
 // or nil.
-func (s *Server) loopbackByKey(ctx context.Context, key string) (*Client, error) {
+func (s *Server) loopbackByKey(ctx context.Context, key string) (*store.Client, error) {
 	clients, err := s.store.ListClients(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range clients {
-		if c.Kind == KindLoopback && c.Public() && c.RegistrationKey == key {
+		if c.Kind == store.KindLoopback && c.Public() && c.RegistrationKey == key {
 			return c, nil
 		}
 	}
@@ -303,7 +305,7 @@ func errTooManyClients() *oauthError {
 
 // registrationResponse is the RFC 7591 §3.2.1 answer; secret is set only
 // for a confidential client created by this request.
-func registrationResponse(c *Client, secret string) map[string]any {
+func registrationResponse(c *store.Client, secret string) map[string]any {
 	m := map[string]any{
 		"client_id":                  c.ID,
 		"client_name":                c.Name,
@@ -311,14 +313,14 @@ func registrationResponse(c *Client, secret string) map[string]any {
 		"token_endpoint_auth_method": c.AuthMethod,
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
-		"scope":                      strings.Join(c.requestableScopes(), " "),
+		"scope":                      strings.Join(requestableScopes(c), " "),
 	}
 	if !c.IssuedAt.IsZero() {
 		m["client_id_issued_at"] = c.IssuedAt.Unix()
 	} else {
 		m["client_id_issued_at"] = 0
 	}
-	if c.Kind == KindLoopback {
+	if c.Kind == store.KindLoopback {
 		// Registered before the type was recorded, it is native all the same.
 		m["application_type"] = appNative
 	}

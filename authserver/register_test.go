@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 func (f *fixture) register(ctype, body string) (int, map[string]any) {
@@ -92,11 +92,11 @@ func TestLoopbackRegistrationIsIdempotentAndUsable(t *testing.T) {
 		t.Errorf("loopback clients are public: %v", a)
 	}
 	c, err := f.srv.client(context.Background(), a["client_id"].(string))
-	if err != nil || c.Audience != AudienceOperator {
+	if err != nil || c.Audience != store.AudienceOperator {
 		t.Fatalf("client: %+v %v", c, err)
 	}
-	if !c.MatchRedirect("http://127.0.0.1:40000/callback") || c.MatchRedirect("http://127.0.0.1:40000/other") ||
-		c.MatchRedirect("https://127.0.0.1:40000/callback") || c.MatchRedirect("http://10.0.0.1:8976/callback") {
+	if !MatchRedirect(c, "http://127.0.0.1:40000/callback") || MatchRedirect(c, "http://127.0.0.1:40000/other") ||
+		MatchRedirect(c, "https://127.0.0.1:40000/callback") || MatchRedirect(c, "http://10.0.0.1:8976/callback") {
 		t.Error("loopback matching must ignore the port only")
 	}
 }
@@ -191,15 +191,11 @@ func TestConfidentialRegistrationsAreBounded(t *testing.T) {
 	t.Run("per site", func(t *testing.T) {
 		f := newFixture(t)
 		f.srv.limits = newLimiters(RateLimits{})
-		err := f.store.(*boltStore).db.Update(func(tx *bolt.Tx) error {
-			for i := 0; i < maxLoopbackClients-1; i++ {
-				c := &Client{ID: "sgc_fill" + strconv.Itoa(i), Kind: KindLoopback, AuthMethod: "none"}
-				if err := putJSON(tx.Bucket(bucketClients), c.ID, c); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		var fill []*store.Client
+		for i := 0; i < maxLoopbackClients-1; i++ {
+			fill = append(fill, &store.Client{ID: "sgc_fill" + strconv.Itoa(i), Kind: store.KindLoopback, AuthMethod: "none"})
+		}
+		err := boltstore.Fill(f.store, fill, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

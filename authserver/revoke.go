@@ -3,6 +3,8 @@ package authserver
 import (
 	"errors"
 	"net/http"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // handleRevoke serves RFC 7009 revocation. Whatever the token, a client
@@ -27,7 +29,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	hash := hashToken(raw)
 	t, g, err := s.store.GetToken(r.Context(), hash)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		// Not the 200 of an unknown token: the client would believe the
 		// token revoked while it still works.
@@ -39,7 +41,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.cache.purge()
-		if DecideRevoke(t) == RevokeWholeGrant && !g.Revoked {
+		if store.DecideRevoke(t) == store.RevokeWholeGrant && !g.Revoked {
 			s.cfg.Observer.GrantDisconnected(DisconnectedByClient)
 		}
 	}

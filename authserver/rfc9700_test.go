@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // RFC 9700 §2.1, §4.1.3: exact redirect URI matching; only a loopback registration may vary its port (RFC 8252 §7.3).
@@ -313,8 +314,8 @@ func TestRFC9700_PKCERequiredS256OnlyAndNoDowngrade(t *testing.T) {
 	// (above), and even a planted one is useless with any verifier.
 	t.Run("code without a challenge", func(t *testing.T) {
 		raw, now := newToken(prefixCode), f.clock.Now()
-		err := f.store.PutCode(context.Background(), hashToken(raw), &Code{Request: AuthRequest{ClientID: memberClient,
-			RedirectURI: memberRedirect, Scopes: []string{"openid"}, Resource: issuer, Audience: AudienceMember},
+		err := f.store.PutCode(context.Background(), hashToken(raw), &store.Code{Request: store.AuthRequest{ClientID: memberClient,
+			RedirectURI: memberRedirect, Scopes: []string{"openid"}, Resource: issuer, Audience: store.AudienceMember},
 			Identity: people["student"], AuthTime: now, ExpiresAt: now.Add(time.Minute)})
 		if err != nil {
 			t.Fatal(err)
@@ -446,7 +447,7 @@ func TestRFC9700_RefreshTokenBoundRotatedReuseRevokesGrant(t *testing.T) {
 		if status != 200 || rt3 == rt2 {
 			t.Fatalf("second rotation: %d %v", status, m3)
 		}
-		// Documented in token.go/bolttokens.go: within RefreshGrace a
+		// Documented in token.go and boltstore/bolttokens.go: within RefreshGrace a
 		// rotated token is treated as a concurrent retry and answered with
 		// a fresh pair; the grant and its newest token stay valid.
 		f.clock.Advance(DefaultRefreshGrace / 5)
@@ -721,7 +722,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 	f.enableMCP()
 	appID, _ := f.newApp("Framed", "confidential", "openid")
 	const docID = "https://agent.example/client.json"
-	if err := f.store.PutClient(context.Background(), &Client{ID: docID, Name: "Doc Agent", Kind: KindMetadata, Audience: AudienceMember,
+	if err := f.store.PutClient(context.Background(), &store.Client{ID: docID, Name: "Doc Agent", Kind: store.KindMetadata, Audience: store.AudienceMember,
 		RedirectURIs: []string{"https://agent.example/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none"}); err != nil {
 		t.Fatal(err)
 	}
@@ -814,7 +815,7 @@ func TestRFC9700_CSRFAndAntiFramingOnEveryForm(t *testing.T) {
 			f.mcpOn},
 		{"create application", adminPathNew, url.Values{"name": {"Forged"}, "redirect_uris": {appRedirect},
 			"scope": {"openid"}, "client_type": {"public"}, "form_nonce": {nonce}},
-			func() bool { n, _ := f.store.CountClientsByKind(context.Background(), KindApp); return n == 1 }},
+			func() bool { n, _ := f.store.CountClientsByKind(context.Background(), store.KindApp); return n == 1 }},
 		{"edit application", adminPathEdit, url.Values{"client_id": {appID}, "name": {"Forged"},
 			"redirect_uris": {"https://evil.example/cb"}, "scope": {"openid"}},
 			func() bool { c, _ := f.store.GetClient(context.Background(), appID); return c.Name == "Framed" }},
@@ -1262,7 +1263,7 @@ func TestRFC9700_MetadataDocumentFetchBlocksInternalAddresses(t *testing.T) {
 			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "redirects are not followed") {
 				t.Errorf("%d redirect: got %d\n%s", status, rec.Code, rec.Body)
 			}
-			if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, ErrNotFound) {
+			if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("%d redirect left a client: %v", status, err)
 			}
 		}
@@ -1552,26 +1553,26 @@ func TestDecisions(t *testing.T) {
 		want any
 		err  error
 	}{
-		{"fresh code issues", DecideRedeem(&Code{}), RedeemIssue, nil},
-		{"used code is a replay", DecideRedeem(&Code{Used: true, GrantID: "g"}), RedeemReplay, ErrCodeReuse},
-		{"unrotated refresh rotates first", DecideRotate(&Token{}, now, grace), RotateFirst, nil},
-		{"within grace rotates again", DecideRotate(&Token{RotatedAt: now.Add(-grace)}, now, grace), RotateAgain, nil},
-		{"clock behind the first rotation rotates again", DecideRotate(&Token{RotatedAt: now.Add(time.Second)}, now, grace), RotateAgain, nil},
-		{"after grace is a replay", DecideRotate(&Token{RotatedAt: now.Add(-grace - time.Nanosecond)}, now, grace), RotateReplay, ErrRefreshReuse},
-		{"no grace: a second rotation later is a replay", DecideRotate(&Token{RotatedAt: now.Add(-time.Nanosecond)}, now, 0), RotateReplay, ErrRefreshReuse},
-		{"no grace: at the same instant is a replay", DecideRotate(&Token{RotatedAt: now}, now, 0), RotateReplay, ErrRefreshReuse},
-		{"no grace: a clock behind the first rotation is a replay", DecideRotate(&Token{RotatedAt: now.Add(time.Second)}, now, 0), RotateReplay, ErrRefreshReuse},
-		{"access token revoked alone", DecideRevoke(&Token{Kind: TokenAccess}), RevokeOne, nil},
-		{"refresh token ends its grant", DecideRevoke(&Token{Kind: TokenRefresh}), RevokeWholeGrant, nil},
+		{"fresh code issues", store.DecideRedeem(&store.Code{}), store.RedeemIssue, nil},
+		{"used code is a replay", store.DecideRedeem(&store.Code{Used: true, GrantID: "g"}), store.RedeemReplay, store.ErrCodeReuse},
+		{"unrotated refresh rotates first", store.DecideRotate(&store.Token{}, now, grace), store.RotateFirst, nil},
+		{"within grace rotates again", store.DecideRotate(&store.Token{RotatedAt: now.Add(-grace)}, now, grace), store.RotateAgain, nil},
+		{"clock behind the first rotation rotates again", store.DecideRotate(&store.Token{RotatedAt: now.Add(time.Second)}, now, grace), store.RotateAgain, nil},
+		{"after grace is a replay", store.DecideRotate(&store.Token{RotatedAt: now.Add(-grace - time.Nanosecond)}, now, grace), store.RotateReplay, store.ErrRefreshReuse},
+		{"no grace: a second rotation later is a replay", store.DecideRotate(&store.Token{RotatedAt: now.Add(-time.Nanosecond)}, now, 0), store.RotateReplay, store.ErrRefreshReuse},
+		{"no grace: at the same instant is a replay", store.DecideRotate(&store.Token{RotatedAt: now}, now, 0), store.RotateReplay, store.ErrRefreshReuse},
+		{"no grace: a clock behind the first rotation is a replay", store.DecideRotate(&store.Token{RotatedAt: now.Add(time.Second)}, now, 0), store.RotateReplay, store.ErrRefreshReuse},
+		{"access token revoked alone", store.DecideRevoke(&store.Token{Kind: store.TokenAccess}), store.RevokeOne, nil},
+		{"refresh token ends its grant", store.DecideRevoke(&store.Token{Kind: store.TokenRefresh}), store.RevokeWholeGrant, nil},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
 		var err error
 		switch o := c.got.(type) {
-		case RedeemOutcome:
+		case store.RedeemOutcome:
 			err = o.Err()
-		case RotateOutcome:
+		case store.RotateOutcome:
 			err = o.Err()
 		}
 		if err != c.err {

@@ -15,14 +15,15 @@ import (
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Server is one site's authorization server.
 type Server struct {
 	cfg      Config
-	store    Store
+	store    store.Store
 	keys     *Keys
-	vendors  map[string]*Client
+	vendors  map[string]*store.Client
 	cache    *tokenCache
 	metadata *metadataResolver
 	limits   limiters
@@ -31,7 +32,7 @@ type Server struct {
 // New builds the authorization server of a site on its store. ctx bounds
 // the store calls that load its keys and settings and, on a store that
 // several instances share, how long the server follows their changes.
-func New(ctx context.Context, cfg Config, store Store) (*Server, error) {
+func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

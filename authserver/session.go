@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // errSessionUnavailable means the legacy site could not say who is signed
@@ -15,7 +17,7 @@ var errSessionUnavailable = errors.New("session lookup failed")
 
 // lookupSession asks the legacy site who the browser is signed in as,
 // forwarding only its cookies. It returns nil, nil when nobody is.
-func (s *Server) lookupSession(ctx context.Context, r *http.Request) (*Identity, error) {
+func (s *Server) lookupSession(ctx context.Context, r *http.Request) (*store.Identity, error) {
 	cookie := r.Header.Get("Cookie")
 	if cookie == "" {
 		return nil, nil
@@ -38,7 +40,7 @@ func (s *Server) lookupSession(ctx context.Context, r *http.Request) (*Identity,
 	default:
 		return nil, fmt.Errorf("%w: status %d", errSessionUnavailable, resp.StatusCode)
 	}
-	var id Identity
+	var id store.Identity
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&id); err != nil {
 		return nil, fmt.Errorf("%w: %v", errSessionUnavailable, err)
 	}

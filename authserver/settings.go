@@ -3,6 +3,8 @@ package authserver
 import (
 	"context"
 	"errors"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 const settingMCPConnections = "mcp_connections"
@@ -14,7 +16,7 @@ func (s *Server) initSettings(ctx context.Context) error {
 	// The switch is stored once, on first start; later starts only read
 	// it, so that starting a school writes nothing.
 	_, err := s.store.GetSetting(ctx, settingMCPConnections)
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	_, err = s.store.InitSetting(ctx, settingMCPConnections, []byte(onOff(s.cfg.MCPConnections)))
@@ -34,7 +36,7 @@ func onOff(on bool) string {
 func (s *Server) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
 	v, err := s.store.GetSetting(ctx, settingMCPConnections)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return false, nil
 	case err != nil:
 		return false, err
@@ -52,7 +54,7 @@ func (s *Server) SetMCPConnections(ctx context.Context, on bool) error {
 		return s.store.PutSetting(ctx, settingMCPConnections, v)
 	}
 	defer s.cache.purge()
-	_, err := s.store.PutSettingRevoking(ctx, settingMCPConnections, v, KindApp)
+	_, err := s.store.PutSettingRevoking(ctx, settingMCPConnections, v, store.KindApp)
 	return err
 }
 
@@ -60,7 +62,7 @@ func (s *Server) SetMCPConnections(ctx context.Context, on bool) error {
 // site's data can be read.
 func (s *Server) CheckStore(ctx context.Context) error {
 	_, err := s.store.GetSetting(ctx, settingMCPConnections)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	return err

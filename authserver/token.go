@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // tokenResponse is the RFC 6749 §5.1 success body.
@@ -62,7 +63,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 
 // exchangeCode redeems an authorization code (RFC 6749 §4.1.3, RFC 7636,
 // RFC 8707).
-func (s *Server) exchangeCode(ctx context.Context, client *Client, form url.Values) (*tokenResponse, *oauthError) {
+func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form url.Values) (*tokenResponse, *oauthError) {
 	code, verifier, redirectURI := form.Get("code"), form.Get("code_verifier"), form.Get("redirect_uri")
 	switch {
 	case code == "":
@@ -77,18 +78,18 @@ func (s *Server) exchangeCode(ctx context.Context, client *Client, form url.Valu
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
-	var grant *Grant
+	var grant *store.Grant
 	var nonce string
-	err := s.store.RedeemCode(ctx, hashToken(code), func(c *Code) (*Grant, []IssuedToken, error) {
+	err := s.store.RedeemCode(ctx, hashToken(code), func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		resp, fail = nil, nil
 		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], now); fail != nil {
 			return nil, nil, fail
 		}
-		grant = &Grant{ID: newGrantID(now), ClientID: client.ID, Audience: c.Request.Audience,
+		grant = &store.Grant{ID: newGrantID(now), ClientID: client.ID, Audience: c.Request.Audience,
 			Scopes: c.Request.Scopes, Resource: c.Request.Resource, Identity: c.Identity,
 			AuthTime: c.AuthTime, CreatedAt: now}
 		nonce = c.Request.Nonce
-		var toks []IssuedToken
+		var toks []store.IssuedToken
 		resp, toks = s.mintTokens(grant, grant.Scopes, now)
 		return grant, toks, nil
 	})
@@ -97,9 +98,9 @@ func (s *Server) exchangeCode(ctx context.Context, client *Client, form url.Valu
 		return s.withIDToken(ctx, resp, grant, nonce, now)
 	case fail != nil:
 		return nil, fail
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return nil, errInvalidGrant("the authorization code is invalid")
-	case errors.Is(err, ErrCodeReuse):
+	case errors.Is(err, store.ErrCodeReuse):
 		s.cache.purge()
 		return nil, errInvalidGrant("the authorization code was already used; the tokens it issued are revoked")
 	}
@@ -112,7 +113,7 @@ func (s *Server) exchangeCode(ctx context.Context, client *Client, form url.Valu
 // the store's transaction, so concurrent exchanges sign in parallel
 // instead of one after another under the write lock. Should signing fail,
 // the grant just stored is revoked: nothing half-issued stays valid.
-func (s *Server) withIDToken(ctx context.Context, resp *tokenResponse, g *Grant, nonce string, now time.Time) (*tokenResponse, *oauthError) {
+func (s *Server) withIDToken(ctx context.Context, resp *tokenResponse, g *store.Grant, nonce string, now time.Time) (*tokenResponse, *oauthError) {
 	if !slices.Contains(g.Scopes, "openid") || !s.keys.CanSign(now) {
 		return resp, nil
 	}
@@ -129,7 +130,7 @@ func (s *Server) withIDToken(ctx context.Context, resp *tokenResponse, g *Grant,
 	return resp, nil
 }
 
-func (s *Server) checkCode(c *Code, client *Client, redirectURI, verifier string, resources []string, now time.Time) *oauthError {
+func (s *Server) checkCode(c *store.Code, client *store.Client, redirectURI, verifier string, resources []string, now time.Time) *oauthError {
 	switch {
 	case now.After(c.ExpiresAt):
 		return errInvalidGrant("the authorization code has expired")
@@ -140,7 +141,7 @@ func (s *Server) checkCode(c *Code, client *Client, redirectURI, verifier string
 	case !pkceMatches(verifier, c.Request.CodeChallenge):
 		return errInvalidGrant("code_verifier does not match the code_challenge")
 	}
-	if len(resources) == 0 && c.Request.Audience == AudienceMember {
+	if len(resources) == 0 && c.Request.Audience == store.AudienceMember {
 		return errInvalidTarget("resource is required for member tokens; use " + s.cfg.Issuer)
 	}
 	if len(resources) > 0 {
@@ -152,21 +153,21 @@ func (s *Server) checkCode(c *Code, client *Client, redirectURI, verifier string
 }
 
 // mintTokens creates a new access and refresh token for a grant.
-func (s *Server) mintTokens(g *Grant, scopes []string, now time.Time) (*tokenResponse, []IssuedToken) {
+func (s *Server) mintTokens(g *store.Grant, scopes []string, now time.Time) (*tokenResponse, []store.IssuedToken) {
 	access, refresh := newToken(prefixAccess), newToken(prefixRefresh)
 	resp := &tokenResponse{AccessToken: access, TokenType: "Bearer",
 		ExpiresIn: int64(s.cfg.AccessTTL / time.Second), Scope: strings.Join(scopes, " "),
 		RefreshToken: refresh}
-	return resp, []IssuedToken{
-		{hashToken(access), &Token{Kind: TokenAccess, GrantID: g.ID, ClientID: g.ClientID,
+	return resp, []store.IssuedToken{
+		{Hash: hashToken(access), Token: &store.Token{Kind: store.TokenAccess, GrantID: g.ID, ClientID: g.ClientID,
 			Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL)}},
-		{hashToken(refresh), &Token{Kind: TokenRefresh, GrantID: g.ID, ClientID: g.ClientID,
+		{Hash: hashToken(refresh), Token: &store.Token{Kind: store.TokenRefresh, GrantID: g.ID, ClientID: g.ClientID,
 			Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}},
 	}
 }
 
 // refresh exchanges a refresh token for a new pair, rotating it.
-func (s *Server) refresh(ctx context.Context, client *Client, form url.Values) (*tokenResponse, *oauthError) {
+func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Values) (*tokenResponse, *oauthError) {
 	raw := form.Get("refresh_token")
 	if raw == "" {
 		return nil, errInvalidRequest("refresh_token is required")
@@ -174,14 +175,14 @@ func (s *Server) refresh(ctx context.Context, client *Client, form url.Values) (
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
-	err := s.store.RotateRefresh(ctx, hashToken(raw), now, s.cfg.RefreshGrace, func(t *Token, g *Grant) ([]IssuedToken, error) {
+	err := s.store.RotateRefresh(ctx, hashToken(raw), now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		resp, fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {
 			fail = e
 			return nil, e
 		}
-		var toks []IssuedToken
+		var toks []store.IssuedToken
 		resp, toks = s.mintTokens(g, scopes, now)
 		return toks, nil
 	})
@@ -190,9 +191,9 @@ func (s *Server) refresh(ctx context.Context, client *Client, form url.Values) (
 		return resp, nil
 	case fail != nil:
 		return nil, fail
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return nil, errInvalidGrant("the refresh token is invalid")
-	case errors.Is(err, ErrRefreshReuse):
+	case errors.Is(err, store.ErrRefreshReuse):
 		s.cache.purge()
 		return nil, errInvalidGrant("the refresh token was already used; the grant is revoked")
 	}
@@ -202,9 +203,9 @@ func (s *Server) refresh(ctx context.Context, client *Client, form url.Values) (
 
 // checkRefresh validates a refresh request and returns the scopes of the
 // new access token: the grant's, or a narrower set the client asks for.
-func (s *Server) checkRefresh(t *Token, g *Grant, client *Client, form url.Values, now time.Time) ([]string, *oauthError) {
+func (s *Server) checkRefresh(t *store.Token, g *store.Grant, client *store.Client, form url.Values, now time.Time) ([]string, *oauthError) {
 	switch {
-	case t.Kind != TokenRefresh:
+	case t.Kind != store.TokenRefresh:
 		return nil, errInvalidGrant("the token is not a refresh token")
 	case t.Revoked || g.Revoked:
 		return nil, errInvalidGrant("the refresh token has been revoked")
@@ -224,7 +225,7 @@ func (s *Server) checkRefresh(t *Token, g *Grant, client *Client, form url.Value
 	// that grants something.
 	var granted []string
 	for _, sc := range t.Scopes {
-		if sc == policy.OfflineAccess || slices.Contains(client.allowedScopes(), sc) {
+		if sc == policy.OfflineAccess || slices.Contains(allowedScopes(client), sc) {
 			granted = append(granted, sc)
 		}
 	}

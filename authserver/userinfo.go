@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // handleUserInfo serves the OpenID Connect UserInfo endpoint. It is a
@@ -21,7 +22,7 @@ func (s *Server) handleUserInfo(w http.ResponseWriter, r *http.Request) {
 		ch.Write(w)
 		return
 	}
-	id := Identity{Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID, Roles: tok.Roles}
+	id := store.Identity{Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID, Roles: tok.Roles}
 	body := claims(&id, tok.Scopes)
 	if !slices.Contains(tok.Scopes, "email") {
 		delete(body, "email")

@@ -12,6 +12,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // cacheTTL bounds how long a validated token is served from memory. In
@@ -73,7 +74,7 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 	s.cfg.Observer.TokenLookup(false)
 	gen := s.cache.gen.Load()
 	t, g, err := s.store.GetToken(ctx, hex.EncodeToString(digest[:]))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrInvalidToken
 	}
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 		s.cfg.Logger.Error("store failed: validating an access token", "error", err)
 		return nil, err
 	}
-	if t.Kind != TokenAccess || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) {
+	if t.Kind != store.TokenAccess || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) {
 		return nil, ErrInvalidToken
 	}
 	pt := s.policyToken(t, g)
@@ -91,7 +92,7 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 
 // policyToken is the view of a token that the protected resources and
 // introspection share, so what is enforced is what is reported.
-func (s *Server) policyToken(t *Token, g *Grant) *policy.Token {
+func (s *Server) policyToken(t *store.Token, g *store.Grant) *policy.Token {
 	return &policy.Token{
 		Subject:   g.Identity.Subject,
 		ClientID:  t.ClientID,

@@ -17,8 +17,10 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 func TestIdentityAssertionCaddyfile(t *testing.T) {
@@ -142,42 +144,42 @@ func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error 
 
 func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
 	tb.Helper()
-	store, err := authserver.OpenBolt(filepath.Join(tb.TempDir(), "school.db"), time.Second)
+	st, err := boltstore.Open(filepath.Join(tb.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { store.Close() })
+	tb.Cleanup(func() { st.Close() })
 	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", IdentityAssertion: assertion}
 	g.setDefaults()
 	if err := g.Validate(); err != nil {
 		tb.Fatal(err)
 	}
-	as, err := authserver.New(context.Background(), authserver.Config{Issuer: g.Issuer, SessionURL: g.upstreamURL(g.SessionURL)}, store)
+	as, err := authserver.New(context.Background(), authserver.Config{Issuer: g.Issuer, SessionURL: g.upstreamURL(g.SessionURL)}, st)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g.site = &site{gateway: g, as: as, store: store, policy: &policy.Policy{AdminPrefix: g.AdminPrefix},
+	g.site = &site{gateway: g, as: as, store: st, policy: &policy.Policy{AdminPrefix: g.AdminPrefix},
 		observe: newObserverRef(newSiteObserver(metricsFor(nil), g.Issuer)), assertionAudience: g.assertionAudience()}
-	return &testSite{g: g, as: as, token: mintMemberToken(tb, store, g.Issuer),
+	return &testSite{g: g, as: as, token: mintMemberToken(tb, st, g.Issuer),
 		upstream: &recordingNext{assertions: map[string]bool{}}}
 }
 
 // mintMemberToken stores a member grant and access token as a code
 // exchange would.
-func mintMemberToken(tb testing.TB, store authserver.Store, origin string) string {
+func mintMemberToken(tb testing.TB, st store.Store, origin string) string {
 	tb.Helper()
 	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
 	raw := "sgat_" + strings.Repeat("t", 43)
 	now := time.Now()
-	if err := store.PutCode(context.Background(), hash("code"), &authserver.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
+	if err := st.PutCode(context.Background(), hash("code"), &store.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
 		tb.Fatal(err)
 	}
-	err := store.RedeemCode(context.Background(), hash("code"), func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
-		g := &authserver.Grant{ID: "grant-1", ClientID: "member-app", Audience: authserver.AudienceMember,
+	err := st.RedeemCode(context.Background(), hash("code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		g := &store.Grant{ID: "grant-1", ClientID: "member-app", Audience: store.AudienceMember,
 			Scopes: []string{"openid", "account:read"}, Resource: origin, CreatedAt: now,
-			Identity: authserver.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",
+			Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",
 				OrgID: "demo", Roles: []string{"student"}}}
-		return g, []authserver.IssuedToken{{Hash: hash(raw), Token: &authserver.Token{Kind: authserver.TokenAccess,
+		return g, []store.IssuedToken{{Hash: hash(raw), Token: &store.Token{Kind: store.TokenAccess,
 			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
 	})
 	if err != nil {

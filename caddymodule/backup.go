@@ -9,7 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // backupResult is one school's copy.
@@ -76,7 +76,7 @@ func backupName(issuer string) string { return hostFileName(issuer) + ".db" }
 // backupSite writes the school's copy next to file and renames it there,
 // so that file is never half written.
 func backupSite(ctx context.Context, s *site, file string) (backupResult, error) {
-	b, ok := s.store.(authserver.Backuper)
+	b, ok := s.store.(store.Backuper)
 	if !ok {
 		return backupResult{}, caddy.APIError{HTTPStatus: http.StatusConflict,
 			Err: fmt.Errorf("%s is kept in PostgreSQL: back up the database (pg_dump) and keep the key_secret apart", s.as.Issuer())}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 )
 
 // The backup route copies a serving school's store to a file that opens
@@ -41,7 +41,7 @@ func TestBackupRoute(t *testing.T) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || len(out.Backups) != 1 || out.Backups[0].Bytes == 0 {
 			t.Fatalf("%s: %s", tt.name, rec.Body)
 		}
-		copy, err := authserver.OpenBolt(tt.file, time.Second)
+		copy, err := boltstore.Open(tt.file, time.Second)
 		if err != nil {
 			t.Fatalf("%s: the copy does not open: %v", tt.name, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The admin area's operations for automation, on Caddy's admin API:
@@ -155,7 +156,7 @@ func (s *site) clientsAPIError(w http.ResponseWriter, what string, err error) er
 	switch {
 	case errors.As(err, &ie):
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: ie}
-	case errors.Is(err, authserver.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("no such client")}
 	case errors.Is(err, authserver.ErrWrongKind):
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/policy"
 )
@@ -120,7 +120,7 @@ func migrateStore(ctx context.Context, out io.Writer, data, issuer, dsn, secret 
 		return fmt.Errorf("--issuer: %v", err)
 	}
 	// The file's name within data is the gateway's (Gateway.dataPath).
-	dump, err := authserver.ExportBolt(filepath.Join(data, "school.db"))
+	dump, err := boltstore.Export(filepath.Join(data, "school.db"))
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
 	"github.com/schoolgate/schoolgate/pgstore"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // A school moved from its bbolt file to PostgreSQL keeps its tokens and
@@ -24,7 +26,7 @@ func TestMigrateStore(t *testing.T) {
 	const issuer = "https://school.example"
 	cfg := authserver.Config{Issuer: issuer, SessionURL: issuer + "/api/session"}
 	data := t.TempDir()
-	bolt, err := authserver.OpenBolt(filepath.Join(data, "school.db"), time.Second)
+	bolt, err := boltstore.Open(filepath.Join(data, "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,12 +38,12 @@ func TestMigrateStore(t *testing.T) {
 	raw := "sgat_moved-token-value"
 	sum := sha256.Sum256([]byte(raw))
 	now := time.Now().UTC()
-	if err := bolt.PutCode(ctx, "code", &authserver.Code{Request: authserver.AuthRequest{ClientID: "app"}, ExpiresAt: now.Add(time.Minute)}); err != nil {
+	if err := bolt.PutCode(ctx, "code", &store.Code{Request: store.AuthRequest{ClientID: "app"}, ExpiresAt: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	err = bolt.RedeemCode(ctx, "code", func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
-		return &authserver.Grant{ID: "g1", ClientID: "app", Audience: authserver.AudienceMember, CreatedAt: now},
-			[]authserver.IssuedToken{{Hash: hex.EncodeToString(sum[:]), Token: &authserver.Token{Kind: authserver.TokenAccess,
+	err = bolt.RedeemCode(ctx, "code", func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		return &store.Grant{ID: "g1", ClientID: "app", Audience: store.AudienceMember, CreatedAt: now},
+			[]store.IssuedToken{{Hash: hex.EncodeToString(sum[:]), Token: &store.Token{Kind: store.TokenAccess,
 				GrantID: "g1", ClientID: "app", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitedocs"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // siteExtras are the parts of a school beside the authorization server:
@@ -143,7 +144,7 @@ const firstImportWait = 10 * time.Second
 // imported is loaded here, and a switched setting shows in the documents.
 // It stops with the config.
 func (s *site) followStore(ctx context.Context) {
-	w, ok := s.store.(authserver.Watcher)
+	w, ok := s.store.(store.Watcher)
 	if !ok {
 		return
 	}
@@ -151,9 +152,9 @@ func (s *site) followStore(ctx context.Context) {
 }
 
 // storeChanged applies one change; it runs on the store's watcher.
-func (s *site) storeChanged(c authserver.Change) {
+func (s *site) storeChanged(c store.Change) {
 	newCatalog := false
-	if c == authserver.ChangeCatalog || c == authserver.ChangeAll {
+	if c == store.ChangeCatalog || c == store.ChangeAll {
 		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 		changed, err := s.extras.catalog.Reload(ctx)
 		cancel()
@@ -165,7 +166,7 @@ func (s *site) storeChanged(c authserver.Change) {
 	switch {
 	case newCatalog:
 		s.catalogChanged() // the documents included
-	case c == authserver.ChangeSettings || c == authserver.ChangeAll:
+	case c == store.ChangeSettings || c == store.ChangeAll:
 		s.refreshDocs()
 	}
 }
@@ -325,7 +326,7 @@ const catalogRefreshTimeout = time.Minute
 // Retries after a failure claim nothing, so a failed fetch is not left
 // for a whole period.
 func (s *site) claimRun(ctx context.Context, job string, every time.Duration) bool {
-	sch, ok := s.store.(authserver.Scheduler)
+	sch, ok := s.store.(store.Scheduler)
 	if !ok {
 		return true
 	}
@@ -380,7 +381,7 @@ func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Header.Del("Authorization")
 	s.observe.mcpCaller(tok.Audience)
-	if tok.Audience == authserver.AudienceMember {
+	if tok.Audience == store.AudienceMember {
 		r = r.WithContext(s.withValidatedToken(mcpserver.WithIdentity(r.Context(), &mcpserver.Identity{
 			Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID,
 			ClientID: tok.ClientID, Roles: tok.Roles, Scopes: tok.Scopes,
@@ -402,7 +403,7 @@ func (s *site) accountQuery(ctx context.Context, id *mcpserver.Identity, query s
 		return nil, err
 	}
 	req.Header = identityHeaderValues(&policy.Token{Subject: id.Subject, Email: id.Email, Name: id.Name,
-		OrgID: id.OrgID, Roles: id.Roles, Scopes: id.Scopes, ClientID: id.ClientID, Audience: authserver.AudienceMember})
+		OrgID: id.OrgID, Roles: id.Roles, Scopes: id.Scopes, ClientID: id.ClientID, Audience: store.AudienceMember})
 	if err := s.setAssertion(req.Header, validatedToken(ctx)); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
 )
@@ -32,7 +33,7 @@ func adminDoc(version int) []byte {
 // ten minutes later; the e2e test TestOpenAPIMergesTheSchoolsAdminAPI
 // failed now and then on a busy machine).
 func TestRebuildDocsKeepsTheLatestInputs(t *testing.T) {
-	store, err := authserver.OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

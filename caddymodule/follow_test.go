@@ -11,26 +11,28 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // watchedStore stands for a store that several instances share: the test
 // announces a change as another instance's notification would.
 type watchedStore struct {
-	authserver.Store
+	store.Store
 	mu  sync.Mutex
-	fns []func(authserver.Change)
+	fns []func(store.Change)
 }
 
-func (w *watchedStore) Watch(fn func(authserver.Change)) func() {
+func (w *watchedStore) Watch(fn func(store.Change)) func() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.fns = append(w.fns, fn)
 	return func() {}
 }
 
-func (w *watchedStore) announce(c authserver.Change) {
+func (w *watchedStore) announce(c store.Change) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, fn := range w.fns {
@@ -41,22 +43,22 @@ func (w *watchedStore) announce(c authserver.Change) {
 // A catalog another instance stored, and a switch it turned on, reach
 // this instance's catalog and documents when announced.
 func TestFollowOtherInstances(t *testing.T) {
-	bolt, err := authserver.OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bolt.Close()
-	store := &watchedStore{Store: bolt}
+	shared := &watchedStore{Store: bolt}
 	g := &Gateway{Issuer: "https://school.example"}
 	g.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	as, err := authserver.New(ctx, authserver.Config{Issuer: g.Issuer, SessionURL: "https://school.example/api/session"}, store)
+	as, err := authserver.New(ctx, authserver.Config{Issuer: g.Issuer, SessionURL: "https://school.example/api/session"}, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &site{gateway: g, as: as, store: store, policy: &policy.Policy{AdminPrefix: g.AdminPrefix}}
-	s.extras.catalog = catalog.NewManager(g.Issuer, store)
+	s := &site{gateway: g, as: as, store: shared, policy: &policy.Policy{AdminPrefix: g.AdminPrefix}}
+	s.extras.catalog = catalog.NewManager(g.Issuer, shared)
 	s.extras.logf = t.Logf
 	if err := s.rebuildDocs(); err != nil {
 		t.Fatal(err)
@@ -77,7 +79,7 @@ func TestFollowOtherInstances(t *testing.T) {
 	if s.extras.catalog.Current() != nil {
 		t.Fatal("the catalog loaded before it was announced")
 	}
-	store.announce(authserver.ChangeCatalog)
+	shared.announce(store.ChangeCatalog)
 	if idx := s.extras.catalog.Current(); idx == nil || idx.Feed().School.Name != "Followed School" {
 		t.Fatal("the announced catalog was not loaded")
 	}
@@ -90,7 +92,7 @@ func TestFollowOtherInstances(t *testing.T) {
 	if err := bolt.PutSetting(ctx, "mcp_connections", []byte("on")); err != nil {
 		t.Fatal(err)
 	}
-	store.announce(authserver.ChangeSettings)
+	shared.announce(store.ChangeSettings)
 	if authMD() == afterCatalog {
 		t.Errorf("the documents did not change with the switch:\n%s", authMD())
 	}
@@ -101,7 +103,7 @@ func TestFollowOtherInstances(t *testing.T) {
 
 // skewedStore reports a clock skew, as a shared database's store does.
 type skewedStore struct {
-	authserver.Store
+	store.Store
 	skew time.Duration
 	err  error
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 func init() {
@@ -69,8 +70,8 @@ func handleGrants(w http.ResponseWriter, r *http.Request) error {
 	}
 	limit := 0
 	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit >= authserver.MaxGrantPage {
-			return badRequest(fmt.Sprintf("limit must be a number from 1 to %d", authserver.MaxGrantPage-1))
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit >= store.MaxGrantPage {
+			return badRequest(fmt.Sprintf("limit must be a number from 1 to %d", store.MaxGrantPage-1))
 		}
 	}
 	page, err := s.as.ListGrants(r.Context(), authserver.GrantFilter{ClientID: clientID, Subject: subject,
@@ -122,9 +123,9 @@ func handleGrantRevoke(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case errors.Is(err, authserver.ErrAlreadyDisconnected):
 		return writeAdminJSON(w, http.StatusOK, revokeAnswer{AlreadyRevoked: true, Disconnection: d})
-	case errors.Is(err, authserver.ErrNotFound) && req.ClientID != "":
+	case errors.Is(err, store.ErrNotFound) && req.ClientID != "":
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("this person holds no grant of this application and no consent to it")}
-	case errors.Is(err, authserver.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("no such grant of this person")}
 	case err != nil:
 		return s.writeUnavailable(w, "revoking the grants", err)

@@ -16,21 +16,22 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // storeGrant stores a live grant of clientID for subject with one access
 // token, raw, as a code exchange would.
-func storeGrant(t *testing.T, store authserver.Store, id, clientID, subject, raw string) {
+func storeGrant(t *testing.T, st store.Store, id, clientID, subject, raw string) {
 	t.Helper()
 	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
 	now := time.Now()
-	if err := store.PutCode(context.Background(), hash("code-"+id), &authserver.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
+	if err := st.PutCode(context.Background(), hash("code-"+id), &store.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	err := store.RedeemCode(context.Background(), hash("code-"+id), func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
-		g := &authserver.Grant{ID: id, ClientID: clientID, Audience: authserver.AudienceMember,
-			Scopes: []string{"openid"}, CreatedAt: now, Identity: authserver.Identity{Subject: subject}}
-		return g, []authserver.IssuedToken{{Hash: hash(raw), Token: &authserver.Token{Kind: authserver.TokenAccess,
+	err := st.RedeemCode(context.Background(), hash("code-"+id), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		g := &store.Grant{ID: id, ClientID: clientID, Audience: store.AudienceMember,
+			Scopes: []string{"openid"}, CreatedAt: now, Identity: store.Identity{Subject: subject}}
+		return g, []store.IssuedToken{{Hash: hash(raw), Token: &store.Token{Kind: store.TokenAccess,
 			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
 	})
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
 )
 
@@ -263,7 +263,7 @@ func TestSiteOfAnySpelling(t *testing.T) {
 // would.
 func makeSchoolDir(t *testing.T, dir string) {
 	t.Helper()
-	s, err := authserver.OpenBolt(filepath.Join(dir, "school.db"), time.Second)
+	s, err := boltstore.Open(filepath.Join(dir, "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

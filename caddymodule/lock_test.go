@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 )
 
 // Once a school's file was found locked, the next schools check their
@@ -19,7 +19,7 @@ func TestLockedFilesAfterTheFirst(t *testing.T) {
 		t.Fatal("the first locked file is waited for")
 	}
 	path := filepath.Join(t.TempDir(), "school.db")
-	holder, err := authserver.OpenBolt(path, time.Second)
+	holder, err := boltstore.Open(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestLockedFilesAfterTheFirst(t *testing.T) {
 	if lockWait() != time.Millisecond {
 		t.Fatal("after a timeout, a lock is checked once")
 	}
-	if _, err := acquireBolt(path); !errors.Is(err, authserver.ErrLocked) {
+	if _, err := acquireBolt(path); !errors.Is(err, boltstore.ErrLocked) {
 		t.Fatalf("a held file: %v", err)
 	}
 	if at := lockTimedOut.Load(); at == nil || !at.After(earlier) {

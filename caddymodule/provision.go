@@ -13,6 +13,7 @@ import (
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/schedule"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // background runs every school's periodic work (expiry purges, catalog
@@ -36,7 +37,7 @@ const (
 type site struct {
 	gateway *Gateway
 	as      *authserver.Server
-	store   authserver.Store
+	store   store.Store
 	policy  *policy.Policy
 	observe *observerRef
 	// stored is the store and how to release it (see storepool.go).

@@ -1,8 +1,11 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -35,10 +38,64 @@ type PostgresStore struct {
 	KeySecret string `json:"key_secret"`
 }
 
+// storeKinds are the kinds of store the store option names, by the name
+// the Caddyfile gives them, which is also their field's JSON name in
+// StoreConfig. A site that names none keeps a bbolt file under Data.
+// Another kind is its package, its options (a type implementing
+// storeOptions and a field of StoreConfig), and an entry here.
+var storeKinds = map[string]storeKind{
+	"postgres": {func(s *StoreConfig) storeOptions { return optionsOf(s.Postgres) }, unmarshalPostgres},
+}
+
+// storeKind is how a kind of store is configured.
+type storeKind struct {
+	// options returns the kind's options in s, nil when s sets another.
+	options func(s *StoreConfig) storeOptions
+	// unmarshal reads the kind's arguments, those after its name, and
+	// its block.
+	unmarshal func(d *caddyfile.Dispenser, args []string) (*StoreConfig, error)
+}
+
+// storeOptions are the options of one kind of store.
+type storeOptions interface {
+	// validate checks the options without reaching the store.
+	validate() error
+	// open opens the issuer's site in the store.
+	open(ctx context.Context, issuer string) (*siteStore, error)
+}
+
+// optionsOf is p as storeOptions: nil when p is nil, not an interface
+// holding a nil pointer.
+func optionsOf[P interface {
+	*T
+	storeOptions
+}, T any](p P) storeOptions {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+// storeKindNames lists the kinds, for messages.
+func storeKindNames() string { return strings.Join(slices.Sorted(maps.Keys(storeKinds)), ", ") }
+
+// options returns the options of the kind s sets, nil when it sets none.
+func (s *StoreConfig) options() storeOptions {
+	if s == nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(storeKinds)) {
+		if o := storeKinds[name].options(s); o != nil {
+			return o
+		}
+	}
+	return nil
+}
+
 // unmarshalStore reads
 //
-//	store postgres <dsn> {
-//		key_secret <secret>
+//	store <kind> <args> {
+//		<options>
 //	}
 func (g *Gateway) unmarshalStore(d *caddyfile.Dispenser) error {
 	if g.Store != nil {
@@ -48,27 +105,40 @@ func (g *Gateway) unmarshalStore(d *caddyfile.Dispenser) error {
 	if len(args) == 0 {
 		return d.Err("store: expects a kind: store postgres <dsn> { key_secret <secret> }")
 	}
-	if args[0] != "postgres" {
-		return d.Errf("store: unknown kind %q; the kinds are: postgres", args[0])
+	kind, ok := storeKinds[args[0]]
+	if !ok {
+		return d.Errf("store: unknown kind %q; the kinds are: %s", args[0], storeKindNames())
 	}
-	if len(args) != 2 {
-		return d.Err("store postgres: expects one DSN: store postgres <dsn> { key_secret <secret> }")
+	s, err := kind.unmarshal(d, args[1:])
+	if err != nil {
+		return err
 	}
-	pg := &PostgresStore{DSN: args[1]}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if d.Val() != "key_secret" {
-			return d.Errf("store postgres: unknown option %q", d.Val())
-		}
-		if err := oneArg(d, "store postgres key_secret", &pg.KeySecret); err != nil {
-			return err
-		}
-	}
-	g.Store = &StoreConfig{Postgres: pg}
+	g.Store = s
 	return nil
 }
 
-// validateStore checks the store's options without reaching the database.
-// A DSN with placeholders is checked once they are replaced, at start.
+// unmarshalPostgres reads
+//
+//	store postgres <dsn> {
+//		key_secret <secret>
+//	}
+func unmarshalPostgres(d *caddyfile.Dispenser, args []string) (*StoreConfig, error) {
+	if len(args) != 1 {
+		return nil, d.Err("store postgres: expects one DSN: store postgres <dsn> { key_secret <secret> }")
+	}
+	pg := &PostgresStore{DSN: args[0]}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() != "key_secret" {
+			return nil, d.Errf("store postgres: unknown option %q", d.Val())
+		}
+		if err := oneArg(d, "store postgres key_secret", &pg.KeySecret); err != nil {
+			return nil, err
+		}
+	}
+	return &StoreConfig{Postgres: pg}, nil
+}
+
+// validateStore checks the store's options without reaching the store.
 func (g *Gateway) validateStore() error {
 	if g.Store == nil {
 		return nil
@@ -76,10 +146,18 @@ func (g *Gateway) validateStore() error {
 	if g.Data != "" {
 		return errors.New("data and store: a site keeps its state in one place; remove data to use the store, or store to keep the bbolt file")
 	}
-	pg := g.Store.Postgres
+	opts := g.Store.options()
+	if opts == nil {
+		return errors.New("store: no kind is set; the kinds are: " + storeKindNames())
+	}
+	return opts.validate()
+}
+
+// validate checks the DSN and the key secret without reaching the
+// database. A DSN with placeholders is checked once they are replaced, at
+// start.
+func (pg *PostgresStore) validate() error {
 	switch {
-	case pg == nil:
-		return errors.New("store: no kind is set; the kinds are: postgres")
 	case pg.DSN == "":
 		return errors.New("store postgres: the DSN is required")
 	case pg.KeySecret == "":

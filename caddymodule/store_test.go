@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The store option adapts to JSON with its placeholders kept: the
@@ -55,6 +56,25 @@ func TestStoreCaddyfileErrors(t *testing.T) {
 		err := g.UnmarshalCaddyfile(d)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want mention of %q", tt.block, err, tt.want)
+		}
+	}
+}
+
+// Each kind of store is named alike in the Caddyfile and the JSON: the
+// JSON field of the kind's name sets that kind, and no other.
+func TestStoreKindsNamedAlike(t *testing.T) {
+	for name, kind := range storeKinds {
+		var s StoreConfig
+		if err := json.Unmarshal([]byte(`{"`+name+`":{}}`), &s); err != nil {
+			t.Fatal(err)
+		}
+		if kind.options(&s) == nil {
+			t.Errorf("%s: the JSON field %q does not set the kind", name, name)
+		}
+		for other, k := range storeKinds {
+			if other != name && k.options(&s) != nil {
+				t.Errorf("%s: the JSON field %q sets %s too", name, name, other)
+			}
 		}
 	}
 }
@@ -150,7 +170,7 @@ func TestWrongKeySecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.InitKeys(ctx, authserver.StoredKey{KID: "k1", JWK: []byte(`{"kty":"EC"}`)}); err != nil {
+	if _, err := a.InitKeys(ctx, store.StoredKey{KID: "k1", JWK: []byte(`{"kty":"EC"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	_ = a.release()

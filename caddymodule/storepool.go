@@ -10,8 +10,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // stores holds each site's bbolt file open across config reloads. Caddy
@@ -72,17 +73,17 @@ const quickConnect = 2 * time.Second
 
 // siteStore is a site's store and how to let go of it.
 type siteStore struct {
-	authserver.Store
+	store.Store
 	// where names the store in status reports and messages: the bbolt
 	// file's path, or "postgres".
 	where   string
 	release func() error
 }
 
-// openStore opens the store g names: a PostgreSQL site, or the bbolt file.
+// openStore opens the store g names (see storeKinds), or the bbolt file.
 func (g *Gateway) openStore(ctx context.Context) (*siteStore, error) {
-	if g.Store != nil && g.Store.Postgres != nil {
-		return openPostgres(ctx, g.Store.Postgres, g.Issuer)
+	if opts := g.Store.options(); opts != nil {
+		return opts.open(ctx, g.Issuer)
 	}
 	if g.Data == "" {
 		if err := g.prepareDefaultDir(); err != nil {
@@ -97,15 +98,15 @@ func (g *Gateway) openStore(ctx context.Context) (*siteStore, error) {
 	return &siteStore{Store: s, where: path, release: func() error { return releaseBolt(path) }}, nil
 }
 
-type pooledStore struct{ authserver.Store }
+type pooledStore struct{ store.Store }
 
 // Destruct closes the file once no config uses it.
 func (p pooledStore) Destruct() error { return p.Close() }
 
-func acquireBolt(path string) (authserver.Store, error) {
+func acquireBolt(path string) (store.Store, error) {
 	v, _, err := stores.LoadOrNew(path, func() (caddy.Destructor, error) {
-		s, err := authserver.OpenBolt(path, lockWait())
-		if errors.Is(err, authserver.ErrLocked) {
+		s, err := boltstore.Open(path, lockWait())
+		if errors.Is(err, boltstore.ErrLocked) {
 			now := time.Now()
 			lockTimedOut.Store(&now)
 		}
@@ -131,6 +132,11 @@ type pooledDB struct{ *pgstore.Pool }
 func (p pooledDB) Destruct() error {
 	p.Close()
 	return nil
+}
+
+// open opens the issuer's site on the pool of its DSN (see openPostgres).
+func (pg *PostgresStore) open(ctx context.Context, issuer string) (*siteStore, error) {
+	return openPostgres(ctx, pg, issuer)
 }
 
 // openPostgres opens the issuer's site on the pool of its DSN. The key is

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// PutPending implements authserver.AuthorizationStore.
-func (s *Site) PutPending(ctx context.Context, p *authserver.PendingAuth) error {
+// PutPending implements store.AuthorizationStore.
+func (s *Site) PutPending(ctx context.Context, p *store.PendingAuth) error {
 	data, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -21,25 +21,25 @@ func (s *Site) PutPending(ctx context.Context, p *authserver.PendingAuth) error 
 	})
 }
 
-// TakePending implements authserver.AuthorizationStore: the delete that
+// TakePending implements store.AuthorizationStore: the delete that
 // returns the row is what makes a second take find nothing.
-func (s *Site) TakePending(ctx context.Context, id string) (*authserver.PendingAuth, error) {
-	var p *authserver.PendingAuth
+func (s *Site) TakePending(ctx context.Context, id string) (*store.PendingAuth, error) {
+	var p *store.PendingAuth
 	err := s.run(ctx, "taking a pending request", func(ctx context.Context, q querier) error {
 		var data []byte
 		err := q.QueryRow(ctx, `DELETE FROM pending WHERE site_id = $1 AND id = $2 RETURNING data`, s.id, id).Scan(&data)
 		if err != nil {
 			return notFound(err)
 		}
-		p = new(authserver.PendingAuth)
+		p = new(store.PendingAuth)
 		return json.Unmarshal(data, p)
 	})
 	return p, err
 }
 
-// GetConsent implements authserver.AuthorizationStore.
-func (s *Site) GetConsent(ctx context.Context, clientID, subject string) (*authserver.Consent, error) {
-	var c *authserver.Consent
+// GetConsent implements store.AuthorizationStore.
+func (s *Site) GetConsent(ctx context.Context, clientID, subject string) (*store.Consent, error) {
+	var c *store.Consent
 	err := s.run(ctx, "reading a consent", func(ctx context.Context, q querier) error {
 		var data []byte
 		err := q.QueryRow(ctx, `SELECT data FROM consents WHERE site_id = $1 AND client_id = $2 AND subject = $3`,
@@ -47,20 +47,20 @@ func (s *Site) GetConsent(ctx context.Context, clientID, subject string) (*auths
 		if err != nil {
 			return notFound(err)
 		}
-		c = new(authserver.Consent)
+		c = new(store.Consent)
 		return json.Unmarshal(data, c)
 	})
 	return c, err
 }
 
-// PutConsent implements authserver.AuthorizationStore.
-func (s *Site) PutConsent(ctx context.Context, clientID, subject string, c *authserver.Consent) error {
+// PutConsent implements store.AuthorizationStore.
+func (s *Site) PutConsent(ctx context.Context, clientID, subject string, c *store.Consent) error {
 	return s.run(ctx, "storing a consent", func(ctx context.Context, q querier) error {
 		return s.putConsent(ctx, q, clientID, subject, c)
 	})
 }
 
-func (s *Site) putConsent(ctx context.Context, q querier, clientID, subject string, c *authserver.Consent) error {
+func (s *Site) putConsent(ctx context.Context, q querier, clientID, subject string, c *store.Consent) error {
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err

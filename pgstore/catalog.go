@@ -7,10 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// SaveCatalog implements authserver.CatalogStore. The catalog is fetched
+// SaveCatalog implements store.CatalogStore. The catalog is fetched
 // again and again and seldom changes: an unchanged feed (same digest,
 // compared by the database) is no write and no notification.
 func (s *Site) SaveCatalog(ctx context.Context, raw []byte) error {
@@ -22,11 +22,11 @@ func (s *Site) SaveCatalog(ctx context.Context, raw []byte) error {
 		if err != nil {
 			return err
 		}
-		return s.announceIf(ctx, tx, tag.RowsAffected(), authserver.ChangeCatalog)
+		return s.announceIf(ctx, tx, tag.RowsAffected(), store.ChangeCatalog)
 	})
 }
 
-// LoadCatalog implements authserver.CatalogStore.
+// LoadCatalog implements store.CatalogStore.
 func (s *Site) LoadCatalog(ctx context.Context) ([]byte, error) {
 	var feed []byte
 	err := s.run(ctx, "loading the catalog", func(ctx context.Context, q querier) error {

@@ -7,12 +7,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// GetClient implements authserver.ClientStore.
-func (s *Site) GetClient(ctx context.Context, id string) (*authserver.Client, error) {
-	var c *authserver.Client
+// GetClient implements store.ClientStore.
+func (s *Site) GetClient(ctx context.Context, id string) (*store.Client, error) {
+	var c *store.Client
 	err := s.run(ctx, "reading a client", func(ctx context.Context, q querier) (err error) {
 		c, err = s.getClient(ctx, q, id)
 		return err
@@ -20,7 +20,7 @@ func (s *Site) GetClient(ctx context.Context, id string) (*authserver.Client, er
 	return c, err
 }
 
-func (s *Site) getClient(ctx context.Context, q querier, id string) (*authserver.Client, error) {
+func (s *Site) getClient(ctx context.Context, q querier, id string) (*store.Client, error) {
 	var data []byte
 	err := q.QueryRow(ctx, `SELECT data FROM clients WHERE site_id = $1 AND id = $2`, s.id, id).Scan(&data)
 	if err != nil {
@@ -29,8 +29,8 @@ func (s *Site) getClient(ctx context.Context, q querier, id string) (*authserver
 	return decodeClient(data)
 }
 
-// PutClient implements authserver.ClientStore.
-func (s *Site) PutClient(ctx context.Context, c *authserver.Client) error {
+// PutClient implements store.ClientStore.
+func (s *Site) PutClient(ctx context.Context, c *store.Client) error {
 	return s.run(ctx, "storing a client", func(ctx context.Context, q querier) error {
 		_, err := s.putClient(ctx, q, c, true)
 		return err
@@ -39,7 +39,7 @@ func (s *Site) PutClient(ctx context.Context, c *authserver.Client) error {
 
 // putClient stores c, replacing the client with its ID when replace is
 // set, and reports whether it stored anything.
-func (s *Site) putClient(ctx context.Context, q querier, c *authserver.Client, replace bool) (bool, error) {
+func (s *Site) putClient(ctx context.Context, q querier, c *store.Client, replace bool) (bool, error) {
 	data, err := json.Marshal(c)
 	if err != nil {
 		return false, err
@@ -55,11 +55,11 @@ func (s *Site) putClient(ctx context.Context, q querier, c *authserver.Client, r
 	return tag.RowsAffected() == 1, err
 }
 
-// CreateClient implements authserver.ClientStore. The count against the
+// CreateClient implements store.ClientStore. The count against the
 // limit and the search for an identical registration hold only while no
 // other instance registers a client of the kind, hence the lock.
-func (s *Site) CreateClient(ctx context.Context, c *authserver.Client, limit int) (*authserver.Client, bool, error) {
-	var got *authserver.Client
+func (s *Site) CreateClient(ctx context.Context, c *store.Client, limit int) (*store.Client, bool, error) {
+	var got *store.Client
 	err := s.tx(ctx, "creating a client", func(ctx context.Context, tx pgx.Tx) error {
 		got = nil
 		if err := s.lock(ctx, tx, "clients", c.Kind); err != nil {
@@ -91,7 +91,7 @@ func (s *Site) CreateClient(ctx context.Context, c *authserver.Client, limit int
 
 // sameClient returns the stored client that c would duplicate, if any:
 // one with its ID, or of its kind with its registration key.
-func (s *Site) sameClient(ctx context.Context, q querier, c *authserver.Client) (*authserver.Client, error) {
+func (s *Site) sameClient(ctx context.Context, q querier, c *store.Client) (*store.Client, error) {
 	var data []byte
 	err := q.QueryRow(ctx, `SELECT data FROM clients WHERE site_id = $1
 		AND (id = $2 OR ($4 <> '' AND kind = $3 AND registration_key = $4)) LIMIT 1`,
@@ -113,12 +113,12 @@ func (s *Site) underLimit(ctx context.Context, q querier, kind string, limit int
 	}
 	n, err := s.countClients(ctx, q, kind)
 	if err == nil && n >= limit {
-		return authserver.ErrClientLimit
+		return store.ErrClientLimit
 	}
 	return err
 }
 
-// DeleteClient implements authserver.ClientStore. Instances that cache
+// DeleteClient implements store.ClientStore. Instances that cache
 // the client's tokens hear of it as a change of tokens.
 func (s *Site) DeleteClient(ctx context.Context, id string) (int, error) {
 	var n int64
@@ -128,7 +128,7 @@ func (s *Site) DeleteClient(ctx context.Context, id string) (int, error) {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return authserver.ErrNotFound
+			return store.ErrNotFound
 		}
 		tag, err = tx.Exec(ctx, `UPDATE grants SET revoked_at = now()
 			WHERE site_id = $1 AND client_id = $2 AND revoked_at IS NULL`, s.id, id)
@@ -136,21 +136,21 @@ func (s *Site) DeleteClient(ctx context.Context, id string) (int, error) {
 			return err
 		}
 		n = tag.RowsAffected()
-		return s.announce(ctx, tx, authserver.ChangeTokens)
+		return s.announce(ctx, tx, store.ChangeTokens)
 	})
 	return int(n), err
 }
 
-// ListClients implements authserver.ClientStore.
-func (s *Site) ListClients(ctx context.Context) ([]*authserver.Client, error) {
-	var out []*authserver.Client
+// ListClients implements store.ClientStore.
+func (s *Site) ListClients(ctx context.Context) ([]*store.Client, error) {
+	var out []*store.Client
 	err := s.run(ctx, "listing clients", func(ctx context.Context, q querier) error {
 		out = nil
 		rows, err := q.Query(ctx, `SELECT data FROM clients WHERE site_id = $1`, s.id)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*authserver.Client, error) {
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Client, error) {
 			var data []byte
 			if err := row.Scan(&data); err != nil {
 				return nil, err
@@ -162,7 +162,7 @@ func (s *Site) ListClients(ctx context.Context) ([]*authserver.Client, error) {
 	return out, err
 }
 
-// CountClientsByKind implements authserver.ClientStore.
+// CountClientsByKind implements store.ClientStore.
 func (s *Site) CountClientsByKind(ctx context.Context, kind string) (int, error) {
 	var n int
 	err := s.run(ctx, "counting clients", func(ctx context.Context, q querier) (err error) {
@@ -178,8 +178,8 @@ func (s *Site) countClients(ctx context.Context, q querier, kind string) (int, e
 	return n, err
 }
 
-func decodeClient(data []byte) (*authserver.Client, error) {
-	var c authserver.Client
+func decodeClient(data []byte) (*store.Client, error) {
+	var c store.Client
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, err
 	}

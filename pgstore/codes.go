@@ -6,13 +6,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// PutCode implements authserver.AuthorizationStore. Storing a code again
+// PutCode implements store.AuthorizationStore. Storing a code again
 // (a retried request) replaces its payload and never its redemption: a
 // used code stays used.
-func (s *Site) PutCode(ctx context.Context, hash string, c *authserver.Code) error {
+func (s *Site) PutCode(ctx context.Context, hash string, c *store.Code) error {
 	return s.run(ctx, "storing a code", func(ctx context.Context, q querier) error {
 		b := &pgx.Batch{}
 		if err := s.queueCode(b, hash, c); err != nil {
@@ -24,7 +24,7 @@ func (s *Site) PutCode(ctx context.Context, hash string, c *authserver.Code) err
 
 // queueCode queues the insertion of a code. The payload leaves out Used
 // and GrantID, which live in columns.
-func (s *Site) queueCode(b *pgx.Batch, hash string, c *authserver.Code) error {
+func (s *Site) queueCode(b *pgx.Batch, hash string, c *store.Code) error {
 	payload := *c
 	payload.Used, payload.GrantID = false, ""
 	data, err := json.Marshal(&payload)
@@ -38,18 +38,18 @@ func (s *Site) queueCode(b *pgx.Batch, hash string, c *authserver.Code) error {
 	return nil
 }
 
-// RedeemCode implements authserver.AuthorizationStore. The code's row is
+// RedeemCode implements store.AuthorizationStore. The code's row is
 // locked while the outcome is decided and applied: of concurrent redeems,
 // one issues and the others, let through once it commits, read the code
 // used and revoke what it issued.
-func (s *Site) RedeemCode(ctx context.Context, hash string, issue func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error)) error {
-	var outcome authserver.RedeemOutcome
+func (s *Site) RedeemCode(ctx context.Context, hash string, issue func(*store.Code) (*store.Grant, []store.IssuedToken, error)) error {
+	var outcome store.RedeemOutcome
 	err := s.tx(ctx, "redeeming a code", func(ctx context.Context, tx pgx.Tx) error {
 		c, err := s.lockCode(ctx, tx, hash)
 		if err != nil {
 			return err
 		}
-		if outcome = authserver.DecideRedeem(c); outcome == authserver.RedeemReplay {
+		if outcome = store.DecideRedeem(c); outcome == store.RedeemReplay {
 			return s.revokeGrant(ctx, tx, c.GrantID)
 		}
 		g, toks, err := issue(c)
@@ -73,7 +73,7 @@ func (s *Site) RedeemCode(ctx context.Context, hash string, issue func(*authserv
 }
 
 // lockCode reads a code and locks its row until the transaction ends.
-func (s *Site) lockCode(ctx context.Context, tx pgx.Tx, hash string) (*authserver.Code, error) {
+func (s *Site) lockCode(ctx context.Context, tx pgx.Tx, hash string) (*store.Code, error) {
 	var data []byte
 	var used bool
 	var grantID *string
@@ -82,7 +82,7 @@ func (s *Site) lockCode(ctx context.Context, tx pgx.Tx, hash string) (*authserve
 	if err != nil {
 		return nil, notFound(err)
 	}
-	var c authserver.Code
+	var c store.Code
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // dumpTimeout bounds Import and Export, which move a whole site in one
@@ -25,7 +25,7 @@ var errNotEmpty = errors.New("the site already holds keys, clients, authorizatio
 // in one transaction: all of it or nothing. It refuses a site that holds
 // any key, client, consent, code, grant or token already. Private keys are
 // sealed with the site's key secret.
-func (s *Site) Import(ctx context.Context, d *authserver.Dump) error {
+func (s *Site) Import(ctx context.Context, d *store.Dump) error {
 	return s.txFor(ctx, "importing a site", dumpTimeout, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.lock(ctx, tx, "import"); err != nil {
 			return err
@@ -39,7 +39,7 @@ func (s *Site) Import(ctx context.Context, d *authserver.Dump) error {
 		if err := s.importMany(ctx, tx, d); err != nil {
 			return err
 		}
-		return s.announce(ctx, tx, authserver.ChangeAll)
+		return s.announce(ctx, tx, store.ChangeAll)
 	})
 }
 
@@ -56,7 +56,7 @@ func (s *Site) mustBeEmpty(ctx context.Context, tx pgx.Tx) error {
 }
 
 // importSmall stores the records a site has a few of.
-func (s *Site) importSmall(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) importSmall(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	for _, k := range d.Keys {
 		if err := s.putKey(ctx, tx, k); err != nil {
 			return err
@@ -83,7 +83,7 @@ func (s *Site) importSmall(ctx context.Context, tx pgx.Tx, d *authserver.Dump) e
 
 // importMany stores the records a site may have thousands of, in one
 // batch: one round trip instead of one per row.
-func (s *Site) importMany(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) importMany(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	for _, c := range d.Consents {
 		if err := s.putConsent(ctx, tx, c.ClientID, c.Subject, c.Consent); err != nil {
 			return err
@@ -108,12 +108,12 @@ func (s *Site) importMany(ctx context.Context, tx pgx.Tx, d *authserver.Dump) er
 
 // Export returns the whole state of the site, read in one snapshot, as
 // Import takes it: for moving a site to another database or store.
-func (s *Site) Export(ctx context.Context) (*authserver.Dump, error) {
-	var d *authserver.Dump
+func (s *Site) Export(ctx context.Context) (*store.Dump, error) {
+	var d *store.Dump
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := s.txFor(ctx, "exporting a site", dumpTimeout, opts, func(ctx context.Context, tx pgx.Tx) (err error) {
-		d = &authserver.Dump{Settings: map[string][]byte{}}
-		for _, read := range []func(context.Context, pgx.Tx, *authserver.Dump) error{
+		d = &store.Dump{Settings: map[string][]byte{}}
+		for _, read := range []func(context.Context, pgx.Tx, *store.Dump) error{
 			s.exportKeys, s.exportClients, s.exportConsents, s.exportCodes,
 			s.exportGrants, s.exportTokens, s.exportSettings, s.exportCatalog,
 		} {
@@ -126,12 +126,12 @@ func (s *Site) Export(ctx context.Context) (*authserver.Dump, error) {
 	return d, err
 }
 
-func (s *Site) exportKeys(ctx context.Context, tx pgx.Tx, d *authserver.Dump) (err error) {
+func (s *Site) exportKeys(ctx context.Context, tx pgx.Tx, d *store.Dump) (err error) {
 	d.Keys, err = s.loadKeys(ctx, tx)
 	return err
 }
 
-func (s *Site) exportClients(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) exportClients(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	return eachRow(ctx, tx, `SELECT data FROM clients WHERE site_id = $1 ORDER BY id`, s.id, func(row pgx.Rows) error {
 		var data []byte
 		if err := row.Scan(&data); err != nil {
@@ -143,29 +143,29 @@ func (s *Site) exportClients(ctx context.Context, tx pgx.Tx, d *authserver.Dump)
 	})
 }
 
-func (s *Site) exportConsents(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) exportConsents(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	return eachRow(ctx, tx, `SELECT client_id, subject, data FROM consents WHERE site_id = $1 ORDER BY client_id, subject`, s.id, func(row pgx.Rows) error {
-		var c authserver.DumpConsent
+		var c store.DumpConsent
 		var data []byte
 		if err := row.Scan(&c.ClientID, &c.Subject, &data); err != nil {
 			return err
 		}
-		c.Consent = new(authserver.Consent)
+		c.Consent = new(store.Consent)
 		d.Consents = append(d.Consents, c)
 		return json.Unmarshal(data, c.Consent)
 	})
 }
 
-func (s *Site) exportCodes(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) exportCodes(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	return eachRow(ctx, tx, `SELECT hash, data, used_at IS NOT NULL, coalesce(grant_id, '') FROM codes WHERE site_id = $1 ORDER BY hash`, s.id, func(row pgx.Rows) error {
-		var c authserver.DumpCode
+		var c store.DumpCode
 		var data []byte
 		var used bool
 		var grantID string
 		if err := row.Scan(&c.Hash, &data, &used, &grantID); err != nil {
 			return err
 		}
-		c.Code = new(authserver.Code)
+		c.Code = new(store.Code)
 		if err := json.Unmarshal(data, c.Code); err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func (s *Site) exportCodes(ctx context.Context, tx pgx.Tx, d *authserver.Dump) e
 	})
 }
 
-func (s *Site) exportGrants(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) exportGrants(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	return eachRow(ctx, tx, `SELECT data, revoked_at IS NOT NULL, refreshed_at FROM grants WHERE site_id = $1 ORDER BY id`, s.id, func(row pgx.Rows) error {
 		var data []byte
 		var revoked bool
@@ -189,9 +189,9 @@ func (s *Site) exportGrants(ctx context.Context, tx pgx.Tx, d *authserver.Dump) 
 	})
 }
 
-func (s *Site) exportTokens(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) exportTokens(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	return eachRow(ctx, tx, `SELECT hash, data, revoked_at IS NOT NULL, rotated_at FROM tokens WHERE site_id = $1 ORDER BY hash`, s.id, func(row pgx.Rows) error {
-		var it authserver.IssuedToken
+		var it store.IssuedToken
 		var data []byte
 		var revoked bool
 		var rotated *time.Time
@@ -205,7 +205,7 @@ func (s *Site) exportTokens(ctx context.Context, tx pgx.Tx, d *authserver.Dump) 
 	})
 }
 
-func (s *Site) exportSettings(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) exportSettings(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	return eachRow(ctx, tx, `SELECT key, value FROM settings WHERE site_id = $1`, s.id, func(row pgx.Rows) error {
 		var key string
 		var v []byte
@@ -215,7 +215,7 @@ func (s *Site) exportSettings(ctx context.Context, tx pgx.Tx, d *authserver.Dump
 	})
 }
 
-func (s *Site) exportCatalog(ctx context.Context, tx pgx.Tx, d *authserver.Dump) error {
+func (s *Site) exportCatalog(ctx context.Context, tx pgx.Tx, d *store.Dump) error {
 	err := tx.QueryRow(ctx, `SELECT feed FROM catalog WHERE site_id = $1`, s.id).Scan(&d.Catalog)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil

@@ -7,46 +7,46 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // fullDump is a site with one record of every kind and state, in the
 // order Export returns them.
-func fullDump(t *testing.T) *authserver.Dump {
+func fullDump(t *testing.T) *store.Dump {
 	k1, _ := newKey(t, "k1", epoch)
 	k1.RetiredAt = epoch.Add(time.Hour)
 	k2, _ := newKey(t, "k2", epoch.Add(time.Hour))
-	grant := func(id string, revoked bool) *authserver.Grant {
-		return &authserver.Grant{ID: id, ClientID: "app-1", Audience: authserver.AudienceMember, Scopes: []string{"openid"},
-			Identity: authserver.Identity{Subject: "ada", Roles: []string{"teacher"}}, AuthTime: epoch, CreatedAt: epoch, Revoked: revoked}
+	grant := func(id string, revoked bool) *store.Grant {
+		return &store.Grant{ID: id, ClientID: "app-1", Audience: store.AudienceMember, Scopes: []string{"openid"},
+			Identity: store.Identity{Subject: "ada", Roles: []string{"teacher"}}, AuthTime: epoch, CreatedAt: epoch, Revoked: revoked}
 	}
 	// A refresh's time moves with the grant.
-	refreshed := func(g *authserver.Grant) *authserver.Grant {
+	refreshed := func(g *store.Grant) *store.Grant {
 		g.RefreshedAt = epoch.Add(time.Minute)
 		return g
 	}
-	token := func(hash, kind, grantID string, revoked bool, rotated time.Time) authserver.IssuedToken {
-		return authserver.IssuedToken{Hash: hash, Token: &authserver.Token{Kind: kind, GrantID: grantID, ClientID: "app-1",
+	token := func(hash, kind, grantID string, revoked bool, rotated time.Time) store.IssuedToken {
+		return store.IssuedToken{Hash: hash, Token: &store.Token{Kind: kind, GrantID: grantID, ClientID: "app-1",
 			Scopes: []string{"openid"}, IssuedAt: epoch, ExpiresAt: epoch.Add(time.Hour), Revoked: revoked, RotatedAt: rotated}}
 	}
-	code := func(used bool, grantID string) *authserver.Code {
-		return &authserver.Code{Request: authserver.AuthRequest{ClientID: "app-1", Scopes: []string{"openid"}},
-			Identity: authserver.Identity{Subject: "ada"}, AuthTime: epoch, ExpiresAt: epoch.Add(time.Minute), Used: used, GrantID: grantID}
+	code := func(used bool, grantID string) *store.Code {
+		return &store.Code{Request: store.AuthRequest{ClientID: "app-1", Scopes: []string{"openid"}},
+			Identity: store.Identity{Subject: "ada"}, AuthTime: epoch, ExpiresAt: epoch.Add(time.Minute), Used: used, GrantID: grantID}
 	}
-	return &authserver.Dump{
-		Keys: []authserver.StoredKey{k1, k2},
-		Clients: []*authserver.Client{
-			{ID: "app-1", Name: "One", Kind: authserver.KindApp, SecretHash: "5e", IssuedAt: epoch},
-			{ID: "cli-1", Name: "CLI", Kind: authserver.KindLoopback, RegistrationKey: "rk", IssuedAt: epoch, Reviewed: true},
+	return &store.Dump{
+		Keys: []store.StoredKey{k1, k2},
+		Clients: []*store.Client{
+			{ID: "app-1", Name: "One", Kind: store.KindApp, SecretHash: "5e", IssuedAt: epoch},
+			{ID: "cli-1", Name: "CLI", Kind: store.KindLoopback, RegistrationKey: "rk", IssuedAt: epoch, Reviewed: true},
 		},
-		Consents: []authserver.DumpConsent{{ClientID: "app-1", Subject: "ada", Consent: &authserver.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}}},
-		Codes:    []authserver.DumpCode{{Hash: "c-fresh", Code: code(false, "")}, {Hash: "c-used", Code: code(true, "g-live")}},
-		Grants:   []*authserver.Grant{refreshed(grant("g-live", false)), grant("g-revoked", true)},
-		Tokens: []authserver.IssuedToken{
-			token("t-access", authserver.TokenAccess, "g-live", true, time.Time{}),
-			token("t-refresh", authserver.TokenRefresh, "g-live", false, epoch.Add(time.Minute)),
-			token("t-revoked-grant", authserver.TokenAccess, "g-revoked", false, time.Time{}),
+		Consents: []store.DumpConsent{{ClientID: "app-1", Subject: "ada", Consent: &store.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}}},
+		Codes:    []store.DumpCode{{Hash: "c-fresh", Code: code(false, "")}, {Hash: "c-used", Code: code(true, "g-live")}},
+		Grants:   []*store.Grant{refreshed(grant("g-live", false)), grant("g-revoked", true)},
+		Tokens: []store.IssuedToken{
+			token("t-access", store.TokenAccess, "g-live", true, time.Time{}),
+			token("t-refresh", store.TokenRefresh, "g-live", false, epoch.Add(time.Minute)),
+			token("t-revoked-grant", store.TokenAccess, "g-revoked", false, time.Time{}),
 		},
 		Settings: map[string][]byte{"switch": []byte("on"), "empty": {}},
 		Catalog:  []byte(`{"items":[]}`),
@@ -76,15 +76,15 @@ func TestImportExport(t *testing.T) {
 		t.Errorf("imported refresh token = %+v, %+v, %v", tok, g, err)
 	}
 	// The imported grants are listed: the live one alone.
-	page, err := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10})
+	page, err := s.ListGrants(ctx, store.GrantQuery{Subject: "ada", Limit: 10})
 	if err != nil || len(page) != 1 || page[0].ID != "g-live" || !page[0].RefreshedAt.Equal(epoch.Add(time.Minute)) {
 		t.Errorf("imported grants listed = %+v, %v", page, err)
 	}
-	err = s.Import(ctx, &authserver.Dump{Clients: []*authserver.Client{{ID: "app-2", Kind: authserver.KindApp}}})
+	err = s.Import(ctx, &store.Dump{Clients: []*store.Client{{ID: "app-2", Kind: store.KindApp}}})
 	if !errors.Is(err, errNotEmpty) {
 		t.Errorf("second Import = %v, want it refused", err)
 	}
-	if _, err := s.GetClient(ctx, "app-2"); !errors.Is(err, authserver.ErrNotFound) {
+	if _, err := s.GetClient(ctx, "app-2"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the refused Import stored a client: %v", err)
 	}
 }

@@ -7,10 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// The grants' lists, grouped as authserver.GrantStore says: a person's by
+// The grants' lists, grouped as store.GrantStore says: a person's by
 // client, read from grants_live_by_subject (002_grant_lists.sql) and
 // sorted, an application's by person, read in order from
 // grants_live_by_client_subject (003_grant_groups.sql). Groups and ids
@@ -70,8 +70,8 @@ func init() {
 // without a cursor starts.
 var beforeAll = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// ListGrants implements authserver.GrantStore.
-func (s *Site) ListGrants(ctx context.Context, q authserver.GrantQuery) ([]*authserver.Grant, error) {
+// ListGrants implements store.GrantStore.
+func (s *Site) ListGrants(ctx context.Context, q store.GrantQuery) ([]*store.Grant, error) {
 	sql, owner, group := listBySubject, q.Subject, q.After.ClientID
 	if q.Subject == "" {
 		sql, owner, group = listByClient, q.ClientID, q.After.Subject
@@ -84,9 +84,9 @@ func (s *Site) ListGrants(ctx context.Context, q authserver.GrantQuery) ([]*auth
 		// Before the first group, whose name may be empty.
 		group, after.CreatedAt = "", beforeAll
 	}
-	var out []*authserver.Grant
+	var out []*store.Grant
 	err := s.run(ctx, "listing grants", func(ctx context.Context, db querier) error {
-		rows, err := db.Query(ctx, sql, s.id, owner, group, after.CreatedAt, after.ID, authserver.PageLimit(q.Limit))
+		rows, err := db.Query(ctx, sql, s.id, owner, group, after.CreatedAt, after.ID, store.PageLimit(q.Limit))
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func (s *Site) ListGrants(ctx context.Context, q authserver.GrantQuery) ([]*auth
 }
 
 // scanGrant reads a live grant's row of a list.
-func scanGrant(row pgx.CollectableRow) (*authserver.Grant, error) {
+func scanGrant(row pgx.CollectableRow) (*store.Grant, error) {
 	var data []byte
 	var refreshed *time.Time
 	if err := row.Scan(&data, &refreshed); err != nil {
@@ -106,10 +106,10 @@ func scanGrant(row pgx.CollectableRow) (*authserver.Grant, error) {
 	return decodeGrant(data, false, refreshed)
 }
 
-// ListConnections implements authserver.GrantStore: one statement picks
+// ListConnections implements store.GrantStore: one statement picks
 // the page's groups and reads their grants, so the page is of one moment;
 // the grants are counted in as they arrive, never held all at once.
-func (s *Site) ListConnections(ctx context.Context, q authserver.ConnectionQuery) ([]*authserver.Connection, error) {
+func (s *Site) ListConnections(ctx context.Context, q store.ConnectionQuery) ([]*store.Connection, error) {
 	owner, bySubject := q.Subject, true
 	if q.Subject == "" {
 		owner, bySubject = q.ClientID, false
@@ -118,14 +118,14 @@ func (s *Site) ListConnections(ctx context.Context, q authserver.ConnectionQuery
 		return nil, nil
 	}
 	sql := connectionQueries[[2]bool{bySubject, q.After == ""}]
-	var out []*authserver.Connection
+	var out []*store.Connection
 	err := s.run(ctx, "listing connections", func(ctx context.Context, db querier) error {
 		out = nil
-		rows, err := db.Query(ctx, sql, s.id, owner, q.After, authserver.PageLimit(q.Limit))
+		rows, err := db.Query(ctx, sql, s.id, owner, q.After, store.PageLimit(q.Limit))
 		if err != nil {
 			return err
 		}
-		var conn *authserver.Connection
+		var conn *store.Connection
 		var group string
 		var data []byte
 		var refreshed *time.Time
@@ -139,7 +139,7 @@ func (s *Site) ListConnections(ctx context.Context, q authserver.ConnectionQuery
 				key = g.ClientID
 			}
 			if conn == nil || key != group {
-				conn, group = &authserver.Connection{}, key
+				conn, group = &store.Connection{}, key
 				out = append(out, conn)
 			}
 			conn.Add(g)
@@ -150,19 +150,19 @@ func (s *Site) ListConnections(ctx context.Context, q authserver.ConnectionQuery
 	return out, err
 }
 
-// GrantCounts implements authserver.GrantStore, from the live grants
+// GrantCounts implements store.GrantStore, from the live grants
 // alone (grants_live_by_client_subject holds them in the order counted).
-func (s *Site) GrantCounts(ctx context.Context) (map[string]authserver.GrantCount, error) {
-	var out map[string]authserver.GrantCount
+func (s *Site) GrantCounts(ctx context.Context) (map[string]store.GrantCount, error) {
+	var out map[string]store.GrantCount
 	err := s.run(ctx, "counting grants", func(ctx context.Context, db querier) error {
-		out = map[string]authserver.GrantCount{}
+		out = map[string]store.GrantCount{}
 		rows, err := db.Query(ctx, `SELECT client_id, count(DISTINCT data->'identity'->>'sub'), count(*) FROM grants
 			WHERE site_id = $1 AND revoked_at IS NULL GROUP BY client_id`, s.id)
 		if err != nil {
 			return err
 		}
 		var id string
-		var n authserver.GrantCount
+		var n store.GrantCount
 		_, err = pgx.ForEachRow(rows, []any{&id, &n.People, &n.Grants}, func() error {
 			out[id] = n
 			return nil
@@ -172,11 +172,11 @@ func (s *Site) GrantCounts(ctx context.Context) (map[string]authserver.GrantCoun
 	return out, err
 }
 
-// DisconnectGrant implements authserver.GrantStore. The grant's row is
+// DisconnectGrant implements store.GrantStore. The grant's row is
 // locked as a rotation locks it, so a refresh under way either commits
 // before the revocation or finds the grant revoked.
-func (s *Site) DisconnectGrant(ctx context.Context, id, subject string) (*authserver.Grant, error) {
-	var g *authserver.Grant
+func (s *Site) DisconnectGrant(ctx context.Context, id, subject string) (*store.Grant, error) {
+	var g *store.Grant
 	err := s.tx(ctx, "disconnecting a grant", func(ctx context.Context, tx pgx.Tx) error {
 		var data []byte
 		var revoked bool
@@ -202,14 +202,14 @@ func (s *Site) DisconnectGrant(ctx context.Context, id, subject string) (*authse
 	return g, nil
 }
 
-// DisconnectClient implements authserver.GrantStore. Every live grant of
+// DisconnectClient implements store.GrantStore. Every live grant of
 // the pair is locked as a rotation locks it (so a refresh under way either
 // commits first or finds its grant revoked), in id order, so that two
 // disconnects of one pair take turns instead of deadlocking; then one
 // update revokes them all, announced as any revocation is.
 func (s *Site) DisconnectClient(ctx context.Context, clientID, subject string) (int, error) {
 	if clientID == "" || subject == "" {
-		return 0, authserver.ErrNotFound
+		return 0, store.ErrNotFound
 	}
 	var n int64
 	err := s.tx(ctx, "disconnecting an application", func(ctx context.Context, tx pgx.Tx) error {
@@ -231,7 +231,7 @@ func (s *Site) DisconnectClient(ctx context.Context, clientID, subject string) (
 		}
 		if len(ids) == 0 {
 			if tag.RowsAffected() == 0 {
-				return authserver.ErrNotFound
+				return store.ErrNotFound
 			}
 			return nil
 		}
@@ -241,7 +241,7 @@ func (s *Site) DisconnectClient(ctx context.Context, clientID, subject string) (
 			return err
 		}
 		n = tag.RowsAffected()
-		return s.announceIf(ctx, tx, n, authserver.ChangeTokens)
+		return s.announceIf(ctx, tx, n, store.ChangeTokens)
 	})
 	return int(n), err
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // An application with 100,000 people and a person with 500 grants: each
@@ -71,22 +71,22 @@ func TestGrantListsUseTheirIndexes(t *testing.T) {
 			}
 		})
 	}
-	mid := &authserver.Grant{ID: "g050000", Identity: authserver.Identity{Subject: "p50000"}, CreatedAt: start.Add(50_000 * time.Second)}
+	mid := &store.Grant{ID: "g050000", Identity: store.Identity{Subject: "p50000"}, CreatedAt: start.Add(50_000 * time.Second)}
 	began := time.Now()
-	page, err := s.ListGrants(ctx, authserver.GrantQuery{ClientID: "big-app", After: authserver.CursorOf(mid), Limit: 50})
+	page, err := s.ListGrants(ctx, store.GrantQuery{ClientID: "big-app", After: store.CursorOf(mid), Limit: 50})
 	took := time.Since(began)
 	if err != nil || len(page) != 50 || page[0].ID != "g050001" || page[0].Identity.Subject != "p50001" {
 		t.Fatalf("a page from the middle: %d grants, %v", len(page), err)
 	}
 	began = time.Now()
 	counts, err := s.GrantCounts(context.Background())
-	one := authserver.GrantCount{People: 1, Grants: 1}
-	if err != nil || counts["big-app"] != (authserver.GrantCount{People: 100_000, Grants: 100_000}) || counts["app-7"] != one {
+	one := store.GrantCount{People: 1, Grants: 1}
+	if err != nil || counts["big-app"] != (store.GrantCount{People: 100_000, Grants: 100_000}) || counts["app-7"] != one {
 		t.Fatalf("GrantCounts: %d clients, big-app %+v, %v", len(counts), counts["big-app"], err)
 	}
 	t.Logf("a page of 50 from the middle of 100,000: %v; the counts of 501 clients: %v", took, time.Since(began))
 	began = time.Now()
-	conns, err := s.ListConnections(ctx, authserver.ConnectionQuery{ClientID: "big-app", After: "p50000", Limit: 50})
+	conns, err := s.ListConnections(ctx, store.ConnectionQuery{ClientID: "big-app", After: "p50000", Limit: 50})
 	if err != nil || len(conns) != 50 || conns[0].Identity.Subject != "p50001" {
 		t.Fatalf("a page of people from the middle: %d, %v", len(conns), err)
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // TestSitesIsolated: two schools in one database share no row, even under
@@ -26,7 +26,7 @@ func TestSitesIsolated(t *testing.T) {
 	if a.id == b.id {
 		t.Fatalf("two issuers got one site id %d", a.id)
 	}
-	client := &authserver.Client{ID: "app-1", Kind: authserver.KindApp, IssuedAt: epoch}
+	client := &store.Client{ID: "app-1", Kind: store.KindApp, IssuedAt: epoch}
 	if err := a.PutClient(ctx, client); err != nil {
 		t.Fatal(err)
 	}
@@ -35,19 +35,19 @@ func TestSitesIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := b.GetClient(ctx, "app-1"); !errors.Is(err, authserver.ErrNotFound) {
+	if _, err := b.GetClient(ctx, "app-1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("b reads a's client: %v", err)
 	}
 	if list, err := b.ListClients(ctx); err != nil || len(list) != 0 {
 		t.Errorf("b lists %v, %v", list, err)
 	}
-	if _, _, err := b.GetToken(ctx, "tok-access"); !errors.Is(err, authserver.ErrNotFound) {
+	if _, _, err := b.GetToken(ctx, "tok-access"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("b reads a's token: %v", err)
 	}
 	if n, err := b.RevokeClientGrants(ctx, "app-1"); err != nil || n != 0 {
 		t.Errorf("b revoked %d of a's grants (%v)", n, err)
 	}
-	if _, err := b.GetSetting(ctx, "switch"); !errors.Is(err, authserver.ErrNotFound) {
+	if _, err := b.GetSetting(ctx, "switch"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("b reads a's setting: %v", err)
 	}
 	if err := b.PurgeExpired(ctx, epoch.Add(1000*time.Hour)); err != nil {
@@ -65,13 +65,13 @@ func TestSitesIsolated(t *testing.T) {
 func issue(t *testing.T, s *Site, code, grantID, tok string) {
 	t.Helper()
 	ctx := testContext(t)
-	c := &authserver.Code{Request: authserver.AuthRequest{ClientID: "app-1"}, AuthTime: epoch, ExpiresAt: epoch.Add(time.Minute)}
+	c := &store.Code{Request: store.AuthRequest{ClientID: "app-1"}, AuthTime: epoch, ExpiresAt: epoch.Add(time.Minute)}
 	if err := s.PutCode(ctx, code, c); err != nil {
 		t.Fatal(err)
 	}
-	err := s.RedeemCode(ctx, code, func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
-		g := &authserver.Grant{ID: grantID, ClientID: "app-1", CreatedAt: epoch}
-		return g, []authserver.IssuedToken{{Hash: tok + "-access", Token: &authserver.Token{Kind: authserver.TokenAccess,
+	err := s.RedeemCode(ctx, code, func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		g := &store.Grant{ID: grantID, ClientID: "app-1", CreatedAt: epoch}
+		return g, []store.IssuedToken{{Hash: tok + "-access", Token: &store.Token{Kind: store.TokenAccess,
 			GrantID: grantID, ClientID: "app-1", IssuedAt: epoch, ExpiresAt: epoch.Add(time.Hour)}}}, nil
 	})
 	if err != nil {

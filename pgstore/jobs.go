@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ClaimRun implements authserver.Scheduler: the first instance to ask once
+// ClaimRun implements store.Scheduler: the first instance to ask once
 // the job's next run is due moves it a period ahead and runs the job.
 // Due is decided by the database's clock, the one all instances share.
 //

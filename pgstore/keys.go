@@ -7,12 +7,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// LoadKeys implements authserver.KeyStore.
-func (s *Site) LoadKeys(ctx context.Context) ([]authserver.StoredKey, error) {
-	var keys []authserver.StoredKey
+// LoadKeys implements store.KeyStore.
+func (s *Site) LoadKeys(ctx context.Context) ([]store.StoredKey, error) {
+	var keys []store.StoredKey
 	err := s.run(ctx, "loading signing keys", func(ctx context.Context, q querier) (err error) {
 		keys, err = s.loadKeys(ctx, q)
 		return err
@@ -20,11 +20,11 @@ func (s *Site) LoadKeys(ctx context.Context) ([]authserver.StoredKey, error) {
 	return keys, err
 }
 
-// InitKeys implements authserver.KeyStore. Keys have different kids, so
+// InitKeys implements store.KeyStore. Keys have different kids, so
 // no unique index can keep a site to one first key: instances starting
 // together take turns on a lock of the site's keys instead.
-func (s *Site) InitKeys(ctx context.Context, first authserver.StoredKey) ([]authserver.StoredKey, error) {
-	var keys []authserver.StoredKey
+func (s *Site) InitKeys(ctx context.Context, first store.StoredKey) ([]store.StoredKey, error) {
+	var keys []store.StoredKey
 	err := s.tx(ctx, "initializing signing keys", func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.lock(ctx, tx, "keys"); err != nil {
 			return err
@@ -41,13 +41,13 @@ func (s *Site) InitKeys(ctx context.Context, first authserver.StoredKey) ([]auth
 		if keys, err = s.loadKeys(ctx, tx); err != nil {
 			return err
 		}
-		return s.announce(ctx, tx, authserver.ChangeKeys)
+		return s.announce(ctx, tx, store.ChangeKeys)
 	})
 	return keys, err
 }
 
-// RotateKey implements authserver.KeyStore.
-func (s *Site) RotateKey(ctx context.Context, k authserver.StoredKey) error {
+// RotateKey implements store.KeyStore.
+func (s *Site) RotateKey(ctx context.Context, k store.StoredKey) error {
 	return s.tx(ctx, "rotating signing keys", func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.putKey(ctx, tx, k); err != nil {
 			return err
@@ -57,11 +57,11 @@ func (s *Site) RotateKey(ctx context.Context, k authserver.StoredKey) error {
 		if err != nil {
 			return err
 		}
-		return s.announce(ctx, tx, authserver.ChangeKeys)
+		return s.announce(ctx, tx, store.ChangeKeys)
 	})
 }
 
-func (s *Site) putKey(ctx context.Context, q querier, k authserver.StoredKey) error {
+func (s *Site) putKey(ctx context.Context, q querier, k store.StoredKey) error {
 	_, err := q.Exec(ctx, `INSERT INTO keys (site_id, kid, sealed, created_at, sign_from, retired_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (site_id, kid) DO UPDATE SET sealed = EXCLUDED.sealed, created_at = EXCLUDED.created_at,
@@ -71,11 +71,11 @@ func (s *Site) putKey(ctx context.Context, q querier, k authserver.StoredKey) er
 }
 
 // loadKeys reads and opens the site's keys, oldest first.
-func (s *Site) loadKeys(ctx context.Context, q querier) ([]authserver.StoredKey, error) {
-	var keys []authserver.StoredKey
+func (s *Site) loadKeys(ctx context.Context, q querier) ([]store.StoredKey, error) {
+	var keys []store.StoredKey
 	err := eachRow(ctx, q, `SELECT kid, sealed, created_at, sign_from, retired_at
 		FROM keys WHERE site_id = $1 ORDER BY created_at, kid`, s.id, func(row pgx.Rows) error {
-		var k authserver.StoredKey
+		var k store.StoredKey
 		var sealed []byte
 		var retired *time.Time
 		if err := row.Scan(&k.KID, &sealed, &k.CreatedAt, &k.SignFrom, &retired); err != nil {

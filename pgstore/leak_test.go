@@ -13,6 +13,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // TestNothingSecretStored: after a whole flow, no table holds a raw token,
@@ -67,15 +68,15 @@ func flow(t *testing.T, s *Site, h func(string) string) {
 			t.Fatal(err)
 		}
 	}
-	c := &authserver.Client{ID: "app-1", Kind: authserver.KindApp, SecretHash: h("secret"), IssuedAt: epoch}
+	c := &store.Client{ID: "app-1", Kind: store.KindApp, SecretHash: h("secret"), IssuedAt: epoch}
 	must(s.PutClient(ctx, c))
-	must(s.PutPending(ctx, &authserver.PendingAuth{ID: "req", CSRFHash: h("csrf"), ExpiresAt: epoch.Add(time.Minute)}))
-	must(s.PutConsent(ctx, "app-1", "ada", &authserver.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}))
-	must(s.PutCode(ctx, h("code"), &authserver.Code{Request: authserver.AuthRequest{ClientID: "app-1"}, ExpiresAt: epoch.Add(time.Minute)}))
-	must(s.RedeemCode(ctx, h("code"), func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
-		return &authserver.Grant{ID: "g1", ClientID: "app-1", CreatedAt: epoch}, tokenPair("g1", h("access"), h("refresh")), nil
+	must(s.PutPending(ctx, &store.PendingAuth{ID: "req", CSRFHash: h("csrf"), ExpiresAt: epoch.Add(time.Minute)}))
+	must(s.PutConsent(ctx, "app-1", "ada", &store.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}))
+	must(s.PutCode(ctx, h("code"), &store.Code{Request: store.AuthRequest{ClientID: "app-1"}, ExpiresAt: epoch.Add(time.Minute)}))
+	must(s.RedeemCode(ctx, h("code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		return &store.Grant{ID: "g1", ClientID: "app-1", CreatedAt: epoch}, tokenPair("g1", h("access"), h("refresh")), nil
 	}))
-	must(s.RotateRefresh(ctx, h("refresh"), epoch, time.Minute, func(*authserver.Token, *authserver.Grant) ([]authserver.IssuedToken, error) {
+	must(s.RotateRefresh(ctx, h("refresh"), epoch, time.Minute, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		return tokenPair("g1", h("access2"), h("refresh2")), nil
 	}))
 	must(s.RevokeToken(ctx, h("access")))
@@ -83,11 +84,11 @@ func flow(t *testing.T, s *Site, h func(string) string) {
 	must(s.PutSetting(ctx, "switch", []byte("on")))
 }
 
-func tokenPair(grantID, access, refresh string) []authserver.IssuedToken {
-	return []authserver.IssuedToken{
-		{Hash: access, Token: &authserver.Token{Kind: authserver.TokenAccess, GrantID: grantID, ClientID: "app-1",
+func tokenPair(grantID, access, refresh string) []store.IssuedToken {
+	return []store.IssuedToken{
+		{Hash: access, Token: &store.Token{Kind: store.TokenAccess, GrantID: grantID, ClientID: "app-1",
 			IssuedAt: epoch, ExpiresAt: epoch.Add(time.Hour)}},
-		{Hash: refresh, Token: &authserver.Token{Kind: authserver.TokenRefresh, GrantID: grantID, ClientID: "app-1",
+		{Hash: refresh, Token: &store.Token{Kind: store.TokenRefresh, GrantID: grantID, ClientID: "app-1",
 			IssuedAt: epoch, ExpiresAt: epoch.Add(24 * time.Hour)}},
 	}
 }

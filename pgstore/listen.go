@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // pollEvery is how often an instance compares each site's version row
@@ -27,8 +27,8 @@ type hub struct {
 	db *pgxpool.Pool
 
 	mu       sync.Mutex
-	watchers map[int64]map[int]func(authserver.Change) // site id → watcher
-	versions map[int64]int64                           // last version seen per site
+	watchers map[int64]map[int]func(store.Change) // site id → watcher
+	versions map[int64]int64                      // last version seen per site
 	next     int
 	cancel   context.CancelFunc // nil until the first watcher starts the hub
 	done     chan struct{}
@@ -39,22 +39,22 @@ type hub struct {
 }
 
 func newHub(db *pgxpool.Pool) *hub {
-	return &hub{db: db, watchers: map[int64]map[int]func(authserver.Change){}, versions: map[int64]int64{}}
+	return &hub{db: db, watchers: map[int64]map[int]func(store.Change){}, versions: map[int64]int64{}}
 }
 
-// Watch implements authserver.Watcher.
-func (s *Site) Watch(fn func(authserver.Change)) (stop func()) {
+// Watch implements store.Watcher.
+func (s *Site) Watch(fn func(store.Change)) (stop func()) {
 	return s.pool.hub.add(s.id, fn)
 }
 
-var _ authserver.Watcher = (*Site)(nil)
+var _ store.Watcher = (*Site)(nil)
 
 // add registers fn for site, starting the hub with its first watcher.
-func (h *hub) add(site int64, fn func(authserver.Change)) func() {
+func (h *hub) add(site int64, fn func(store.Change)) func() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watchers[site] == nil {
-		h.watchers[site] = map[int]func(authserver.Change){}
+		h.watchers[site] = map[int]func(store.Change){}
 	}
 	h.next++
 	id := h.next
@@ -125,7 +125,7 @@ func (h *hub) listen(ctx context.Context) bool {
 		return false
 	}
 	defer conn.Close(context.Background())
-	h.broadcast(authserver.ChangeAll)
+	h.broadcast(store.ChangeAll)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -173,7 +173,7 @@ func (h *hub) poll(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, site := range h.stale(ctx) {
-			h.send(site, authserver.ChangeAll)
+			h.send(site, store.ChangeAll)
 		}
 	}
 }
@@ -214,9 +214,9 @@ func (h *hub) stale(ctx context.Context) []int64 {
 }
 
 // send delivers c to the watchers of one site.
-func (h *hub) send(site int64, c authserver.Change) {
+func (h *hub) send(site int64, c store.Change) {
 	h.mu.Lock()
-	fns := make([]func(authserver.Change), 0, len(h.watchers[site]))
+	fns := make([]func(store.Change), 0, len(h.watchers[site]))
 	for _, fn := range h.watchers[site] {
 		fns = append(fns, fn)
 	}
@@ -229,7 +229,7 @@ func (h *hub) send(site int64, c authserver.Change) {
 }
 
 // broadcast delivers c to the watchers of every site.
-func (h *hub) broadcast(c authserver.Change) {
+func (h *hub) broadcast(c store.Change) {
 	h.mu.Lock()
 	ids := make([]int64, 0, len(h.watchers))
 	for id := range h.watchers {

@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // changes collects what a watcher is told.
 type changes struct {
 	mu  sync.Mutex
-	got []authserver.Change
-	ch  chan authserver.Change
+	got []store.Change
+	ch  chan store.Change
 }
 
 func watch(t *testing.T, s *Site) *changes {
-	c := &changes{ch: make(chan authserver.Change, 1024)}
-	stop := s.Watch(func(ch authserver.Change) {
+	c := &changes{ch: make(chan store.Change, 1024)}
+	stop := s.Watch(func(ch store.Change) {
 		c.mu.Lock()
 		c.got = append(c.got, ch)
 		c.mu.Unlock()
@@ -32,7 +32,7 @@ func watch(t *testing.T, s *Site) *changes {
 
 // await waits for want, skipping other changes, for at most limit: the
 // bound the product promises, not a measure of it.
-func (c *changes) await(t *testing.T, want authserver.Change, limit time.Duration) {
+func (c *changes) await(t *testing.T, want store.Change, limit time.Duration) {
 	t.Helper()
 	deadline := time.After(limit)
 	for {
@@ -71,13 +71,13 @@ func grantOfAt(t *testing.T, s *Site, code, subject string) (grantID, token stri
 	t.Helper()
 	ctx := testContext(t)
 	now := time.Now().UTC()
-	if err := s.PutCode(ctx, code, &authserver.Code{Request: authserver.AuthRequest{ClientID: "app"}, ExpiresAt: now.Add(time.Minute)}); err != nil {
+	if err := s.PutCode(ctx, code, &store.Code{Request: store.AuthRequest{ClientID: "app"}, ExpiresAt: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	grantID, token = "grant-"+code, "token-"+code
-	err := s.RedeemCode(ctx, code, func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
-		return &authserver.Grant{ID: grantID, ClientID: "app", CreatedAt: now, Identity: authserver.Identity{Subject: subject}},
-			[]authserver.IssuedToken{{Hash: token, Token: &authserver.Token{Kind: authserver.TokenAccess,
+	err := s.RedeemCode(ctx, code, func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		return &store.Grant{ID: grantID, ClientID: "app", CreatedAt: now, Identity: store.Identity{Subject: subject}},
+			[]store.IssuedToken{{Hash: token, Token: &store.Token{Kind: store.TokenAccess,
 				GrantID: grantID, ClientID: "app", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
 	})
 	if err != nil {
@@ -97,7 +97,7 @@ func TestWatchAcrossPools(t *testing.T) {
 	}
 	seen := watch(t, b)
 	otherSeen := watch(t, other)
-	seen.await(t, authserver.ChangeAll, 5*time.Second) // the listener's first connection
+	seen.await(t, store.ChangeAll, 5*time.Second) // the listener's first connection
 	seen.drain()
 	otherSeen.drain()
 	ctx := testContext(t)
@@ -106,24 +106,24 @@ func TestWatchAcrossPools(t *testing.T) {
 	if err := a.RevokeGrant(ctx, grantID); err != nil {
 		t.Fatal(err)
 	}
-	seen.await(t, authserver.ChangeTokens, time.Second)
-	k := authserver.StoredKey{KID: "k1", JWK: []byte(`{"kty":"EC","d":"x"}`), CreatedAt: time.Now(), SignFrom: time.Now()}
+	seen.await(t, store.ChangeTokens, time.Second)
+	k := store.StoredKey{KID: "k1", JWK: []byte(`{"kty":"EC","d":"x"}`), CreatedAt: time.Now(), SignFrom: time.Now()}
 	if err := a.RotateKey(ctx, k); err != nil {
 		t.Fatal(err)
 	}
-	seen.await(t, authserver.ChangeKeys, time.Second)
+	seen.await(t, store.ChangeKeys, time.Second)
 	if err := a.PutSetting(ctx, "mcp_connections", []byte("off")); err != nil {
 		t.Fatal(err)
 	}
-	seen.await(t, authserver.ChangeSettings, time.Second)
+	seen.await(t, store.ChangeSettings, time.Second)
 	if err := a.SaveCatalog(ctx, []byte(`{"items":[]}`)); err != nil {
 		t.Fatal(err)
 	}
-	seen.await(t, authserver.ChangeCatalog, time.Second)
+	seen.await(t, store.ChangeCatalog, time.Second)
 	otherSeen.mu.Lock()
 	defer otherSeen.mu.Unlock()
 	for _, c := range otherSeen.got {
-		if c != authserver.ChangeAll {
+		if c != store.ChangeAll {
 			t.Errorf("another site's watcher was told of change %d", c)
 		}
 	}
@@ -136,7 +136,7 @@ func TestDisconnectAnnounced(t *testing.T) {
 	dsn := pgcluster.Database(t)
 	a, b := openSite(t, dsn), openSite(t, dsn)
 	seen := watch(t, b)
-	seen.await(t, authserver.ChangeAll, 5*time.Second) // the listener's first connection
+	seen.await(t, store.ChangeAll, 5*time.Second) // the listener's first connection
 	seen.drain()
 	ctx := testContext(t)
 	_, first := grantOfAt(t, a, "d1", "ada")
@@ -144,7 +144,7 @@ func TestDisconnectAnnounced(t *testing.T) {
 	if n, err := a.DisconnectClient(ctx, "app", "ada"); err != nil || n != 2 {
 		t.Fatalf("DisconnectClient = %d, %v", n, err)
 	}
-	seen.await(t, authserver.ChangeTokens, time.Second)
+	seen.await(t, store.ChangeTokens, time.Second)
 	for _, tok := range []string{first, second} {
 		if _, g, err := b.GetToken(ctx, tok); err != nil || !g.Revoked {
 			t.Errorf("the other instance reads the grant as %+v, %v", g, err)
@@ -159,18 +159,18 @@ func TestWatchReconnects(t *testing.T) {
 	dsn := pgcluster.Database(t)
 	a, b := openSite(t, dsn), openSite(t, dsn)
 	seen := watch(t, b)
-	seen.await(t, authserver.ChangeAll, 5*time.Second)
+	seen.await(t, store.ChangeAll, 5*time.Second)
 	ctx := testContext(t)
 	if _, err := a.pool.db.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`); err != nil {
 		t.Fatal(err)
 	}
-	seen.await(t, authserver.ChangeAll, 5*time.Second)
+	seen.await(t, store.ChangeAll, 5*time.Second)
 	grantID, _ := grantAt(t, a, "c2")
 	if err := a.RevokeGrant(ctx, grantID); err != nil {
 		t.Fatal(err)
 	}
-	seen.await(t, authserver.ChangeTokens, time.Second)
+	seen.await(t, store.ChangeTokens, time.Second)
 }
 
 // TestWatchPolls: a change that came with no notification is found by
@@ -181,14 +181,14 @@ func TestWatchPolls(t *testing.T) {
 	dsn := pgcluster.Database(t)
 	a, b := openSite(t, dsn), openSite(t, dsn)
 	seen := watch(t, b)
-	seen.await(t, authserver.ChangeAll, 5*time.Second)
+	seen.await(t, store.ChangeAll, 5*time.Second)
 	time.Sleep(3 * pollEvery) // the poll has seen the version once
 	seen.drain()
 	// A version bump as a notification lost on the way would leave it.
 	if _, err := a.pool.db.Exec(testContext(t), `UPDATE sites SET version = version + 1 WHERE id = $1`, a.id); err != nil {
 		t.Fatal(err)
 	}
-	seen.await(t, authserver.ChangeAll, 2*time.Second)
+	seen.await(t, store.ChangeAll, 2*time.Second)
 }
 
 // BenchmarkRevocationReach measures how long a revocation at one
@@ -216,11 +216,11 @@ func BenchmarkRevocationReach(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	got := make(chan authserver.Change, 16)
-	stop := sb.Watch(func(c authserver.Change) { got <- c })
+	got := make(chan store.Change, 16)
+	stop := sb.Watch(func(c store.Change) { got <- c })
 	defer stop()
 	for c := range got {
-		if c == authserver.ChangeAll {
+		if c == store.ChangeAll {
 			break
 		}
 	}
@@ -240,7 +240,7 @@ func BenchmarkRevocationReach(b *testing.B) {
 			b.Fatal(err)
 		}
 		for c := range got {
-			if c == authserver.ChangeTokens {
+			if c == store.ChangeTokens {
 				break
 			}
 		}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // TestConcurrentMix: rotations, revocations and purges of the same grants
@@ -19,20 +19,20 @@ func TestConcurrentMix(t *testing.T) {
 	dsn := pgcluster.Database(t)
 	ctx := testContext(t)
 	a, b := openSite(t, dsn), openSite(t, dsn)
-	if err := a.PutClient(ctx, &authserver.Client{ID: "app-1", Kind: authserver.KindApp}); err != nil {
+	if err := a.PutClient(ctx, &store.Client{ID: "app-1", Kind: store.KindApp}); err != nil {
 		t.Fatal(err)
 	}
 	const grants = 20
 	var refresh [grants]string
 	for i := range grants {
 		code := fmt.Sprintf("code-%d", i)
-		if err := a.PutCode(ctx, code, &authserver.Code{Request: authserver.AuthRequest{ClientID: "app-1"}, ExpiresAt: epoch.Add(time.Minute)}); err != nil {
+		if err := a.PutCode(ctx, code, &store.Code{Request: store.AuthRequest{ClientID: "app-1"}, ExpiresAt: epoch.Add(time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 		refresh[i] = fmt.Sprintf("r-%d", i)
-		err := a.RedeemCode(ctx, code, func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+		err := a.RedeemCode(ctx, code, func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
 			g := fmt.Sprintf("g-%d", i)
-			return &authserver.Grant{ID: g, ClientID: "app-1"}, tokenPair(g, fmt.Sprintf("a-%d", i), refresh[i]), nil
+			return &store.Grant{ID: g, ClientID: "app-1"}, tokenPair(g, fmt.Sprintf("a-%d", i), refresh[i]), nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestConcurrentMix(t *testing.T) {
 	}
 	ops := []func(s *Site, i int) error{
 		func(s *Site, i int) error {
-			return s.RotateRefresh(ctx, refresh[i], epoch, time.Hour, func(_ *authserver.Token, g *authserver.Grant) ([]authserver.IssuedToken, error) {
+			return s.RotateRefresh(ctx, refresh[i], epoch, time.Hour, func(_ *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 				return tokenPair(g.ID, fresh(), fresh()), nil
 			})
 		},
@@ -57,7 +57,7 @@ func TestConcurrentMix(t *testing.T) {
 		func(s *Site, _ int) error { return s.PurgeExpired(ctx, epoch.Add(2*time.Hour)) },
 		func(s *Site, _ int) error { _, err := s.RevokeClientGrants(ctx, "app-1"); return err },
 		func(s *Site, _ int) error {
-			_, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), authserver.KindApp)
+			_, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), store.KindApp)
 			return err
 		},
 	}
@@ -70,7 +70,7 @@ func TestConcurrentMix(t *testing.T) {
 			}
 			op := ops[(round+i)%len(ops)]
 			wg.Go(func() {
-				if err := op(s, i); err != nil && !errors.Is(err, authserver.ErrNotFound) {
+				if err := op(s, i); err != nil && !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("round %d, grant %d: %v", round, i, err)
 				}
 			})

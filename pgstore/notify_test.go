@@ -8,13 +8,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 func TestNoticeRoundTrip(t *testing.T) {
-	for _, c := range []authserver.Change{authserver.ChangeTokens, authserver.ChangeKeys,
-		authserver.ChangeSettings, authserver.ChangeCatalog, authserver.ChangeAll} {
+	for _, c := range []store.Change{store.ChangeTokens, store.ChangeKeys,
+		store.ChangeSettings, store.ChangeCatalog, store.ChangeAll} {
 		id, got, version, err := parseNotice(noticePrefix(42, c) + "7")
 		if err != nil || id != 42 || got != c || version != 7 {
 			t.Errorf("parseNotice(%q) = %d, %d, %d, %v", noticePrefix(42, c)+"7", id, got, version, err)
@@ -34,7 +34,7 @@ func TestAnnouncements(t *testing.T) {
 	dsn := pgcluster.Database(t)
 	ctx := testContext(t)
 	s := openSite(t, dsn)
-	if err := s.PutClient(ctx, &authserver.Client{ID: "app-1", Kind: authserver.KindApp}); err != nil {
+	if err := s.PutClient(ctx, &store.Client{ID: "app-1", Kind: store.KindApp}); err != nil {
 		t.Fatal(err)
 	}
 	issue(t, s, "code", "grant-1", "tok")
@@ -44,19 +44,19 @@ func TestAnnouncements(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		call func() error
-		want authserver.Change // 0: no announcement
+		want store.Change // 0: no announcement
 	}{
-		{"RevokeGrant", func() error { return s.RevokeGrant(ctx, "grant-1") }, authserver.ChangeTokens},
+		{"RevokeGrant", func() error { return s.RevokeGrant(ctx, "grant-1") }, store.ChangeTokens},
 		{"RevokeGrant again", func() error { return s.RevokeGrant(ctx, "grant-1") }, 0},
-		{"InitKeys", func() error { _, err := s.InitKeys(ctx, k); return err }, authserver.ChangeKeys},
+		{"InitKeys", func() error { _, err := s.InitKeys(ctx, k); return err }, store.ChangeKeys},
 		{"InitKeys again", func() error { _, err := s.InitKeys(ctx, k2); return err }, 0},
-		{"RotateKey", func() error { return s.RotateKey(ctx, k2) }, authserver.ChangeKeys},
-		{"PutSetting", func() error { return s.PutSetting(ctx, "a", []byte("1")) }, authserver.ChangeSettings},
-		{"InitSetting", func() error { _, err := s.InitSetting(ctx, "b", []byte("1")); return err }, authserver.ChangeSettings},
+		{"RotateKey", func() error { return s.RotateKey(ctx, k2) }, store.ChangeKeys},
+		{"PutSetting", func() error { return s.PutSetting(ctx, "a", []byte("1")) }, store.ChangeSettings},
+		{"InitSetting", func() error { _, err := s.InitSetting(ctx, "b", []byte("1")); return err }, store.ChangeSettings},
 		{"InitSetting again", func() error { _, err := s.InitSetting(ctx, "b", []byte("2")); return err }, 0},
-		{"SaveCatalog", func() error { return s.SaveCatalog(ctx, []byte("{}")) }, authserver.ChangeCatalog},
+		{"SaveCatalog", func() error { return s.SaveCatalog(ctx, []byte("{}")) }, store.ChangeCatalog},
 		{"SaveCatalog unchanged", func() error { return s.SaveCatalog(ctx, []byte("{}")) }, 0},
-		{"DeleteClient", func() error { _, err := s.DeleteClient(ctx, "app-1"); return err }, authserver.ChangeTokens},
+		{"DeleteClient", func() error { _, err := s.DeleteClient(ctx, "app-1"); return err }, store.ChangeTokens},
 	} {
 		before := count(t, dsn, `SELECT version FROM sites WHERE id = $1`, s.id)
 		if err := c.call(); err != nil {

@@ -1,11 +1,11 @@
-// Package pgstore is the PostgreSQL authserver.Store: every gateway
+// Package pgstore is the PostgreSQL store.Store: every gateway
 // instance of a site connects to one database and behaves as one
 // instance would, and one database holds any number of sites.
 //
 // Decisions that depend on stored rows (redeeming a code, rotating a
 // refresh token, registering a client) are taken in one READ COMMITTED
 // transaction on the rows it has locked, with the rules of
-// authserver/rfc9700.go. Changes that instances cache are announced with
+// store/rfc9700.go. Changes that instances cache are announced with
 // NOTIFY in the transaction that makes them (see notify.go).
 package pgstore
 

@@ -36,7 +36,7 @@ const purgeGrants = `WITH dead AS (
 	)
 	DELETE FROM grants g USING dead WHERE g.site_id = $1 AND g.id = dead.id`
 
-// PurgeExpired implements authserver.TokenStore, in batches of purgeBatch
+// PurgeExpired implements store.TokenStore, in batches of purgeBatch
 // rows, each a transaction with its own deadline: a backlog takes as long
 // as it takes, and a pass that ctx cuts short has deleted whole batches.
 func (s *Site) PurgeExpired(ctx context.Context, before time.Time) error {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // TestDatabaseRestart: while the database is down, calls fail promptly
@@ -33,7 +33,7 @@ func TestDatabaseRestart(t *testing.T) {
 	}()
 	start := time.Now()
 	_, err := s.GetSetting(ctx, "switch")
-	if err == nil || errors.Is(err, authserver.ErrNotFound) || time.Since(start) > callTimeout+time.Second {
+	if err == nil || errors.Is(err, store.ErrNotFound) || time.Since(start) > callTimeout+time.Second {
 		t.Errorf("GetSetting with the database down = %v after %v, want a failure within %v", err, time.Since(start), callTimeout)
 	}
 	if err := c.Resume(); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // callTimeout bounds every store call, the wait for a pooled connection
@@ -88,8 +88,8 @@ func failure(op string, err error) error {
 		return nil
 	case errors.As(err, &cb):
 		return cb.err
-	case errors.Is(err, authserver.ErrNotFound), errors.Is(err, authserver.ErrCodeReuse),
-		errors.Is(err, authserver.ErrRefreshReuse), errors.Is(err, authserver.ErrClientLimit):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCodeReuse),
+		errors.Is(err, store.ErrRefreshReuse), errors.Is(err, store.ErrClientLimit):
 		return err
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, scrub(err))

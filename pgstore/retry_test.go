@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // TestRetry: serialization failures and deadlocks are retried up to
@@ -46,8 +46,8 @@ func TestRetry(t *testing.T) {
 				t.Errorf("err = %v, want the callback's error as is", err)
 			}
 		}},
-		{"not found", []error{authserver.ErrNotFound}, 1, func(t *testing.T, err error) {
-			if err != authserver.ErrNotFound {
+		{"not found", []error{store.ErrNotFound}, 1, func(t *testing.T, err error) {
+			if err != store.ErrNotFound {
 				t.Errorf("err = %v, want ErrNotFound as is", err)
 			}
 		}},

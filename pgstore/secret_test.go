@@ -13,15 +13,15 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 var epoch = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
 // newKey returns a real ES256 signing key and its private scalar, the
 // JWK's "d".
-func newKey(t *testing.T, kid string, created time.Time) (authserver.StoredKey, string) {
+func newKey(t *testing.T, kid string, created time.Time) (store.StoredKey, string) {
 	t.Helper()
 	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -39,7 +39,7 @@ func newKey(t *testing.T, kid string, created time.Time) (authserver.StoredKey, 
 	if err := json.Unmarshal(blob, &fields); err != nil || fields.D == "" {
 		t.Fatalf("JWK %s has no d: %v", blob, err)
 	}
-	return authserver.StoredKey{KID: kid, JWK: blob, CreatedAt: created, SignFrom: created}, fields.D
+	return store.StoredKey{KID: kid, JWK: blob, CreatedAt: created, SignFrom: created}, fields.D
 }
 
 // TestKeySecret: keys sealed under one secret do not open under another,

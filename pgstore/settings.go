@@ -6,10 +6,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// GetSetting implements authserver.SettingStore.
+// GetSetting implements store.SettingStore.
 func (s *Site) GetSetting(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	err := s.run(ctx, "reading a setting", func(ctx context.Context, q querier) error {
@@ -22,13 +22,13 @@ func (s *Site) GetSetting(ctx context.Context, key string) ([]byte, error) {
 	return nonNil(v), nil
 }
 
-// PutSetting implements authserver.SettingStore.
+// PutSetting implements store.SettingStore.
 func (s *Site) PutSetting(ctx context.Context, key string, value []byte) error {
 	return s.tx(ctx, "storing a setting", func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.putSetting(ctx, tx, key, value); err != nil {
 			return err
 		}
-		return s.announce(ctx, tx, authserver.ChangeSettings)
+		return s.announce(ctx, tx, store.ChangeSettings)
 	})
 }
 
@@ -38,7 +38,7 @@ func (s *Site) putSetting(ctx context.Context, q querier, key string, value []by
 	return err
 }
 
-// InitSetting implements authserver.SettingStore. The key's primary key
+// InitSetting implements store.SettingStore. The key's primary key
 // settles concurrent first starts: an insert that meets another's waits
 // for it to commit and then inserts nothing, and the read that follows,
 // a statement of its own, sees the winner's value.
@@ -53,7 +53,7 @@ func (s *Site) InitSetting(ctx context.Context, key string, value []byte) ([]byt
 		if err != nil {
 			return err
 		}
-		return s.announce(ctx, tx, authserver.ChangeSettings)
+		return s.announce(ctx, tx, store.ChangeSettings)
 	})
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (s *Site) InitSetting(ctx context.Context, key string, value []byte) ([]byt
 	return nonNil(out), nil
 }
 
-// PutSettingRevoking implements authserver.SettingStore.
+// PutSettingRevoking implements store.SettingStore.
 func (s *Site) PutSettingRevoking(ctx context.Context, key string, value []byte, kind string) (int, error) {
 	var n int64
 	err := s.tx(ctx, "storing a setting and revoking grants", func(ctx context.Context, tx pgx.Tx) error {
@@ -75,10 +75,10 @@ func (s *Site) PutSettingRevoking(ctx context.Context, key string, value []byte,
 			return err
 		}
 		n = tag.RowsAffected()
-		if err := s.announce(ctx, tx, authserver.ChangeSettings); err != nil {
+		if err := s.announce(ctx, tx, store.ChangeSettings); err != nil {
 			return err
 		}
-		return s.announceIf(ctx, tx, n, authserver.ChangeTokens)
+		return s.announceIf(ctx, tx, n, store.ChangeTokens)
 	})
 	return int(n), err
 }

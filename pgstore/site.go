@@ -12,13 +12,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Site is the store of one site (one school, one issuer) in a shared
-// database. It implements authserver.Store, authserver.Scheduler and
-// authserver.Watcher (listen.go).
+// database. It implements store.Store, store.Scheduler and
+// store.Watcher (listen.go).
 type Site struct {
 	pool   *Pool
 	id     int64 // sites.id: every row of the site carries it, and notifications name it
@@ -27,8 +27,8 @@ type Site struct {
 }
 
 var (
-	_ authserver.Store     = (*Site)(nil)
-	_ authserver.Scheduler = (*Site)(nil)
+	_ store.Store     = (*Site)(nil)
+	_ store.Scheduler = (*Site)(nil)
 )
 
 // querier is what a statement runs on: the pool, for a statement that is
@@ -181,7 +181,7 @@ func (s *Site) txFor(ctx context.Context, op string, limit time.Duration, opts p
 // notFound turns "no row" into the contract's ErrNotFound.
 func notFound(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return authserver.ErrNotFound
+		return store.ErrNotFound
 	}
 	return err
 }

@@ -7,15 +7,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// GetToken implements authserver.TokenStore. A token whose grant is gone
+// GetToken implements store.TokenStore. A token whose grant is gone
 // (purged) is gone too. Revocation is read from both rows, so revoking a
 // grant is one row's update however many tokens it issued.
-func (s *Site) GetToken(ctx context.Context, hash string) (*authserver.Token, *authserver.Grant, error) {
-	var t *authserver.Token
-	var g *authserver.Grant
+func (s *Site) GetToken(ctx context.Context, hash string) (*store.Token, *store.Grant, error) {
+	var t *store.Token
+	var g *store.Grant
 	err := s.run(ctx, "reading a token", func(ctx context.Context, q querier) error {
 		var tdata, gdata []byte
 		var tokRevoked, grantRevoked bool
@@ -38,12 +38,12 @@ func (s *Site) GetToken(ctx context.Context, hash string) (*authserver.Token, *a
 	return t, g, nil
 }
 
-// RotateRefresh implements authserver.TokenStore. The token's row is
+// RotateRefresh implements store.TokenStore. The token's row is
 // locked, then its grant's (always in that order, as RedeemCode locks the
 // code before the grant), so rotations of one token take turns and see
 // each other's RotatedAt.
-func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*authserver.Token, *authserver.Grant) ([]authserver.IssuedToken, error)) error {
-	var outcome authserver.RotateOutcome
+func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
+	var outcome store.RotateOutcome
 	err := s.tx(ctx, "rotating a refresh token", func(ctx context.Context, tx pgx.Tx) error {
 		t, err := s.lockToken(ctx, tx, hash)
 		if err != nil {
@@ -53,7 +53,7 @@ func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, gr
 		if err != nil {
 			return err
 		}
-		if outcome = authserver.DecideRotate(t, now, grace); outcome == authserver.RotateReplay {
+		if outcome = store.DecideRotate(t, now, grace); outcome == store.RotateReplay {
 			return s.revokeGrant(ctx, tx, g.ID)
 		}
 		toks, err := rotate(t, g)
@@ -61,7 +61,7 @@ func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, gr
 			return callbackError{err}
 		}
 		b := &pgx.Batch{}
-		if outcome == authserver.RotateFirst {
+		if outcome == store.RotateFirst {
 			b.Queue(`UPDATE tokens SET rotated_at = $3 WHERE site_id = $1 AND hash = $2`, s.id, hash, now)
 		}
 		if g.RefreshDue(now) {
@@ -79,7 +79,7 @@ func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, gr
 }
 
 // lockToken reads a token and locks its row until the transaction ends.
-func (s *Site) lockToken(ctx context.Context, tx pgx.Tx, hash string) (*authserver.Token, error) {
+func (s *Site) lockToken(ctx context.Context, tx pgx.Tx, hash string) (*store.Token, error) {
 	var data []byte
 	var revoked bool
 	var rotated *time.Time
@@ -92,7 +92,7 @@ func (s *Site) lockToken(ctx context.Context, tx pgx.Tx, hash string) (*authserv
 }
 
 // lockGrant reads a grant and locks its row until the transaction ends.
-func (s *Site) lockGrant(ctx context.Context, tx pgx.Tx, id string) (*authserver.Grant, error) {
+func (s *Site) lockGrant(ctx context.Context, tx pgx.Tx, id string) (*store.Grant, error) {
 	var data []byte
 	var revoked bool
 	var refreshed *time.Time
@@ -104,7 +104,7 @@ func (s *Site) lockGrant(ctx context.Context, tx pgx.Tx, id string) (*authserver
 	return decodeGrant(data, revoked, refreshed)
 }
 
-// RevokeToken implements authserver.TokenStore.
+// RevokeToken implements store.TokenStore.
 func (s *Site) RevokeToken(ctx context.Context, hash string) error {
 	return s.tx(ctx, "revoking a token", func(ctx context.Context, tx pgx.Tx) error {
 		var data []byte
@@ -116,7 +116,7 @@ func (s *Site) RevokeToken(ctx context.Context, hash string) error {
 		if err != nil {
 			return err
 		}
-		if authserver.DecideRevoke(t) == authserver.RevokeWholeGrant {
+		if store.DecideRevoke(t) == store.RevokeWholeGrant {
 			return s.revokeGrant(ctx, tx, t.GrantID)
 		}
 		tag, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = now()
@@ -124,11 +124,11 @@ func (s *Site) RevokeToken(ctx context.Context, hash string) error {
 		if err != nil {
 			return err
 		}
-		return s.announceIf(ctx, tx, tag.RowsAffected(), authserver.ChangeTokens)
+		return s.announceIf(ctx, tx, tag.RowsAffected(), store.ChangeTokens)
 	})
 }
 
-// RevokeGrant implements authserver.TokenStore.
+// RevokeGrant implements store.TokenStore.
 func (s *Site) RevokeGrant(ctx context.Context, id string) error {
 	return s.tx(ctx, "revoking a grant", func(ctx context.Context, tx pgx.Tx) error {
 		return s.revokeGrant(ctx, tx, id)
@@ -142,10 +142,10 @@ func (s *Site) revokeGrant(ctx context.Context, tx pgx.Tx, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.announceIf(ctx, tx, tag.RowsAffected(), authserver.ChangeTokens)
+	return s.announceIf(ctx, tx, tag.RowsAffected(), store.ChangeTokens)
 }
 
-// RevokeClientGrants implements authserver.TokenStore: one update of the
+// RevokeClientGrants implements store.TokenStore: one update of the
 // client's live grants, which locks none of their tokens.
 func (s *Site) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
 	var n int64
@@ -156,14 +156,14 @@ func (s *Site) RevokeClientGrants(ctx context.Context, clientID string) (int, er
 			return err
 		}
 		n = tag.RowsAffected()
-		return s.announceIf(ctx, tx, n, authserver.ChangeTokens)
+		return s.announceIf(ctx, tx, n, store.ChangeTokens)
 	})
 	return int(n), err
 }
 
 // queueGrant queues the insertion of a new grant. Its payload leaves out
 // Revoked and RefreshedAt, which live in columns.
-func (s *Site) queueGrant(b *pgx.Batch, g *authserver.Grant) error {
+func (s *Site) queueGrant(b *pgx.Batch, g *store.Grant) error {
 	payload := *g
 	payload.Revoked, payload.RefreshedAt = false, time.Time{}
 	data, err := json.Marshal(&payload)
@@ -178,7 +178,7 @@ func (s *Site) queueGrant(b *pgx.Batch, g *authserver.Grant) error {
 
 // queueTokens queues the insertion of new tokens. Their payloads leave out
 // Revoked and RotatedAt, which live in columns.
-func (s *Site) queueTokens(b *pgx.Batch, toks []authserver.IssuedToken) error {
+func (s *Site) queueTokens(b *pgx.Batch, toks []store.IssuedToken) error {
 	for _, it := range toks {
 		t := it.Token
 		payload := *t
@@ -194,8 +194,8 @@ func (s *Site) queueTokens(b *pgx.Batch, toks []authserver.IssuedToken) error {
 	return nil
 }
 
-func decodeToken(data []byte, revoked bool, rotated *time.Time) (*authserver.Token, error) {
-	var t authserver.Token
+func decodeToken(data []byte, revoked bool, rotated *time.Time) (*store.Token, error) {
+	var t store.Token
 	if err := json.Unmarshal(data, &t); err != nil {
 		return nil, err
 	}
@@ -203,8 +203,8 @@ func decodeToken(data []byte, revoked bool, rotated *time.Time) (*authserver.Tok
 	return &t, nil
 }
 
-func decodeGrant(data []byte, revoked bool, refreshed *time.Time) (*authserver.Grant, error) {
-	var g authserver.Grant
+func decodeGrant(data []byte, revoked bool, refreshed *time.Time) (*store.Grant, error) {
+	var g store.Grant
 	if err := json.Unmarshal(data, &g); err != nil {
 		return nil, err
 	}

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-func testSettings(t *testing.T, s authserver.Store) {
+func testSettings(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, v := range [][]byte{[]byte("on"), []byte("off"), {0, 1, 2}} {
 		if err := s.PutSetting(ctx, "switch", v); err != nil {
@@ -21,14 +21,14 @@ func testSettings(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testKeys(t *testing.T, s authserver.Store) {
+func testKeys(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if keys, err := s.LoadKeys(ctx); err != nil || len(keys) != 0 {
 		t.Fatalf("LoadKeys of a new store = %v, %v", keys, err)
 	}
-	a := authserver.StoredKey{KID: "a", JWK: []byte(`{"kty":"EC"}`), CreatedAt: epoch, SignFrom: epoch}
-	b := authserver.StoredKey{KID: "b", JWK: []byte(`{"kty":"EC","x":"1"}`), CreatedAt: epoch.Add(time.Hour), SignFrom: epoch.Add(2 * time.Hour)}
-	c := authserver.StoredKey{KID: "c", JWK: []byte(`{"kty":"EC","x":"2"}`), CreatedAt: epoch.Add(3 * time.Hour), SignFrom: epoch.Add(4 * time.Hour)}
+	a := store.StoredKey{KID: "a", JWK: []byte(`{"kty":"EC"}`), CreatedAt: epoch, SignFrom: epoch}
+	b := store.StoredKey{KID: "b", JWK: []byte(`{"kty":"EC","x":"1"}`), CreatedAt: epoch.Add(time.Hour), SignFrom: epoch.Add(2 * time.Hour)}
+	c := store.StoredKey{KID: "c", JWK: []byte(`{"kty":"EC","x":"2"}`), CreatedAt: epoch.Add(3 * time.Hour), SignFrom: epoch.Add(4 * time.Hour)}
 	keys, err := s.InitKeys(ctx, a)
 	if err != nil || len(keys) != 1 || keys[0].KID != "a" {
 		t.Fatalf("InitKeys of a new store = %v, %v; want the first key", keys, err)
@@ -37,7 +37,7 @@ func testKeys(t *testing.T, s authserver.Store) {
 	if keys, err := s.InitKeys(ctx, b); err != nil || len(keys) != 1 || keys[0].KID != "a" {
 		t.Fatalf("InitKeys again = %v, %v; want the stored key alone", keys, err)
 	}
-	for _, k := range []authserver.StoredKey{b, c} {
+	for _, k := range []store.StoredKey{b, c} {
 		if err := s.RotateKey(ctx, k); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func testKeys(t *testing.T, s authserver.Store) {
 	if err != nil || len(keys) != 3 {
 		t.Fatalf("LoadKeys = %d keys, %v; want 3", len(keys), err)
 	}
-	want := map[string]authserver.StoredKey{"a": a, "b": b, "c": c}
+	want := map[string]store.StoredKey{"a": a, "b": b, "c": c}
 	for _, got := range keys {
 		w := want[got.KID]
 		if !bytes.Equal(got.JWK, w.JWK) || !got.CreatedAt.Equal(w.CreatedAt) ||
@@ -59,7 +59,7 @@ func testKeys(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testInitSetting(t *testing.T, s authserver.Store) {
+func testInitSetting(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if v, err := s.InitSetting(ctx, "switch", []byte("on")); err != nil || string(v) != "on" {
 		t.Fatalf("InitSetting of a new key = %q, %v; want on", v, err)
@@ -77,11 +77,11 @@ func testInitSetting(t *testing.T, s authserver.Store) {
 
 // testPutSettingRevoking: switching off revokes the grants of the clients
 // of one kind, and only those, with the setting.
-func testPutSettingRevoking(t *testing.T, s authserver.Store) {
+func testPutSettingRevoking(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	for _, c := range []*authserver.Client{
-		{ID: "app-1", Kind: authserver.KindApp}, {ID: "app-2", Kind: authserver.KindApp},
-		{ID: "cli-1", Kind: authserver.KindLoopback},
+	for _, c := range []*store.Client{
+		{ID: "app-1", Kind: store.KindApp}, {ID: "app-2", Kind: store.KindApp},
+		{ID: "cli-1", Kind: store.KindLoopback},
 	} {
 		if err := s.PutClient(ctx, c); err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func testPutSettingRevoking(t *testing.T, s authserver.Store) {
 	_, a := grantOf(t, s, "app-1")
 	_, b := grantOf(t, s, "app-2")
 	_, c := grantOf(t, s, "cli-1")
-	n, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), authserver.KindApp)
+	n, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), store.KindApp)
 	if err != nil || n != 2 {
 		t.Fatalf("PutSettingRevoking = %d, %v; want 2 grants", n, err)
 	}
@@ -103,12 +103,12 @@ func testPutSettingRevoking(t *testing.T, s authserver.Store) {
 	if revoked(t, s, c.access) {
 		t.Error("a grant of another kind was revoked")
 	}
-	if n, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), authserver.KindApp); err != nil || n != 0 {
+	if n, err := s.PutSettingRevoking(ctx, "apps", []byte("off"), store.KindApp); err != nil || n != 0 {
 		t.Errorf("again = %d, %v; want 0", n, err)
 	}
 }
 
-func testCatalog(t *testing.T, s authserver.Store) {
+func testCatalog(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if raw, err := s.LoadCatalog(ctx); err != nil || raw != nil {
 		t.Fatalf("LoadCatalog of a new store = %q, %v; want nil, nil", raw, err)

@@ -1,4 +1,4 @@
-package authserver
+package boltstore
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // The grant indexes of the bbolt store. Each live grant has one key in
@@ -44,18 +46,18 @@ var errBadIndexKey = errors.New("grant index key malformed")
 // what it groups them by.
 type grantIndex struct {
 	bucket       []byte
-	owner, group func(*Grant) string
+	owner, group func(*store.Grant) string
 	// cursorGroup is the group of a list position.
-	cursorGroup func(GrantCursor) string
+	cursorGroup func(store.GrantCursor) string
 }
 
 var (
 	bySubject = grantIndex{bucketGrantsBySubject,
-		func(g *Grant) string { return g.Identity.Subject }, func(g *Grant) string { return g.ClientID },
-		func(c GrantCursor) string { return c.ClientID }}
+		func(g *store.Grant) string { return g.Identity.Subject }, func(g *store.Grant) string { return g.ClientID },
+		func(c store.GrantCursor) string { return c.ClientID }}
 	byClient = grantIndex{bucketGrantsByClient,
-		func(g *Grant) string { return g.ClientID }, func(g *Grant) string { return g.Identity.Subject },
-		func(c GrantCursor) string { return c.Subject }}
+		func(g *store.Grant) string { return g.ClientID }, func(g *store.Grant) string { return g.Identity.Subject },
+		func(c store.GrantCursor) string { return c.Subject }}
 	grantIndexes = []grantIndex{bySubject, byClient}
 )
 
@@ -69,7 +71,7 @@ func indexOf(subject, clientID string) (grantIndex, string) {
 }
 
 // key is g's key in the index.
-func (ix grantIndex) key(g *Grant) []byte {
+func (ix grantIndex) key(g *store.Grant) []byte {
 	return indexKey(ix.owner(g), ix.group(g), g.CreatedAt, g.ID)
 }
 
@@ -134,7 +136,7 @@ func groupEnd(key []byte, from int) (int, error) {
 func grantIDAt(key []byte, end int) string { return string(key[end+8:]) }
 
 // indexGrant adds a live grant to the indexes.
-func indexGrant(tx *bolt.Tx, g *Grant) error {
+func indexGrant(tx *bolt.Tx, g *store.Grant) error {
 	for _, ix := range grantIndexes {
 		if err := tx.Bucket(ix.bucket).Put(ix.key(g), nil); err != nil {
 			return err
@@ -144,7 +146,7 @@ func indexGrant(tx *bolt.Tx, g *Grant) error {
 }
 
 // unindexGrant removes a grant that stops being live from the indexes.
-func unindexGrant(tx *bolt.Tx, g *Grant) error {
+func unindexGrant(tx *bolt.Tx, g *store.Grant) error {
 	for _, ix := range grantIndexes {
 		if err := tx.Bucket(ix.bucket).Delete(ix.key(g)); err != nil {
 			return err
@@ -169,7 +171,7 @@ func rebuildGrantIndexes(tx *bolt.Tx) error {
 		}
 	}
 	return tx.Bucket(bucketGrants).ForEach(func(_, v []byte) error {
-		var g Grant
+		var g store.Grant
 		if err := json.Unmarshal(v, &g); err != nil {
 			return err
 		}
@@ -180,14 +182,14 @@ func rebuildGrantIndexes(tx *bolt.Tx) error {
 	})
 }
 
-// ListGrants implements GrantStore with a prefix scan of one index.
-func (s *boltStore) ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, error) {
+// ListGrants implements store.GrantStore with a prefix scan of one index.
+func (s *boltStore) ListGrants(ctx context.Context, q store.GrantQuery) ([]*store.Grant, error) {
 	ix, owner := indexOf(q.Subject, q.ClientID)
 	if owner == "" {
 		return nil, nil
 	}
-	limit := PageLimit(q.Limit)
-	var out []*Grant
+	limit := store.PageLimit(q.Limit)
+	var out []*store.Grant
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		out = nil
 		prefix := ownerPrefix(owner)
@@ -205,7 +207,7 @@ func (s *boltStore) ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, err
 			if err != nil {
 				return err
 			}
-			var g Grant
+			var g store.Grant
 			if err := getJSON(grants, grantIDAt(k, end), &g); err != nil {
 				return err
 			}
@@ -216,15 +218,15 @@ func (s *boltStore) ListGrants(ctx context.Context, q GrantQuery) ([]*Grant, err
 	return out, err
 }
 
-// ListConnections implements GrantStore: the same prefix scan, a new
+// ListConnections implements store.GrantStore: the same prefix scan, a new
 // connection at each new group, and every grant of a group read.
-func (s *boltStore) ListConnections(ctx context.Context, q ConnectionQuery) ([]*Connection, error) {
+func (s *boltStore) ListConnections(ctx context.Context, q store.ConnectionQuery) ([]*store.Connection, error) {
 	ix, owner := indexOf(q.Subject, q.ClientID)
 	if owner == "" {
 		return nil, nil
 	}
-	limit := PageLimit(q.Limit)
-	var out []*Connection
+	limit := store.PageLimit(q.Limit)
+	var out []*store.Connection
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		out = nil
 		prefix := ownerPrefix(owner)
@@ -235,7 +237,7 @@ func (s *boltStore) ListConnections(ctx context.Context, q ConnectionQuery) ([]*
 		grants := tx.Bucket(bucketGrants)
 		c := tx.Bucket(ix.bucket).Cursor()
 		var group []byte
-		var conn *Connection
+		var conn *store.Connection
 		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			end, err := groupEnd(k, len(prefix))
 			if err != nil {
@@ -245,11 +247,11 @@ func (s *boltStore) ListConnections(ctx context.Context, q ConnectionQuery) ([]*
 				if len(out) == limit {
 					break
 				}
-				conn = &Connection{}
+				conn = &store.Connection{}
 				out = append(out, conn)
 				group = append(group[:0], k[:end]...)
 			}
-			var g Grant
+			var g store.Grant
 			if err := getJSON(grants, grantIDAt(k, end), &g); err != nil {
 				return err
 			}
@@ -260,14 +262,14 @@ func (s *boltStore) ListConnections(ctx context.Context, q ConnectionQuery) ([]*
 	return out, err
 }
 
-// GrantCounts implements GrantStore: one pass over the client index's
+// GrantCounts implements store.GrantStore: one pass over the client index's
 // keys, which are grouped by person, reading no grant.
-func (s *boltStore) GrantCounts(ctx context.Context) (map[string]GrantCount, error) {
-	out := map[string]GrantCount{}
+func (s *boltStore) GrantCounts(ctx context.Context) (map[string]store.GrantCount, error) {
+	out := map[string]store.GrantCount{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		clear(out)
 		var owner, group []byte
-		var n GrantCount
+		var n store.GrantCount
 		flush := func() {
 			if n.Grants > 0 {
 				out[string(owner)] = n
@@ -285,7 +287,7 @@ func (s *boltStore) GrantCounts(ctx context.Context) (map[string]GrantCount, err
 			}
 			if !bytes.Equal(k[4:from], owner) {
 				flush()
-				owner, group, n = append(owner[:0], k[4:from]...), group[:0], GrantCount{}
+				owner, group, n = append(owner[:0], k[4:from]...), group[:0], store.GrantCount{}
 			}
 			if !bytes.Equal(k[:end], group) {
 				n.People++
@@ -299,15 +301,15 @@ func (s *boltStore) GrantCounts(ctx context.Context) (map[string]GrantCount, err
 	return out, err
 }
 
-// DisconnectGrant implements GrantStore.
-func (s *boltStore) DisconnectGrant(ctx context.Context, id, subject string) (*Grant, error) {
-	var found Grant
+// DisconnectGrant implements store.GrantStore.
+func (s *boltStore) DisconnectGrant(ctx context.Context, id, subject string) (*store.Grant, error) {
+	var found store.Grant
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if err := getJSON(tx.Bucket(bucketGrants), id, &found); err != nil {
 			return err
 		}
 		if subject == "" || found.Identity.Subject != subject {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		if err := revokeGrant(tx, id); err != nil {
 			return err
@@ -320,12 +322,12 @@ func (s *boltStore) DisconnectGrant(ctx context.Context, id, subject string) (*G
 	return &found, nil
 }
 
-// DisconnectClient implements GrantStore: the pair's grants are one
+// DisconnectClient implements store.GrantStore: the pair's grants are one
 // prefix of the client index. bbolt has one writer at a time, so a
 // rotation either committed before or finds the grant revoked.
 func (s *boltStore) DisconnectClient(ctx context.Context, clientID, subject string) (int, error) {
 	if clientID == "" || subject == "" {
-		return 0, ErrNotFound
+		return 0, store.ErrNotFound
 	}
 	n := 0
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -339,7 +341,7 @@ func (s *boltStore) DisconnectClient(ctx context.Context, clientID, subject stri
 		key := []byte(consentKey(clientID, subject))
 		remembered := consents.Get(key) != nil
 		if len(ids) == 0 && !remembered {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		// Revoking deletes index keys, which a live cursor must not see.
 		for _, id := range ids {
@@ -379,7 +381,7 @@ func revokeClientGrants(tx *bolt.Tx, clientID string) (int, error) {
 }
 
 // touchRefreshed records a rotation's time on its grant.
-func touchRefreshed(tx *bolt.Tx, g *Grant, now time.Time) error {
+func touchRefreshed(tx *bolt.Tx, g *store.Grant, now time.Time) error {
 	g.RefreshedAt = now
 	return putJSON(tx.Bucket(bucketGrants), g.ID, g)
 }

@@ -1,4 +1,4 @@
-package authserver
+package boltstore
 
 import (
 	"encoding/json"
@@ -9,13 +9,15 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// ExportBolt reads the whole state of the site in a bbolt file, opening it
+// Export reads the whole state of the site in a bbolt file, opening it
 // read-only so that the file stays as it was (going back is the old
 // configuration). A running gateway holds the file's lock, so that is
 // refused with a word to stop it first.
-func ExportBolt(path string) (*Dump, error) {
+func Export(path string) (*store.Dump, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
@@ -27,7 +29,7 @@ func ExportBolt(path string) (*Dump, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	defer db.Close()
-	d := &Dump{Settings: map[string][]byte{}}
+	d := &store.Dump{Settings: map[string][]byte{}}
 	err = db.View(func(tx *bolt.Tx) error {
 		if err := checkSchema(tx); err != nil {
 			return err
@@ -58,7 +60,7 @@ func checkSchema(tx *bolt.Tx) error {
 	return nil
 }
 
-func exportBuckets(tx *bolt.Tx, d *Dump) error {
+func exportBuckets(tx *bolt.Tx, d *store.Dump) error {
 	each := func(name []byte, fn func(k string, v []byte) error) error {
 		b := tx.Bucket(name)
 		if b == nil {
@@ -71,28 +73,28 @@ func exportBuckets(tx *bolt.Tx, d *Dump) error {
 		fn     func(k string, v []byte) error
 	}{
 		{bucketKeys, func(_ string, v []byte) error {
-			return decodeInto(v, func(k *StoredKey) { d.Keys = append(d.Keys, *k) })
+			return decodeInto(v, func(k *store.StoredKey) { d.Keys = append(d.Keys, *k) })
 		}},
 		{bucketClients, func(_ string, v []byte) error {
-			return decodeInto(v, func(c *Client) { d.Clients = append(d.Clients, c) })
+			return decodeInto(v, func(c *store.Client) { d.Clients = append(d.Clients, c) })
 		}},
 		{bucketConsents, func(k string, v []byte) error {
 			client, subject, ok := strings.Cut(k, "\x00")
 			if !ok {
 				return fmt.Errorf("consent key %q is malformed", k)
 			}
-			return decodeInto(v, func(c *Consent) {
-				d.Consents = append(d.Consents, DumpConsent{ClientID: client, Subject: subject, Consent: c})
+			return decodeInto(v, func(c *store.Consent) {
+				d.Consents = append(d.Consents, store.DumpConsent{ClientID: client, Subject: subject, Consent: c})
 			})
 		}},
 		{bucketCodes, func(k string, v []byte) error {
-			return decodeInto(v, func(c *Code) { d.Codes = append(d.Codes, DumpCode{Hash: k, Code: c}) })
+			return decodeInto(v, func(c *store.Code) { d.Codes = append(d.Codes, store.DumpCode{Hash: k, Code: c}) })
 		}},
 		{bucketGrants, func(_ string, v []byte) error {
-			return decodeInto(v, func(g *Grant) { d.Grants = append(d.Grants, g) })
+			return decodeInto(v, func(g *store.Grant) { d.Grants = append(d.Grants, g) })
 		}},
 		{bucketTokens, func(k string, v []byte) error {
-			return decodeInto(v, func(t *Token) { d.Tokens = append(d.Tokens, IssuedToken{Hash: k, Token: t}) })
+			return decodeInto(v, func(t *store.Token) { d.Tokens = append(d.Tokens, store.IssuedToken{Hash: k, Token: t}) })
 		}},
 		{bucketSettings, func(k string, v []byte) error {
 			d.Settings[k] = append([]byte(nil), v...)

@@ -1,4 +1,7 @@
-package authserver
+// Package boltstore is the embedded store.Store: one bbolt file per site,
+// held by one process. Open opens a site's file; Export reads a stopped
+// site's file whole, for a move to another store.
+package boltstore
 
 import (
 	"context"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // schemaVersion is the layout of the bbolt file. Adding a bucket needs no
@@ -71,13 +76,13 @@ func (s *boltStore) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	return s.db.View(fn)
 }
 
-// OpenBolt opens (creating if needed) the store file at path. The timeout
-// bounds the wait for the file lock, which another process or a config
-// that was not cleaned up may hold.
 // ErrLocked is a store file another process holds.
 var ErrLocked = errors.New("the file is locked by another process")
 
-func OpenBolt(path string, timeout time.Duration) (Store, error) {
+// Open opens (creating if needed) the store file at path. The timeout
+// bounds the wait for the file lock, which another process or a config
+// that was not cleaned up may hold.
+func Open(path string, timeout time.Duration) (store.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
@@ -170,7 +175,7 @@ func (s *boltStore) Close() error { return s.db.Close() }
 func getJSON(b *bolt.Bucket, key string, v any) error {
 	raw := b.Get([]byte(key))
 	if raw == nil {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return json.Unmarshal(raw, v)
 }
@@ -184,11 +189,11 @@ func putJSON(b *bolt.Bucket, key string, v any) error {
 }
 
 // LoadKeys returns every stored signing key.
-func (s *boltStore) LoadKeys(ctx context.Context) ([]StoredKey, error) {
-	var keys []StoredKey
+func (s *boltStore) LoadKeys(ctx context.Context) ([]store.StoredKey, error) {
+	var keys []store.StoredKey
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
-			var k StoredKey
+			var k store.StoredKey
 			if err := json.Unmarshal(v, &k); err != nil {
 				return err
 			}
@@ -199,9 +204,9 @@ func (s *boltStore) LoadKeys(ctx context.Context) ([]StoredKey, error) {
 	return keys, err
 }
 
-// InitKeys implements KeyStore: one process holds the file, so the
+// InitKeys implements store.KeyStore: one process holds the file, so the
 // transaction alone keeps a site to one first key.
-func (s *boltStore) InitKeys(ctx context.Context, first StoredKey) ([]StoredKey, error) {
+func (s *boltStore) InitKeys(ctx context.Context, first store.StoredKey) ([]store.StoredKey, error) {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketKeys)
 		if k, _ := b.Cursor().First(); k != nil {
@@ -215,13 +220,13 @@ func (s *boltStore) InitKeys(ctx context.Context, first StoredKey) ([]StoredKey,
 	return s.LoadKeys(ctx)
 }
 
-// RotateKey implements KeyStore.
-func (s *boltStore) RotateKey(ctx context.Context, k StoredKey) error {
+// RotateKey implements store.KeyStore.
+func (s *boltStore) RotateKey(ctx context.Context, k store.StoredKey) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketKeys)
-		var retire []StoredKey
+		var retire []store.StoredKey
 		err := b.ForEach(func(_, v []byte) error {
-			var old StoredKey
+			var old store.StoredKey
 			if err := json.Unmarshal(v, &old); err != nil {
 				return err
 			}
@@ -249,7 +254,7 @@ func (s *boltStore) GetSetting(ctx context.Context, key string) ([]byte, error) 
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketSettings).Get([]byte(key))
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		out = append([]byte(nil), v...)
 		return nil
@@ -264,7 +269,7 @@ func (s *boltStore) PutSetting(ctx context.Context, key string, value []byte) er
 	})
 }
 
-// InitSetting implements SettingStore.
+// InitSetting implements store.SettingStore.
 func (s *boltStore) InitSetting(ctx context.Context, key string, value []byte) ([]byte, error) {
 	var out []byte
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -279,7 +284,7 @@ func (s *boltStore) InitSetting(ctx context.Context, key string, value []byte) (
 	return out, err
 }
 
-// PutSettingRevoking implements SettingStore.
+// PutSettingRevoking implements store.SettingStore.
 func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []byte, kind string) (int, error) {
 	n := 0
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -289,7 +294,7 @@ func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []
 		}
 		var ofKind []string
 		err := tx.Bucket(bucketClients).ForEach(func(k, v []byte) error {
-			var c Client
+			var c store.Client
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err
 			}

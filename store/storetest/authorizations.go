@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-func testPendingTakenOnce(t *testing.T, s authserver.Store) {
+func testPendingTakenOnce(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	p := &authserver.PendingAuth{ID: "req-1", CSRFHash: "c5", ExpiresAt: epoch.Add(time.Minute),
-		Request: authserver.AuthRequest{ClientID: "app-1", Scopes: []string{"openid"}}}
+	p := &store.PendingAuth{ID: "req-1", CSRFHash: "c5", ExpiresAt: epoch.Add(time.Minute),
+		Request: store.AuthRequest{ClientID: "app-1", Scopes: []string{"openid"}}}
 	if err := s.PutPending(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -23,15 +23,15 @@ func testPendingTakenOnce(t *testing.T, s authserver.Store) {
 		t.Fatalf("TakePending = %+v, %v", got, err)
 	}
 	_, err = s.TakePending(ctx, "req-1")
-	wantErr(t, "second TakePending", err, authserver.ErrNotFound)
+	wantErr(t, "second TakePending", err, store.ErrNotFound)
 }
 
-func testConsents(t *testing.T, s authserver.Store) {
+func testConsents(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	if err := s.PutConsent(ctx, "app-1", "ada", &authserver.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}); err != nil {
+	if err := s.PutConsent(ctx, "app-1", "ada", &store.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutConsent(ctx, "app-1", "ada", &authserver.Consent{Scopes: []string{"openid", "email"}, GrantedAt: epoch}); err != nil {
+	if err := s.PutConsent(ctx, "app-1", "ada", &store.Consent{Scopes: []string{"openid", "email"}, GrantedAt: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.GetConsent(ctx, "app-1", "ada")
@@ -40,11 +40,11 @@ func testConsents(t *testing.T, s authserver.Store) {
 	}
 	for _, c := range [][2]string{{"app-1", "bob"}, {"app-2", "ada"}, {"app-1ada", ""}} {
 		_, err := s.GetConsent(ctx, c[0], c[1])
-		wantErr(t, "GetConsent("+c[0]+", "+c[1]+")", err, authserver.ErrNotFound)
+		wantErr(t, "GetConsent("+c[0]+", "+c[1]+")", err, store.ErrNotFound)
 	}
 }
 
-func testCodeRedeemedOnce(t *testing.T, s authserver.Store) {
+func testCodeRedeemedOnce(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	grantID, p := grantOf(t, s, "app-1")
 	if revoked(t, s, p.access) || revoked(t, s, p.refresh) {
@@ -55,10 +55,10 @@ func testCodeRedeemedOnce(t *testing.T, s authserver.Store) {
 	if err := s.PutCode(ctx, code, newCode("app-1")); err != nil {
 		t.Fatal(err)
 	}
-	issue := func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	issue := func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		g := newGrant(c)
 		grantID = g.ID
-		var toks []authserver.IssuedToken
+		var toks []store.IssuedToken
 		p, toks = newTokens(g)
 		return g, toks, nil
 	}
@@ -66,11 +66,11 @@ func testCodeRedeemedOnce(t *testing.T, s authserver.Store) {
 		t.Fatal(err)
 	}
 	calls := 0
-	err := s.RedeemCode(ctx, code, func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	err := s.RedeemCode(ctx, code, func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
 		calls++
 		return nil, nil, errors.New("a replay must not issue")
 	})
-	wantErr(t, "replayed code", err, authserver.ErrCodeReuse)
+	wantErr(t, "replayed code", err, store.ErrCodeReuse)
 	if calls != 0 {
 		t.Errorf("a replay called issue %d times", calls)
 	}
@@ -79,21 +79,21 @@ func testCodeRedeemedOnce(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testCodeCallbackError(t *testing.T, s authserver.Store) {
+func testCodeCallbackError(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	code := unique("code")
 	if err := s.PutCode(ctx, code, newCode("app-1")); err != nil {
 		t.Fatal(err)
 	}
 	refused := errors.New("wrong verifier")
-	err := s.RedeemCode(ctx, code, func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	err := s.RedeemCode(ctx, code, func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
 		return nil, nil, refused
 	})
 	if err != refused {
 		t.Fatalf("RedeemCode = %v, want the callback's error as is", err)
 	}
 	// The refused attempt spent nothing: the right verifier still works.
-	err = s.RedeemCode(ctx, code, func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	err = s.RedeemCode(ctx, code, func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		g := newGrant(c)
 		_, toks := newTokens(g)
 		return g, toks, nil
@@ -103,10 +103,10 @@ func testCodeCallbackError(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testConcurrentRedeem(t *testing.T, s authserver.Store) { concurrentRedeem(t, s, s) }
+func testConcurrentRedeem(t *testing.T, s store.Store) { concurrentRedeem(t, s, s) }
 
 // concurrentRedeem redeems one code from a and b, alternately, at once.
-func concurrentRedeem(t *testing.T, a, b authserver.Store) {
+func concurrentRedeem(t *testing.T, a, b store.Store) {
 	ctx := context.Background()
 	code := unique("code")
 	if err := a.PutCode(ctx, code, newCode("app-1")); err != nil {
@@ -121,7 +121,7 @@ func concurrentRedeem(t *testing.T, a, b authserver.Store) {
 			s = b
 		}
 		wg.Go(func() {
-			errs[i] = s.RedeemCode(ctx, code, func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+			errs[i] = s.RedeemCode(ctx, code, func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 				g := newGrant(c)
 				_, toks := newTokens(g)
 				return g, toks, nil
@@ -134,7 +134,7 @@ func concurrentRedeem(t *testing.T, a, b authserver.Store) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, authserver.ErrCodeReuse):
+		case !errors.Is(err, store.ErrCodeReuse):
 			t.Errorf("concurrent redeem: %v", err)
 		}
 	}

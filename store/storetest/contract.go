@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-func testNotFound(t *testing.T, s authserver.Store) {
+func testNotFound(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name string
@@ -21,14 +21,14 @@ func testNotFound(t *testing.T, s authserver.Store) {
 		{"TakePending", func(*testing.T) error { _, err := s.TakePending(ctx, "x"); return err }},
 		{"GetConsent", func(*testing.T) error { _, err := s.GetConsent(ctx, "x", "y"); return err }},
 		{"RedeemCode", func(t *testing.T) error {
-			return s.RedeemCode(ctx, "x", func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+			return s.RedeemCode(ctx, "x", func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
 				t.Error("a callback ran for a missing row")
 				return nil, nil, nil
 			})
 		}},
 		{"GetToken", func(*testing.T) error { _, _, err := s.GetToken(ctx, "x"); return err }},
 		{"RotateRefresh", func(t *testing.T) error {
-			return s.RotateRefresh(ctx, "x", epoch, grace, func(*authserver.Token, *authserver.Grant) ([]authserver.IssuedToken, error) {
+			return s.RotateRefresh(ctx, "x", epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 				t.Error("a callback ran for a missing row")
 				return nil, nil
 			})
@@ -38,13 +38,13 @@ func testNotFound(t *testing.T, s authserver.Store) {
 		{"DisconnectClient", func(*testing.T) error { _, err := s.DisconnectClient(ctx, "x", "ada"); return err }},
 		{"GetSetting", func(*testing.T) error { _, err := s.GetSetting(ctx, "x"); return err }},
 	} {
-		t.Run(c.name, func(t *testing.T) { wantErr(t, c.name, c.call(t), authserver.ErrNotFound) })
+		t.Run(c.name, func(t *testing.T) { wantErr(t, c.name, c.call(t), store.ErrNotFound) })
 	}
 }
 
 // testCancelledContext: a caller that has given up is refused before the
 // store acts, with the context's own error.
-func testCancelledContext(t *testing.T, s authserver.Store) {
+func testCancelledContext(t *testing.T, s store.Store) {
 	live := context.Background()
 	_, p := grantOf(t, s, "app-1")
 	code := unique("code")
@@ -53,11 +53,11 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 	}
 	ctx, cancel := context.WithCancel(live)
 	cancel()
-	issue := func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	issue := func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
 		t.Error("issue ran under a cancelled context")
 		return nil, nil, nil
 	}
-	rotate := func(*authserver.Token, *authserver.Grant) ([]authserver.IssuedToken, error) {
+	rotate := func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		t.Error("rotate ran under a cancelled context")
 		return nil, nil
 	}
@@ -66,18 +66,18 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		call func() error
 	}{
 		{"LoadKeys", func() error { _, err := s.LoadKeys(ctx); return err }},
-		{"InitKeys", func() error { _, err := s.InitKeys(ctx, authserver.StoredKey{KID: "k"}); return err }},
-		{"RotateKey", func() error { return s.RotateKey(ctx, authserver.StoredKey{KID: "k"}) }},
-		{"CreateClient", func() error { _, _, err := s.CreateClient(ctx, &authserver.Client{ID: "x"}, 0); return err }},
+		{"InitKeys", func() error { _, err := s.InitKeys(ctx, store.StoredKey{KID: "k"}); return err }},
+		{"RotateKey", func() error { return s.RotateKey(ctx, store.StoredKey{KID: "k"}) }},
+		{"CreateClient", func() error { _, _, err := s.CreateClient(ctx, &store.Client{ID: "x"}, 0); return err }},
 		{"GetClient", func() error { _, err := s.GetClient(ctx, "x"); return err }},
-		{"PutClient", func() error { return s.PutClient(ctx, &authserver.Client{ID: "x"}) }},
+		{"PutClient", func() error { return s.PutClient(ctx, &store.Client{ID: "x"}) }},
 		{"DeleteClient", func() error { _, err := s.DeleteClient(ctx, "x"); return err }},
 		{"ListClients", func() error { _, err := s.ListClients(ctx); return err }},
-		{"CountClientsByKind", func() error { _, err := s.CountClientsByKind(ctx, authserver.KindApp); return err }},
-		{"PutPending", func() error { return s.PutPending(ctx, &authserver.PendingAuth{ID: "x"}) }},
+		{"CountClientsByKind", func() error { _, err := s.CountClientsByKind(ctx, store.KindApp); return err }},
+		{"PutPending", func() error { return s.PutPending(ctx, &store.PendingAuth{ID: "x"}) }},
 		{"TakePending", func() error { _, err := s.TakePending(ctx, "x"); return err }},
 		{"GetConsent", func() error { _, err := s.GetConsent(ctx, "x", "y"); return err }},
-		{"PutConsent", func() error { return s.PutConsent(ctx, "x", "y", &authserver.Consent{}) }},
+		{"PutConsent", func() error { return s.PutConsent(ctx, "x", "y", &store.Consent{}) }},
 		{"PutCode", func() error { return s.PutCode(ctx, "x", newCode("app-1")) }},
 		{"RedeemCode", func() error { return s.RedeemCode(ctx, code, issue) }},
 		{"GetToken", func() error { _, _, err := s.GetToken(ctx, p.access); return err }},
@@ -87,11 +87,11 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		{"RevokeClientGrants", func() error { _, err := s.RevokeClientGrants(ctx, "app-1"); return err }},
 		{"PurgeExpired", func() error { return s.PurgeExpired(ctx, epoch.Add(1000*time.Hour)) }},
 		{"ListGrants", func() error {
-			_, err := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10})
+			_, err := s.ListGrants(ctx, store.GrantQuery{Subject: "ada", Limit: 10})
 			return err
 		}},
 		{"ListConnections", func() error {
-			_, err := s.ListConnections(ctx, authserver.ConnectionQuery{Subject: "ada", Limit: 10})
+			_, err := s.ListConnections(ctx, store.ConnectionQuery{Subject: "ada", Limit: 10})
 			return err
 		}},
 		{"GrantCounts", func() error { _, err := s.GrantCounts(ctx); return err }},
@@ -105,7 +105,7 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		{"PutSetting", func() error { return s.PutSetting(ctx, "x", []byte("y")) }},
 		{"InitSetting", func() error { _, err := s.InitSetting(ctx, "x", []byte("y")); return err }},
 		{"PutSettingRevoking", func() error {
-			_, err := s.PutSettingRevoking(ctx, "x", []byte("y"), authserver.KindApp)
+			_, err := s.PutSettingRevoking(ctx, "x", []byte("y"), store.KindApp)
 			return err
 		}},
 		{"SaveCatalog", func() error { return s.SaveCatalog(ctx, []byte("{}")) }},
@@ -114,10 +114,10 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 		wantErr(t, c.name, c.call(), context.Canceled)
 	}
 	// Nothing was done: the writes left no trace.
-	if _, err := s.GetClient(live, "x"); !errors.Is(err, authserver.ErrNotFound) {
+	if _, err := s.GetClient(live, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("PutClient acted under a cancelled context: %v", err)
 	}
-	if _, err := s.GetSetting(live, "x"); !errors.Is(err, authserver.ErrNotFound) {
+	if _, err := s.GetSetting(live, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("PutSetting acted under a cancelled context: %v", err)
 	}
 	if revoked(t, s, p.access) || revoked(t, s, p.refresh) {
@@ -133,7 +133,7 @@ func testCancelledContext(t *testing.T, s authserver.Store) {
 // here fail, so concurrent ones retry; each callback counts its calls and
 // mints fresh tokens on every call. Whatever the reruns, only the last
 // call's tokens are stored and a failed redeem stores nothing.
-func testCallbacksRerun(t *testing.T, s authserver.Store) {
+func testCallbacksRerun(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	const n = 32
 	codes := make([]string, n)
@@ -154,7 +154,7 @@ func testCallbacksRerun(t *testing.T, s authserver.Store) {
 	for i := range n {
 		wg.Go(func() {
 			r := &results[i]
-			r.err = s.RedeemCode(ctx, codes[i], func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+			r.err = s.RedeemCode(ctx, codes[i], func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 				r.calls++
 				g := newGrant(c)
 				p, toks := newTokens(g)

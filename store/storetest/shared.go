@@ -7,17 +7,17 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // RunShared checks a store that several gateway instances share: open
 // returns two stores of one fresh site, each with its own connections, as
 // two instances would hold them. What one decides, the other must see, and
 // of two racing decisions exactly one wins.
-func RunShared(t *testing.T, open func(t *testing.T) (a, b authserver.Store)) {
+func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 	for _, c := range []struct {
 		name string
-		run  func(t *testing.T, a, b authserver.Store)
+		run  func(t *testing.T, a, b store.Store)
 	}{
 		{"ConcurrentRedeem", concurrentRedeem},
 		{"ConcurrentRotation", concurrentRotation},
@@ -34,7 +34,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b authserver.Store)) {
 }
 
 // race runs f(i) for i in [0, n), each on a or b by turns, all at once.
-func race(n int, a, b authserver.Store, f func(i int, s authserver.Store)) {
+func race(n int, a, b store.Store, f func(i int, s store.Store)) {
 	var wg sync.WaitGroup
 	for i := range n {
 		s := a
@@ -47,12 +47,12 @@ func race(n int, a, b authserver.Store, f func(i int, s authserver.Store)) {
 }
 
 // testOneFirstKey: instances starting together store one first key.
-func testOneFirstKey(t *testing.T, a, b authserver.Store) {
+func testOneFirstKey(t *testing.T, a, b store.Store) {
 	const n = 8
-	got := make([][]authserver.StoredKey, n)
+	got := make([][]store.StoredKey, n)
 	errs := make([]error, n)
-	race(n, a, b, func(i int, s authserver.Store) {
-		k := authserver.StoredKey{KID: fmt.Sprintf("k%d", i), JWK: []byte(`{"kty":"EC"}`), CreatedAt: epoch, SignFrom: epoch}
+	race(n, a, b, func(i int, s store.Store) {
+		k := store.StoredKey{KID: fmt.Sprintf("k%d", i), JWK: []byte(`{"kty":"EC"}`), CreatedAt: epoch, SignFrom: epoch}
 		got[i], errs[i] = s.InitKeys(context.Background(), k)
 	})
 	for i := range n {
@@ -67,11 +67,11 @@ func testOneFirstKey(t *testing.T, a, b authserver.Store) {
 
 // testOneClientPerRegistration: identical registrations at once make one
 // client.
-func testOneClientPerRegistration(t *testing.T, a, b authserver.Store) {
+func testOneClientPerRegistration(t *testing.T, a, b store.Store) {
 	const n = 8
 	ids := make([]string, n)
-	race(n, a, b, func(i int, s authserver.Store) {
-		c := &authserver.Client{ID: fmt.Sprintf("cli-%d", i), Kind: authserver.KindLoopback, RegistrationKey: "same", IssuedAt: epoch}
+	race(n, a, b, func(i int, s store.Store) {
+		c := &store.Client{ID: fmt.Sprintf("cli-%d", i), Kind: store.KindLoopback, RegistrationKey: "same", IssuedAt: epoch}
 		got, _, err := s.CreateClient(context.Background(), c, 100)
 		if err != nil {
 			t.Errorf("registration %d: %v", i, err)
@@ -84,22 +84,22 @@ func testOneClientPerRegistration(t *testing.T, a, b authserver.Store) {
 			t.Fatalf("registrations got clients %v, want one", ids)
 		}
 	}
-	if n, _ := a.CountClientsByKind(context.Background(), authserver.KindLoopback); n != 1 {
+	if n, _ := a.CountClientsByKind(context.Background(), store.KindLoopback); n != 1 {
 		t.Errorf("%d clients stored, want 1", n)
 	}
 }
 
 // testClientCapAcross: the per-site cap holds when instances register at
 // once.
-func testClientCapAcross(t *testing.T, a, b authserver.Store) {
+func testClientCapAcross(t *testing.T, a, b store.Store) {
 	const n, limit = 12, 5
 	var mu sync.Mutex
 	made := 0
-	race(n, a, b, func(i int, s authserver.Store) {
-		c := &authserver.Client{ID: fmt.Sprintf("cli-%d", i), Kind: authserver.KindLoopback, IssuedAt: epoch}
+	race(n, a, b, func(i int, s store.Store) {
+		c := &store.Client{ID: fmt.Sprintf("cli-%d", i), Kind: store.KindLoopback, IssuedAt: epoch}
 		_, existing, err := s.CreateClient(context.Background(), c, limit)
 		switch {
-		case errors.Is(err, authserver.ErrClientLimit):
+		case errors.Is(err, store.ErrClientLimit):
 		case err != nil:
 			t.Errorf("registration %d: %v", i, err)
 		case !existing:
@@ -108,14 +108,14 @@ func testClientCapAcross(t *testing.T, a, b authserver.Store) {
 			mu.Unlock()
 		}
 	})
-	stored, _ := a.CountClientsByKind(context.Background(), authserver.KindLoopback)
+	stored, _ := a.CountClientsByKind(context.Background(), store.KindLoopback)
 	if made != limit || stored != limit {
 		t.Errorf("%d created, %d stored; want %d", made, stored, limit)
 	}
 }
 
 // testRevocationSeen: a revocation at one instance is read at the other.
-func testRevocationSeen(t *testing.T, a, b authserver.Store) {
+func testRevocationSeen(t *testing.T, a, b store.Store) {
 	ctx := context.Background()
 	_, p := grantOf(t, a, "app-1")
 	if revoked(t, b, p.access) {

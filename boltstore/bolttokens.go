@@ -1,4 +1,4 @@
-package authserver
+package boltstore
 
 // Authorization codes, grants and their tokens in the bbolt store: the
 // hot paths (write), revocation and the expiry purge.
@@ -10,25 +10,27 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // PutCode stores an authorization code under its hash.
-func (s *boltStore) PutCode(ctx context.Context, hash string, c *Code) error {
+func (s *boltStore) PutCode(ctx context.Context, hash string, c *store.Code) error {
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketCodes), hash, c)
 	})
 }
 
-// RedeemCode implements Store.
-func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*Code) (*Grant, []IssuedToken, error)) error {
-	var outcome RedeemOutcome
+// RedeemCode implements store.Store.
+func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*store.Code) (*store.Grant, []store.IssuedToken, error)) error {
+	var outcome store.RedeemOutcome
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		codes := tx.Bucket(bucketCodes)
-		var c Code
+		var c store.Code
 		if err := getJSON(codes, hash, &c); err != nil {
 			return err
 		}
-		if outcome = DecideRedeem(&c); outcome == RedeemReplay {
+		if outcome = store.DecideRedeem(&c); outcome == store.RedeemReplay {
 			return revokeGrant(tx, c.GrantID)
 		}
 		g, toks, err := issue(&c)
@@ -47,7 +49,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*Cod
 	return outcome.Err()
 }
 
-func putGrantAndTokens(tx *bolt.Tx, g *Grant, toks []IssuedToken) error {
+func putGrantAndTokens(tx *bolt.Tx, g *store.Grant, toks []store.IssuedToken) error {
 	if g != nil {
 		if err := putJSON(tx.Bucket(bucketGrants), g.ID, g); err != nil {
 			return err
@@ -69,9 +71,9 @@ func putGrantAndTokens(tx *bolt.Tx, g *Grant, toks []IssuedToken) error {
 
 func revokeGrant(tx *bolt.Tx, id string) error {
 	b := tx.Bucket(bucketGrants)
-	var g Grant
+	var g store.Grant
 	if err := getJSON(b, id, &g); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -86,10 +88,10 @@ func revokeGrant(tx *bolt.Tx, id string) error {
 	return putJSON(b, id, &g)
 }
 
-// GetToken implements Store.
-func (s *boltStore) GetToken(ctx context.Context, hash string) (*Token, *Grant, error) {
-	var t Token
-	var g Grant
+// GetToken implements store.Store.
+func (s *boltStore) GetToken(ctx context.Context, hash string) (*store.Token, *store.Grant, error) {
+	var t store.Token
+	var g store.Grant
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if err := getJSON(tx.Bucket(bucketTokens), hash, &t); err != nil {
 			return err
@@ -102,27 +104,27 @@ func (s *boltStore) GetToken(ctx context.Context, hash string) (*Token, *Grant, 
 	return &t, &g, nil
 }
 
-// RotateRefresh implements Store.
-func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error {
-	var outcome RotateOutcome
+// RotateRefresh implements store.Store.
+func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
+	var outcome store.RotateOutcome
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTokens)
-		var t Token
-		var g Grant
+		var t store.Token
+		var g store.Grant
 		if err := getJSON(tb, hash, &t); err != nil {
 			return err
 		}
 		if err := getJSON(tx.Bucket(bucketGrants), t.GrantID, &g); err != nil {
 			return err
 		}
-		if outcome = DecideRotate(&t, now, grace); outcome == RotateReplay {
+		if outcome = store.DecideRotate(&t, now, grace); outcome == store.RotateReplay {
 			return revokeGrant(tx, g.ID)
 		}
 		toks, err := rotate(&t, &g)
 		if err != nil {
 			return err
 		}
-		if outcome == RotateFirst {
+		if outcome == store.RotateFirst {
 			t.RotatedAt = now
 			if err := putJSON(tb, hash, &t); err != nil {
 				return err
@@ -141,15 +143,15 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 	return outcome.Err()
 }
 
-// RevokeToken implements Store.
+// RevokeToken implements store.Store.
 func (s *boltStore) RevokeToken(ctx context.Context, hash string) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTokens)
-		var t Token
+		var t store.Token
 		if err := getJSON(tb, hash, &t); err != nil {
 			return err
 		}
-		if DecideRevoke(&t) == RevokeWholeGrant {
+		if store.DecideRevoke(&t) == store.RevokeWholeGrant {
 			return revokeGrant(tx, t.GrantID)
 		}
 		t.Revoked = true
@@ -162,7 +164,7 @@ func (s *boltStore) RevokeGrant(ctx context.Context, id string) error {
 	return s.update(ctx, func(tx *bolt.Tx) error { return revokeGrant(tx, id) })
 }
 
-// RevokeClientGrants implements Store, through the client's index.
+// RevokeClientGrants implements store.Store, through the client's index.
 func (s *boltStore) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
 	n := 0
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -173,25 +175,25 @@ func (s *boltStore) RevokeClientGrants(ctx context.Context, clientID string) (in
 	return n, err
 }
 
-// PurgeExpired implements Store.
+// PurgeExpired implements store.Store.
 func (s *boltStore) PurgeExpired(ctx context.Context, before time.Time) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		if err := purge(tx.Bucket(bucketCodes), func(v []byte) bool {
-			var c Code
+			var c store.Code
 			_ = json.Unmarshal(v, &c)
 			return c.ExpiresAt.Before(before)
 		}); err != nil {
 			return err
 		}
 		if err := purge(tx.Bucket(bucketPending), func(v []byte) bool {
-			var p PendingAuth
+			var p store.PendingAuth
 			_ = json.Unmarshal(v, &p)
 			return p.ExpiresAt.Before(before)
 		}); err != nil {
 			return err
 		}
 		if err := purge(tx.Bucket(bucketTokens), func(v []byte) bool {
-			var t Token
+			var t store.Token
 			_ = json.Unmarshal(v, &t)
 			return t.ExpiresAt.Before(before)
 		}); err != nil {
@@ -207,7 +209,7 @@ func purgeGrants(tx *bolt.Tx) error {
 	live := map[string]bool{}
 	tb := tx.Bucket(bucketTokens)
 	err := tb.ForEach(func(_, v []byte) error {
-		var t Token
+		var t store.Token
 		if err := json.Unmarshal(v, &t); err != nil {
 			return err
 		}
@@ -219,10 +221,10 @@ func purgeGrants(tx *bolt.Tx) error {
 	}
 	dead := map[string]bool{}
 	// Grants purged while live (every token expired) leave the indexes.
-	var unindex []Grant
+	var unindex []store.Grant
 	gb := tx.Bucket(bucketGrants)
 	err = gb.ForEach(func(k, v []byte) error {
-		var g Grant
+		var g store.Grant
 		if err := json.Unmarshal(v, &g); err != nil {
 			return err
 		}
@@ -238,7 +240,7 @@ func purgeGrants(tx *bolt.Tx) error {
 		return err
 	}
 	if err := purge(tb, func(v []byte) bool {
-		var t Token
+		var t store.Token
 		_ = json.Unmarshal(v, &t)
 		return dead[t.GrantID]
 	}); err != nil {

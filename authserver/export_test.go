@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/boltstore"
 )
 
 func TestExportBolt(t *testing.T) {
@@ -20,11 +22,11 @@ func TestExportBolt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The running gateway holds the file: the export is refused.
-	if _, err := ExportBolt(f.path); err == nil || !strings.Contains(err.Error(), "stop Caddy first") {
+	if _, err := boltstore.Export(f.path); err == nil || !strings.Contains(err.Error(), "stop Caddy first") {
 		t.Fatalf("export of a locked file: %v", err)
 	}
 	f.store.Close()
-	d, err := ExportBolt(f.path)
+	d, err := boltstore.Export(f.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func TestExportBolt(t *testing.T) {
 	if !d.Codes[0].Code.Used || d.Codes[0].Code.GrantID != d.Grants[0].ID {
 		t.Errorf("the redeemed code lost its used flag: %+v", d.Codes[0].Code)
 	}
-	if _, err := ExportBolt(filepath.Join(t.TempDir(), "missing.db")); err == nil {
+	if _, err := boltstore.Export(filepath.Join(t.TempDir(), "missing.db")); err == nil {
 		t.Error("export of a missing file succeeded")
 	}
 }

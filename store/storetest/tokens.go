@@ -7,25 +7,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 const grace = 30 * time.Second
 
 // rotateAt rotates the refresh token at now and returns the new pair.
-func rotateAt(s authserver.Store, hash string, now time.Time) (pair, int, error) {
+func rotateAt(s store.Store, hash string, now time.Time) (pair, int, error) {
 	var p pair
 	calls := 0
-	err := s.RotateRefresh(context.Background(), hash, now, grace, func(_ *authserver.Token, g *authserver.Grant) ([]authserver.IssuedToken, error) {
+	err := s.RotateRefresh(context.Background(), hash, now, grace, func(_ *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		calls++
-		var toks []authserver.IssuedToken
+		var toks []store.IssuedToken
 		p, toks = newTokens(g)
 		return toks, nil
 	})
 	return p, calls, err
 }
 
-func testRefreshRotation(t *testing.T, s authserver.Store) {
+func testRefreshRotation(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	_, first := grantOf(t, s, "app-1")
 	second, _, err := rotateAt(s, first.refresh, epoch)
@@ -44,7 +44,7 @@ func testRefreshRotation(t *testing.T, s authserver.Store) {
 		t.Fatalf("RotatedAt = %v, %v; want the first rotation's %v, set once", tok.RotatedAt, err, epoch)
 	}
 	_, calls, err := rotateAt(s, first.refresh, epoch.Add(grace+time.Second))
-	wantErr(t, "reuse after grace", err, authserver.ErrRefreshReuse)
+	wantErr(t, "reuse after grace", err, store.ErrRefreshReuse)
 	if calls != 0 {
 		t.Errorf("a reuse called rotate %d times", calls)
 	}
@@ -53,11 +53,11 @@ func testRefreshRotation(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testRefreshCallbackError(t *testing.T, s authserver.Store) {
+func testRefreshCallbackError(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	_, p := grantOf(t, s, "app-1")
 	refused := errors.New("scope widened")
-	err := s.RotateRefresh(ctx, p.refresh, epoch, grace, func(*authserver.Token, *authserver.Grant) ([]authserver.IssuedToken, error) {
+	err := s.RotateRefresh(ctx, p.refresh, epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		return nil, refused
 	})
 	if err != refused {
@@ -73,15 +73,15 @@ func testRefreshCallbackError(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testConcurrentRotation(t *testing.T, s authserver.Store) { concurrentRotation(t, s, s) }
+func testConcurrentRotation(t *testing.T, s store.Store) { concurrentRotation(t, s, s) }
 
 // concurrentRotation rotates one refresh token from a and b, alternately,
 // at once.
-func concurrentRotation(t *testing.T, a, b authserver.Store) {
+func concurrentRotation(t *testing.T, a, b store.Store) {
 	ctx := context.Background()
 	s := a
 	_, p := grantOf(t, s, "app-1")
-	other := func(i int) authserver.Store {
+	other := func(i int) store.Store {
 		if i%2 == 1 {
 			return b
 		}
@@ -115,14 +115,14 @@ func concurrentRotation(t *testing.T, a, b authserver.Store) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		wantErr(t, "concurrent reuse", err, authserver.ErrRefreshReuse)
+		wantErr(t, "concurrent reuse", err, store.ErrRefreshReuse)
 		if !revoked(t, s, pairs[i].access) {
 			t.Errorf("rotation %d's pair survived the reuse", i)
 		}
 	}
 }
 
-func testRevocation(t *testing.T, s authserver.Store) {
+func testRevocation(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name   string
@@ -156,7 +156,7 @@ func testRevocation(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testRevokeClientGrants(t *testing.T, s authserver.Store) {
+func testRevokeClientGrants(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	_, a1 := grantOf(t, s, "app-1")
 	_, a2 := grantOf(t, s, "app-1")
@@ -178,43 +178,43 @@ func testRevokeClientGrants(t *testing.T, s authserver.Store) {
 	}
 }
 
-func testPurgeExpired(t *testing.T, s authserver.Store) {
+func testPurgeExpired(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	cut := epoch.Add(2 * time.Hour)
 	grantID, p := grantOf(t, s, "app-1") // access expires before cut, refresh after
 	old, fresh := newCode("app-1"), newCode("app-1")
 	old.ExpiresAt, fresh.ExpiresAt = cut.Add(-time.Second), cut.Add(time.Second)
-	for hash, c := range map[string]*authserver.Code{"old-code": old, "fresh-code": fresh} {
+	for hash, c := range map[string]*store.Code{"old-code": old, "fresh-code": fresh} {
 		if err := s.PutCode(ctx, hash, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for id, exp := range map[string]time.Time{"old-req": cut.Add(-time.Second), "fresh-req": cut.Add(time.Second)} {
-		if err := s.PutPending(ctx, &authserver.PendingAuth{ID: id, ExpiresAt: exp}); err != nil {
+		if err := s.PutPending(ctx, &store.PendingAuth{ID: id, ExpiresAt: exp}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PutClient(ctx, &authserver.Client{ID: "app-1", Kind: authserver.KindApp}); err != nil {
+	if err := s.PutClient(ctx, &store.Client{ID: "app-1", Kind: store.KindApp}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.PurgeExpired(ctx, cut); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := s.GetToken(ctx, p.access)
-	wantErr(t, "expired access token", err, authserver.ErrNotFound)
+	wantErr(t, "expired access token", err, store.ErrNotFound)
 	if _, g, err := s.GetToken(ctx, p.refresh); err != nil || g.ID != grantID {
 		t.Errorf("unexpired refresh token: %v", err)
 	}
 	_, err = s.TakePending(ctx, "old-req")
-	wantErr(t, "expired pending request", err, authserver.ErrNotFound)
+	wantErr(t, "expired pending request", err, store.ErrNotFound)
 	if _, err := s.TakePending(ctx, "fresh-req"); err != nil {
 		t.Errorf("unexpired pending request: %v", err)
 	}
-	noop := func(*authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	noop := func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
 		return nil, nil, errors.New("checked")
 	}
-	wantErr(t, "expired code", s.RedeemCode(ctx, "old-code", noop), authserver.ErrNotFound)
-	if err := s.RedeemCode(ctx, "fresh-code", noop); err == nil || errors.Is(err, authserver.ErrNotFound) {
+	wantErr(t, "expired code", s.RedeemCode(ctx, "old-code", noop), store.ErrNotFound)
+	if err := s.RedeemCode(ctx, "fresh-code", noop); err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unexpired code: %v", err)
 	}
 	if _, err := s.GetClient(ctx, "app-1"); err != nil {
@@ -224,7 +224,7 @@ func testPurgeExpired(t *testing.T, s authserver.Store) {
 
 // testPurgeGrants: a revoked grant and a grant with no token left go with
 // the expired records; a live grant stays.
-func testPurgeGrants(t *testing.T, s authserver.Store) {
+func testPurgeGrants(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	cut := epoch.Add(30 * time.Hour) // after both tokens of every grant
 	_, live := grantOf(t, s, "app-1")
@@ -240,7 +240,7 @@ func testPurgeGrants(t *testing.T, s authserver.Store) {
 	}
 	for _, h := range []string{gone.access, gone.refresh} {
 		_, _, err := s.GetToken(ctx, h)
-		wantErr(t, "token of a revoked grant", err, authserver.ErrNotFound)
+		wantErr(t, "token of a revoked grant", err, store.ErrNotFound)
 	}
 	if revoked(t, s, live.access) {
 		t.Error("a live grant was touched")
@@ -251,7 +251,7 @@ func testPurgeGrants(t *testing.T, s authserver.Store) {
 		t.Fatal(err)
 	}
 	_, _, err := s.GetToken(ctx, live.refresh)
-	wantErr(t, "expired refresh token", err, authserver.ErrNotFound)
+	wantErr(t, "expired refresh token", err, store.ErrNotFound)
 	if err := s.RevokeGrant(ctx, emptyID); err != nil {
 		t.Errorf("RevokeGrant of a purged grant: %v", err)
 	}

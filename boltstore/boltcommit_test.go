@@ -1,4 +1,4 @@
-package authserver
+package boltstore
 
 import (
 	"context"
@@ -23,7 +23,7 @@ type commitProbe struct {
 
 func newCommitProbe(t *testing.T) *commitProbe {
 	t.Helper()
-	st, err := OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	st, err := Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package authserver
+package store
 
 // Dump is the whole state of one site, as one store exports it and another
 // imports it when a site moves (from bbolt to PostgreSQL). Pending consent

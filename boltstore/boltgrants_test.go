@@ -1,4 +1,4 @@
-package authserver
+package boltstore
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // A file written before the grant indexes (schema version 1) gets them on
@@ -29,10 +31,10 @@ func TestBoltIndexesGrantsOfAnOlderFile(t *testing.T) {
 		if err := meta.Put(keySchemaVersion, []byte("1")); err != nil {
 			return err
 		}
-		for i, g := range []Grant{
-			{ID: "g1", ClientID: "app-1", Identity: Identity{Subject: "ada"}, CreatedAt: now},
-			{ID: "g2", ClientID: "app-1", Identity: Identity{Subject: "bob"}, CreatedAt: now.Add(time.Second)},
-			{ID: "g3", ClientID: "app-1", Identity: Identity{Subject: "ada"}, CreatedAt: now, Revoked: true},
+		for i, g := range []store.Grant{
+			{ID: "g1", ClientID: "app-1", Identity: store.Identity{Subject: "ada"}, CreatedAt: now},
+			{ID: "g2", ClientID: "app-1", Identity: store.Identity{Subject: "bob"}, CreatedAt: now.Add(time.Second)},
+			{ID: "g3", ClientID: "app-1", Identity: store.Identity{Subject: "ada"}, CreatedAt: now, Revoked: true},
 		} {
 			if err := putJSON(grants, g.ID, &g); err != nil {
 				return fmt.Errorf("grant %d: %w", i, err)
@@ -44,17 +46,17 @@ func TestBoltIndexesGrantsOfAnOlderFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenBolt(path, time.Second)
+	s, err := Open(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	page, err := s.ListGrants(ctx, GrantQuery{Subject: "ada", Limit: 10})
+	page, err := s.ListGrants(ctx, store.GrantQuery{Subject: "ada", Limit: 10})
 	if err != nil || len(page) != 1 || page[0].ID != "g1" {
 		t.Errorf("ada's grants = %v, %v; want g1", page, err)
 	}
-	if counts, err := s.GrantCounts(ctx); err != nil || counts["app-1"] != (GrantCount{People: 2, Grants: 2}) || len(counts) != 1 {
+	if counts, err := s.GrantCounts(ctx); err != nil || counts["app-1"] != (store.GrantCount{People: 2, Grants: 2}) || len(counts) != 1 {
 		t.Errorf("GrantCounts = %v, %v", counts, err)
 	}
 	var v int
@@ -77,14 +79,14 @@ func TestBoltRegroupsTheIndexesOfAVersion2File(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
-	grants := []Grant{
-		{ID: "g1", ClientID: "app-1", Identity: Identity{Subject: "ada"}, CreatedAt: now},
-		{ID: "g2", ClientID: "app-1", Identity: Identity{Subject: "ada"}, CreatedAt: now.Add(time.Minute)},
-		{ID: "g3", ClientID: "app-2", Identity: Identity{Subject: "bob"}, CreatedAt: now},
-		{ID: "g4", ClientID: "app-1", Identity: Identity{Subject: "bob"}, CreatedAt: now, Revoked: true},
+	grants := []store.Grant{
+		{ID: "g1", ClientID: "app-1", Identity: store.Identity{Subject: "ada"}, CreatedAt: now},
+		{ID: "g2", ClientID: "app-1", Identity: store.Identity{Subject: "ada"}, CreatedAt: now.Add(time.Minute)},
+		{ID: "g3", ClientID: "app-2", Identity: store.Identity{Subject: "bob"}, CreatedAt: now},
+		{ID: "g4", ClientID: "app-1", Identity: store.Identity{Subject: "bob"}, CreatedAt: now, Revoked: true},
 	}
 	// Version 2's key: the owner, its length in front, then time and id.
-	oldKey := func(owner string, g *Grant) []byte {
+	oldKey := func(owner string, g *store.Grant) []byte {
 		k := ownerPrefix(owner)
 		k = binary.BigEndian.AppendUint64(k, uint64(g.CreatedAt.UnixMicro())^(1<<63))
 		return append(k, g.ID...)
@@ -124,23 +126,23 @@ func TestBoltRegroupsTheIndexesOfAVersion2File(t *testing.T) {
 				return err
 			}
 		}
-		return putJSON(tx.Bucket(bucketConsents), consentKey("app-1", "ada"), &Consent{Scopes: []string{"openid"}})
+		return putJSON(tx.Bucket(bucketConsents), consentKey("app-1", "ada"), &store.Consent{Scopes: []string{"openid"}})
 	})
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenBolt(path, time.Second)
+	s, err := Open(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	conns, err := s.ListConnections(ctx, ConnectionQuery{Subject: "ada", Limit: 10})
+	conns, err := s.ListConnections(ctx, store.ConnectionQuery{Subject: "ada", Limit: 10})
 	if err != nil || len(conns) != 1 || conns[0].ClientID != "app-1" || conns[0].Grants != 2 {
 		t.Errorf("ada's connections = %v, %v; want app-1 with two grants", conns, err)
 	}
-	want := map[string]GrantCount{"app-1": {People: 1, Grants: 2}, "app-2": {People: 1, Grants: 1}}
+	want := map[string]store.GrantCount{"app-1": {People: 1, Grants: 2}, "app-2": {People: 1, Grants: 1}}
 	if counts, err := s.GrantCounts(ctx); err != nil || !maps.Equal(counts, want) {
 		t.Errorf("GrantCounts = %v, %v; want %v", counts, err, want)
 	}
@@ -170,7 +172,7 @@ func TestBoltGrantListOfALargeClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stores 100,000 grants")
 	}
-	s, err := OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	s, err := Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +181,8 @@ func TestBoltGrantListOfALargeClient(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	err = s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
 		for i := range n {
-			g := &Grant{ID: fmt.Sprintf("g%06d", i), ClientID: "big-app", Audience: AudienceMember,
-				Identity: Identity{Subject: fmt.Sprintf("p%06d", i)}, CreatedAt: start.Add(time.Duration(i) * time.Second)}
+			g := &store.Grant{ID: fmt.Sprintf("g%06d", i), ClientID: "big-app", Audience: store.AudienceMember,
+				Identity: store.Identity{Subject: fmt.Sprintf("p%06d", i)}, CreatedAt: start.Add(time.Duration(i) * time.Second)}
 			if err := putGrantAndTokens(tx, g, nil); err != nil {
 				return err
 			}
@@ -191,21 +193,21 @@ func TestBoltGrantListOfALargeClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mid := &Grant{ID: "g050000", Identity: Identity{Subject: "p050000"}, CreatedAt: start.Add(50_000 * time.Second)}
+	mid := &store.Grant{ID: "g050000", Identity: store.Identity{Subject: "p050000"}, CreatedAt: start.Add(50_000 * time.Second)}
 	began := time.Now()
-	page, err := s.ListGrants(ctx, GrantQuery{ClientID: "big-app", After: CursorOf(mid), Limit: 50})
+	page, err := s.ListGrants(ctx, store.GrantQuery{ClientID: "big-app", After: store.CursorOf(mid), Limit: 50})
 	took := time.Since(began)
 	if err != nil || len(page) != 50 || page[0].ID != "g050001" || page[49].ID != "g050050" {
 		t.Fatalf("a page from the middle: %d grants, %v", len(page), err)
 	}
 	began = time.Now()
 	counts, err := s.GrantCounts(ctx)
-	if err != nil || counts["big-app"] != (GrantCount{People: n, Grants: n}) {
+	if err != nil || counts["big-app"] != (store.GrantCount{People: n, Grants: n}) {
 		t.Fatalf("GrantCounts = %v, %v", counts, err)
 	}
 	tookCounts := time.Since(began)
 	began = time.Now()
-	conns, err := s.ListConnections(ctx, ConnectionQuery{ClientID: "big-app", After: "p050000", Limit: 50})
+	conns, err := s.ListConnections(ctx, store.ConnectionQuery{ClientID: "big-app", After: "p050000", Limit: 50})
 	tookPeople := time.Since(began)
 	if err != nil || len(conns) != 50 || conns[0].Identity.Subject != "p050001" || conns[0].Grants != 1 {
 		t.Fatalf("a page of people from the middle: %d, %v", len(conns), err)
@@ -221,7 +223,7 @@ func TestBoltGrantListOfALargeClient(t *testing.T) {
 // more, is another person, listed in its place and never disconnected
 // with the first.
 func TestBoltGroupKeysAreExact(t *testing.T) {
-	s, err := OpenBolt(filepath.Join(t.TempDir(), "school.db"), time.Second)
+	s, err := Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +233,7 @@ func TestBoltGroupKeysAreExact(t *testing.T) {
 	err = s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
 		for i, sub := range subjects {
 			for _, client := range []string{"c", "c\x00"} {
-				g := &Grant{ID: fmt.Sprintf("g%d-%q", i, client), ClientID: client, Identity: Identity{Subject: sub},
+				g := &store.Grant{ID: fmt.Sprintf("g%d-%q", i, client), ClientID: client, Identity: store.Identity{Subject: sub},
 					CreatedAt: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
 				if err := putGrantAndTokens(tx, g, nil); err != nil {
 					return err
@@ -244,7 +246,7 @@ func TestBoltGroupKeysAreExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, client := range []string{"c", "c\x00"} {
-		conns, err := s.ListConnections(ctx, ConnectionQuery{ClientID: client, Limit: 50})
+		conns, err := s.ListConnections(ctx, store.ConnectionQuery{ClientID: client, Limit: 50})
 		var got []string
 		for _, c := range conns {
 			got = append(got, c.Identity.Subject)
@@ -256,19 +258,19 @@ func TestBoltGroupKeysAreExact(t *testing.T) {
 			t.Errorf("%q's people = %q, %v; want %q", client, got, err, subjects)
 		}
 		for i := range subjects[:len(subjects)-1] {
-			page, err := s.ListConnections(ctx, ConnectionQuery{ClientID: client, After: subjects[i], Limit: 1})
+			page, err := s.ListConnections(ctx, store.ConnectionQuery{ClientID: client, After: subjects[i], Limit: 1})
 			if err != nil || len(page) != 1 || page[0].Identity.Subject != subjects[i+1] {
 				t.Errorf("%q: after %q: %v, %v", client, subjects[i], page, err)
 			}
 		}
 	}
-	if counts, err := s.GrantCounts(ctx); err != nil || counts["c"] != (GrantCount{People: 6, Grants: 6}) || len(counts) != 2 {
+	if counts, err := s.GrantCounts(ctx); err != nil || counts["c"] != (store.GrantCount{People: 6, Grants: 6}) || len(counts) != 2 {
 		t.Errorf("GrantCounts = %v, %v", counts, err)
 	}
 	if n, err := s.DisconnectClient(ctx, "c", "a"); err != nil || n != 1 {
 		t.Errorf("DisconnectClient = %d, %v", n, err)
 	}
-	if counts, _ := s.GrantCounts(ctx); counts["c"] != (GrantCount{People: 5, Grants: 5}) || counts["c\x00"].People != 6 {
+	if counts, _ := s.GrantCounts(ctx); counts["c"] != (store.GrantCount{People: 5, Grants: 5}) || counts["c\x00"].People != 6 {
 		t.Errorf("after the disconnect: %v", counts)
 	}
 }

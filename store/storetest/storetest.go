@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite of authserver.Store: every
+// Package storetest is the conformance suite of store.Store: every
 // store (bbolt today, others to come) passes it unchanged, so the protocol
 // code can rely on the contract and not on one implementation.
 package storetest
@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Run checks the store that open returns, a fresh and empty one per
-// subtest, against the contract stated on authserver.Store.
-func Run(t *testing.T, open func(t *testing.T) authserver.Store) {
+// subtest, against the contract stated on store.Store.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	for _, c := range []struct {
 		name string
-		run  func(t *testing.T, s authserver.Store)
+		run  func(t *testing.T, s store.Store)
 	}{
 		{"NotFound", testNotFound},
 		{"Clients", testClients},
@@ -64,11 +64,11 @@ var serial atomic.Int64
 // unique returns a fresh name with a readable prefix.
 func unique(prefix string) string { return fmt.Sprintf("%s-%d", prefix, serial.Add(1)) }
 
-func newCode(clientID string) *authserver.Code {
-	return &authserver.Code{
-		Request: authserver.AuthRequest{ClientID: clientID, RedirectURI: "https://app.example/cb",
-			Scopes: []string{"openid"}, Audience: authserver.AudienceMember},
-		Identity:  authserver.Identity{Subject: "ada"},
+func newCode(clientID string) *store.Code {
+	return &store.Code{
+		Request: store.AuthRequest{ClientID: clientID, RedirectURI: "https://app.example/cb",
+			Scopes: []string{"openid"}, Audience: store.AudienceMember},
+		Identity:  store.Identity{Subject: "ada"},
 		AuthTime:  epoch,
 		ExpiresAt: epoch.Add(time.Minute),
 	}
@@ -78,26 +78,26 @@ func newCode(clientID string) *authserver.Code {
 type pair struct{ access, refresh string }
 
 // newTokens returns a fresh access and refresh token for g.
-func newTokens(g *authserver.Grant) (pair, []authserver.IssuedToken) {
+func newTokens(g *store.Grant) (pair, []store.IssuedToken) {
 	p := pair{unique("access"), unique("refresh")}
-	return p, []authserver.IssuedToken{
-		{Hash: p.access, Token: &authserver.Token{Kind: authserver.TokenAccess, GrantID: g.ID,
+	return p, []store.IssuedToken{
+		{Hash: p.access, Token: &store.Token{Kind: store.TokenAccess, GrantID: g.ID,
 			ClientID: g.ClientID, IssuedAt: epoch, ExpiresAt: epoch.Add(time.Hour)}},
-		{Hash: p.refresh, Token: &authserver.Token{Kind: authserver.TokenRefresh, GrantID: g.ID,
+		{Hash: p.refresh, Token: &store.Token{Kind: store.TokenRefresh, GrantID: g.ID,
 			ClientID: g.ClientID, IssuedAt: epoch, ExpiresAt: epoch.Add(24 * time.Hour)}},
 	}
 }
 
 // newGrant is the callback's grant for a code.
-func newGrant(c *authserver.Code) *authserver.Grant {
-	return &authserver.Grant{ID: unique("grant"), ClientID: c.Request.ClientID,
+func newGrant(c *store.Code) *store.Grant {
+	return &store.Grant{ID: unique("grant"), ClientID: c.Request.ClientID,
 		Audience: c.Request.Audience, Scopes: c.Request.Scopes, Identity: c.Identity,
 		AuthTime: c.AuthTime, CreatedAt: epoch}
 }
 
 // grantOf stores a code for clientID and redeems it: a live grant with
 // an access and a refresh token.
-func grantOf(t *testing.T, s authserver.Store, clientID string) (string, pair) {
+func grantOf(t *testing.T, s store.Store, clientID string) (string, pair) {
 	t.Helper()
 	ctx := context.Background()
 	code := unique("code")
@@ -106,9 +106,9 @@ func grantOf(t *testing.T, s authserver.Store, clientID string) (string, pair) {
 	}
 	var grantID string
 	var p pair
-	err := s.RedeemCode(ctx, code, func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	err := s.RedeemCode(ctx, code, func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		g := newGrant(c)
-		var toks []authserver.IssuedToken
+		var toks []store.IssuedToken
 		p, toks = newTokens(g)
 		grantID = g.ID
 		return g, toks, nil
@@ -121,7 +121,7 @@ func grantOf(t *testing.T, s authserver.Store, clientID string) (string, pair) {
 
 // revoked reports whether the token under hash no longer grants access,
 // by its own flag or its grant's.
-func revoked(t *testing.T, s authserver.Store, hash string) bool {
+func revoked(t *testing.T, s store.Store, hash string) bool {
 	t.Helper()
 	tok, g, err := s.GetToken(context.Background(), hash)
 	if err != nil {

@@ -8,36 +8,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // grantFor stores a code for clientID and subject and redeems it at
 // created: a live grant with an access and a refresh token.
-func grantFor(t *testing.T, s authserver.Store, clientID, subject string, created time.Time) (*authserver.Grant, pair) {
+func grantFor(t *testing.T, s store.Store, clientID, subject string, created time.Time) (*store.Grant, pair) {
 	t.Helper()
 	return grantEdited(t, s, clientID, subject, created, nil)
 }
 
 // grantEdited is grantFor with the grant changed by edit before it is
 // stored (its scopes, its audience).
-func grantEdited(t *testing.T, s authserver.Store, clientID, subject string, created time.Time, edit func(*authserver.Grant)) (*authserver.Grant, pair) {
+func grantEdited(t *testing.T, s store.Store, clientID, subject string, created time.Time, edit func(*store.Grant)) (*store.Grant, pair) {
 	t.Helper()
 	ctx := context.Background()
 	code := unique("code")
 	c := newCode(clientID)
-	c.Identity = authserver.Identity{Subject: subject, Email: subject + "@school.example", Name: "Person " + subject}
+	c.Identity = store.Identity{Subject: subject, Email: subject + "@school.example", Name: "Person " + subject}
 	if err := s.PutCode(ctx, code, c); err != nil {
 		t.Fatal(err)
 	}
-	var g *authserver.Grant
+	var g *store.Grant
 	var p pair
-	err := s.RedeemCode(ctx, code, func(c *authserver.Code) (*authserver.Grant, []authserver.IssuedToken, error) {
+	err := s.RedeemCode(ctx, code, func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		g = newGrant(c)
 		g.CreatedAt = created
 		if edit != nil {
 			edit(g)
 		}
-		var toks []authserver.IssuedToken
+		var toks []store.IssuedToken
 		p, toks = newTokens(g)
 		return g, toks, nil
 	})
@@ -49,7 +49,7 @@ func grantEdited(t *testing.T, s authserver.Store, clientID, subject string, cre
 
 // listAll pages through a list, limit grants at a time, and returns the
 // ids in the order given.
-func listAll(t *testing.T, s authserver.Store, q authserver.GrantQuery) []string {
+func listAll(t *testing.T, s store.Store, q store.GrantQuery) []string {
 	t.Helper()
 	var ids []string
 	for pages := 0; ; pages++ {
@@ -66,11 +66,11 @@ func listAll(t *testing.T, s authserver.Store, q authserver.GrantQuery) []string
 		if len(page) < q.Limit {
 			return ids
 		}
-		q.After = authserver.CursorOf(page[len(page)-1])
+		q.After = store.CursorOf(page[len(page)-1])
 	}
 }
 
-func idsOf(gs ...*authserver.Grant) []string {
+func idsOf(gs ...*store.Grant) []string {
 	var out []string
 	for _, g := range gs {
 		out = append(out, g.ID)
@@ -81,7 +81,7 @@ func idsOf(gs ...*authserver.Grant) []string {
 // testListGrants: a person's grants, application by application, and a
 // client's, person by person, each group in creation order, the groups in
 // byte order, a page at a time; never another's and never a revoked one.
-func testListGrants(t *testing.T, s authserver.Store) {
+func testListGrants(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	at := func(i int) time.Time { return epoch.Add(time.Duration(i) * time.Minute) }
 	a1, _ := grantFor(t, s, "app-1", "ada", at(3))
@@ -103,23 +103,23 @@ func testListGrants(t *testing.T, s authserver.Store) {
 	if err := s.RevokeGrant(ctx, gone.ID); err != nil {
 		t.Fatal(err)
 	}
-	bobs := []*authserver.Grant{b1, b2}
-	slices.SortFunc(bobs, func(x, y *authserver.Grant) int { return compareStrings(x.ID, y.ID) })
+	bobs := []*store.Grant{b1, b2}
+	slices.SortFunc(bobs, func(x, y *store.Grant) int { return compareStrings(x.ID, y.ID) })
 	for _, c := range []struct {
 		name string
-		q    authserver.GrantQuery
+		q    store.GrantQuery
 		want []string
 	}{
-		{"by subject", authserver.GrantQuery{Subject: "ada"}, idsOf(a1, a2, a3)},
-		{"by another subject", authserver.GrantQuery{Subject: "bob"}, idsOf(bobs...)},
-		{"by a longer subject", authserver.GrantQuery{Subject: "adam"}, idsOf(long)},
-		{"by client", authserver.GrantQuery{ClientID: "app-1"}, idsOf(a1, long, bobs[0], bobs[1])},
-		{"by subject, byte order", authserver.GrantQuery{Subject: "cyd"}, idsOf(cUp, c10, c9)},
-		{"by client, byte order", authserver.GrantQuery{ClientID: "tool-9"}, idsOf(dUp, c9, dLow)},
-		{"by a metadata-document client", authserver.GrantQuery{ClientID: "https://agent.example/client.json"}, idsOf(a3)},
-		{"unknown subject", authserver.GrantQuery{Subject: "carol"}, nil},
-		{"unknown client", authserver.GrantQuery{ClientID: "app-9"}, nil},
-		{"neither", authserver.GrantQuery{}, nil},
+		{"by subject", store.GrantQuery{Subject: "ada"}, idsOf(a1, a2, a3)},
+		{"by another subject", store.GrantQuery{Subject: "bob"}, idsOf(bobs...)},
+		{"by a longer subject", store.GrantQuery{Subject: "adam"}, idsOf(long)},
+		{"by client", store.GrantQuery{ClientID: "app-1"}, idsOf(a1, long, bobs[0], bobs[1])},
+		{"by subject, byte order", store.GrantQuery{Subject: "cyd"}, idsOf(cUp, c10, c9)},
+		{"by client, byte order", store.GrantQuery{ClientID: "tool-9"}, idsOf(dUp, c9, dLow)},
+		{"by a metadata-document client", store.GrantQuery{ClientID: "https://agent.example/client.json"}, idsOf(a3)},
+		{"unknown subject", store.GrantQuery{Subject: "carol"}, nil},
+		{"unknown client", store.GrantQuery{ClientID: "app-9"}, nil},
+		{"neither", store.GrantQuery{}, nil},
 	} {
 		for _, limit := range []int{1, 2, 3, 50} {
 			q := c.q
@@ -130,7 +130,7 @@ func testListGrants(t *testing.T, s authserver.Store) {
 		}
 	}
 	// A page holds what it says it holds.
-	page, err := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10})
+	page, err := s.ListGrants(ctx, store.GrantQuery{Subject: "ada", Limit: 10})
 	if err != nil || len(page) != 3 {
 		t.Fatalf("ListGrants = %d grants, %v", len(page), err)
 	}
@@ -140,7 +140,7 @@ func testListGrants(t *testing.T, s authserver.Store) {
 		t.Errorf("listed grant = %+v", g)
 	}
 	// A cursor past the end is an empty page.
-	page, err = s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10, After: authserver.CursorOf(a3)})
+	page, err = s.ListGrants(ctx, store.GrantQuery{Subject: "ada", Limit: 10, After: store.CursorOf(a3)})
 	if err != nil || len(page) != 0 {
 		t.Errorf("after the last: %d grants, %v", len(page), err)
 	}
@@ -158,24 +158,24 @@ func compareStrings(a, b string) int {
 
 // testGrantPages: a person with many grants is listed in bounded pages,
 // whatever limit is asked for.
-func testGrantPages(t *testing.T, s authserver.Store) {
+func testGrantPages(t *testing.T, s store.Store) {
 	const n = 130
-	var grants []*authserver.Grant
+	var grants []*store.Grant
 	for i := range n {
 		g, _ := grantFor(t, s, unique("app"), "many", epoch.Add(time.Duration(i)*time.Second))
 		grants = append(grants, g)
 	}
 	// One grant per client: the groups' order, client ids byte by byte.
-	slices.SortFunc(grants, func(x, y *authserver.Grant) int { return compareStrings(x.ClientID, y.ClientID) })
+	slices.SortFunc(grants, func(x, y *store.Grant) int { return compareStrings(x.ClientID, y.ClientID) })
 	want := idsOf(grants...)
-	if got := listAll(t, s, authserver.GrantQuery{Subject: "many", Limit: 50}); !slices.Equal(got, want) {
+	if got := listAll(t, s, store.GrantQuery{Subject: "many", Limit: 50}); !slices.Equal(got, want) {
 		t.Errorf("paged list of %d grants: got %d, in order %v", n, len(got), slices.Equal(got, want))
 	}
-	page, err := s.ListGrants(context.Background(), authserver.GrantQuery{Subject: "many", Limit: 1 << 20})
-	if err != nil || len(page) != min(n, authserver.MaxGrantPage) {
+	page, err := s.ListGrants(context.Background(), store.GrantQuery{Subject: "many", Limit: 1 << 20})
+	if err != nil || len(page) != min(n, store.MaxGrantPage) {
 		t.Errorf("an unbounded limit gave %d grants, %v", len(page), err)
 	}
-	page, err = s.ListGrants(context.Background(), authserver.GrantQuery{Subject: "many"})
+	page, err = s.ListGrants(context.Background(), store.GrantQuery{Subject: "many"})
 	if err != nil || len(page) != 1 {
 		t.Errorf("no limit gave %d grants, %v; want a page of one", len(page), err)
 	}
@@ -183,9 +183,9 @@ func testGrantPages(t *testing.T, s authserver.Store) {
 
 // testGrantCounts: a client's count of people, and of their live
 // grants, follows every way a grant stops being live.
-func testGrantCounts(t *testing.T, s authserver.Store) {
+func testGrantCounts(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	type count = authserver.GrantCount
+	type count = store.GrantCount
 	pg := func(people, grants int) count { return count{People: people, Grants: grants} }
 	want := func(what string, w map[string]count) {
 		t.Helper()
@@ -195,8 +195,8 @@ func testGrantCounts(t *testing.T, s authserver.Store) {
 		}
 	}
 	want("empty", map[string]count{})
-	for _, c := range []*authserver.Client{{ID: "app-1", Kind: authserver.KindApp}, {ID: "app-2", Kind: authserver.KindApp},
-		{ID: "cli-1", Kind: authserver.KindLoopback}} {
+	for _, c := range []*store.Client{{ID: "app-1", Kind: store.KindApp}, {ID: "app-2", Kind: store.KindApp},
+		{ID: "cli-1", Kind: store.KindLoopback}} {
 		if err := s.PutClient(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func testGrantCounts(t *testing.T, s authserver.Store) {
 	}
 	want("a client deleted", map[string]count{"vendor-1": pg(1, 1)})
 	grantFor(t, s, "app-1", "dora", epoch)
-	if _, err := s.PutSettingRevoking(ctx, "switch", []byte("off"), authserver.KindApp); err != nil {
+	if _, err := s.PutSettingRevoking(ctx, "switch", []byte("off"), store.KindApp); err != nil {
 		t.Fatal(err)
 	}
 	want("a kind switched off", map[string]count{"vendor-1": pg(1, 1)})
@@ -252,9 +252,9 @@ func testGrantCounts(t *testing.T, s authserver.Store) {
 
 // testDisconnectGrant: a person ends their own grant and the consent
 // remembered for its client, and nobody else's.
-func testDisconnectGrant(t *testing.T, s authserver.Store) {
+func testDisconnectGrant(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	consent := &authserver.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}
+	consent := &store.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}
 	for _, c := range [][2]string{{"app-1", "ada"}, {"app-2", "ada"}, {"app-1", "bob"}} {
 		if err := s.PutConsent(ctx, c[0], c[1], consent); err != nil {
 			t.Fatal(err)
@@ -270,7 +270,7 @@ func testDisconnectGrant(t *testing.T, s authserver.Store) {
 		{"no grant", "", "ada"},
 	} {
 		_, err := s.DisconnectGrant(ctx, c.id, c.subject)
-		wantErr(t, c.name, err, authserver.ErrNotFound)
+		wantErr(t, c.name, err, store.ErrNotFound)
 	}
 	if revoked(t, s, p.access) || revoked(t, s, p.refresh) {
 		t.Fatal("a refused disconnect revoked the grant")
@@ -286,7 +286,7 @@ func testDisconnectGrant(t *testing.T, s authserver.Store) {
 		t.Error("a disconnected grant's tokens still work")
 	}
 	_, err = s.GetConsent(ctx, "app-1", "ada")
-	wantErr(t, "the disconnected client's consent", err, authserver.ErrNotFound)
+	wantErr(t, "the disconnected client's consent", err, store.ErrNotFound)
 	for _, c := range [][2]string{{"app-2", "ada"}, {"app-1", "bob"}} {
 		if _, err := s.GetConsent(ctx, c[0], c[1]); err != nil {
 			t.Errorf("consent of %s to %s was forgotten: %v", c[1], c[0], err)
@@ -297,7 +297,7 @@ func testDisconnectGrant(t *testing.T, s authserver.Store) {
 			t.Error("another grant was revoked")
 		}
 	}
-	if page, _ := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10}); len(page) != 1 {
+	if page, _ := s.ListGrants(ctx, store.GrantQuery{Subject: "ada", Limit: 10}); len(page) != 1 {
 		t.Errorf("%d grants listed after the disconnect, want the other one", len(page))
 	}
 	// A second disconnect (a stale page) finds the grant revoked already
@@ -310,19 +310,19 @@ func testDisconnectGrant(t *testing.T, s authserver.Store) {
 		t.Fatalf("second DisconnectGrant = %+v, %v; want the grant, revoked", got, err)
 	}
 	_, err = s.GetConsent(ctx, "app-1", "ada")
-	wantErr(t, "consent after a second disconnect", err, authserver.ErrNotFound)
+	wantErr(t, "consent after a second disconnect", err, store.ErrNotFound)
 }
 
 // testRefreshedAt: a rotation records its time on the grant when the
 // grant's last use is RefreshedPrecision old, and not more often; reading
 // a token records nothing.
-func testRefreshedAt(t *testing.T, s authserver.Store) {
+func testRefreshedAt(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	g, p := grantFor(t, s, "app-1", "ada", epoch)
 	if _, _, err := s.GetToken(ctx, p.access); err != nil {
 		t.Fatal(err)
 	}
-	page, err := s.ListGrants(ctx, authserver.GrantQuery{Subject: "ada", Limit: 10})
+	page, err := s.ListGrants(ctx, store.GrantQuery{Subject: "ada", Limit: 10})
 	if err != nil || len(page) != 1 || !page[0].RefreshedAt.IsZero() {
 		t.Fatalf("before a refresh: %+v, %v", page, err)
 	}
@@ -335,13 +335,13 @@ func testRefreshedAt(t *testing.T, s authserver.Store) {
 	if err != nil || !got.RefreshedAt.Equal(when) || got.ID != g.ID {
 		t.Errorf("grant after a refresh: %+v, %v; want RefreshedAt %v", got, err, when)
 	}
-	page, err = s.ListGrants(ctx, authserver.GrantQuery{ClientID: "app-1", Limit: 10})
+	page, err = s.ListGrants(ctx, store.GrantQuery{ClientID: "app-1", Limit: 10})
 	if err != nil || len(page) != 1 || !page[0].RefreshedAt.Equal(when) {
 		t.Errorf("listed after a refresh: %+v, %v", page, err)
 	}
 	// A refused rotation records nothing.
 	refused := errors.New("refused")
-	err = s.RotateRefresh(ctx, next.refresh, when.Add(time.Hour), grace, func(*authserver.Token, *authserver.Grant) ([]authserver.IssuedToken, error) {
+	err = s.RotateRefresh(ctx, next.refresh, when.Add(time.Hour), grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		return nil, refused
 	})
 	if err != refused {
@@ -352,7 +352,7 @@ func testRefreshedAt(t *testing.T, s authserver.Store) {
 	}
 	// Within RefreshedPrecision of the recorded time a rotation leaves it
 	// (the grant is not rewritten on every refresh); one later moves it.
-	soon := when.Add(authserver.RefreshedPrecision - time.Minute)
+	soon := when.Add(store.RefreshedPrecision - time.Minute)
 	third, _, err := rotateAt(s, next.refresh, soon)
 	if err != nil {
 		t.Fatal(err)
@@ -360,7 +360,7 @@ func testRefreshedAt(t *testing.T, s authserver.Store) {
 	if _, got, _ := s.GetToken(ctx, third.access); !got.RefreshedAt.Equal(when) {
 		t.Errorf("a rotation within the precision moved RefreshedAt to %v; want %v", got.RefreshedAt, when)
 	}
-	later := when.Add(authserver.RefreshedPrecision)
+	later := when.Add(store.RefreshedPrecision)
 	fourth, _, err := rotateAt(s, third.refresh, later)
 	if err != nil {
 		t.Fatal(err)
@@ -383,9 +383,9 @@ func testRefreshedAt(t *testing.T, s authserver.Store) {
 // testDisconnectClient: a person ends their whole connection to one
 // application (every grant, the remembered consent) and nothing else: not
 // their other applications, not another person's grants of it.
-func testDisconnectClient(t *testing.T, s authserver.Store) {
+func testDisconnectClient(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	consent := &authserver.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}
+	consent := &store.Consent{Scopes: []string{"openid"}, GrantedAt: epoch}
 	for _, c := range [][2]string{{"app-1", "ada"}, {"app-2", "ada"}, {"app-1", "bob"}} {
 		if err := s.PutConsent(ctx, c[0], c[1], consent); err != nil {
 			t.Fatal(err)
@@ -419,7 +419,7 @@ func testDisconnectClient(t *testing.T, s authserver.Store) {
 		{"a prefix of the person", "app-1", "ad"},
 	} {
 		n, err := s.DisconnectClient(ctx, c.client, c.subject)
-		wantErr(t, c.name, err, authserver.ErrNotFound)
+		wantErr(t, c.name, err, store.ErrNotFound)
 		if n != 0 {
 			t.Errorf("%s: %d grants ended", c.name, n)
 		}
@@ -440,13 +440,13 @@ func testDisconnectClient(t *testing.T, s authserver.Store) {
 	}
 	live("after the disconnect", untouched...)
 	_, err = s.GetConsent(ctx, "app-1", "ada")
-	wantErr(t, "the disconnected application's consent", err, authserver.ErrNotFound)
+	wantErr(t, "the disconnected application's consent", err, store.ErrNotFound)
 	for _, c := range [][2]string{{"app-2", "ada"}, {"app-1", "bob"}} {
 		if _, err := s.GetConsent(ctx, c[0], c[1]); err != nil {
 			t.Errorf("consent of %s to %s was forgotten: %v", c[1], c[0], err)
 		}
 	}
-	page, err := s.ListConnections(ctx, authserver.ConnectionQuery{Subject: "ada", Limit: 10})
+	page, err := s.ListConnections(ctx, store.ConnectionQuery{Subject: "ada", Limit: 10})
 	if err != nil || len(page) != 2 || page[0].ClientID != "app-10" || page[1].ClientID != "app-2" {
 		t.Errorf("ada's connections after the disconnect: %+v, %v", page, err)
 	}
@@ -454,7 +454,7 @@ func testDisconnectClient(t *testing.T, s authserver.Store) {
 	// Once more (a stale page, a second click): nothing is left, nothing
 	// changes.
 	n, err = s.DisconnectClient(ctx, "app-1", "ada")
-	wantErr(t, "a second disconnect", err, authserver.ErrNotFound)
+	wantErr(t, "a second disconnect", err, store.ErrNotFound)
 	if n != 0 {
 		t.Errorf("a second disconnect ended %d grants", n)
 	}
@@ -469,31 +469,31 @@ func testDisconnectClient(t *testing.T, s authserver.Store) {
 		t.Fatalf("disconnecting a consent alone = %d, %v; want 0 and no error", n, err)
 	}
 	_, err = s.GetConsent(ctx, "app-1", "ada")
-	wantErr(t, "the consent remembered since", err, authserver.ErrNotFound)
+	wantErr(t, "the consent remembered since", err, store.ErrNotFound)
 	live("after the consent was forgotten", untouched...)
 }
 
 // testListConnections: a person's grants are one connection per
 // application however many they hold, a client's one per person, in the
 // order of the grant lists, a page of whole connections at a time.
-func testListConnections(t *testing.T, s authserver.Store) {
+func testListConnections(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	at := func(i int) time.Time { return epoch.Add(time.Duration(i) * time.Minute) }
-	scoped := func(scopes ...string) func(*authserver.Grant) {
-		return func(g *authserver.Grant) { g.Scopes = scopes }
+	scoped := func(scopes ...string) func(*store.Grant) {
+		return func(g *store.Grant) { g.Scopes = scopes }
 	}
 	// ada allowed app-1 three times, with other scopes each time and a new
 	// email the last time; the earliest is refreshed last.
 	grantEdited(t, s, "app-1", "ada", at(2), scoped("openid", "profile"))
 	_, refreshed := grantEdited(t, s, "app-1", "ada", at(1), scoped("openid", "account:read"))
-	grantEdited(t, s, "app-1", "ada", at(5), func(g *authserver.Grant) {
+	grantEdited(t, s, "app-1", "ada", at(5), func(g *store.Grant) {
 		g.Scopes, g.Identity.Email = []string{"openid"}, "ada@new.example"
 	})
 	if _, _, err := rotateAt(s, refreshed.refresh, at(90)); err != nil {
 		t.Fatal(err)
 	}
 	grantFor(t, s, "app-2", "ada", at(3))
-	grantEdited(t, s, "app-3", "ada", at(4), func(g *authserver.Grant) { g.Audience = authserver.AudienceOperator })
+	grantEdited(t, s, "app-3", "ada", at(4), func(g *store.Grant) { g.Audience = store.AudienceOperator })
 	gone, _ := grantFor(t, s, "app-4", "ada", at(4))
 	if err := s.RevokeGrant(ctx, gone.ID); err != nil {
 		t.Fatal(err)
@@ -505,7 +505,7 @@ func testListConnections(t *testing.T, s authserver.Store) {
 		grantFor(t, s, "tool", "ada", at(10+i))
 	}
 
-	list := func(q authserver.ConnectionQuery) []*authserver.Connection {
+	list := func(q store.ConnectionQuery) []*store.Connection {
 		t.Helper()
 		got, err := s.ListConnections(ctx, q)
 		if err != nil {
@@ -513,20 +513,20 @@ func testListConnections(t *testing.T, s authserver.Store) {
 		}
 		return got
 	}
-	conns := list(authserver.ConnectionQuery{Subject: "ada", Limit: 10})
+	conns := list(store.ConnectionQuery{Subject: "ada", Limit: 10})
 	if got := groupsOf(conns, true); !slices.Equal(got, []string{"app-1", "app-2", "app-3", "tool"}) {
 		t.Fatalf("ada's connections: %v", got)
 	}
 	app1 := conns[0]
 	if app1.Grants != 3 || !slices.Equal(app1.Scopes, []string{"openid", "account:read", "profile"}) ||
 		!app1.Since.Equal(at(1)) || !app1.LastUsed.Equal(at(90)) || app1.Identity.Subject != "ada" ||
-		app1.Identity.Email != "ada@new.example" || !slices.Equal(app1.Audiences, []string{authserver.AudienceMember}) {
+		app1.Identity.Email != "ada@new.example" || !slices.Equal(app1.Audiences, []string{store.AudienceMember}) {
 		t.Errorf("app-1's connection = %+v", app1)
 	}
 	if c := conns[1]; c.Grants != 1 || !c.Since.Equal(at(3)) || !c.LastUsed.Equal(at(3)) {
 		t.Errorf("app-2's connection = %+v", c)
 	}
-	if c := conns[2]; !slices.Equal(c.Audiences, []string{authserver.AudienceOperator}) {
+	if c := conns[2]; !slices.Equal(c.Audiences, []string{store.AudienceOperator}) {
 		t.Errorf("app-3's connection = %+v; want the operator audience", c)
 	}
 	if c := conns[3]; c.Grants != times || !c.Since.Equal(at(10)) || !c.LastUsed.Equal(at(10+times-1)) {
@@ -535,7 +535,7 @@ func testListConnections(t *testing.T, s authserver.Store) {
 	// A page at a time, each connection whole.
 	for _, limit := range []int{1, 2, 3} {
 		var groups []string
-		q := authserver.ConnectionQuery{Subject: "ada", Limit: limit}
+		q := store.ConnectionQuery{Subject: "ada", Limit: limit}
 		for pages := 0; ; pages++ {
 			if pages > 10 {
 				t.Fatal("the list does not end")
@@ -557,14 +557,14 @@ func testListConnections(t *testing.T, s authserver.Store) {
 		}
 	}
 	// An application's people, one each.
-	people := list(authserver.ConnectionQuery{ClientID: "app-1", Limit: 10})
+	people := list(store.ConnectionQuery{ClientID: "app-1", Limit: 10})
 	if got := groupsOf(people, false); !slices.Equal(got, []string{"ada", "bob"}) || people[0].Grants != 3 || people[1].Grants != 1 {
 		t.Errorf("app-1's people: %v", got)
 	}
-	if got := groupsOf(list(authserver.ConnectionQuery{ClientID: "app-1", After: "ada", Limit: 10}), false); !slices.Equal(got, []string{"bob"}) {
+	if got := groupsOf(list(store.ConnectionQuery{ClientID: "app-1", After: "ada", Limit: 10}), false); !slices.Equal(got, []string{"bob"}) {
 		t.Errorf("app-1's people after ada: %v", got)
 	}
-	for _, q := range []authserver.ConnectionQuery{
+	for _, q := range []store.ConnectionQuery{
 		{Subject: "carol", Limit: 10},
 		{ClientID: "app-4", Limit: 10},
 		{Subject: "ada", After: "tool", Limit: 10},
@@ -577,7 +577,7 @@ func testListConnections(t *testing.T, s authserver.Store) {
 }
 
 // groupsOf is each connection's group: its client, or its person.
-func groupsOf(conns []*authserver.Connection, byClient bool) []string {
+func groupsOf(conns []*store.Connection, byClient bool) []string {
 	var out []string
 	for _, c := range conns {
 		if byClient {

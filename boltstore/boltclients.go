@@ -1,4 +1,4 @@
-package authserver
+package boltstore
 
 // The clients a site knows, the authorizations waiting for consent and the
 // consents given, in the bbolt store.
@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // GetClient returns a stored client.
-func (s *boltStore) GetClient(ctx context.Context, id string) (*Client, error) {
-	var c Client
+func (s *boltStore) GetClient(ctx context.Context, id string) (*store.Client, error) {
+	var c store.Client
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bucketClients), id, &c)
 	})
@@ -23,22 +25,22 @@ func (s *boltStore) GetClient(ctx context.Context, id string) (*Client, error) {
 }
 
 // PutClient stores a client.
-func (s *boltStore) PutClient(ctx context.Context, c *Client) error {
+func (s *boltStore) PutClient(ctx context.Context, c *store.Client) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketClients), c.ID, c)
 	})
 }
 
-// CreateClient implements ClientStore. Clients are few (registrations
+// CreateClient implements store.ClientStore. Clients are few (registrations
 // are capped), so the scan costs little and runs only on creation.
-func (s *boltStore) CreateClient(ctx context.Context, c *Client, limit int) (*Client, bool, error) {
-	var got *Client
+func (s *boltStore) CreateClient(ctx context.Context, c *store.Client, limit int) (*store.Client, bool, error) {
+	var got *store.Client
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		got = nil
 		b := tx.Bucket(bucketClients)
 		n := 0
 		err := b.ForEach(func(k, v []byte) error {
-			var old Client
+			var old store.Client
 			if err := json.Unmarshal(v, &old); err != nil {
 				return err
 			}
@@ -54,7 +56,7 @@ func (s *boltStore) CreateClient(ctx context.Context, c *Client, limit int) (*Cl
 		case err != nil || got != nil:
 			return err
 		case limit > 0 && n >= limit:
-			return ErrClientLimit
+			return store.ErrClientLimit
 		}
 		return putJSON(b, c.ID, c)
 	})
@@ -67,13 +69,13 @@ func (s *boltStore) CreateClient(ctx context.Context, c *Client, limit int) (*Cl
 	return c, false, nil
 }
 
-// DeleteClient implements ClientStore.
+// DeleteClient implements store.ClientStore.
 func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
 	n := 0
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketClients)
 		if b.Get([]byte(id)) == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		if err := b.Delete([]byte(id)); err != nil {
 			return err
@@ -86,11 +88,11 @@ func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
 }
 
 // ListClients returns every stored client.
-func (s *boltStore) ListClients(ctx context.Context) ([]*Client, error) {
-	var out []*Client
+func (s *boltStore) ListClients(ctx context.Context) ([]*store.Client, error) {
+	var out []*store.Client
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketClients).ForEach(func(_, v []byte) error {
-			var c Client
+			var c store.Client
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err
 			}
@@ -114,15 +116,15 @@ func (s *boltStore) CountClientsByKind(ctx context.Context, kind string) (int, e
 }
 
 // PutPending stores a pending authorization request.
-func (s *boltStore) PutPending(ctx context.Context, p *PendingAuth) error {
+func (s *boltStore) PutPending(ctx context.Context, p *store.PendingAuth) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketPending), p.ID, p)
 	})
 }
 
 // TakePending returns and deletes a pending authorization request.
-func (s *boltStore) TakePending(ctx context.Context, id string) (*PendingAuth, error) {
-	var p PendingAuth
+func (s *boltStore) TakePending(ctx context.Context, id string) (*store.PendingAuth, error) {
+	var p store.PendingAuth
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPending)
 		if err := getJSON(b, id, &p); err != nil {
@@ -139,8 +141,8 @@ func (s *boltStore) TakePending(ctx context.Context, id string) (*PendingAuth, e
 func consentKey(clientID, subject string) string { return clientID + "\x00" + subject }
 
 // GetConsent returns what a person granted a client before.
-func (s *boltStore) GetConsent(ctx context.Context, clientID, subject string) (*Consent, error) {
-	var c Consent
+func (s *boltStore) GetConsent(ctx context.Context, clientID, subject string) (*store.Consent, error) {
+	var c store.Consent
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), &c)
 	})
@@ -151,7 +153,7 @@ func (s *boltStore) GetConsent(ctx context.Context, clientID, subject string) (*
 }
 
 // PutConsent remembers a person's grant to a client.
-func (s *boltStore) PutConsent(ctx context.Context, clientID, subject string, c *Consent) error {
+func (s *boltStore) PutConsent(ctx context.Context, clientID, subject string, c *store.Consent) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketConsents), consentKey(clientID, subject), c)
 	})

@@ -1,4 +1,10 @@
-package authserver
+// Package store is the contract between the authorization server and
+// the stores that keep a site: the Store interface and its roles, the
+// records they keep, the errors they return, the RFC 9700 decisions they
+// apply, and the Dump that moves a site from one store to another. It
+// imports nothing but the standard library, so a store depends on the
+// contract and not on the protocol.
+package store
 
 import (
 	"context"

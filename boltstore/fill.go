@@ -1,0 +1,49 @@
+package boltstore
+
+import (
+	"errors"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
+)
+
+// For tests of the code above the store, which reach it only through
+// store.Store and so cannot reach into its file.
+
+var errNotBolt = errors.New("boltstore: not a bbolt store")
+
+// Fill stores clients as PutClient does and grants as RedeemCode stores
+// them (indexed, without tokens), in one transaction and with none of
+// their checks: for a test that needs a site holding thousands of
+// records, which one synced transaction each would take seconds to store.
+func Fill(s store.Store, clients []*store.Client, grants []*store.Grant) error {
+	b, ok := s.(*boltStore)
+	if !ok {
+		return errNotBolt
+	}
+	return b.db.Update(func(tx *bolt.Tx) error {
+		for _, c := range clients {
+			if err := putJSON(tx.Bucket(bucketClients), c.ID, c); err != nil {
+				return err
+			}
+		}
+		for _, g := range grants {
+			if err := putGrantAndTokens(tx, g, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// NoSync makes s commit without syncing its file, for fuzzing, where
+// nothing needs to survive the process and every input writes.
+func NoSync(s store.Store) error {
+	b, ok := s.(*boltStore)
+	if !ok {
+		return errNotBolt
+	}
+	b.db.NoSync = true
+	return nil
+}
