@@ -2,13 +2,9 @@ package caddymodule
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"os"
 	"time"
 
+	"github.com/schoolgate/schoolgate/internal/source"
 	"github.com/schoolgate/schoolgate/sitedocs"
 )
 
@@ -19,49 +15,15 @@ import (
 // fetched in the background like the catalog, and a failed or invalid
 // fetch keeps the previous document serving.
 
+// adminOpenAPIDoc is the document as internal/source reads it.
+var adminOpenAPIDoc = source.Doc{What: "the admin OpenAPI document", Max: sitedocs.MaxAdminOpenAPIBytes}
+
 // isURL reports whether src is an http(s) URL rather than a file path.
-func isURL(src string) bool {
-	u, err := url.Parse(src)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
+func isURL(src string) bool { return source.IsURL(src) }
 
 // readAdminOpenAPI returns the document's bytes, capped.
 func (s *site) readAdminOpenAPI(ctx context.Context) ([]byte, error) {
-	src := s.gateway.AdminOpenAPI
-	var r io.Reader
-	if isURL(src) {
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Accept", "application/json")
-		resp, err := s.upstream.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("%s answered %s", src, resp.Status)
-		}
-		r = resp.Body
-	} else {
-		f, err := os.Open(src)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	raw, err := io.ReadAll(io.LimitReader(r, sitedocs.MaxAdminOpenAPIBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > sitedocs.MaxAdminOpenAPIBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", src, sitedocs.MaxAdminOpenAPIBytes)
-	}
-	return raw, nil
+	return source.Read(ctx, s.upstream, s.gateway.AdminOpenAPI, adminOpenAPIDoc)
 }
 
 // useAdminOpenAPI installs a newly read document, keeping the previous
