@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -108,20 +107,4 @@ func (s *site) setAssertion(h http.Header, tok *policy.Token) error {
 	}
 	h[assertionHeader] = []string{a}
 	return nil
-}
-
-type validatedTokenKey struct{}
-
-// withValidatedToken keeps the token of an MCP request for the Account API
-// calls its tools make (their identity arrives without the token).
-func (s *site) withValidatedToken(ctx context.Context, tok *policy.Token) context.Context {
-	if s.assertionAudience == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, validatedTokenKey{}, tok)
-}
-
-func validatedToken(ctx context.Context) *policy.Token {
-	tok, _ := ctx.Value(validatedTokenKey{}).(*policy.Token)
-	return tok
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
 	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -271,9 +270,9 @@ func TestProtectedRequestCarriesAssertion(t *testing.T) {
 	}
 }
 
-// The MCP member tools call the Account API themselves: with the option
-// on, that call carries the assertion of the MCP request's token, and
-// without a validated token it is not made at all.
+// The MCP member tools call the Account API themselves: that call carries
+// the identity headers of the MCP request's token and, with the option
+// on, its assertion; without a validated token it is not made at all.
 func TestAccountQueryCarriesAssertion(t *testing.T) {
 	var got http.Header
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -293,18 +292,20 @@ func TestAccountQueryCarriesAssertion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := &mcpserver.Identity{Subject: tok.Subject, Scopes: tok.Scopes}
 		got = nil
-		if _, err := s.accountQuery(s.withValidatedToken(t.Context(), tok), id, "{ viewer { id } }", nil); err != nil {
+		if _, err := s.accountQuery(t.Context(), tok, "{ viewer { id } }", nil); err != nil {
 			t.Fatalf("on=%v: %v", on, err)
 		}
 		want, _ := ts.as.IdentityAssertion(tok, "http://legacy.internal")
 		if a := got.Get(assertionHeader); (a != "") != on || (on && a != want) {
 			t.Errorf("on=%v: assertion %q, want the token's cached one: %v", on, a, on)
 		}
+		if got.Get("X-School-Subject") != "member-1" || got.Get("X-School-Audience") != "member" {
+			t.Errorf("on=%v: identity headers %v", on, got)
+		}
 		got = nil
-		_, err = s.accountQuery(t.Context(), id, "{ viewer { id } }", nil)
-		if on && (err == nil || got != nil) {
+		_, err = s.accountQuery(t.Context(), nil, "{ viewer { id } }", nil)
+		if err == nil || got != nil {
 			t.Errorf("without a validated token the call must fail closed: %v, upstream saw %v", err, got)
 		}
 	}

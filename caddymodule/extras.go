@@ -381,18 +381,19 @@ func (s *site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Authorization")
 	s.observe.mcpCaller(tok.Audience)
 	if tok.Audience == authserver.AudienceMember {
-		r = r.WithContext(s.withValidatedToken(mcpserver.WithIdentity(r.Context(), &mcpserver.Identity{
-			Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID,
-			ClientID: tok.ClientID, Roles: tok.Roles, Scopes: tok.Scopes,
-		}), tok))
+		r = r.WithContext(mcpserver.WithIdentity(r.Context(), tok))
 	}
 	mcp.ServeHTTP(w, r)
 }
 
 // accountQuery runs a member's GraphQL query at the upstream Account API
-// with identity headers (and the identity assertion, when on); the
-// client's token never leaves the gateway.
-func (s *site) accountQuery(ctx context.Context, id *mcpserver.Identity, query string, variables map[string]any) (json.RawMessage, error) {
+// with the identity headers of the member's validated token (and its
+// identity assertion, when on); the client's token never leaves the
+// gateway. Without a validated token no call is made.
+func (s *site) accountQuery(ctx context.Context, tok *policy.Token, query string, variables map[string]any) (json.RawMessage, error) {
+	if tok == nil {
+		return nil, errors.New("the Account API is called only for a member's validated token")
+	}
 	body, err := json.Marshal(map[string]any{"query": query, "variables": variables})
 	if err != nil {
 		return nil, err
@@ -401,9 +402,8 @@ func (s *site) accountQuery(ctx context.Context, id *mcpserver.Identity, query s
 	if err != nil {
 		return nil, err
 	}
-	req.Header = identityHeaderValues(&policy.Token{Subject: id.Subject, Email: id.Email, Name: id.Name,
-		OrgID: id.OrgID, Roles: id.Roles, Scopes: id.Scopes, ClientID: id.ClientID, Audience: authserver.AudienceMember})
-	if err := s.setAssertion(req.Header, validatedToken(ctx)); err != nil {
+	req.Header = identityHeaderValues(tok)
+	if err := s.setAssertion(req.Header, tok); err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
