@@ -1,0 +1,128 @@
+package school
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// adminDoc is a minimal admin OpenAPI document whose operation id says
+// which version it is.
+func adminDoc(version int) []byte {
+	return fmt.Appendf(nil, `{"openapi":"3.0.3","info":{"title":"School admin","version":"1"},"paths":{`+
+		`"/admin/api/courses/{slug}":{"get":{"operationId":"getCourseV%d","parameters":[{"name":"slug",`+
+		`"in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}}}}`, version)
+}
+
+// The catalog loop and the admin OpenAPI loop (and the admin API's
+// catalog refresh) rebuild the documents concurrently. Whatever the
+// interleaving, the documents left serving must be built from the latest
+// inputs: a rebuild that read the previous admin document must not
+// overwrite one built from the new document (that lost update left
+// /openapi.json without the school's operations until the next refresh,
+// ten minutes later; the e2e test TestOpenAPIMergesTheSchoolsAdminAPI
+// failed now and then on a busy machine).
+func TestRebuildDocsKeepsTheLatestInputs(t *testing.T) {
+	s := newTestSite(t)
+	// Each round starts a new admin document and a catalog rebuild at the
+	// same instant; without serialization about one round in four loses
+	// the new document.
+	for round := range 40 {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() { // the admin OpenAPI loop, fetching a new version
+			<-start
+			if err := s.useAdminOpenAPI(adminDoc(round)); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() { // a catalog refresh
+			<-start
+			if err := s.rebuildDocs(); err != nil {
+				t.Error(err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		rec := httptest.NewRecorder()
+		s.docs.Load().ServeHTTP(rec, httptest.NewRequest("GET", "/openapi.json", nil))
+		if want := fmt.Sprintf("getCourseV%d", round); !strings.Contains(rec.Body.String(), want) {
+			t.Fatalf("round %d: /openapi.json was built from an older admin document, not from the latest (%s)", round, want)
+		}
+	}
+}
+
+// An admin OpenAPI document the configuration ships is checked before
+// any store is opened, and a school is not built with a bad one.
+func TestAdminOpenAPIOfTheConfiguration(t *testing.T) {
+	bad := []byte(`{"openapi":"3.1.0","paths":{}}`)
+	for _, tt := range []struct {
+		name string
+		doc  []byte
+		ok   bool
+	}{{"none", nil, true}, {"3.0", adminDoc(1), true}, {"3.1", bad, false}, {"not JSON", []byte("{"), false}} {
+		cfg := testConfig(nil)
+		cfg.AdminOpenAPI = tt.doc
+		if err := CheckDocuments(cfg); (err == nil) != tt.ok {
+			t.Errorf("%s: CheckDocuments: %v", tt.name, err)
+		}
+		cfg.Store = openStore(t)
+		_, err := New(context.Background(), cfg)
+		var de *DataError
+		if (err == nil) != tt.ok || errors.As(err, &de) {
+			t.Errorf("%s: New: %v, want a configuration error: %v", tt.name, err, !tt.ok)
+		}
+	}
+}
+
+// A store whose keys do not read is the school's data failing, which New
+// tells from a configuration error.
+func TestNewDataError(t *testing.T) {
+	store := openStore(t)
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), testConfig(store))
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), testIssuer) {
+		t.Fatalf("a closed store: %v, want a *DataError naming the school", err)
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"no issuer", func(c *Config) { c.Issuer = "" }},
+		{"no upstream", func(c *Config) { c.Upstream = "" }},
+		{"no store", func(c *Config) { c.Store = nil }},
+		{"no scheduler", func(c *Config) { c.Scheduler = nil }},
+	} {
+		cfg := testConfig(openStore(t))
+		tt.edit(&cfg)
+		if _, err := New(context.Background(), cfg); err == nil || errors.As(err, &de) {
+			t.Errorf("%s: %v, want a configuration error", tt.name, err)
+		}
+	}
+}
+
+// The school is named by its origin until a feed names it, and the
+// catalog's item URLs are on its origin.
+func TestSchoolNameAndCatalogOrigin(t *testing.T) {
+	s := newTestSite(t)
+	if got := s.schoolName(); got != testIssuer {
+		t.Errorf("school name without a feed %q, want %s", got, testIssuer)
+	}
+	feed := `{"school":{"name":"S"},"courses":[{"slug":"portrait","title":"Portrait"}]}`
+	if err := s.catalog.Import(context.Background(), []byte(feed)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.schoolName(); got != "S" {
+		t.Errorf("school name %q, want the feed's", got)
+	}
+	if got := s.catalog.Current().URL("course", "portrait"); got != testIssuer+"/courses/portrait" {
+		t.Errorf("item URL %q, want %s/courses/portrait", got, testIssuer)
+	}
+}
