@@ -45,7 +45,7 @@ func (a *App) register(s *site) error {
 	if a.sites == nil {
 		a.sites = map[string]*site{}
 	}
-	issuer := s.as.Issuer()
+	issuer := s.Issuer()
 	// Two site blocks alike would share one state (sitepool.go), so the
 	// check cannot be on the state itself.
 	if err := a.issuerFree(issuer); err != nil {
@@ -61,12 +61,12 @@ func (a *App) register(s *site) error {
 // dataFree refuses a school whose bbolt file another school of the config
 // uses. The caller holds a.mu.
 func (a *App) dataFree(s *site) error {
-	issuer := s.as.Issuer()
+	issuer := s.Issuer()
 	for _, other := range a.sites {
 		// A database tells sites apart by issuer; a bbolt file holds one.
-		if s.gateway.Store == nil && other.stored.where == s.stored.where && other.as.Issuer() != issuer {
+		if s.gateway.Store == nil && other.stored.where == s.stored.where && other.Issuer() != issuer {
 			return fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory",
-				s.stored.where, other.as.Issuer(), issuer)
+				s.stored.where, other.Issuer(), issuer)
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func TestBackupRoute(t *testing.T) {
 			t.Errorf("%s: accepted", tt.name)
 		}
 	}
-	ts.g.site.store = skewedStore{Store: ts.g.site.store}
+	ts.g.site.stored = &siteStore{Store: copylessStore{ts.g.site.stored.Store}}
 	err := handleBackup(httptest.NewRecorder(), httptest.NewRequest("POST", "/schoolgate/backup",
 		strings.NewReader(`{"issuer":"https://school.example","file":"`+filepath.Join(dir, "pg.db")+`"}`)))
 	if err == nil || !strings.Contains(err.Error(), "pg_dump") {

@@ -5,13 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/catalog"
 )
 
 // A school whose data failed to load answers 503 with the reason on
@@ -39,7 +35,7 @@ func TestFailedSiteAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			next := &recordingNext{assertions: map[string]bool{}}
+			next := &recordingNext{}
 			r := httptest.NewRequest(http.MethodGet, tt.path, nil)
 			if tt.auth != "" {
 				r.Header.Set("Authorization", tt.auth)
@@ -74,8 +70,6 @@ func TestFailedSiteAnswers(t *testing.T) {
 // as for a serving one, and the admin API lists it with the reason.
 func TestFailedSiteInAdminAPI(t *testing.T) {
 	ts := newTestSite(t, nil)
-	ts.g.site.extras.catalog = catalog.NewManager(ts.g.Issuer, ts.g.site.store)
-	ts.g.site.stored = &siteStore{Store: ts.g.site.store, where: filepath.Join(t.TempDir(), "school.db")}
 	app := &App{}
 	if err := app.register(ts.g.site); err != nil {
 		t.Fatal(err)
@@ -90,8 +84,8 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 	if err := app.registerFailed(twin); err == nil || !strings.Contains(err.Error(), "two site blocks") {
 		t.Fatalf("a second block of a failed issuer: %v", err)
 	}
-	if err := app.register(&site{gateway: bad, as: ts.as}); err == nil {
-		// ts.as has the test issuer, which is registered already.
+	if err := app.register(&site{Site: ts.g.site.Site, gateway: bad, stored: ts.g.site.stored}); err == nil {
+		// The school has the test issuer, which is registered already.
 		t.Fatal("a second block of a serving issuer must be refused")
 	}
 	prev := activeApp
@@ -136,7 +130,6 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 // ones, once, and only if its bbolt file is not another school's.
 func TestAppRebuilt(t *testing.T) {
 	ts := newTestSite(t, nil)
-	ts.g.site.stored = &siteStore{Store: ts.g.site.store, where: filepath.Join(t.TempDir(), "school.db")}
 	app := &App{}
 	f := newFailedSite(ts.g, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})
 	if err := app.registerFailed(f); err != nil {
@@ -148,12 +141,8 @@ func TestAppRebuilt(t *testing.T) {
 
 	otherGateway := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://other.example"}
 	otherGateway.setDefaults()
-	otherAS, err := authserver.New(t.Context(), authserver.Config{Issuer: otherGateway.Issuer, SessionURL: otherGateway.upstreamURL(otherGateway.SessionURL)}, ts.g.site.store)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The other school's store is the same file.
-	other := &site{gateway: otherGateway, as: otherAS, store: ts.g.site.store, stored: ts.g.site.stored}
+	other := buildTestSite(t, otherGateway, ts.g.site.stored)
 	otherFailed := newFailedSite(otherGateway, f.failure.Load())
 	if err := app.registerFailed(otherFailed); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 // Package caddymodule is the Caddy adapter of schoolgate: the
-// school_gateway HTTP handler and Caddyfile directive, the app that keeps
-// per-site state, and the admin and CLI glue. The protocol logic lives in
-// authserver, policy, catalog and mcpserver.
+// school_gateway HTTP handler and Caddyfile directive with their
+// configuration, the app that builds and keeps the schools (package
+// school) with their stores, the reverse proxy to the legacy server,
+// metrics, and the admin and CLI glue. A request is routed by the school;
+// the protocol logic lives in authserver, policy, catalog and mcpserver.
 package caddymodule
 
 import (

@@ -30,7 +30,7 @@ const (
 	testVersion  = "2025-11-25"
 )
 
-// Tokens the stub gateway accepts, standing in for the Caddy module's
+// Tokens the stub gateway accepts, standing in for the school's
 // token validation.
 var testTokens = map[string]*policy.Token{
 	"member": {Subject: "m-1", Email: "mia@example.com", Name: "Mia", ClientID: "app", Scopes: []string{"openid", "account:read"}},
@@ -134,7 +134,7 @@ func (h *harness) as(t testing.TB) *harness {
 
 // newHarness serves the MCP handler behind a stub of the gateway: a known
 // bearer token becomes its validated token in the context and the Authorization
-// header is removed, as the Caddy module does.
+// header is removed, as the school (package school) does.
 func newHarness(t testing.TB, edit ...func(*Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, account: &fakeAccount{}, logs: &logSink{}, index: &atomic.Pointer[catalog.Index]{}}

@@ -1,7 +1,7 @@
 // Package mcpserver is a school's MCP server at /mcp: public catalog tools
 // for anyone, member tools for a signed-in member, over Streamable HTTP.
-// It is plain net/http on top of mcp-go; the Caddy module mounts it and
-// does the token validation in front of it.
+// It is plain net/http on top of mcp-go; the school (package school)
+// mounts it and does the token validation in front of it.
 package mcpserver
 
 import (
