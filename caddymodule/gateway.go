@@ -107,9 +107,14 @@ type Gateway struct {
 	// the reverse_proxy handler is configured directly.
 	upstreamBlock caddyfile.Segment
 
-	site *site
-	// failed stands in for site when the school's data failed to load.
-	failed *failedSite
+	// adminOpenAPI is the admin OpenAPI file's content, read by
+	// Provision.
+	adminOpenAPI []byte
+	// ctx is the config's context, with which the App's Start builds the
+	// school (start.go).
+	ctx caddy.Context
+	// run is what serves, once the App's Start has built it.
+	run *gatewayRun
 }
 
 // Vendor is a known integration (a pre-registered client).

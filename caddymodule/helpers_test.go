@@ -18,6 +18,7 @@ import (
 // bbolt store, with an access token minted straight into the store.
 type testSite struct {
 	g        *Gateway
+	site     *site
 	token    string
 	as       *authserver.Server
 	upstream *recordingNext
@@ -45,8 +46,10 @@ func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
 	if err := g.Validate(); err != nil {
 		tb.Fatal(err)
 	}
-	g.site = buildTestSite(tb, g, &siteStore{Store: store, where: path})
-	return &testSite{g: g, as: g.site.Auth(), token: mintMemberToken(tb, store, g.Issuer), upstream: &recordingNext{}}
+	s := buildTestSite(tb, g, &siteStore{Store: store, where: path})
+	g.run = newGatewayRun()
+	g.run.set(&gatewayState{site: s})
+	return &testSite{g: g, site: s, as: s.Auth(), token: mintMemberToken(tb, store, g.Issuer), upstream: &recordingNext{}}
 }
 
 // buildTestSite builds g's school on stored, as newSite does after

@@ -237,12 +237,12 @@ func TestIssuerOneSiteRow(t *testing.T) {
 // issuer, and name a bad one.
 func TestSiteOfAnySpelling(t *testing.T) {
 	ts := newTestSite(t, nil)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
+	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
 	for _, spelled := range []string{"https://school.example", "HTTPS://School.Example:443/", "https://SCHOOL.example/"} {
-		if s, err := siteOf(spelled); err != nil || s != ts.g.site {
+		if s, err := siteOf(spelled); err != nil || s != ts.site {
 			t.Errorf("%s: %v", spelled, err)
 		}
 	}

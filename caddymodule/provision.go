@@ -41,8 +41,12 @@ type site struct {
 	stored *siteStore
 }
 
-// Provision finds the school's running state, or builds it: opens the
-// store, loads the keys and builds the servers.
+// Provision checks the school's configuration and registers the school
+// with the App, and does nothing else: it opens no store and builds
+// nothing, for Caddy provisions a config it will not run, too (caddy
+// validate, caddy adapt --validate). The App's Start builds the school
+// (start.go). The admin OpenAPI file is read here: it ships with the
+// configuration, and an error in it is the configuration's.
 func (g *Gateway) Provision(ctx caddy.Context) error {
 	g.setDefaults()
 	if g.Issuer == "" {
@@ -51,65 +55,39 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
+	if err := g.readAdminOpenAPI(ctx); err != nil {
+		return err
+	}
 	key, err := g.siteKey()
 	if err != nil {
 		return err
 	}
-	s, kept, err := acquireSite(key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
-	if err != nil {
-		return g.provisionFailed(ctx, key, err)
-	}
-	if kept {
-		// This config serves its own metrics registry.
-		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
-	}
+	g.key, g.ctx, g.run = key, ctx, newGatewayRun()
 	app, err := ctx.App(appName)
-	if err == nil {
-		err = app.(*App).register(s)
-	}
 	if err != nil {
-		_ = releaseSite(key)
 		return err
 	}
-	g.site, g.key = s, key
-	return nil
+	return app.(*App).register(g)
 }
 
-// provisionFailed decides what a school that failed to build does. An
-// error in its data leaves the other schools starting and this one
-// answering 503 (failure.go) and being built again in the background
-// (rebuild.go) — unless the running config serves the school: then the
-// load fails, and the running config keeps serving it, for a reload must
-// never trade a serving school for a 503.
-func (g *Gateway) provisionFailed(ctx caddy.Context, key string, err error) error {
-	f, isData := asLoadFailure(err)
-	if !isData || servingNow(g.Issuer) {
-		return err
+// readAdminOpenAPI reads the admin OpenAPI file the configuration names,
+// if it names one, and renders the documents with it.
+func (g *Gateway) readAdminOpenAPI(ctx context.Context) error {
+	src := g.AdminOpenAPI
+	if src == "" || source.IsURL(src) {
+		return nil
 	}
-	ctx.Slogger().Error("the school failed to load; it answers 503 until a rebuild in the background or a reload builds it",
-		"issuer", g.Issuer, "error", err, "next_try", firstRebuild)
-	fs := newFailedSite(g, f)
-	v, err := ctx.App(appName)
+	raw, err := source.Read(ctx, nil, src, school.AdminOpenAPIDoc)
 	if err != nil {
-		return err
+		return fmt.Errorf("admin_openapi: %v", err)
 	}
-	app := v.(*App)
-	if err := app.registerFailed(fs); err != nil {
-		return err
+	cfg := g.schoolConfig()
+	cfg.AdminOpenAPI = raw
+	if err := school.CheckDocuments(cfg); err != nil {
+		return fmt.Errorf("%v (admin_openapi %s)", err, src)
 	}
-	g.failed = fs
-	fs.startRebuilds(ctx, app, key)
+	g.adminOpenAPI = raw
 	return nil
-}
-
-// servingNow reports whether the running config serves the school.
-func servingNow(issuer string) bool {
-	app, err := runningApp()
-	if err != nil {
-		return false
-	}
-	_, ok := app.Site(issuer)
-	return ok
 }
 
 // newSite builds a school's state and starts its background work, which
@@ -126,16 +104,6 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 		return nil, nil, err
 	}
 	cfg := g.schoolConfig()
-	// The admin OpenAPI file ships with the configuration: an error in it
-	// fails the load, as a configuration error does.
-	if src := g.AdminOpenAPI; src != "" && !source.IsURL(src) {
-		if cfg.AdminOpenAPI, err = readAdminOpenAPI(ctx, src); err != nil {
-			return fail(err)
-		}
-		if err := school.CheckDocuments(cfg); err != nil {
-			return fail(fmt.Errorf("%v (admin_openapi %s)", err, src))
-		}
-	}
 	observe := newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
 	cfg.Store, cfg.Observer, cfg.Logger, cfg.Scheduler = stored.Store, observe, ctx.Slogger(), background
 	sch, err := school.New(life, cfg)
@@ -151,6 +119,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 
 // schoolConfig is the school's configuration, without what is opened or
 // shared when it is built (its store, observer, logger and scheduler).
+// The admin OpenAPI file's content is Provision's reading of it.
 func (g *Gateway) schoolConfig() school.Config {
 	c := school.Config{
 		Issuer:            g.Issuer,
@@ -171,6 +140,7 @@ func (g *Gateway) schoolConfig() school.Config {
 		RefreshTTL:        time.Duration(g.RefreshTTL),
 		RefreshGrace:      time.Duration(g.RefreshGrace),
 		NoRefreshGrace:    g.NoRefreshGrace,
+		AdminOpenAPI:      g.adminOpenAPI,
 		ClientIP:          clientIP,
 		Identified:        setPlaceholders,
 	}
@@ -178,27 +148,6 @@ func (g *Gateway) schoolConfig() school.Config {
 		c.AdminOpenAPIURL = g.AdminOpenAPI
 	}
 	return c
-}
-
-// readAdminOpenAPI reads the admin OpenAPI file the configuration names.
-func readAdminOpenAPI(ctx context.Context, src string) ([]byte, error) {
-	raw, err := source.Read(ctx, nil, src, school.AdminOpenAPIDoc)
-	if err != nil {
-		return nil, fmt.Errorf("admin_openapi: %v", err)
-	}
-	return raw, nil
-}
-
-// Cleanup lets go of the school's state; it ends, with its background
-// work, when no config has the school any more.
-func (g *Gateway) Cleanup() error {
-	if g.failed != nil {
-		return g.failed.endRebuilds()
-	}
-	if g.site == nil {
-		return nil
-	}
-	return releaseSite(g.key)
 }
 
 func (g *Gateway) vendorClients() []authserver.VendorClient {

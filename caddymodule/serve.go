@@ -12,12 +12,18 @@ import (
 
 // ServeHTTP hands the request to the school (package school), with the
 // reverse proxy to the legacy server as the next handler; a school that
-// failed to load answers through its stand-in (failure.go).
+// failed to load answers through its stand-in (failure.go). A request
+// that arrives before the App's Start built the school waits for it, as
+// long as the request lasts (start.go).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	s := g.site
+	st := g.run.await(r.Context())
+	if st == nil {
+		return writeStarting(w)
+	}
+	s := st.site
 	if s == nil {
-		if s = g.failed.built(); s == nil {
-			return g.failed.serve(w, r, next)
+		if s = st.failed.built(); s == nil {
+			return st.failed.serve(w, r, next)
 		}
 	}
 	return handlerError(s.Serve(w, r, next))

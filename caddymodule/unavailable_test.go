@@ -15,11 +15,11 @@ import (
 func downSite(t *testing.T) *testSite {
 	t.Helper()
 	ts := newTestSite(t, nil)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
+	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
-	if err := ts.g.site.stored.Close(); err != nil {
+	if err := ts.site.stored.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return ts
@@ -93,12 +93,12 @@ func checkUnavailable(t *testing.T, rec *httptest.ResponseRecorder) {
 func TestCatalogRefreshStoreFailure(t *testing.T) {
 	ts := newTestSite(t, nil)
 	ts.g.Catalog = "../demoschool/catalog.json"
-	ts.g.site = buildTestSite(t, ts.g, ts.g.site.stored)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
+	ts.site = buildTestSite(t, ts.g, ts.site.stored)
+	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
-	if err := ts.g.site.stored.Close(); err != nil {
+	if err := ts.site.stored.Close(); err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
@@ -114,11 +114,11 @@ func TestCatalogRefreshStoreFailure(t *testing.T) {
 func TestHealthReportsTheStore(t *testing.T) {
 	for _, down := range []bool{false, true} {
 		ts := newTestSite(t, nil)
-		app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
+		app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
 		prev := activeApp
 		activeApp = func() (any, error) { return app, nil }
 		if down {
-			if err := ts.g.site.stored.Close(); err != nil {
+			if err := ts.site.stored.Close(); err != nil {
 				t.Fatal(err)
 			}
 		}
