@@ -245,6 +245,8 @@ func (c *Config) check() error {
 		return errors.New("school: Issuer is required")
 	case c.Upstream == "":
 		return errors.New("school: Upstream is required")
+	case c.SessionURL == "" || c.LoginURL == "" || c.AdminPrefix == "":
+		return errors.New("school: SessionURL, LoginURL and AdminPrefix are required")
 	case c.Store == nil:
 		return errors.New("school: Store is required")
 	case c.Scheduler == nil:
