@@ -15,6 +15,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 func init() {
@@ -110,7 +111,7 @@ func runningSites(r *http.Request) ([]*site, error) {
 		sites = append(sites, s)
 	}
 	app.mu.Unlock()
-	sort.Slice(sites, func(i, j int) bool { return sites[i].as.Issuer() < sites[j].as.Issuer() })
+	sort.Slice(sites, func(i, j int) bool { return sites[i].Issuer() < sites[j].Issuer() })
 	return sites, nil
 }
 
@@ -136,15 +137,16 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 // count only (the index of live grants by client, no grant itself) and
 // loading nothing lazy.
 func (s *site) status(ctx context.Context) siteStatus {
-	st := siteStatus{Issuer: s.as.Issuer(), State: s.state(), Data: s.stored.where, KeyIDs: s.as.Keys().KIDs(),
-		CanSign: s.as.Keys().CanSign(time.Now()), CatalogFrom: s.gateway.Catalog, Since: s.since,
-		CatalogRefreshed: s.extras.refreshed.Load(), Courses: max(s.extras.catalog.Courses(), 0)}
+	keys := s.Auth().Keys()
+	st := siteStatus{Issuer: s.Issuer(), State: s.State(), Data: s.stored.where, KeyIDs: keys.KIDs(),
+		CanSign: keys.CanSign(time.Now()), CatalogFrom: s.gateway.Catalog, Since: s.Since(),
+		CatalogRefreshed: s.CatalogRefreshed(), Courses: s.Courses()}
 	if fi, err := os.Stat(s.stored.where); err == nil {
 		st.StoreBytes = fi.Size()
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
 	defer cancel()
-	if counts, err := s.store.GrantCounts(ctx); err == nil {
+	if counts, err := s.stored.GrantCounts(ctx); err == nil {
 		n := 0
 		for _, c := range counts {
 			n += c.Grants
@@ -152,15 +154,6 @@ func (s *site) status(ctx context.Context) siteStatus {
 		st.LiveGrants = &n
 	}
 	return st
-}
-
-// state is lazy until something of the school (catalog index, MCP
-// server, documents) has been built by a request.
-func (s *site) state() string {
-	if s.extras.mcp.Load() != nil || s.extras.docs.Load() != nil || s.extras.catalog.Loaded() != nil {
-		return "serving"
-	}
-	return "lazy"
 }
 
 // failedSites are the running config's schools that failed to load.
@@ -172,25 +165,6 @@ func failedSites() []*failedSite {
 	return app.Failed()
 }
 
-type siteHealth struct {
-	Issuer  string `json:"issuer"`
-	Healthy bool   `json:"healthy"`
-	Store   string `json:"store"`
-	Keys    string `json:"keys"`
-	Catalog string `json:"catalog"`
-	Courses int    `json:"courses"`
-	// ClockSkewMS is this host's clock minus the shared database's, for a
-	// store that several instances share: they judge expiries and grace
-	// windows by their own clocks, so the skew must stay far below
-	// refresh_grace.
-	ClockSkewMS *int64 `json:"clock_skew_ms,omitempty"`
-}
-
-// skewReporter is a store whose clock may differ from this host's.
-type skewReporter interface {
-	ClockSkew(ctx context.Context) (time.Duration, error)
-}
-
 // handleHealth reports each school's store, signing keys and catalog; a
 // load balancer or monitor reads the status code.
 func handleHealth(w http.ResponseWriter, r *http.Request) error {
@@ -198,10 +172,10 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]siteHealth, 0, len(sites))
+	out := make([]school.Health, 0, len(sites))
 	status := http.StatusOK
 	for _, s := range sites {
-		h := s.health(r.Context())
+		h := s.Health(r.Context())
 		if !h.Healthy {
 			status = http.StatusServiceUnavailable
 		}
@@ -209,70 +183,11 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, f := range failedSites() {
 		status = http.StatusServiceUnavailable
-		out = append(out, siteHealth{Issuer: f.issuer, Store: "failed to load: " + f.failure.Load().Error(),
+		out = append(out, school.Health{Issuer: f.issuer, Store: "failed to load: " + f.failure.Load().Error(),
 			Keys: "not loaded", Catalog: "not loaded"})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, status, map[string]any{"healthy": status == http.StatusOK, "sites": out})
-}
-
-// health checks one school. A catalog not imported yet is reported but
-// does not make the site unhealthy (everything but the catalog tools
-// works, and the first import may be on its way); one whose imports fail
-// with no catalog to fall back on does.
-func (s *site) health(ctx context.Context) siteHealth {
-	h := siteHealth{Issuer: s.as.Issuer(), Healthy: true, Store: "ok", Keys: "ok", Catalog: "none configured"}
-	if err := s.as.CheckStore(ctx); err != nil {
-		h.Healthy, h.Store = false, "unreadable: "+err.Error()
-	} else if sr, ok := s.store.(skewReporter); ok {
-		skew, err := sr.ClockSkew(ctx)
-		if err != nil {
-			h.Healthy, h.Store = false, "unreadable: "+err.Error()
-		} else {
-			ms := skew.Milliseconds()
-			h.ClockSkewMS = &ms
-		}
-	}
-	if !s.as.Keys().CanSign(time.Now()) {
-		h.Healthy, h.Keys = false, "no key may sign now"
-	}
-	if s.gateway.Catalog != "" {
-		h.Catalog = s.catalogHealth(ctx)
-		h.Courses = max(s.extras.catalog.Courses(), 0)
-		if failed := s.extras.catalogErr.Load(); failed != nil {
-			// A school serving an older catalog still answers; one with
-			// none has catalog tools that find nothing. A store that did
-			// not keep the feed is the store's failure, reported above
-			// and retried once it is back.
-			if h.Catalog == "not imported yet" && !failed.storing {
-				h.Healthy, h.Catalog = false, "import failing: "+failed.msg
-			} else {
-				h.Catalog += "; the last import failed: " + failed.msg
-			}
-		}
-	}
-	return h
-}
-
-// catalogHealth says whether the school has a catalog to serve, without
-// loading one nobody has asked for.
-func (s *site) catalogHealth(ctx context.Context) string {
-	m := s.extras.catalog
-	switch {
-	case m.Loaded() != nil:
-		return "ok"
-	case m.LoadError() != "":
-		return "unreadable: " + m.LoadError()
-	case m.Cold():
-		stored, err := m.HasStoredFeed(ctx)
-		if err != nil {
-			return "unreadable: " + err.Error()
-		}
-		if stored {
-			return "ok (loaded on first use)"
-		}
-	}
-	return "not imported yet"
 }
 
 // siteFromBody reads {"issuer": "..."} from a POST and finds that school.
@@ -323,11 +238,11 @@ func handleRotate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kid, signFrom, err := s.as.RotateKeys(r.Context())
+	kid, signFrom, err := s.Auth().RotateKeys(r.Context())
 	if err != nil {
 		// Generating a key does not fail at run time; storing and
 		// reloading the keys is what does.
-		return s.writeUnavailable(w, "rotating the signing keys", err)
+		return s.WriteUnavailable(w, "rotating the signing keys", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"kid": kid, "signs_from": signFrom.UTC().Format(time.RFC3339)})
 }
@@ -338,31 +253,29 @@ func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.gateway.Catalog == "" {
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("%s has no catalog option", s.as.Issuer())}
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("%s has no catalog option", s.Issuer())}
 	}
-	err = s.extras.catalog.Refresh(r.Context(), s.gateway.Catalog)
+	err = s.ImportCatalog(r.Context())
 	switch {
 	case errors.Is(err, catalog.ErrNotStored):
 		// The feed is fine: a 422 would send the operator to fix it.
-		return s.writeUnavailable(w, "storing the catalog", err)
+		return s.WriteUnavailable(w, "storing the catalog", err)
 	case err != nil:
 		return caddy.APIError{HTTPStatus: http.StatusUnprocessableEntity, Err: fmt.Errorf("catalog import failed, the previous catalog keeps serving: %v", err)}
 	}
-	err = s.checkDocs()
+	err = s.CatalogImported()
 	switch {
-	case isStoreFailure(err):
-		return s.writeUnavailable(w, "rebuilding the documents", err)
+	case school.IsStoreFailure(err):
+		return s.WriteUnavailable(w, "rebuilding the documents", err)
 	case err != nil:
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
-	s.renameMCP()
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"imported": true})
 }
 
+// writeAdminJSON answers an admin API request with v as JSON.
 func writeAdminJSON(w http.ResponseWriter, status int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	return json.NewEncoder(w).Encode(v)
+	return school.WriteJSON(w, status, v)
 }
 
 var _ caddy.AdminRouter = adminAPI{}

@@ -15,14 +15,22 @@ func init() {
 	caddy.RegisterModule(new(App))
 }
 
-// App keeps the schools of the running config: it refuses two site blocks
-// sharing an issuer or a data file. Each school's background work (expiry
-// purges, catalog refresh) runs with its state, which may outlive a config
-// (sitepool.go).
+// App keeps the schools of a config. Provision registers each school and
+// refuses two site blocks sharing an issuer or a data file; Start builds
+// them (start.go), which Caddy does only for a config it runs. Each
+// school's background work (expiry purges, catalog refresh) runs with its
+// state, which may outlive a config (sitepool.go).
 type App struct {
-	mu    sync.Mutex
-	sites map[string]*site
-	// failed are the schools whose data failed to load (failure.go).
+	mu sync.Mutex
+	// gateways are the config's schools in the order they were
+	// provisioned, which Start builds in; issuers and dataFiles index
+	// them by issuer and by bbolt file.
+	gateways  []*Gateway
+	issuers   map[string]*Gateway
+	dataFiles map[string]*Gateway
+	// sites are the started schools that serve, failed those whose data
+	// failed to load (failure.go).
+	sites  map[string]*site
 	failed map[string]*failedSite
 	// proxies are the config's reverse proxies to legacy servers, one
 	// per configuration (upstreamproxy.go).
@@ -39,37 +47,75 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 
 var _ caddy.App = (*App)(nil)
 
-func (a *App) register(s *site) error {
+// register adds a provisioned school to the config, refusing a second
+// site block of its issuer and a bbolt file another school of the config
+// uses. Two site blocks alike would share one state (sitepool.go), so
+// the checks cannot wait for the state.
+func (a *App) register(g *Gateway) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.issuers == nil {
+		a.issuers, a.dataFiles = map[string]*Gateway{}, map[string]*Gateway{}
+	}
+	if _, ok := a.issuers[g.Issuer]; ok {
+		return fmt.Errorf("issuer: %s is configured in two site blocks; each school needs its own", g.Issuer)
+	}
+	// A database tells sites apart by issuer; a bbolt file holds one.
+	var file string
+	if g.Store == nil {
+		file = g.dataPath()
+		if other, ok := a.dataFiles[file]; ok {
+			return fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory",
+				file, other.Issuer, g.Issuer)
+		}
+		a.dataFiles[file] = g
+	}
+	a.issuers[g.Issuer] = g
+	a.gateways = append(a.gateways, g)
+	return nil
+}
+
+// Start builds the config's schools, in the order they were provisioned.
+// A school that fails to load for its data answers 503 and is built again
+// in the background (start.go); any other failure fails the start, and
+// the requests waiting for the schools not built are let go.
+func (a *App) Start() error {
+	a.mu.Lock()
+	gateways := a.gateways
+	a.mu.Unlock()
+	for i, g := range gateways {
+		if err := g.start(a); err != nil {
+			for _, rest := range gateways[i:] {
+				rest.run.end()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop does nothing: the schools' background work ends with their state,
+// which the config's Cleanup lets go of once the servers have stopped.
+func (a *App) Stop() error { return nil }
+
+// serving adds a started school to the serving ones.
+func (a *App) serving(s *site) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.sites == nil {
 		a.sites = map[string]*site{}
 	}
-	issuer := s.as.Issuer()
-	// Two site blocks alike would share one state (sitepool.go), so the
-	// check cannot be on the state itself.
-	if err := a.issuerFree(issuer); err != nil {
-		return err
-	}
-	if err := a.dataFree(s); err != nil {
-		return err
-	}
-	a.sites[issuer] = s
-	return nil
+	a.sites[s.Issuer()] = s
 }
 
-// dataFree refuses a school whose bbolt file another school of the config
-// uses. The caller holds a.mu.
-func (a *App) dataFree(s *site) error {
-	issuer := s.as.Issuer()
-	for _, other := range a.sites {
-		// A database tells sites apart by issuer; a bbolt file holds one.
-		if s.gateway.Store == nil && other.stored.where == s.stored.where && other.as.Issuer() != issuer {
-			return fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory",
-				s.stored.where, other.as.Issuer(), issuer)
-		}
+// failing keeps a school that failed to load, for the admin API.
+func (a *App) failing(f *failedSite) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed == nil {
+		a.failed = map[string]*failedSite{}
 	}
-	return nil
+	a.failed[f.issuer] = f
 }
 
 // rebuilt moves a failed school that a rebuild built to the serving ones.
@@ -79,39 +125,11 @@ func (a *App) rebuilt(f *failedSite, s *site) error {
 	if a.failed[f.issuer] != f {
 		return errNotFailed
 	}
-	if err := a.dataFree(s); err != nil {
-		return err
-	}
 	delete(a.failed, f.issuer)
 	if a.sites == nil {
 		a.sites = map[string]*site{}
 	}
 	a.sites[f.issuer] = s
-	return nil
-}
-
-// registerFailed keeps a school that failed to load, for the admin API.
-func (a *App) registerFailed(f *failedSite) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.issuerFree(f.issuer); err != nil {
-		return err
-	}
-	if a.failed == nil {
-		a.failed = map[string]*failedSite{}
-	}
-	a.failed[f.issuer] = f
-	return nil
-}
-
-// issuerFree refuses a second site block of an issuer. The caller holds
-// a.mu.
-func (a *App) issuerFree(issuer string) error {
-	_, serving := a.sites[issuer]
-	_, failed := a.failed[issuer]
-	if serving || failed {
-		return fmt.Errorf("issuer: %s is configured in two site blocks; each school needs its own", issuer)
-	}
 	return nil
 }
 
@@ -133,10 +151,3 @@ func (a *App) Site(issuer string) (*site, bool) {
 	s, ok := a.sites[issuer]
 	return s, ok
 }
-
-// Start does nothing: the schools' background work started with their
-// state.
-func (a *App) Start() error { return nil }
-
-// Stop does nothing: the schools' background work ends with their state.
-func (a *App) Stop() error { return nil }

@@ -1,10 +1,7 @@
 package caddymodule
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"unicode"
 
@@ -12,11 +9,6 @@ import (
 
 	"github.com/schoolgate/schoolgate/policy"
 )
-
-// assertionHeader carries the signed identity assertion to the legacy
-// server (docs/backend-contract.md). Like every X-School-*
-// header it is stripped from what clients send.
-const assertionHeader = "X-School-Assertion"
 
 // IdentityAssertion turns on the signed identity assertion: every request
 // forwarded to a protected resource, and every Account API call of the
@@ -88,40 +80,4 @@ func (g *Gateway) assertionAudience() string {
 		return ""
 	}
 	return g.IdentityAssertion.Audience
-}
-
-// setAssertion adds the token's assertion to headers bound for the legacy
-// server when the site has it on. The assertion is signed once per
-// validated token and cached with it, so this costs a signature only on a
-// validation-cache miss. An error means the request must not be sent: the
-// legacy server would refuse it, so it fails closed here.
-func (s *site) setAssertion(h http.Header, tok *policy.Token) error {
-	if s.assertionAudience == "" {
-		return nil
-	}
-	if tok == nil {
-		return errors.New("identity assertion: no validated token")
-	}
-	a, err := s.as.IdentityAssertion(tok, s.assertionAudience)
-	if err != nil {
-		return fmt.Errorf("identity assertion: %w", err)
-	}
-	h[assertionHeader] = []string{a}
-	return nil
-}
-
-type validatedTokenKey struct{}
-
-// withValidatedToken keeps the token of an MCP request for the Account API
-// calls its tools make (their identity arrives without the token).
-func (s *site) withValidatedToken(ctx context.Context, tok *policy.Token) context.Context {
-	if s.assertionAudience == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, validatedTokenKey{}, tok)
-}
-
-func validatedToken(ctx context.Context) *policy.Token {
-	tok, _ := ctx.Value(validatedTokenKey{}).(*policy.Token)
-	return tok
 }

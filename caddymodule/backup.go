@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/caddyserver/caddy/v2"
-
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -43,7 +42,7 @@ func handleBackup(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, s := range sites {
-			res, err := backupSite(r.Context(), s, filepath.Join(body.Dir, backupName(s.as.Issuer())))
+			res, err := backupSite(r.Context(), s, filepath.Join(body.Dir, backupName(s.Issuer())))
 			if err != nil {
 				return err
 			}
@@ -76,10 +75,10 @@ func backupName(issuer string) string { return hostFileName(issuer) + ".db" }
 // backupSite writes the school's copy next to file and renames it there,
 // so that file is never half written.
 func backupSite(ctx context.Context, s *site, file string) (backupResult, error) {
-	b, ok := s.store.(store.Backuper)
+	b, ok := s.stored.Store.(store.Backuper)
 	if !ok {
 		return backupResult{}, caddy.APIError{HTTPStatus: http.StatusConflict,
-			Err: fmt.Errorf("%s is kept in PostgreSQL: back up the database (pg_dump) and keep the key_secret apart", s.as.Issuer())}
+			Err: fmt.Errorf("%s is kept in PostgreSQL: back up the database (pg_dump) and keep the key_secret apart", s.Issuer())}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), ".schoolgate-backup-*")
 	if err != nil {
@@ -97,13 +96,13 @@ func backupSite(ctx context.Context, s *site, file string) (backupResult, error)
 		err = os.Rename(tmp.Name(), file)
 	}
 	if err != nil {
-		return backupResult{}, fmt.Errorf("backing up %s: %v", s.as.Issuer(), err)
+		return backupResult{}, fmt.Errorf("backing up %s: %v", s.Issuer(), err)
 	}
 	st, err := os.Stat(file)
 	if err != nil {
 		return backupResult{}, err
 	}
-	return backupResult{Issuer: s.as.Issuer(), File: file, Bytes: st.Size()}, nil
+	return backupResult{Issuer: s.Issuer(), File: file, Bytes: st.Size()}, nil
 }
 
 // allSites is every running school.

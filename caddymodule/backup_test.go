@@ -19,7 +19,7 @@ import (
 // database) is refused with the way to back it up.
 func TestBackupRoute(t *testing.T) {
 	ts := newTestSite(t, nil)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
+	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	defer func() { activeApp = prev }()
@@ -59,7 +59,7 @@ func TestBackupRoute(t *testing.T) {
 			t.Errorf("%s: accepted", tt.name)
 		}
 	}
-	ts.g.site.store = skewedStore{Store: ts.g.site.store}
+	ts.site.stored = &siteStore{Store: copylessStore{ts.site.stored.Store}}
 	err := handleBackup(httptest.NewRecorder(), httptest.NewRequest("POST", "/schoolgate/backup",
 		strings.NewReader(`{"issuer":"https://school.example","file":"`+filepath.Join(dir, "pg.db")+`"}`)))
 	if err == nil || !strings.Contains(err.Error(), "pg_dump") {

@@ -27,9 +27,9 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		on, err := s.as.MCPConnectionsEnabled(r.Context())
+		on, err := s.Auth().MCPConnectionsEnabled(r.Context())
 		if err != nil {
-			return s.writeUnavailable(w, "reading the MCP connections switch", err)
+			return s.WriteUnavailable(w, "reading the MCP connections switch", err)
 		}
 		return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": on})
 	}
@@ -47,8 +47,8 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.as.SetMCPConnections(r.Context(), *body.Enabled); err != nil {
-		return s.writeUnavailable(w, "saving the MCP connections switch", err)
+	if err := s.Auth().SetMCPConnections(r.Context(), *body.Enabled); err != nil {
+		return s.WriteUnavailable(w, "saving the MCP connections switch", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]bool{"enabled": *body.Enabled})
 }
@@ -60,7 +60,7 @@ func handleClients(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		list, err := s.as.ListClients(r.Context())
+		list, err := s.Auth().ListClients(r.Context())
 		if err != nil {
 			return s.clientsAPIError(w, "listing the clients", err)
 		}
@@ -87,14 +87,14 @@ func createClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	switch on, err := s.as.MCPConnectionsEnabled(r.Context()); {
+	switch on, err := s.Auth().MCPConnectionsEnabled(r.Context()); {
 	case err != nil:
 		// Not the 409 of "off": automation would switch it on, or give up.
-		return s.writeUnavailable(w, "reading the MCP connections switch", err)
+		return s.WriteUnavailable(w, "reading the MCP connections switch", err)
 	case !on:
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", s.as.Issuer())}
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("MCP connections are off at %s: turn them on first", s.Issuer())}
 	}
-	app, err := s.as.CreateApp(r.Context(), body.AppSpec, body.IdempotencyKey)
+	app, err := s.Auth().CreateApp(r.Context(), body.AppSpec, body.IdempotencyKey)
 	if err != nil {
 		return s.clientsAPIError(w, "creating the application", err)
 	}
@@ -118,7 +118,7 @@ func handleClientDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.as.DeleteClient(r.Context(), body.ClientID)
+	n, err := s.Auth().DeleteClient(r.Context(), body.ClientID)
 	if err != nil {
 		return s.clientsAPIError(w, "deleting the client", err)
 	}
@@ -142,7 +142,7 @@ func handleClientReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.as.ReviewClient(r.Context(), body.ClientID, body.Scopes, *body.Reviewed)
+	info, err := s.Auth().ReviewClient(r.Context(), body.ClientID, body.Scopes, *body.Reviewed)
 	if err != nil {
 		return s.clientsAPIError(w, "saving the review", err)
 	}
@@ -161,5 +161,5 @@ func (s *site) clientsAPIError(w http.ResponseWriter, what string, err error) er
 	case errors.Is(err, authserver.ErrWrongKind):
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
 	}
-	return s.writeUnavailable(w, what, err)
+	return s.WriteUnavailable(w, what, err)
 }

@@ -3,14 +3,13 @@ package caddymodule
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // loadFailure is a school that could not be built from its data (a store
@@ -56,23 +55,7 @@ func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 
 // serve answers one request of the failed school.
 func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	protected, err := canonicalize(f.policy, r)
-	if err != nil {
-		writePathRefusal(w, err, "")
-		return nil
-	}
-	path := r.URL.Path
-	if !protected && !sitepath.IsAuthServer(path) && !sitepath.IsMCP(path) && !sitepath.IsDocument(path) {
-		stripBearer(r.Header)
-		return next.ServeHTTP(w, r)
-	}
-	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(f.retryAfter()))
-	h.Set("Cache-Control", "no-store")
-	return writeAdminJSON(w, http.StatusServiceUnavailable, map[string]string{
-		"error":             "temporarily_unavailable",
-		"error_description": "this school's sign-in and AI access are not available: " + f.failure.Load().public,
-	})
+	return school.ServeFailed(w, r, next, f.policy, f.failure.Load().public, f.retryAfter())
 }
 
 // retryAfter is the Retry-After of a failed school, in seconds: the time

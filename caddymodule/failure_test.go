@@ -5,13 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/catalog"
 )
 
 // A school whose data failed to load answers 503 with the reason on
@@ -21,7 +17,8 @@ func TestFailedSiteAnswers(t *testing.T) {
 	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}
 	g.setDefaults()
 	cause := errors.New("data: opening /var/lib/schools/a/school.db: invalid database")
-	g.failed = newFailedSite(g, &loadFailure{public: "its store could not be opened", err: cause})
+	g.run = newGatewayRun()
+	g.run.set(&gatewayState{failed: newFailedSite(g, &loadFailure{public: "its store could not be opened", err: cause})})
 	tests := []struct {
 		path, auth string
 		passed     bool
@@ -39,7 +36,7 @@ func TestFailedSiteAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			next := &recordingNext{assertions: map[string]bool{}}
+			next := &recordingNext{}
 			r := httptest.NewRequest(http.MethodGet, tt.path, nil)
 			if tt.auth != "" {
 				r.Header.Set("Authorization", tt.auth)
@@ -70,30 +67,15 @@ func TestFailedSiteAnswers(t *testing.T) {
 	}
 }
 
-// A failed school keeps its issuer: a second site block of it is refused
-// as for a serving one, and the admin API lists it with the reason.
+// A failed school keeps its issuer and is listed by the admin API with
+// the reason.
 func TestFailedSiteInAdminAPI(t *testing.T) {
 	ts := newTestSite(t, nil)
-	ts.g.site.extras.catalog = catalog.NewManager(ts.g.Issuer, ts.g.site.store)
-	ts.g.site.stored = &siteStore{Store: ts.g.site.store, where: filepath.Join(t.TempDir(), "school.db")}
 	app := &App{}
-	if err := app.register(ts.g.site); err != nil {
-		t.Fatal(err)
-	}
+	app.serving(ts.site)
 	bad := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://broken.example"}
 	bad.setDefaults()
-	f := newFailedSite(bad, &loadFailure{public: "its store could not be opened", err: errors.New("data: invalid database")})
-	if err := app.registerFailed(f); err != nil {
-		t.Fatal(err)
-	}
-	twin := newFailedSite(bad, f.failure.Load())
-	if err := app.registerFailed(twin); err == nil || !strings.Contains(err.Error(), "two site blocks") {
-		t.Fatalf("a second block of a failed issuer: %v", err)
-	}
-	if err := app.register(&site{gateway: bad, as: ts.as}); err == nil {
-		// ts.as has the test issuer, which is registered already.
-		t.Fatal("a second block of a serving issuer must be refused")
-	}
+	app.failing(newFailedSite(bad, &loadFailure{public: "its store could not be opened", err: errors.New("data: invalid database")}))
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
@@ -133,45 +115,59 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 }
 
 // A rebuilt school moves from the App's failed schools to its serving
-// ones, once, and only if its bbolt file is not another school's.
+// ones, once.
 func TestAppRebuilt(t *testing.T) {
 	ts := newTestSite(t, nil)
-	ts.g.site.stored = &siteStore{Store: ts.g.site.store, where: filepath.Join(t.TempDir(), "school.db")}
 	app := &App{}
 	f := newFailedSite(ts.g, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})
-	if err := app.registerFailed(f); err != nil {
-		t.Fatal(err)
-	}
+	app.failing(f)
 	if got := f.retryAfter(); got != int(firstRebuild/time.Second) {
 		t.Errorf("Retry-After %d before the first rebuild, want %d", got, int(firstRebuild/time.Second))
 	}
-
-	otherGateway := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://other.example"}
-	otherGateway.setDefaults()
-	otherAS, err := authserver.New(t.Context(), authserver.Config{Issuer: otherGateway.Issuer, SessionURL: otherGateway.upstreamURL(otherGateway.SessionURL)}, ts.g.site.store)
-	if err != nil {
+	if err := app.rebuilt(f, ts.site); err != nil {
 		t.Fatal(err)
 	}
-	// The other school's store is the same file.
-	other := &site{gateway: otherGateway, as: otherAS, store: ts.g.site.store, stored: ts.g.site.stored}
-	otherFailed := newFailedSite(otherGateway, f.failure.Load())
-	if err := app.registerFailed(otherFailed); err != nil {
-		t.Fatal(err)
-	}
-
-	if err := app.rebuilt(f, ts.g.site); err != nil {
-		t.Fatal(err)
-	}
-	if s, ok := app.Site(ts.g.Issuer); !ok || s != ts.g.site || len(app.Failed()) != 1 {
+	if s, ok := app.Site(ts.g.Issuer); !ok || s != ts.site || len(app.Failed()) != 0 {
 		t.Fatalf("the rebuilt school serves and is no longer failed: %v %d", ok, len(app.Failed()))
 	}
-	if err := app.rebuilt(f, ts.g.site); !errors.Is(err, errNotFailed) {
+	if err := app.rebuilt(f, ts.site); !errors.Is(err, errNotFailed) {
 		t.Errorf("a second move of the same school: %v", err)
 	}
-	if err := app.rebuilt(otherFailed, other); err == nil || !strings.Contains(err.Error(), "own data directory") {
-		t.Errorf("a rebuilt school on another school's file: %v", err)
+}
+
+// Provision registers each school with the App, which refuses a second
+// site block of an issuer, serving or failed, and a bbolt file another
+// school uses; a database is shared by issuer.
+func TestAppRegister(t *testing.T) {
+	dir := t.TempDir()
+	gateway := func(issuer, data string, pg bool) *Gateway {
+		g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: issuer, Data: data}
+		if pg {
+			g.Data, g.Store = "", &StoreConfig{Postgres: &PostgresStore{DSN: "host=/tmp", KeySecret: "k"}}
+		}
+		g.setDefaults()
+		return g
 	}
-	if len(app.Failed()) != 1 {
-		t.Error("a refused move keeps the school failed")
+	app := &App{}
+	for _, g := range []*Gateway{gateway("https://a.example", dir+"/a", false), gateway("https://b.example", dir+"/b", false),
+		gateway("https://c.example", "", true), gateway("https://d.example", "", true)} {
+		if err := app.register(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		g    *Gateway
+		want string
+	}{
+		{gateway("https://a.example", dir+"/other", false), "https://a.example is configured in two site blocks"},
+		{gateway("https://c.example", dir+"/other", false), "https://c.example is configured in two site blocks"},
+		{gateway("https://e.example", dir+"/a/", false), "is used by https://a.example and https://e.example; each school needs its own data directory"},
+	} {
+		if err := app.register(tt.g); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s on %s: %v, want %q", tt.g.Issuer, tt.g.Data, err, tt.want)
+		}
+	}
+	if len(app.gateways) != 4 {
+		t.Errorf("%d schools registered, want the 4 accepted", len(app.gateways))
 	}
 }

@@ -1,7 +1,9 @@
 // Package caddymodule is the Caddy adapter of schoolgate: the
-// school_gateway HTTP handler and Caddyfile directive, the app that keeps
-// per-site state, and the admin and CLI glue. The protocol logic lives in
-// authserver, policy, catalog and mcpserver.
+// school_gateway HTTP handler and Caddyfile directive with their
+// configuration, the app that builds and keeps the schools (package
+// school) with their stores, the reverse proxy to the legacy server,
+// metrics, and the admin and CLI glue. A request is routed by the school;
+// the protocol logic lives in authserver, policy, catalog and mcpserver.
 package caddymodule
 
 import (
@@ -105,9 +107,14 @@ type Gateway struct {
 	// the reverse_proxy handler is configured directly.
 	upstreamBlock caddyfile.Segment
 
-	site *site
-	// failed stands in for site when the school's data failed to load.
-	failed *failedSite
+	// adminOpenAPI is the admin OpenAPI file's content, read by
+	// Provision.
+	adminOpenAPI []byte
+	// ctx is the config's context, with which the App's Start builds the
+	// school (start.go).
+	ctx caddy.Context
+	// run is what serves, once the App's Start has built it.
+	run *gatewayRun
 }
 
 // Vendor is a known integration (a pre-registered client).

@@ -59,9 +59,9 @@ func handleGrants(w http.ResponseWriter, r *http.Request) error {
 	}
 	clientID, subject := q.Get("client_id"), q.Get("subject")
 	if clientID == "" && subject == "" {
-		apps, err := s.as.ConnectedApps(r.Context())
+		apps, err := s.Auth().ConnectedApps(r.Context())
 		if err != nil {
-			return s.writeUnavailable(w, "counting the grants", err)
+			return s.WriteUnavailable(w, "counting the grants", err)
 		}
 		return writeAdminJSON(w, http.StatusOK, map[string]any{"clients": apps})
 	}
@@ -74,14 +74,14 @@ func handleGrants(w http.ResponseWriter, r *http.Request) error {
 			return badRequest(fmt.Sprintf("limit must be a number from 1 to %d", store.MaxGrantPage-1))
 		}
 	}
-	page, err := s.as.ListGrants(r.Context(), authserver.GrantFilter{ClientID: clientID, Subject: subject,
+	page, err := s.Auth().ListGrants(r.Context(), authserver.GrantFilter{ClientID: clientID, Subject: subject,
 		Cursor: q.Get("after"), Limit: limit})
 	var ie *authserver.InputError
 	switch {
 	case errors.As(err, &ie):
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: ie}
 	case err != nil:
-		return s.writeUnavailable(w, "listing the grants", err)
+		return s.WriteUnavailable(w, "listing the grants", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, page)
 }
@@ -119,7 +119,7 @@ func handleGrantRevoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.as.Disconnect(r.Context(), req, authserver.DisconnectedByOperator)
+	d, err := s.Auth().Disconnect(r.Context(), req, authserver.DisconnectedByOperator)
 	switch {
 	case errors.Is(err, authserver.ErrAlreadyDisconnected):
 		return writeAdminJSON(w, http.StatusOK, revokeAnswer{AlreadyRevoked: true, Disconnection: d})
@@ -128,7 +128,7 @@ func handleGrantRevoke(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("no such grant of this person")}
 	case err != nil:
-		return s.writeUnavailable(w, "revoking the grants", err)
+		return s.WriteUnavailable(w, "revoking the grants", err)
 	}
 	return writeAdminJSON(w, http.StatusOK, revokeAnswer{Revoked: true, Disconnection: d})
 }

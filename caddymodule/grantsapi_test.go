@@ -49,9 +49,9 @@ func TestGrantsRoutes(t *testing.T) {
 	ts := newTestSite(t, nil)
 	// The same person on a second device, and another person.
 	second, others := "sgat_"+strings.Repeat("u", 43), "sgat_"+strings.Repeat("v", 43)
-	storeGrant(t, ts.g.site.store, "grant-2", "member-app", "member-1", second)
-	storeGrant(t, ts.g.site.store, "grant-3", "member-app", "member-2", others)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
+	storeGrant(t, ts.site.stored.Store, "grant-2", "member-app", "member-1", second)
+	storeGrant(t, ts.site.stored.Store, "grant-3", "member-app", "member-2", others)
+	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	defer func() { activeApp = prev }()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,21 +144,19 @@ func TestIssuerOneSpelling(t *testing.T) {
 				t.Fatalf("registry %v, failed %d; want the school under %s", app.sites, len(app.Failed()), canonical)
 			}
 			s := app.sites[canonical]
-			if s.gateway.Issuer != canonical || s.as.Issuer() != canonical {
-				t.Errorf("issuer %q (authorization server %q), want %s", s.gateway.Issuer, s.as.Issuer(), canonical)
+			if s.gateway.Issuer != canonical || s.Issuer() != canonical || s.Auth().Issuer() != canonical {
+				t.Errorf("issuer %q (school %q, authorization server %q), want %s", s.gateway.Issuer, s.Issuer(), s.Auth().Issuer(), canonical)
 			}
 			if got := metricSites(t); !slices.Equal(got, []string{canonical}) {
 				t.Errorf("metrics label site %v, want [%s]", got, canonical)
 			}
-			if got := s.schoolName(); got != canonical {
-				t.Errorf("school name without a feed %q, want %s", got, canonical)
-			}
-			feed := `{"school":{"name":"S"},"courses":[{"slug":"portrait","title":"Portrait"}]}`
-			if err := s.extras.catalog.Import(context.Background(), []byte(feed)); err != nil {
+			// Without a feed, the school is named by its origin.
+			rec := httptest.NewRecorder()
+			if err := s.Serve(rec, httptest.NewRequest("GET", "/llms.txt", nil), nil); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.extras.catalog.Current().URL("course", "portrait"); got != canonical+"/courses/portrait" {
-				t.Errorf("item URL %q, want %s/courses/portrait", got, canonical)
+			if first, _, _ := strings.Cut(rec.Body.String(), "\n"); first != `# https\://school.example` {
+				t.Errorf("school name without a feed %q, want %s", first, canonical)
 			}
 		})
 	}
@@ -238,12 +237,12 @@ func TestIssuerOneSiteRow(t *testing.T) {
 // issuer, and name a bad one.
 func TestSiteOfAnySpelling(t *testing.T) {
 	ts := newTestSite(t, nil)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.g.site}}
+	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
 	for _, spelled := range []string{"https://school.example", "HTTPS://School.Example:443/", "https://SCHOOL.example/"} {
-		if s, err := siteOf(spelled); err != nil || s != ts.g.site {
+		if s, err := siteOf(spelled); err != nil || s != ts.site {
 			t.Errorf("%s: %v", spelled, err)
 		}
 	}

@@ -53,7 +53,7 @@ func metricsFor(reg *prometheus.Registry) *metrics {
 }
 
 // siteObserver counts one site's events; it implements
-// authserver.Observer. The series counted on every request are bound once,
+// school.Observer. The series counted on every request are bound once,
 // so the request path does no label lookup.
 type siteObserver struct {
 	m                      *metrics
@@ -94,7 +94,7 @@ func (o siteObserver) GrantDisconnected(by string) {
 	o.m.disconnects.WithLabelValues(o.site, by).Inc()
 }
 
-func (o siteObserver) protectedOutcome(outcome string) {
+func (o siteObserver) ProtectedOutcome(outcome string) {
 	if outcome == "allowed" {
 		o.allowed.Inc()
 		return
@@ -102,7 +102,7 @@ func (o siteObserver) protectedOutcome(outcome string) {
 	o.m.protected.WithLabelValues(o.site, outcome).Inc()
 }
 
-func (o siteObserver) mcpCaller(caller string) {
+func (o siteObserver) MCPCaller(caller string) {
 	switch caller {
 	case "anonymous":
 		o.mcpAnonymous.Inc()
@@ -133,5 +133,5 @@ func (r *observerRef) Refused(endpoint, code string)   { r.p.Load().Refused(endp
 func (r *observerRef) Registered(kind string)          { r.p.Load().Registered(kind) }
 func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(cached) }
 func (r *observerRef) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
-func (r *observerRef) protectedOutcome(outcome string) { r.p.Load().protectedOutcome(outcome) }
-func (r *observerRef) mcpCaller(caller string)         { r.p.Load().mcpCaller(caller) }
+func (r *observerRef) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOutcome(outcome) }
+func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }

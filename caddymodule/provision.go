@@ -2,9 +2,8 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -12,8 +11,9 @@ import (
 
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/internal/source"
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // background runs every school's periodic work (expiry purges, catalog
@@ -21,38 +21,32 @@ import (
 // there are.
 var background = schedule.New(backgroundWorkers)
 
-const (
-	// backgroundWorkers bounds the periodic jobs running at once; a job
-	// is a store purge or a feed fetch, mostly waiting on I/O.
-	backgroundWorkers = 8
-	// janitorEvery is how often each school's expired records are purged.
-	janitorEvery = 10 * time.Minute
-)
+// backgroundWorkers bounds the periodic jobs running at once; a job is a
+// store purge or a feed fetch, mostly waiting on I/O.
+const backgroundWorkers = 8
 
-// site is the state of one school. It lives as long as some loaded
-// config has the school with the same configuration: a reload that leaves
-// the school's options as they were keeps it, with its keys, catalog,
-// index, documents and caches (see sitepool.go). The bbolt file or
-// database pool beneath it is shared further (see storepool.go).
+// site is one school (package school) with what the Caddy adapter keeps
+// beside it. It lives as long as some loaded config has the school with
+// the same configuration: a reload that leaves the school's options as
+// they were keeps it, with its keys, catalog, index, documents and caches
+// (see sitepool.go). The bbolt file or database pool beneath it is shared
+// further (see storepool.go).
 type site struct {
+	*school.Site
 	gateway *Gateway
-	as      *authserver.Server
-	store   store.Store
-	policy  *policy.Policy
+	// observe is the school's observer, which a reload that keeps the
+	// school points at the new config's metrics (metrics.go).
 	observe *observerRef
 	// stored is the store and how to release it (see storepool.go).
-	stored   *siteStore
-	upstream *http.Client
-	extras   siteExtras
-	// assertionAudience is the aud of identity assertions; "" is off.
-	assertionAudience string
-	logger            *slog.Logger
-	// since is when the state was built.
-	since time.Time
+	stored *siteStore
 }
 
-// Provision finds the school's running state, or builds it: opens the
-// store, loads the keys and builds the servers.
+// Provision checks the school's configuration and registers the school
+// with the App, and does nothing else: it opens no store and builds
+// nothing, for Caddy provisions a config it will not run, too (caddy
+// validate, caddy adapt --validate). The App's Start builds the school
+// (start.go). The admin OpenAPI file is read here: it ships with the
+// configuration, and an error in it is the configuration's.
 func (g *Gateway) Provision(ctx caddy.Context) error {
 	g.setDefaults()
 	if g.Issuer == "" {
@@ -61,71 +55,44 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
+	if err := g.readAdminOpenAPI(ctx); err != nil {
+		return err
+	}
 	key, err := g.siteKey()
 	if err != nil {
 		return err
 	}
-	s, kept, err := acquireSite(key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
-	if err != nil {
-		return g.provisionFailed(ctx, key, err)
-	}
-	if kept {
-		// This config serves its own metrics registry.
-		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
-	}
+	g.key, g.ctx, g.run = key, ctx, newGatewayRun()
 	app, err := ctx.App(appName)
-	if err == nil {
-		err = app.(*App).register(s)
-	}
 	if err != nil {
-		_ = releaseSite(key)
 		return err
 	}
-	g.site, g.key = s, key
-	return nil
+	return app.(*App).register(g)
 }
 
-// provisionFailed decides what a school that failed to build does. An
-// error in its data leaves the other schools starting and this one
-// answering 503 (failure.go) and being built again in the background
-// (rebuild.go) — unless the running config serves the school: then the
-// load fails, and the running config keeps serving it, for a reload must
-// never trade a serving school for a 503.
-func (g *Gateway) provisionFailed(ctx caddy.Context, key string, err error) error {
-	f, isData := asLoadFailure(err)
-	if !isData || servingNow(g.Issuer) {
-		return err
+// readAdminOpenAPI reads the admin OpenAPI file the configuration names,
+// if it names one, and renders the documents with it.
+func (g *Gateway) readAdminOpenAPI(ctx context.Context) error {
+	src := g.AdminOpenAPI
+	if src == "" || source.IsURL(src) {
+		return nil
 	}
-	ctx.Slogger().Error("the school failed to load; it answers 503 until a rebuild in the background or a reload builds it",
-		"issuer", g.Issuer, "error", err, "next_try", firstRebuild)
-	fs := newFailedSite(g, f)
-	v, err := ctx.App(appName)
+	raw, err := source.Read(ctx, nil, src, school.AdminOpenAPIDoc)
 	if err != nil {
-		return err
+		return fmt.Errorf("admin_openapi: %v", err)
 	}
-	app := v.(*App)
-	if err := app.registerFailed(fs); err != nil {
-		return err
+	cfg := g.schoolConfig()
+	cfg.AdminOpenAPI = raw
+	if err := school.CheckDocuments(cfg); err != nil {
+		return fmt.Errorf("%v (admin_openapi %s)", err, src)
 	}
-	g.failed = fs
-	fs.startRebuilds(ctx, app, key)
+	g.adminOpenAPI = raw
 	return nil
-}
-
-// servingNow reports whether the running config serves the school.
-func servingNow(issuer string) bool {
-	app, err := runningApp()
-	if err != nil {
-		return false
-	}
-	_, ok := app.Site(issuer)
-	return ok
 }
 
 // newSite builds a school's state and starts its background work, which
 // runs until the returned cancel: when no config has the school any more.
 func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) {
-	logger := ctx.Slogger()
 	stored, err := g.openStore(ctx)
 	if err != nil {
 		return nil, nil, failedLoading("its store could not be opened", err)
@@ -136,70 +103,51 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 		_ = stored.release()
 		return nil, nil, err
 	}
-	s := &site{gateway: g, store: stored.Store, stored: stored, assertionAudience: g.assertionAudience(), logger: logger,
-		since:    time.Now().UTC(),
-		upstream: &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects},
-		observe:  newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))}
-	s.as, err = authserver.New(life, authserver.Config{
+	cfg := g.schoolConfig()
+	observe := newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
+	cfg.Store, cfg.Observer, cfg.Logger, cfg.Scheduler = stored.Store, observe, ctx.Slogger(), background
+	sch, err := school.New(life, cfg)
+	var de *school.DataError
+	switch {
+	case errors.As(err, &de):
+		return fail(failedLoading("its signing keys and settings could not be read from its store", de.Err))
+	case err != nil:
+		return fail(err)
+	}
+	return &site{Site: sch, gateway: g, observe: observe, stored: stored}, cancel, nil
+}
+
+// schoolConfig is the school's configuration, without what is opened or
+// shared when it is built (its store, observer, logger and scheduler).
+// The admin OpenAPI file's content is Provision's reading of it.
+func (g *Gateway) schoolConfig() school.Config {
+	c := school.Config{
 		Issuer:            g.Issuer,
-		SessionURL:        g.upstreamURL(g.SessionURL),
+		Upstream:          g.Upstream,
+		SessionURL:        g.SessionURL,
 		LoginURL:          g.LoginURL,
 		AdminPrefix:       g.AdminPrefix,
-		SchoolName:        s.schoolName,
+		Rules:             g.policyRules(),
+		Catalog:           g.Catalog,
+		CatalogRefresh:    time.Duration(g.CatalogRefresh),
+		AssertionAudience: g.assertionAudience(),
 		Vendors:           g.vendorClients(),
 		MCPConnections:    g.MCPConnections,
+		MetadataDocuments: g.metadataDocuments(),
+		RateLimits:        g.authserverLimits(),
 		CodeTTL:           time.Duration(g.CodeTTL),
 		AccessTTL:         time.Duration(g.AccessTTL),
 		RefreshTTL:        time.Duration(g.RefreshTTL),
 		RefreshGrace:      time.Duration(g.RefreshGrace),
 		NoRefreshGrace:    g.NoRefreshGrace,
-		SessionClient:     s.upstream,
-		MetadataDocuments: g.metadataDocuments(),
-		RateLimits:        g.authserverLimits(),
+		AdminOpenAPI:      g.adminOpenAPI,
 		ClientIP:          clientIP,
-		Observer:          s.observe,
-		Logger:            logger,
-	}, stored.Store)
-	if err != nil {
-		return fail(failedLoading("its signing keys and settings could not be read from its store",
-			fmt.Errorf("school %s: %v", g.Issuer, err)))
+		Identified:        setPlaceholders,
 	}
-	s.policy = &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}
-	// The admin OpenAPI file ships with the configuration: an error in it
-	// fails the load, as a configuration error does.
-	if err := s.provisionExtras(ctx, life); err != nil {
-		return fail(err)
+	if source.IsURL(g.AdminOpenAPI) {
+		c.AdminOpenAPIURL = g.AdminOpenAPI
 	}
-	// The janitor runs on the shared scheduler, each school at its own
-	// point of the period.
-	background.Add(life, schedule.Offset(g.Issuer, janitorEvery), func(ctx context.Context) time.Duration {
-		s.as.Purge(ctx, janitorEvery)
-		return janitorEvery
-	})
-	s.startExtras(life)
-	return s, cancel, nil
-}
-
-// Cleanup lets go of the school's state; it ends, with its background
-// work, when no config has the school any more.
-func (g *Gateway) Cleanup() error {
-	if g.failed != nil {
-		return g.failed.endRebuilds()
-	}
-	if g.site == nil {
-		return nil
-	}
-	return releaseSite(g.key)
-}
-
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// upstreamURL resolves a path against the upstream; URLs pass unchanged.
-func (g *Gateway) upstreamURL(pathOrURL string) string {
-	if strings.HasPrefix(pathOrURL, "/") {
-		return g.Upstream + pathOrURL
-	}
-	return pathOrURL
+	return c
 }
 
 func (g *Gateway) vendorClients() []authserver.VendorClient {

@@ -39,7 +39,7 @@ type rebuilder struct {
 
 // startRebuilds schedules the rebuilds of f; they end with the config
 // (endRebuilds). ctx is the config's context, which builds the school as
-// Provision would.
+// the App's Start would.
 func (f *failedSite) startRebuilds(ctx caddy.Context, app *App, key string) {
 	life, stop := context.WithCancel(context.Background())
 	f.rebuild.key, f.rebuild.stop = key, stop

@@ -3,154 +3,69 @@ package caddymodule
 import (
 	"errors"
 	"net/http"
-	"strings"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/school"
 )
 
-// ServeHTTP routes a request: the gateway's own endpoints are answered
-// here; protected resources are checked and passed on with the caller's
-// identity; everything else goes to the next handler (the reverse proxy)
-// untouched but for headers only the gateway may set. Every request is
-// first given its canonical path, which is what is judged and what the
-// legacy server receives.
+// ServeHTTP hands the request to the school (package school), with the
+// reverse proxy to the legacy server as the next handler; a school that
+// failed to load answers through its stand-in (failure.go). A request
+// that arrives before the App's Start built the school waits for it, as
+// long as the request lasts (start.go).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	stripIdentityHeaders(r.Header)
-	s := g.site
+	st := g.run.await(r.Context())
+	if st == nil {
+		return writeStarting(w)
+	}
+	s := st.site
 	if s == nil {
-		if s = g.failed.built(); s == nil {
-			return g.failed.serve(w, r, next)
+		if s = st.failed.built(); s == nil {
+			return st.failed.serve(w, r, next)
 		}
 	}
-	protected, ok := s.canonicalPath(w, r)
+	return handlerError(s.Serve(w, r, next))
+}
+
+// handlerError makes the school's refusals Caddy's: its error handling
+// answers them with their status.
+func handlerError(err error) error {
+	var se *school.StatusError
+	if err != nil && errors.As(err, &se) {
+		return caddyhttp.Error(se.Status, se.Err)
+	}
+	return err
+}
+
+// identityPlaceholders mirror the identity headers, in the order of
+// school.IdentityHeaders, for operators' own header_up.
+var identityPlaceholders = []string{
+	"http.auth.user.id",
+	"http.auth.user.email",
+	"http.auth.user.name",
+	"http.auth.user.org_id",
+	"http.auth.user.roles",
+	"http.auth.user.scopes",
+	"http.auth.user.client_id",
+	"http.auth.user.audience",
+}
+
+// setPlaceholders is the school's Identified: one provider that answers
+// the placeholders from the identity headers' values when asked, instead
+// of eight map insertions per request that nothing may read.
+func setPlaceholders(r *http.Request, vals []string) {
+	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if !ok {
-		return nil
-	}
-	switch {
-	case sitepath.IsAuthServer(r.URL.Path):
-		s.as.ServeHTTP(w, r)
-		return nil
-	case s.serveExtras(w, r):
-		return nil
-	}
-	if protected {
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			writePreflight(w)
-			return nil
-		}
-		return s.serveProtected(w, r, next)
-	}
-	stripBearer(r.Header)
-	return next.ServeHTTP(w, r)
-}
-
-// canonicalPath replaces the request's path with its canonical form, or
-// answers 400 when the path cannot be forwarded unambiguously. The query
-// is kept byte for byte.
-func (s *site) canonicalPath(w http.ResponseWriter, r *http.Request) (protected, ok bool) {
-	protected, err := canonicalize(s.policy, r)
-	if err != nil {
-		var pe *policy.PathError
-		if errors.As(err, &pe) && pe.Protected {
-			s.observe.protectedOutcome("path_refused")
-		}
-		writePathRefusal(w, err, s.as.ResourceMetadataURL())
-		return false, false
-	}
-	return protected, true
-}
-
-// canonicalize gives r the canonical form of its path under p and says
-// whether some reading of it is protected; an error is a path that cannot
-// be forwarded unambiguously.
-func canonicalize(p *policy.Policy, r *http.Request) (protected bool, err error) {
-	sent := r.URL.EscapedPath()
-	canon, protected, err := p.Canonical(sent)
-	if err == nil && canon != sent {
-		err = policy.SetRequestPath(r.URL, canon)
-		r.RequestURI = r.URL.RequestURI()
-	}
-	return protected, err
-}
-
-// writePathRefusal answers a path the gateway will not forward: RFC 6750
-// JSON where some reading of it names a protected resource, plain text
-// elsewhere.
-func writePathRefusal(w http.ResponseWriter, err error, resourceMetadata string) {
-	var pe *policy.PathError
-	if errors.As(err, &pe) && pe.Protected {
-		ch := policy.Challenge{Status: http.StatusBadRequest, Error: "invalid_request",
-			Description: pe.Reason, ResourceMetadata: resourceMetadata}
-		ch.Write(w)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	http.Error(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
-}
-
-// serveProtected checks the bearer token against the route's requirement
-// and forwards the request with identity headers instead of the token.
-func (s *site) serveProtected(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	req, decision := s.policy.Decide(r.Method, r.URL.EscapedPath())
-	if decision != policy.Allow {
-		s.observe.protectedOutcome("denied_by_policy")
-		writePolicyDenial(w, r, decision, s.as.ResourceMetadataURL())
-		return nil
-	}
-	tok, ch := policy.Check(r.Context(), s.as, r, req, s.as.Issuer())
-	if ch != nil {
-		s.observe.protectedOutcome(ch.Error)
-		ch.ResourceMetadata = s.as.ResourceMetadataURL()
-		ch.Write(w)
-		return nil
-	}
-	s.observe.protectedOutcome("allowed")
-	r.Header.Del("Authorization")
-	setIdentity(r, tok)
-	if err := s.setAssertion(r.Header, tok); err != nil {
-		return caddyhttp.Error(http.StatusServiceUnavailable, err)
-	}
-	return next.ServeHTTP(w, r)
-}
-
-// writePreflight lets browser clients call the protected resources with a
-// bearer token; no cookies are involved, so any origin may.
-func writePreflight(w http.ResponseWriter) {
-	policy.AllowCORS(w.Header(), "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// writePolicyDenial answers a request the policy refuses outright.
-func writePolicyDenial(w http.ResponseWriter, r *http.Request, d policy.Decision, resourceMetadata string) {
-	ch := policy.Challenge{Status: http.StatusForbidden, Error: "insufficient_scope",
-		Description: "no scope grants access to this operation", ResourceMetadata: resourceMetadata}
-	if d == policy.MethodNotAllowed {
-		ch = policy.Challenge{Status: http.StatusMethodNotAllowed, Error: "invalid_request",
-			Description: "method not allowed here", ResourceMetadata: resourceMetadata}
-	}
-	ch.Write(w)
-}
-
-// stripIdentityHeaders removes every X-School-* header a client sent:
-// the legacy server trusts them, so only the gateway may set them.
-func stripIdentityHeaders(h http.Header) {
-	for name := range h {
-		if len(name) >= 9 && strings.EqualFold(name[:9], "X-School-") {
-			delete(h, name)
+	repl.Map(func(key string) (any, bool) {
+		for i, p := range identityPlaceholders {
+			if p == key {
+				return vals[i], true
+			}
 		}
-	}
-}
-
-// stripBearer keeps tokens from leaving the gateway on pass-through
-// requests; other credentials the legacy site may use pass unchanged.
-func stripBearer(h http.Header) {
-	for _, v := range h.Values("Authorization") {
-		if len(v) >= 7 && strings.EqualFold(v[:7], "bearer ") {
-			h.Del("Authorization")
-			return
-		}
-	}
+		return nil, false
+	})
 }

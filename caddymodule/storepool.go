@@ -16,7 +16,7 @@ import (
 )
 
 // stores holds each site's bbolt file open across config reloads. Caddy
-// provisions a new config before cleaning up the old one, and a second
+// starts a new config before cleaning up the old one, and a second
 // bolt.Open of the same file would wait on its lock forever; sharing the
 // handle through a usage pool (as Caddy's acme_server does) avoids that.
 var stores = caddy.NewUsagePool()

@@ -51,6 +51,9 @@ type Manager struct {
 	firstImport atomic.Pointer[chan struct{}]
 }
 
+// fetchTimeout bounds a feed download (internal/source bounds it too).
+const fetchTimeout = 15 * time.Second
+
 // NewManager returns a manager with no catalog. p may be nil to keep the
 // catalog in memory only.
 func NewManager(origin string, p Persister) *Manager {

@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 const (
@@ -29,9 +30,9 @@ const (
 	testVersion  = "2025-11-25"
 )
 
-// Tokens the stub gateway accepts, standing in for the Caddy module's
+// Tokens the stub gateway accepts, standing in for the school's
 // token validation.
-var testTokens = map[string]*Identity{
+var testTokens = map[string]*policy.Token{
 	"member": {Subject: "m-1", Email: "mia@example.com", Name: "Mia", ClientID: "app", Scopes: []string{"openid", "account:read"}},
 	"writer": {Subject: "m-2", Email: "wes@example.com", ClientID: "app", Scopes: []string{"account:read", "account:write"}},
 	"noread": {Subject: "m-3", Email: "nora@example.com", ClientID: "app", Scopes: []string{"openid", "profile"}},
@@ -52,7 +53,7 @@ func demoIndex(t testing.TB) *catalog.Index {
 
 // accountCall is what the fake Account API received.
 type accountCall struct {
-	id        *Identity
+	id        *policy.Token
 	query     string
 	variables map[string]any
 }
@@ -60,10 +61,10 @@ type accountCall struct {
 type fakeAccount struct {
 	mu      sync.Mutex
 	calls   []accountCall
-	respond func(id *Identity, query string, vars map[string]any) (json.RawMessage, error)
+	respond func(id *policy.Token, query string, vars map[string]any) (json.RawMessage, error)
 }
 
-func (a *fakeAccount) call(_ context.Context, id *Identity, query string, vars map[string]any) (json.RawMessage, error) {
+func (a *fakeAccount) call(_ context.Context, id *policy.Token, query string, vars map[string]any) (json.RawMessage, error) {
 	a.mu.Lock()
 	a.calls = append(a.calls, accountCall{id, query, vars})
 	respond := a.respond
@@ -132,8 +133,8 @@ func (h *harness) as(t testing.TB) *harness {
 }
 
 // newHarness serves the MCP handler behind a stub of the gateway: a known
-// bearer token becomes an Identity in the context and the Authorization
-// header is removed, as the Caddy module does.
+// bearer token becomes its validated token in the context and the Authorization
+// header is removed, as the school (package school) does.
 func newHarness(t testing.TB, edit ...func(*Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, account: &fakeAccount{}, logs: &logSink{}, index: &atomic.Pointer[catalog.Index]{}}

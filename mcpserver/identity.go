@@ -2,33 +2,27 @@ package mcpserver
 
 import (
 	"context"
-	"slices"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
-// Identity is the signed-in member a request acts for. The gateway puts it
-// into the request context after validating the bearer token; the MCP
-// server never sees the token itself.
-type Identity struct {
-	Subject, Email, Name, OrgID, ClientID string
-	Roles, Scopes                         []string
-}
-
-// HasScope reports whether the member's token was granted scope.
-func (id *Identity) HasScope(scope string) bool {
-	return id != nil && slices.Contains(id.Scopes, scope)
-}
+// The member a request acts for is the access token the gateway validated
+// for it: the gateway puts it into the request context, and the member
+// tools hand it back with each Account API call, so that the identity
+// headers and the identity assertion that call carries are the validated
+// token's own. The MCP server never sees the raw token.
 
 type identityKey struct{}
 
-// WithIdentity returns a context carrying id. A nil id leaves the request
-// anonymous.
-func WithIdentity(ctx context.Context, id *Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+// WithIdentity returns a context carrying the member's validated token. A
+// nil token leaves the request anonymous.
+func WithIdentity(ctx context.Context, tok *policy.Token) context.Context {
+	return context.WithValue(ctx, identityKey{}, tok)
 }
 
-// IdentityFrom returns the member a request acts for, or nil when it is
-// anonymous.
-func IdentityFrom(ctx context.Context) *Identity {
-	id, _ := ctx.Value(identityKey{}).(*Identity)
-	return id
+// IdentityFrom returns the validated token of the member a request acts
+// for, or nil when it is anonymous.
+func IdentityFrom(ctx context.Context) *policy.Token {
+	tok, _ := ctx.Value(identityKey{}).(*policy.Token)
+	return tok
 }

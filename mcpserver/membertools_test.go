@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 func TestMemberToolsNeedSignIn(t *testing.T) {
@@ -71,24 +73,24 @@ func TestMyEnrollmentsErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    map[string]any
-		respond func(*Identity, string, map[string]any) (json.RawMessage, error)
+		respond func(*policy.Token, string, map[string]any) (json.RawMessage, error)
 		want    string
 	}{
 		{"first too large", map[string]any{"first": 101}, nil, "first"},
 		{"first zero", map[string]any{"first": 0}, nil, "first"},
-		{"upstream down", nil, func(*Identity, string, map[string]any) (json.RawMessage, error) {
+		{"upstream down", nil, func(*policy.Token, string, map[string]any) (json.RawMessage, error) {
 			return nil, errors.New("the school's Account API is unreachable")
 		}, "unreachable"},
-		{"graphql errors", nil, func(*Identity, string, map[string]any) (json.RawMessage, error) {
+		{"graphql errors", nil, func(*policy.Token, string, map[string]any) (json.RawMessage, error) {
 			return json.RawMessage(`{"data":null,"errors":[{"message":"not signed in"},{"message":"second"}]}`), nil
 		}, "not signed in; second"},
-		{"partial data with errors is still an error", nil, func(*Identity, string, map[string]any) (json.RawMessage, error) {
+		{"partial data with errors is still an error", nil, func(*policy.Token, string, map[string]any) (json.RawMessage, error) {
 			return json.RawMessage(`{"data":{"viewer":{"id":"m","enrolledCourses":{"nodes":[]}}},"errors":[{"message":"field failed"}]}`), nil
 		}, "field failed"},
-		{"no viewer", nil, func(*Identity, string, map[string]any) (json.RawMessage, error) {
+		{"no viewer", nil, func(*policy.Token, string, map[string]any) (json.RawMessage, error) {
 			return json.RawMessage(`{"data":{"viewer":null}}`), nil
 		}, "no data"},
-		{"not json", nil, func(*Identity, string, map[string]any) (json.RawMessage, error) {
+		{"not json", nil, func(*policy.Token, string, map[string]any) (json.RawMessage, error) {
 			return json.RawMessage(`<html>`), nil
 		}, "not a GraphQL response"},
 	}
@@ -103,7 +105,7 @@ func TestMyEnrollmentsErrors(t *testing.T) {
 
 func TestAccountQuery(t *testing.T) {
 	h := newHarness(t)
-	h.account.respond = func(id *Identity, q string, vars map[string]any) (json.RawMessage, error) {
+	h.account.respond = func(id *policy.Token, q string, vars map[string]any) (json.RawMessage, error) {
 		return json.RawMessage(`{"data":{"viewer":{"email":"` + id.Email + `"}}}`), nil
 	}
 	q := `query($n: Int) { viewer { email enrolledCourses(first: $n) { nodes { slug } } } }`
@@ -166,7 +168,7 @@ func TestAccountQueryUpstreamAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.account.respond = func(*Identity, string, map[string]any) (json.RawMessage, error) {
+			h.account.respond = func(*policy.Token, string, map[string]any) (json.RawMessage, error) {
 				return json.RawMessage(tt.raw), tt.err
 			}
 			tr := h.callTool("member", toolAccountQuery, map[string]any{"query": "{ viewer { id } }"})
@@ -187,7 +189,7 @@ func TestAccountNotConfigured(t *testing.T) {
 
 func TestPanickingUpstreamIsToolError(t *testing.T) {
 	h := newHarness(t)
-	h.account.respond = func(*Identity, string, map[string]any) (json.RawMessage, error) { panic("boom") }
+	h.account.respond = func(*policy.Token, string, map[string]any) (json.RawMessage, error) { panic("boom") }
 	h.failTool("member", toolMyEnrollments, map[string]any{}, "internal error")
 	if !strings.Contains(h.logs.String(), "boom") {
 		t.Fatal("the panic must be logged")

@@ -1,7 +1,7 @@
 // Package mcpserver is a school's MCP server at /mcp: public catalog tools
 // for anyone, member tools for a signed-in member, over Streamable HTTP.
-// It is plain net/http on top of mcp-go; the Caddy module mounts it and
-// does the token validation in front of it.
+// It is plain net/http on top of mcp-go; the school (package school)
+// mounts it and does the token validation in front of it.
 package mcpserver
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // serverName and serverVersion identify the implementation in
@@ -26,7 +27,7 @@ const (
 
 // AccountFunc runs a GraphQL query at the school's Account API as the
 // member id and returns the raw GraphQL response.
-type AccountFunc func(ctx context.Context, id *Identity, query string, variables map[string]any) (json.RawMessage, error)
+type AccountFunc func(ctx context.Context, id *policy.Token, query string, variables map[string]any) (json.RawMessage, error)
 
 // Options configure a school's MCP server.
 type Options struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/schoolgate/schoolgate/policy"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -32,7 +33,7 @@ type accountQueryArgs struct {
 	Variables map[string]any `json:"variables"`
 }
 
-func (s *mcpServer) accountQuery(ctx context.Context, id *Identity, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpServer) accountQuery(ctx context.Context, id *policy.Token, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in accountQueryArgs
 	if err := bindArgs(req, &in); err != nil {
 		return argError("%v", err), nil

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // enrollmentsQuery reads the fields of section 2.1 of the platform
@@ -62,7 +63,7 @@ type viewerSummary struct {
 	Email string          `json:"email,omitempty"`
 }
 
-func (s *mcpServer) myEnrollments(ctx context.Context, id *Identity, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpServer) myEnrollments(ctx context.Context, id *policy.Token, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in enrollmentsArgs
 	if err := bindArgs(req, &in); err != nil {
 		return argError("%v", err), nil

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // Tool names are a contract with clients and the documents; do not rename.
@@ -70,7 +71,7 @@ func hideMemberTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *m
 
 // memberOnly answers an anonymous call with sign-in directions, and a call
 // without account:read the way the Account API itself would refuse it.
-func (s *mcpServer) memberOnly(name string, next func(context.Context, *Identity, mcp.CallToolRequest) (*mcp.CallToolResult, error)) server.ToolHandlerFunc {
+func (s *mcpServer) memberOnly(name string, next func(context.Context, *policy.Token, mcp.CallToolRequest) (*mcp.CallToolResult, error)) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := IdentityFrom(ctx)
 		if id == nil {

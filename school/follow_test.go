@@ -1,19 +1,14 @@
-package caddymodule
+package school
 
 import (
 	"context"
 	"errors"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/boltstore"
-	"github.com/schoolgate/schoolgate/catalog"
-	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -43,30 +38,16 @@ func (w *watchedStore) announce(c store.Change) {
 // A catalog another instance stored, and a switch it turned on, reach
 // this instance's catalog and documents when announced.
 func TestFollowOtherInstances(t *testing.T) {
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := openStore(t)
 	shared := &watchedStore{Store: bolt}
-	g := &Gateway{Issuer: "https://school.example"}
-	g.setDefaults()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	as, err := authserver.New(ctx, authserver.Config{Issuer: g.Issuer, SessionURL: "https://school.example/api/session"}, shared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &site{gateway: g, as: as, store: shared, policy: &policy.Policy{AdminPrefix: g.AdminPrefix}}
-	s.extras.catalog = catalog.NewManager(g.Issuer, shared)
-	s.extras.logf = t.Logf
+	ctx := context.Background()
+	s := newTestSite(t, func(c *Config) { c.Store = shared })
 	if err := s.rebuildDocs(); err != nil {
 		t.Fatal(err)
 	}
-	s.followStore(ctx)
 	authMD := func() string {
 		rec := httptest.NewRecorder()
-		s.extras.docs.Load().ServeHTTP(rec, httptest.NewRequest("GET", "/auth.md", nil))
+		s.docs.Load().ServeHTTP(rec, httptest.NewRequest("GET", "/auth.md", nil))
 		return rec.Body.String()
 	}
 	before := authMD()
@@ -76,11 +57,11 @@ func TestFollowOtherInstances(t *testing.T) {
 	if err := bolt.SaveCatalog(ctx, []byte(feed)); err != nil {
 		t.Fatal(err)
 	}
-	if s.extras.catalog.Current() != nil {
+	if s.catalog.Current() != nil {
 		t.Fatal("the catalog loaded before it was announced")
 	}
 	shared.announce(store.ChangeCatalog)
-	if idx := s.extras.catalog.Current(); idx == nil || idx.Feed().School.Name != "Followed School" {
+	if idx := s.catalog.Current(); idx == nil || idx.Feed().School.Name != "Followed School" {
 		t.Fatal("the announced catalog was not loaded")
 	}
 	if !strings.Contains(authMD(), "Followed School") {
@@ -118,9 +99,8 @@ func TestHealthReportsClockSkew(t *testing.T) {
 		err     error
 		healthy bool
 	}{{"skew read", nil, true}, {"skew unreadable", errors.New("database unreachable"), false}} {
-		ts := newTestSite(t, nil)
-		ts.g.site.store = skewedStore{Store: ts.g.site.store, skew: 42 * time.Millisecond, err: tt.err}
-		h := ts.g.site.health(context.Background())
+		s := newTestSite(t, func(c *Config) { c.Store = skewedStore{Store: c.Store, skew: 42 * time.Millisecond, err: tt.err} })
+		h := s.Health(context.Background())
 		if h.Healthy != tt.healthy {
 			t.Errorf("%s: healthy = %v (%s)", tt.name, h.Healthy, h.Store)
 		}

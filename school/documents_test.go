@@ -1,19 +1,13 @@
-package caddymodule
+package school
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/boltstore"
-	"github.com/schoolgate/schoolgate/catalog"
-	"github.com/schoolgate/schoolgate/policy"
 )
 
 // adminDoc is a minimal admin OpenAPI document whose operation id says
@@ -33,20 +27,7 @@ func adminDoc(version int) []byte {
 // ten minutes later; the e2e test TestOpenAPIMergesTheSchoolsAdminAPI
 // failed now and then on a busy machine).
 func TestRebuildDocsKeepsTheLatestInputs(t *testing.T) {
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "school.db"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	g := &Gateway{Issuer: "https://school.example"}
-	g.setDefaults()
-	as, err := authserver.New(context.Background(), authserver.Config{Issuer: g.Issuer, SessionURL: "https://school.example/api/session"}, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &site{gateway: g, as: as, store: store, policy: &policy.Policy{AdminPrefix: g.AdminPrefix}}
-	s.extras.catalog = catalog.NewManager(g.Issuer, store)
-
+	s := newTestSite(t)
 	// Each round starts a new admin document and a catalog rebuild at the
 	// same instant; without serialization about one round in four loses
 	// the new document.
@@ -68,9 +49,51 @@ func TestRebuildDocsKeepsTheLatestInputs(t *testing.T) {
 		close(start)
 		wg.Wait()
 		rec := httptest.NewRecorder()
-		s.extras.docs.Load().ServeHTTP(rec, httptest.NewRequest("GET", "/openapi.json", nil))
+		s.docs.Load().ServeHTTP(rec, httptest.NewRequest("GET", "/openapi.json", nil))
 		if want := fmt.Sprintf("getCourseV%d", round); !strings.Contains(rec.Body.String(), want) {
 			t.Fatalf("round %d: /openapi.json was built from an older admin document, not from the latest (%s)", round, want)
 		}
+	}
+}
+
+// An admin OpenAPI document the configuration ships is checked before
+// any store is opened, and a school is not built with a bad one.
+func TestAdminOpenAPIOfTheConfiguration(t *testing.T) {
+	bad := []byte(`{"openapi":"3.1.0","paths":{}}`)
+	for _, tt := range []struct {
+		name string
+		doc  []byte
+		ok   bool
+	}{{"none", nil, true}, {"3.0", adminDoc(1), true}, {"3.1", bad, false}, {"not JSON", []byte("{"), false}} {
+		cfg := testConfig(nil)
+		cfg.AdminOpenAPI = tt.doc
+		if err := CheckDocuments(cfg); (err == nil) != tt.ok {
+			t.Errorf("%s: CheckDocuments: %v", tt.name, err)
+		}
+		cfg.Store = openStore(t)
+		_, err := New(context.Background(), cfg)
+		var de *DataError
+		if (err == nil) != tt.ok || errors.As(err, &de) {
+			t.Errorf("%s: New: %v, want a configuration error: %v", tt.name, err, !tt.ok)
+		}
+	}
+}
+
+// The school is named by its origin until a feed names it, and the
+// catalog's item URLs are on its origin.
+func TestSchoolNameAndCatalogOrigin(t *testing.T) {
+	s := newTestSite(t)
+	if got := s.schoolName(); got != testIssuer {
+		t.Errorf("school name without a feed %q, want %s", got, testIssuer)
+	}
+	feed := `{"school":{"name":"S"},"courses":[{"slug":"portrait","title":"Portrait"}]}`
+	if err := s.catalog.Import(context.Background(), []byte(feed)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.schoolName(); got != "S" {
+		t.Errorf("school name %q, want the feed's", got)
+	}
+	if got := s.catalog.Current().URL("course", "portrait"); got != testIssuer+"/courses/portrait" {
+		t.Errorf("item URL %q, want %s/courses/portrait", got, testIssuer)
 	}
 }

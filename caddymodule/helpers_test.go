@@ -1,0 +1,98 @@
+package caddymodule
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/boltstore"
+	"github.com/schoolgate/schoolgate/school"
+	"github.com/schoolgate/schoolgate/store"
+)
+
+// testSite is a school built as Provision builds one, without Caddy: on a
+// bbolt store, with an access token minted straight into the store.
+type testSite struct {
+	g        *Gateway
+	site     *site
+	token    string
+	as       *authserver.Server
+	upstream *recordingNext
+}
+
+// recordingNext stands for the reverse proxy: it keeps what would be
+// forwarded.
+type recordingNext struct{ header http.Header }
+
+func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error {
+	n.header = r.Header
+	return nil
+}
+
+func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "school.db")
+	store, err := boltstore.Open(path, time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", IdentityAssertion: assertion}
+	g.setDefaults()
+	if err := g.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	s := buildTestSite(tb, g, &siteStore{Store: store, where: path})
+	g.run = newGatewayRun()
+	g.run.set(&gatewayState{site: s})
+	return &testSite{g: g, site: s, as: s.Auth(), token: mintMemberToken(tb, store, g.Issuer), upstream: &recordingNext{}}
+}
+
+// buildTestSite builds g's school on stored, as newSite does after
+// opening the store.
+func buildTestSite(tb testing.TB, g *Gateway, stored *siteStore) *site {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	observe := newObserverRef(newSiteObserver(metricsFor(nil), g.Issuer))
+	cfg := g.schoolConfig()
+	cfg.Store, cfg.Observer, cfg.Scheduler = stored.Store, observe, background
+	s, err := school.New(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &site{Site: s, gateway: g, observe: observe, stored: stored}
+}
+
+// mintMemberToken stores a member grant and access token as a code
+// exchange would.
+func mintMemberToken(tb testing.TB, st store.Store, origin string) string {
+	tb.Helper()
+	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	raw := "sgat_" + strings.Repeat("t", 43)
+	now := time.Now()
+	if err := st.PutCode(context.Background(), hash("code"), &store.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
+		tb.Fatal(err)
+	}
+	err := st.RedeemCode(context.Background(), hash("code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		g := &store.Grant{ID: "grant-1", ClientID: "member-app", Audience: store.AudienceMember,
+			Scopes: []string{"openid", "account:read"}, Resource: origin, CreatedAt: now,
+			Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",
+				OrgID: "demo", Roles: []string{"student"}}}
+		return g, []store.IssuedToken{{Hash: hash(raw), Token: &store.Token{Kind: store.TokenAccess,
+			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
+}
+
+// copylessStore is a store that cannot copy itself, as a database's.
+type copylessStore struct{ store.Store }

@@ -1,0 +1,136 @@
+package caddymodule
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/schoolgate/schoolgate/school"
+)
+
+// A school is built when its config starts, not when it is provisioned:
+// Caddy calls an App's Start only for a config it runs, and provisions
+// the configs it validates or adapts too. The App's Start builds each
+// registered school in turn (start); Caddy starts apps in map order, so
+// the http app may already serve when it does, and a request that reaches
+// a school not built yet waits for it (gatewayRun.await).
+
+// gatewayRun is what a Gateway serves: nothing until the App's Start
+// built its school, then the school or the stand-in of one that failed
+// to load (failure.go).
+type gatewayRun struct {
+	state atomic.Pointer[gatewayState]
+	// ready is closed once state is set, or once the config ended (a
+	// start that failed) without it.
+	ready chan struct{}
+	close sync.Once
+}
+
+// gatewayState is a started Gateway's school: site, or failed.
+type gatewayState struct {
+	site   *site
+	failed *failedSite
+}
+
+func newGatewayRun() *gatewayRun { return &gatewayRun{ready: make(chan struct{})} }
+
+// set makes st what serves and lets the waiting requests in.
+func (r *gatewayRun) set(st *gatewayState) {
+	r.state.Store(st)
+	r.end()
+}
+
+// end lets the waiting requests go, with what serves if anything does.
+func (r *gatewayRun) end() { r.close.Do(func() { close(r.ready) }) }
+
+// await returns what serves, waiting for the App's Start no longer than
+// ctx allows; nil is a school that is not serving (yet).
+func (r *gatewayRun) await(ctx context.Context) *gatewayState {
+	if st := r.state.Load(); st != nil {
+		return st
+	}
+	select {
+	case <-r.ready:
+		return r.state.Load()
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// startingRetryAfter is the Retry-After, in seconds, of a request that
+// gave up waiting for its school to be built.
+const startingRetryAfter = 1
+
+// writeStarting answers a request whose school is not built yet.
+func writeStarting(w http.ResponseWriter) error {
+	return school.WriteTemporarilyUnavailable(w, startingRetryAfter,
+		"this school is starting; try again in a moment")
+}
+
+// start builds the school, or finds its running state: opens the store,
+// loads the keys and builds the servers. An error fails the config's
+// start.
+func (g *Gateway) start(app *App) error {
+	ctx := g.ctx
+	s, kept, err := acquireSite(g.key, func() (*site, context.CancelFunc, error) { return g.newSite(ctx) })
+	if err != nil {
+		return g.startFailed(app, err)
+	}
+	if kept {
+		// This config serves its own metrics registry.
+		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
+	}
+	app.serving(s)
+	g.run.set(&gatewayState{site: s})
+	return nil
+}
+
+// startFailed decides what a school that failed to build does. An error
+// in its data leaves the other schools starting and this one answering
+// 503 (failure.go) and being built again in the background (rebuild.go)
+// — unless the running config serves the school: then the start fails,
+// and the running config keeps serving it, for a reload must never trade
+// a serving school for a 503.
+func (g *Gateway) startFailed(app *App, err error) error {
+	f, isData := asLoadFailure(err)
+	if !isData || servingNow(g.Issuer) {
+		return err
+	}
+	g.ctx.Slogger().Error("the school failed to load; it answers 503 until a rebuild in the background or a reload builds it",
+		"issuer", g.Issuer, "error", err, "next_try", firstRebuild)
+	fs := newFailedSite(g, f)
+	app.failing(fs)
+	g.run.set(&gatewayState{failed: fs})
+	fs.startRebuilds(g.ctx, app, g.key)
+	return nil
+}
+
+// servingNow reports whether the running config serves the school. While
+// a config starts, the running config is the one it replaces.
+func servingNow(issuer string) bool {
+	app, err := runningApp()
+	if err != nil {
+		return false
+	}
+	_, ok := app.Site(issuer)
+	return ok
+}
+
+// Cleanup lets go of the school's state; it ends, with its background
+// work, when no config has the school any more. Requests still waiting
+// for a school that was never built are let go.
+func (g *Gateway) Cleanup() error {
+	if g.run == nil {
+		return nil
+	}
+	g.run.end()
+	st := g.run.state.Load()
+	switch {
+	case st == nil:
+		return nil
+	case st.failed != nil:
+		return st.failed.endRebuilds()
+	}
+	return releaseSite(g.key)
+}

@@ -1,0 +1,68 @@
+package school
+
+import (
+	"context"
+	"time"
+
+	"github.com/schoolgate/schoolgate/internal/source"
+	"github.com/schoolgate/schoolgate/sitedocs"
+)
+
+// The school's own OpenAPI description of its admin API is merged into
+// /openapi.json. One the configuration ships as a file comes with the
+// Config (AdminOpenAPI); one at a URL (AdminOpenAPIURL), such as the
+// legacy server's own document, is fetched in the background like the
+// catalog, and a failed or invalid fetch keeps the previous document
+// serving.
+
+// AdminOpenAPIDoc is the admin OpenAPI document as internal/source reads
+// it.
+var AdminOpenAPIDoc = source.Doc{What: "the admin OpenAPI document", Max: sitedocs.MaxAdminOpenAPIBytes}
+
+// scheduleAdminOpenAPI fetches AdminOpenAPIURL on the scheduler every
+// CatalogRefresh until ctx ends.
+func (s *Site) scheduleAdminOpenAPI(ctx context.Context) {
+	if s.cfg.AdminOpenAPIURL == "" {
+		return
+	}
+	delay, every := time.Second, s.cfg.CatalogRefresh
+	s.cfg.Scheduler.Add(ctx, delay, func(ctx context.Context) time.Duration {
+		delay = s.adminOpenAPIPass(ctx, delay, every)
+		return spread(delay, every)
+	})
+}
+
+// adminOpenAPIPass fetches the document once and returns the wait before
+// the next pass: the period after a success, a doubling retry delay after
+// a failure.
+func (s *Site) adminOpenAPIPass(ctx context.Context, delay, every time.Duration) time.Duration {
+	raw, err := source.Read(ctx, s.client, s.cfg.AdminOpenAPIURL, AdminOpenAPIDoc)
+	if err == nil {
+		err = s.useAdminOpenAPI(raw)
+	}
+	if err != nil {
+		s.log.Error("the admin OpenAPI document was not merged, keeping the previous one",
+			"issuer", s.cfg.Issuer, "from", s.cfg.AdminOpenAPIURL, "error", err)
+		return min(delay*2, every)
+	}
+	return every
+}
+
+// useAdminOpenAPI installs a newly read document, keeping the previous
+// one if the documents cannot be rendered with it.
+func (s *Site) useAdminOpenAPI(raw []byte) error {
+	prev := s.adminOpenAPI.Swap(&raw)
+	if err := s.checkDocs(); err != nil {
+		s.adminOpenAPI.Store(prev)
+		return err
+	}
+	return nil
+}
+
+// adminOpenAPIBytes is the current document (nil when none).
+func (s *Site) adminOpenAPIBytes() []byte {
+	if p := s.adminOpenAPI.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package school
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jwt"
+)
+
+// withAssertion turns the identity assertion on for audience.
+func withAssertion(audience string) func(*Config) {
+	return func(c *Config) { c.AssertionAudience = audience }
+}
+
+// A client's own X-School-Assertion never reaches the legacy server, in
+// any spelling, on protected and pass-through paths, with the option on
+// or off; with it on, the only assertion forwarded is the gateway's.
+func TestClientAssertionIsStripped(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		audience := ""
+		if on {
+			audience = "http://127.0.0.1:9080"
+		}
+		ts := newTestSite(t, withAssertion(audience))
+		for _, path := range []string{"/account/graphql", "/courses/x"} {
+			for _, name := range []string{"X-School-Assertion", "x-school-assertion", "X-SCHOOL-ASSERTION"} {
+				r := httptest.NewRequest("POST", path, strings.NewReader(`{"query":"{ viewer { id } }"}`))
+				r.Header["Authorization"] = []string{"Bearer " + ts.token}
+				r.Header[name] = []string{"forged.forged.forged"}
+				rec := ts.serve(t, r)
+				if ts.upstream.header == nil {
+					t.Fatalf("on=%v %s: not forwarded: %d %s", on, path, rec.Code, rec.Body)
+				}
+				var got []string
+				for k, v := range ts.upstream.header {
+					if strings.EqualFold(k, AssertionHeader) {
+						got = append(got, v...)
+					}
+				}
+				wantGateway := on && path == "/account/graphql"
+				switch {
+				case !wantGateway && len(got) != 0:
+					t.Errorf("on=%v %s %s: forwarded %q", on, path, name, got)
+				case wantGateway && (len(got) != 1 || got[0] == "forged.forged.forged"):
+					t.Errorf("on=%v %s %s: forwarded %q, want only the gateway's assertion", on, path, name, got)
+				}
+			}
+		}
+	}
+}
+
+// With the option on, the forwarded request carries a valid assertion
+// beside the plain headers; the same token's next request reuses it.
+func TestProtectedRequestCarriesAssertion(t *testing.T) {
+	ts := newTestSite(t, withAssertion("http://127.0.0.1:9080"))
+	request := func() http.Header {
+		r := httptest.NewRequest("POST", "/account/graphql", nil)
+		r.Header.Set("Authorization", "Bearer "+ts.token)
+		if rec := ts.serve(t, r); ts.upstream.header == nil {
+			t.Fatalf("not forwarded: %d %s", rec.Code, rec.Body)
+		}
+		return ts.upstream.header
+	}
+	h := request()
+	if h.Get("X-School-Subject") != "member-1" || h.Get("X-School-Audience") != "member" {
+		t.Errorf("plain identity headers missing: %v", h)
+	}
+	jwks, err := ts.Auth().Keys().JWKS(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := jwk.Parse(jwks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.ParseString(h.Get(AssertionHeader), jwt.WithKeySet(set), jwt.WithIssuer(testIssuer),
+		jwt.WithAudience("http://127.0.0.1:9080"))
+	if err != nil {
+		t.Fatalf("assertion: %v", err)
+	}
+	if sub, _ := tok.Subject(); sub != "member-1" {
+		t.Errorf("sub %q", sub)
+	}
+	first := h.Get(AssertionHeader)
+	if request().Get(AssertionHeader) != first {
+		t.Error("the second request of the same token was signed again")
+	}
+}
+
+// The MCP member tools call the Account API themselves: that call carries
+// the identity headers of the MCP request's token and, with the option
+// on, its assertion; without a validated token it is not made at all.
+func TestAccountQueryCarriesAssertion(t *testing.T) {
+	var got http.Header
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	}))
+	defer upstream.Close()
+	for _, on := range []bool{false, true} {
+		audience := ""
+		if on {
+			audience = "http://legacy.internal"
+		}
+		ts := newTestSite(t, withAssertion(audience), func(c *Config) {
+			c.Upstream, c.Client = upstream.URL, upstream.Client()
+		})
+		tok, err := ts.Auth().LookupAccessToken(t.Context(), ts.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = nil
+		if _, err := ts.accountQuery(t.Context(), tok, "{ viewer { id } }", nil); err != nil {
+			t.Fatalf("on=%v: %v", on, err)
+		}
+		want, _ := ts.Auth().IdentityAssertion(tok, "http://legacy.internal")
+		if a := got.Get(AssertionHeader); (a != "") != on || (on && a != want) {
+			t.Errorf("on=%v: assertion %q, want the token's cached one: %v", on, a, on)
+		}
+		if got.Get("X-School-Subject") != "member-1" || got.Get("X-School-Audience") != "member" {
+			t.Errorf("on=%v: identity headers %v", on, got)
+		}
+		got = nil
+		_, err = ts.accountQuery(t.Context(), nil, "{ viewer { id } }", nil)
+		if err == nil || got != nil {
+			t.Errorf("without a validated token the call must fail closed: %v, upstream saw %v", err, got)
+		}
+	}
+}

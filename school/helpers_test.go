@@ -1,0 +1,127 @@
+package school
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/boltstore"
+	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/store"
+)
+
+const testIssuer = "https://school.example"
+
+// testSite is a school built as caddymodule builds one, without Caddy:
+// on a bbolt store, with an access token minted straight into the store.
+type testSite struct {
+	*Site
+	store    store.Store
+	token    string
+	upstream *recordingNext
+	observed *countingObserver
+}
+
+// recordingNext stands for the reverse proxy: it keeps what would be
+// forwarded.
+type recordingNext struct {
+	header     http.Header
+	assertions map[string]bool // distinct assertions seen: ES256 signatures are randomized, so one per signature
+}
+
+func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error {
+	n.header = r.Header
+	if a := r.Header.Get(AssertionHeader); a != "" {
+		n.assertions[a] = true
+	}
+	return nil
+}
+
+// testConfig is a school's configuration on store, as caddymodule
+// defaults it.
+func testConfig(st store.Store) Config {
+	return Config{Issuer: testIssuer, Upstream: "http://127.0.0.1:9080", SessionURL: "/api/session",
+		LoginURL: "/login", AdminPrefix: "/admin/api", Store: st, Scheduler: schedule.New(1)}
+}
+
+// openStore opens a bbolt store that closes when the test ends.
+func openStore(tb testing.TB) store.Store {
+	tb.Helper()
+	st, err := boltstore.Open(filepath.Join(tb.TempDir(), "school.db"), time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// newTestSite builds a school on a new store; edit changes its
+// configuration first.
+func newTestSite(tb testing.TB, edit ...func(*Config)) *testSite {
+	tb.Helper()
+	st := openStore(tb)
+	cfg := testConfig(st)
+	obs := &countingObserver{counts: map[string]int{}}
+	cfg.Observer = obs
+	for _, e := range edit {
+		e(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	s, err := New(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &testSite{Site: s, store: st, token: mintMemberToken(tb, st, testIssuer),
+		upstream: &recordingNext{assertions: map[string]bool{}}, observed: obs}
+}
+
+// mintMemberToken stores a member grant and access token as a code
+// exchange would.
+func mintMemberToken(tb testing.TB, st store.Store, origin string) string {
+	tb.Helper()
+	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	raw := "sgat_" + strings.Repeat("t", 43)
+	now := time.Now()
+	if err := st.PutCode(context.Background(), hash("code"), &store.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
+		tb.Fatal(err)
+	}
+	err := st.RedeemCode(context.Background(), hash("code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		g := &store.Grant{ID: "grant-1", ClientID: "member-app", Audience: store.AudienceMember,
+			Scopes: []string{"openid", "account:read"}, Resource: origin, CreatedAt: now,
+			Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",
+				OrgID: "demo", Roles: []string{"student"}}}
+		return g, []store.IssuedToken{{Hash: hash(raw), Token: &store.Token{Kind: store.TokenAccess,
+			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
+}
+
+// serve serves r through the school with the recording upstream as next.
+func (ts *testSite) serve(tb testing.TB, r *http.Request) *httptest.ResponseRecorder {
+	tb.Helper()
+	ts.upstream.header = nil
+	rec := httptest.NewRecorder()
+	if err := ts.Serve(rec, r, ts.upstream); err != nil {
+		tb.Fatal(err)
+	}
+	return rec
+}
+
+// countingObserver counts the outcomes the school reports.
+type countingObserver struct {
+	nopObserver
+	counts map[string]int
+}
+
+func (o *countingObserver) ProtectedOutcome(outcome string) { o.counts["protected "+outcome]++ }
+func (o *countingObserver) MCPCaller(caller string)         { o.counts["mcp "+caller]++ }

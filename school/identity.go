@@ -1,0 +1,58 @@
+package school
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// IdentityHeaders are the headers set on every request forwarded to a
+// protected resource (docs/backend-contract.md), in the order of the
+// values Config.Identified receives.
+var IdentityHeaders = func() []string {
+	out := make([]string, len(identityHeaders))
+	for i, h := range identityHeaders {
+		out[i] = h.name
+	}
+	return out
+}()
+
+// identityHeaders are the identity headers and their values. The names
+// are canonical, so that they are assigned to a header map directly.
+var identityHeaders = []struct {
+	name  string
+	value func(*policy.Token) string
+}{
+	{"X-School-Subject", func(t *policy.Token) string { return t.Subject }},
+	{"X-School-Email", func(t *policy.Token) string { return t.Email }},
+	{"X-School-Name", func(t *policy.Token) string { return t.Name }},
+	{"X-School-Org-Id", func(t *policy.Token) string { return t.OrgID }},
+	{"X-School-Roles", func(t *policy.Token) string { return strings.Join(t.Roles, ",") }},
+	{"X-School-Scopes", func(t *policy.Token) string { return strings.Join(t.Scopes, " ") }},
+	{"X-School-Client-Id", func(t *policy.Token) string { return t.ClientID }},
+	{"X-School-Audience", func(t *policy.Token) string { return t.Audience }},
+}
+
+// setIdentity sets the identity headers of a protected request, from one
+// backing array for the eight values, and tells Config.Identified.
+func (s *Site) setIdentity(r *http.Request, t *policy.Token) {
+	vals := make([]string, len(identityHeaders))
+	for i, h := range identityHeaders {
+		vals[i] = h.value(t)
+		r.Header[h.name] = vals[i : i+1 : i+1]
+	}
+	if s.cfg.Identified != nil {
+		s.cfg.Identified(r, vals)
+	}
+}
+
+// identityHeaderValues returns the identity headers for a token, for
+// calls the school itself makes to the upstream.
+func identityHeaderValues(t *policy.Token) http.Header {
+	h := http.Header{}
+	for _, ih := range identityHeaders {
+		h.Set(ih.name, ih.value(t))
+	}
+	return h
+}

@@ -1,0 +1,328 @@
+// Package school is one school's gateway without Caddy: the routing of a
+// request (the authorization server's endpoints, protected resources with
+// their policy and challenges, /mcp, the documents, the identity headers
+// and the identity assertion), the MCP server, the documents, and the
+// school's periodic work (expiry purges, catalog and admin OpenAPI
+// refreshes). A Site is built from a plain Config; caddymodule builds one
+// per site block and hands it Caddy's reverse proxy to the legacy server
+// as the next handler.
+package school
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/sitedocs"
+	"github.com/schoolgate/schoolgate/store"
+)
+
+// Config is what a school is built from: plain values, an opened store and
+// the process's logger, metrics and scheduler.
+type Config struct {
+	// Issuer is the site origin in its one spelling (policy.ParseOrigin):
+	// the OAuth issuer, the resource and the base of every published URL.
+	// Required.
+	Issuer string
+	// Upstream is the legacy server's base URL without a trailing slash,
+	// which the school itself calls (session lookup, the MCP tools'
+	// Account API calls). Required.
+	Upstream string
+	// SessionURL is the upstream's session endpoint, a path on Upstream
+	// or an http(s) URL. Required.
+	SessionURL string
+	// LoginURL is the legacy login page, a path on the site or an
+	// http(s) URL. Required.
+	LoginURL string
+	// AdminPrefix is the path prefix of the school's admin API. Required.
+	AdminPrefix string
+	// Rules override the default admin-API policy, first match wins.
+	Rules []policy.Rule
+	// AdminOpenAPI is the school's own description of its admin API, as
+	// read from the file the configuration names; AdminOpenAPIURL is one
+	// fetched every CatalogRefresh instead. Default: neither.
+	AdminOpenAPI    []byte
+	AdminOpenAPIURL string
+	// Catalog is the catalog feed, a file path or an http(s) URL, imported
+	// every CatalogRefresh. Default: none.
+	Catalog string
+	// CatalogRefresh is how often Catalog and AdminOpenAPIURL are read
+	// again. Default: 10 minutes.
+	CatalogRefresh time.Duration
+	// AssertionAudience turns on the identity assertion, signed for this
+	// audience. Default: "", off.
+	AssertionAudience string
+
+	// The authorization server's options (authserver.Config).
+	Vendors           []authserver.VendorClient
+	MCPConnections    bool
+	MetadataDocuments authserver.MetadataDocumentsConfig
+	RateLimits        *authserver.RateLimits
+	CodeTTL           time.Duration
+	AccessTTL         time.Duration
+	RefreshTTL        time.Duration
+	RefreshGrace      time.Duration
+	NoRefreshGrace    bool
+
+	// Store is the school's opened store; the school does not close it.
+	// Required.
+	Store store.Store
+	// Client makes the school's calls to the upstream. Default: a client
+	// with a 15 s timeout that does not follow redirects.
+	Client *http.Client
+	// ClientIP is the caller's address, for the rate limits. Default: the
+	// request's RemoteAddr.
+	ClientIP func(*http.Request) string
+	// Identified, when set, is called with a protected request about to be
+	// forwarded and the values of its identity headers, in the order of
+	// IdentityHeaders (caddymodule makes them placeholders). It must not
+	// keep values past the request.
+	Identified func(r *http.Request, values []string)
+	// Observer counts the school's events. Default: none.
+	Observer Observer
+	// Logger receives the school's operational messages. Default:
+	// slog.Default().
+	Logger *slog.Logger
+	// Scheduler runs the school's periodic work, shared by every school
+	// of the process. Required.
+	Scheduler *schedule.Scheduler
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+// Observer counts a school's events: the authorization server's, and the
+// outcomes of protected requests and /mcp calls.
+type Observer interface {
+	authserver.Observer
+	// ProtectedOutcome counts a request to a protected resource by
+	// outcome: allowed, denied_by_policy, path_refused, or the challenge's
+	// error code.
+	ProtectedOutcome(outcome string)
+	// MCPCaller counts a request to /mcp by caller: anonymous, member,
+	// operator or refused.
+	MCPCaller(caller string)
+}
+
+// Handler is the next handler of a request the school does not answer
+// itself: the reverse proxy to the legacy server. caddyhttp.Handler is
+// one.
+type Handler interface {
+	ServeHTTP(http.ResponseWriter, *http.Request) error
+}
+
+// StatusError is a request the school refuses with Status and no body of
+// its own, for the caller's error handling to answer (Caddy's does).
+type StatusError struct {
+	Status int
+	Err    error
+}
+
+func (e *StatusError) Error() string { return e.Err.Error() }
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// DataError is a school that could not be built from its store (its keys
+// and settings did not read): its configuration is fine, its data is not.
+type DataError struct{ Err error }
+
+func (e *DataError) Error() string { return e.Err.Error() }
+func (e *DataError) Unwrap() error { return e.Err }
+
+const (
+	// janitorEvery is how often each school's expired records are purged.
+	janitorEvery = 10 * time.Minute
+	// defaultRefresh is how often the catalog and an admin OpenAPI URL
+	// are read again.
+	defaultRefresh = 10 * time.Minute
+	// storeCallTimeout bounds a store call made on behalf of no request.
+	storeCallTimeout = 5 * time.Second
+)
+
+// Site is one school. Its catalog, MCP server and documents are built on
+// their first use, not when the school is: a school nobody asks about
+// costs its configuration, its open store and its keys, nothing more.
+type Site struct {
+	cfg     Config
+	as      *authserver.Server
+	policy  *policy.Policy
+	observe Observer
+	client  *http.Client
+	log     *slog.Logger
+	now     func() time.Time
+	// since is when the school was built.
+	since time.Time
+
+	catalog *catalog.Manager
+	// mcp is the MCP server, built by the first /mcp request (mcpHandler)
+	// and again after the school's name changed (renameMCP); mcpBuild
+	// serializes that build, never a request that finds it built.
+	mcp      atomic.Pointer[builtMCP]
+	mcpBuild sync.Mutex
+	// docs are the documents, built by the first request for one of them
+	// and rebuilt when their inputs change once they exist (documents).
+	docs atomic.Pointer[sitedocs.Set]
+	// adminOpenAPI is the school's admin API description (admin.go).
+	adminOpenAPI atomic.Pointer[[]byte]
+	// refreshed is when the catalog feed was last fetched and imported.
+	refreshed atomic.Pointer[time.Time]
+	// catalogErr is why the last import of the feed failed; nil after a
+	// success.
+	catalogErr atomic.Pointer[importFailure]
+	// rebuild serializes rebuildDocs: the catalog loop, the admin OpenAPI
+	// loop and an operator's refresh rebuild concurrently, and a build
+	// from older inputs must not be stored over one from newer inputs.
+	rebuild sync.Mutex
+}
+
+// New builds the school: its authorization server (which reads or makes
+// its keys in the store) and its policy, and schedules its periodic work,
+// which runs until ctx ends. A *DataError is the store's data failing; any
+// other error is the configuration's.
+func New(ctx context.Context, cfg Config) (*Site, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	s := &Site{cfg: cfg, observe: cfg.Observer, client: cfg.Client, log: cfg.Logger, now: cfg.Now,
+		policy: &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}}
+	s.since = s.now().UTC()
+	var err error
+	s.as, err = authserver.New(ctx, authserver.Config{
+		Issuer:            cfg.Issuer,
+		SessionURL:        cfg.upstreamURL(cfg.SessionURL),
+		LoginURL:          cfg.LoginURL,
+		AdminPrefix:       cfg.AdminPrefix,
+		SchoolName:        s.schoolName,
+		Vendors:           cfg.Vendors,
+		MCPConnections:    cfg.MCPConnections,
+		CodeTTL:           cfg.CodeTTL,
+		AccessTTL:         cfg.AccessTTL,
+		RefreshTTL:        cfg.RefreshTTL,
+		RefreshGrace:      cfg.RefreshGrace,
+		NoRefreshGrace:    cfg.NoRefreshGrace,
+		SessionClient:     s.client,
+		MetadataDocuments: cfg.MetadataDocuments,
+		RateLimits:        cfg.RateLimits,
+		ClientIP:          cfg.ClientIP,
+		Observer:          s.observe,
+		Logger:            s.log,
+		Now:               s.now,
+	}, cfg.Store)
+	if err != nil {
+		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}
+	}
+	s.catalog = catalog.NewManager(cfg.Issuer, cfg.Store)
+	s.catalog.LoadLazily()
+	if cfg.Catalog != "" {
+		s.catalog.ExpectImport() // the first catalog pass runs it
+	}
+	if cfg.AdminOpenAPI != nil {
+		raw := cfg.AdminOpenAPI
+		s.adminOpenAPI.Store(&raw)
+		// A bad document fails the build now, not the first request for
+		// /openapi.json.
+		if err := CheckDocuments(cfg); err != nil {
+			return nil, err
+		}
+	}
+	s.followStore(ctx)
+	s.schedule(ctx)
+	return s, nil
+}
+
+// check refuses a Config that New cannot build from.
+func (c *Config) check() error {
+	switch {
+	case c.Issuer == "":
+		return errors.New("school: Issuer is required")
+	case c.Upstream == "":
+		return errors.New("school: Upstream is required")
+	case c.SessionURL == "" || c.LoginURL == "" || c.AdminPrefix == "":
+		return errors.New("school: SessionURL, LoginURL and AdminPrefix are required")
+	case c.Store == nil:
+		return errors.New("school: Store is required")
+	case c.Scheduler == nil:
+		return errors.New("school: Scheduler is required")
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.CatalogRefresh <= 0 {
+		c.CatalogRefresh = defaultRefresh
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// upstreamURL resolves a path against the upstream; URLs pass unchanged.
+func (c *Config) upstreamURL(pathOrURL string) string {
+	if strings.HasPrefix(pathOrURL, "/") {
+		return c.Upstream + pathOrURL
+	}
+	return pathOrURL
+}
+
+// schedule adds the school's periodic work to the shared scheduler, each
+// school at its own point of the period: the janitor, and the refreshes
+// of what comes from the school (catalog.go, admin.go).
+func (s *Site) schedule(ctx context.Context) {
+	s.cfg.Scheduler.Add(ctx, schedule.Offset(s.cfg.Issuer, janitorEvery), func(ctx context.Context) time.Duration {
+		s.as.Purge(ctx, janitorEvery)
+		return janitorEvery
+	})
+	s.scheduleCatalog(ctx)
+	s.scheduleAdminOpenAPI(ctx)
+}
+
+// Issuer is the school's origin.
+func (s *Site) Issuer() string { return s.cfg.Issuer }
+
+// Auth is the school's authorization server.
+func (s *Site) Auth() *authserver.Server { return s.as }
+
+// Store is the school's store.
+func (s *Site) Store() store.Store { return s.cfg.Store }
+
+// Since is when the school was built.
+func (s *Site) Since() time.Time { return s.since }
+
+// State is lazy until something of the school (catalog index, MCP server,
+// documents) has been built by a request, serving after.
+func (s *Site) State() string {
+	if s.mcp.Load() != nil || s.docs.Load() != nil || s.catalog.Loaded() != nil {
+		return "serving"
+	}
+	return "lazy"
+}
+
+type nopObserver struct{}
+
+func (nopObserver) TokenIssued(string)       {}
+func (nopObserver) Refused(string, string)   {}
+func (nopObserver) Registered(string)        {}
+func (nopObserver) TokenLookup(bool)         {}
+func (nopObserver) GrantDisconnected(string) {}
+func (nopObserver) ProtectedOutcome(string)  {}
+func (nopObserver) MCPCaller(string)         {}

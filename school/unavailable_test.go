@@ -1,0 +1,93 @@
+package school
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// downSite is a test school whose store has been closed after its token
+// was minted and its documents built: every store call fails as with a
+// database that is down.
+func downSite(t *testing.T) (*testSite, *bool) {
+	t.Helper()
+	ts := newTestSite(t)
+	if err := ts.rebuildDocs(); err != nil {
+		t.Fatal(err)
+	}
+	mcpServed := new(bool)
+	var mcp http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { *mcpServed = true })
+	ts.mcp.Store(&builtMCP{handler: mcp})
+	if err := ts.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return ts, mcpServed
+}
+
+// With the store down, the protected resources and /mcp with a token
+// answer 503 with Retry-After and the JSON error temporarily_unavailable:
+// never a 401 that makes a client drop a good token, never a 500. Nothing
+// is forwarded or served past the check.
+func TestStoreFailureIsUnavailable(t *testing.T) {
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "/account/graphql"},
+		{"GET", "/admin/api/courses"},
+		{"POST", "/mcp"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			ts, mcpServed := downSite(t)
+			r := httptest.NewRequest(tc.method, tc.path, strings.NewReader(`{}`))
+			r.Header.Set("Authorization", "Bearer "+ts.token)
+			r.Header.Set("Content-Type", "application/json")
+			rec := ts.serve(t, r)
+			if ts.upstream.header != nil || *mcpServed {
+				t.Error("served past the token check")
+			}
+			checkUnavailable(t, rec)
+		})
+	}
+}
+
+// checkUnavailable checks a store failure's answer: 503, Retry-After 5,
+// no challenge, not cached, the JSON error without the store's message.
+func checkUnavailable(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	h := rec.Header()
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503\n%s", rec.Code, rec.Body)
+	}
+	if h.Get("Retry-After") != "5" {
+		t.Errorf("Retry-After %q, want 5", h.Get("Retry-After"))
+	}
+	if h.Get("WWW-Authenticate") != "" {
+		t.Errorf("a 503 is no challenge: WWW-Authenticate %q", h.Get("WWW-Authenticate"))
+	}
+	if h.Get("Cache-Control") != "no-store" {
+		t.Errorf("Cache-Control %q", h.Get("Cache-Control"))
+	}
+	var body map[string]string
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || h.Get("Content-Type") != "application/json" {
+		t.Fatalf("not JSON (%q): %v\n%s", h.Get("Content-Type"), err, rec.Body)
+	}
+	if body["error"] != "temporarily_unavailable" || body["error_description"] == "" {
+		t.Errorf("body %v", body)
+	}
+	if strings.Contains(rec.Body.String(), "database not open") {
+		t.Errorf("the store's error reached the client: %s", rec.Body)
+	}
+}
+
+// Documents are not rebuilt as if MCP connections were off when the
+// switch cannot be read: the previous ones keep serving.
+func TestRebuildDocsKeepsDocumentsWhenTheSwitchIsUnreadable(t *testing.T) {
+	ts, _ := downSite(t)
+	before := ts.docs.Load()
+	if err := ts.rebuildDocs(); !IsStoreFailure(err) {
+		t.Errorf("rebuild: %v, want a store failure", err)
+	}
+	if ts.docs.Load() != before {
+		t.Error("the documents were replaced")
+	}
+}
