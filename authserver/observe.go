@@ -7,9 +7,9 @@ type Observer interface {
 	// TokenIssued counts a token response (grant type authorization_code
 	// or refresh_token).
 	TokenIssued(grantType string)
-	// Refused counts an OAuth error answer at an endpoint (token,
-	// register, revoke, introspect, authorize) by its error code, or
-	// "rate_limited".
+	// Refused counts an OAuth error answer by the name of the route that
+	// gave it (token, register, revoke, introspect, authorize; other for
+	// the pages' areas) and its error code, or "rate_limited".
 	Refused(endpoint, code string)
 	// Registered counts a dynamic registration by the kind of client it
 	// returned (vendor, loopback).

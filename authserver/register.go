@@ -45,12 +45,12 @@ func errRedirect(desc string) *oauthError {
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	req, e := readRegistration(w, r)
 	if e != nil {
-		s.refuse(w, "register", e)
+		s.refuse(w, r, e)
 		return
 	}
 	c, secret, e := s.register(r.Context(), req, s.clientAddr(r))
 	if e != nil {
-		s.refuse(w, "register", e)
+		s.refuse(w, r, e)
 		return
 	}
 	s.cfg.Observer.Registered(c.Kind)

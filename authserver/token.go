@@ -27,16 +27,16 @@ type tokenResponse struct {
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e != nil {
-		s.refuse(w, "token", e)
+		s.refuse(w, r, e)
 		return
 	}
 	grantType := form.Get("grant_type")
 	if grantType == "" {
-		s.refuse(w, "token", errInvalidRequest("grant_type is required"))
+		s.refuse(w, r, errInvalidRequest("grant_type is required"))
 		return
 	}
 	if grantType != "authorization_code" && grantType != "refresh_token" {
-		s.refuse(w, "token", &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "supported grant types: authorization_code, refresh_token"})
+		s.refuse(w, r, &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "supported grant types: authorization_code, refresh_token"})
 		return
 	}
 	if s.limitedKey(w, r, s.limits.tokenClient, "client\x00"+form.Get("client_id"), false) {
@@ -44,7 +44,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		s.refuse(w, "token", e)
+		s.refuse(w, r, e)
 		return
 	}
 	var resp *tokenResponse
@@ -54,7 +54,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		resp, e = s.refresh(r.Context(), client, form)
 	}
 	if e != nil {
-		s.refuse(w, "token", e)
+		s.refuse(w, r, e)
 		return
 	}
 	s.cfg.Observer.TokenIssued(grantType)
