@@ -479,3 +479,31 @@ func containsUnescaped(s, sub string) bool {
 		i = at + 1
 	}
 }
+
+// TestEveryEndpointDocumented holds the documents to authserver's
+// endpoint table: each endpoint it gives a title has an operation in
+// openapi.json and a row in auth.md's table, and openapi.json describes
+// no operation of the authorization server that the table lacks.
+func TestEveryEndpointDocumented(t *testing.T) {
+	set := mustBuild(t, testSite(), testFeed())
+	md := body(t, set, sitepath.AuthGuide)
+	listed := map[string]bool{}
+	for _, e := range listedEndpoints() {
+		listed[e.Path] = true
+		if ops, _ := dig(decodeOpenAPI(t, set), "paths", e.Path).(map[string]any); len(ops) == 0 {
+			t.Errorf("openapi.json does not describe %s (%s)", e.Path, e.Name)
+		}
+		if row := "| " + e.Title + " | `" + testIssuer + e.Path + "` |\n"; !strings.Contains(md, row) {
+			t.Errorf("auth.md lacks the row %q", row)
+		}
+	}
+	if len(listed) < 10 {
+		t.Fatalf("only %d endpoints listed", len(listed))
+	}
+	s, _ := normalizeSite(testSite())
+	for _, m := range append(discoveryOperations(s), oauthOperations(s)...) {
+		if !listed[m.k] {
+			t.Errorf("openapi.json describes %s, which authserver does not list", m.k)
+		}
+	}
+}
