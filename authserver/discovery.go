@@ -39,7 +39,7 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 		"issuer":                                         s.cfg.Issuer,
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          GrantTypes(),
 		"code_challenge_methods_supported":               []string{"S256"},
 		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_post"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_post"},

@@ -4,8 +4,8 @@ package authserver
 // implements it with Prometheus counters; methods must be cheap and safe
 // for concurrent use, as they run on the request path.
 type Observer interface {
-	// TokenIssued counts a token response (grant type authorization_code
-	// or refresh_token).
+	// TokenIssued counts a token response by its grant type (one of
+	// GrantTypes).
 	TokenIssued(grantType string)
 	// Refused counts an OAuth error answer by the name of the route that
 	// gave it (token, register, revoke, introspect, authorize; other for
