@@ -63,12 +63,12 @@ func exampleAuthorizeQuery(issuer, scopes string) string {
 func scopeRows(scopes []string) []scopeRow {
 	var out []scopeRow
 	for _, sc := range dedupe(scopes) {
-		who := "operator"
+		who := policy.AudienceOperator
 		switch {
 		case !isOperatorScope(sc):
-			who = "member"
+			who = policy.AudienceMember
 		case sc == "openid" || sc == "profile" || sc == "email" || sc == policy.OfflineAccess:
-			who = "member, operator"
+			who = policy.AudienceMember + ", " + policy.AudienceOperator
 		}
 		out = append(out, scopeRow{Name: sc, Words: scopeDescription(sc), Clients: who})
 	}
