@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -504,6 +505,29 @@ func TestEveryEndpointDocumented(t *testing.T) {
 	for _, m := range append(discoveryOperations(s), oauthOperations(s)...) {
 		if !listed[m.k] {
 			t.Errorf("openapi.json describes %s, which authserver does not list", m.k)
+		}
+	}
+}
+
+// TestToolsListed holds the documents' tool lists to mcpserver's table:
+// auth.md names every tool and llms.txt every public one, and each note
+// auth.md adds is about a member tool that exists.
+func TestToolsListed(t *testing.T) {
+	set := mustBuild(t, testSite(), testFeed())
+	md, llms := body(t, set, sitepath.AuthGuide), body(t, set, sitepath.LLMs)
+	member := map[string]bool{}
+	for _, tool := range mcpserver.Tools() {
+		member[tool.Name] = tool.Member
+		if !strings.Contains(md, "`"+tool.Name+"`") {
+			t.Errorf("auth.md does not name %s", tool.Name)
+		}
+		if !tool.Member && !strings.Contains(llms, tool.Name) {
+			t.Errorf("llms.txt does not name the public tool %s", tool.Name)
+		}
+	}
+	for name := range toolNotes {
+		if !member[name] {
+			t.Errorf("toolNotes has a note on %s, which is no member tool", name)
 		}
 	}
 }
