@@ -2,8 +2,12 @@ package authserver
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // BenchmarkLookupAccessToken measures the protected-resource hot path.
@@ -63,5 +67,39 @@ func BenchmarkRefresh(b *testing.B) {
 			b.Fatalf("refresh: %d %v", status, m)
 		}
 		rt = m["refresh_token"].(string)
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps nothing but its header
+// map, which a benchmark clears between requests.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkDispatch measures ServeHTTP on answers that do little beyond
+// finding their route (limits off): what the route lookup costs every
+// request.
+func BenchmarkDispatch(b *testing.B) {
+	f := newFixture(b)
+	f.srv.limits = newLimiters(RateLimits{})
+	for _, c := range []struct{ name, method, path string }{
+		{"token-get", http.MethodGet, sitepath.Token},
+		{"register-get", http.MethodGet, sitepath.Register},
+		{"jwks-post", http.MethodPost, sitepath.JWKS},
+		{"preflight", http.MethodOptions, sitepath.Introspect},
+		{"unknown", http.MethodGet, "/api/oauth/unknown"},
+		{"asset-head", http.MethodHead, stylesheetPath},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := httptest.NewRequest(c.method, c.path, nil)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				f.srv.ServeHTTP(w, r)
+			}
+		})
 	}
 }

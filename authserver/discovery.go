@@ -37,15 +37,9 @@ func (s *Server) protectedResourceMetadata() map[string]any {
 func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 	m := map[string]any{
 		"issuer":                                         s.cfg.Issuer,
-		"authorization_endpoint":                         s.url(sitepath.Authorize),
-		"token_endpoint":                                 s.url(sitepath.Token),
-		"userinfo_endpoint":                              s.url(sitepath.UserInfo),
-		"revocation_endpoint":                            s.url(sitepath.Revoke),
-		"introspection_endpoint":                         s.url(sitepath.Introspect),
-		"registration_endpoint":                          s.url(sitepath.Register),
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          GrantTypes(),
 		"code_challenge_methods_supported":               []string{"S256"},
 		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_post"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_post"},
@@ -58,11 +52,17 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 			"email", "name", "org_id", "roles"},
 		"service_documentation": s.url(sitepath.AuthGuide),
 	}
+	for _, e := range endpoints {
+		if e.Metadata != "" {
+			m[e.Metadata] = s.url(e.Path)
+		}
+	}
 	// The ID-token fields appear only while a published key may
 	// sign, so a client falls back to UserInfo when they are absent.
 	if s.keys.CanSign(s.cfg.Now()) {
-		m["jwks_uri"] = s.url(sitepath.JWKS)
 		m["id_token_signing_alg_values_supported"] = []string{"ES256"}
+	} else {
+		delete(m, "jwks_uri")
 	}
 	if oidc {
 		m["claims_parameter_supported"] = false
@@ -72,16 +72,9 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 	return m
 }
 
-func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
-	var doc map[string]any
-	switch r.URL.Path {
-	case sitepath.ProtectedResource:
-		doc = s.protectedResourceMetadata()
-	case sitepath.ASMetadata:
-		doc = s.authorizationServerMetadata(false)
-	case sitepath.OIDCConfig:
-		doc = s.authorizationServerMetadata(true)
-	}
+// serveMetadata answers a discovery document, which caches may keep a
+// while.
+func serveMetadata(w http.ResponseWriter, doc map[string]any) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(doc)

@@ -14,17 +14,17 @@ import (
 func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e != nil {
-		s.refuse(w, "introspect", e)
+		s.refuse(w, r, e)
 		return
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		s.refuse(w, "introspect", e)
+		s.refuse(w, r, e)
 		return
 	}
 	raw := form.Get("token")
 	if raw == "" {
-		s.refuse(w, "introspect", errInvalidRequest("token is required"))
+		s.refuse(w, r, errInvalidRequest("token is required"))
 		return
 	}
 	inactive := map[string]any{"active": false}
@@ -32,7 +32,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		// "active": false would make the client drop a token that may be
 		// fine; it is told to ask again instead.
-		s.refuse(w, "introspect", s.unavailable("introspection", err))
+		s.refuse(w, r, s.unavailable("introspection", err))
 		return
 	}
 	now := s.cfg.Now()

@@ -92,9 +92,10 @@ func errorText(desc string) string {
 	return desc
 }
 
-// refuse answers an OAuth error at an endpoint and counts it.
-func (s *Server) refuse(w http.ResponseWriter, endpoint string, e *oauthError) {
-	s.cfg.Observer.Refused(endpoint, e.Code)
+// refuse answers an OAuth error and counts it under the name of the
+// request's route.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *oauthError) {
+	s.cfg.Observer.Refused(routeFor(r.URL.Path).metricName(), e.Code)
 	writeOAuthError(w, e)
 }
 

@@ -4,12 +4,12 @@ package authserver
 // implements it with Prometheus counters; methods must be cheap and safe
 // for concurrent use, as they run on the request path.
 type Observer interface {
-	// TokenIssued counts a token response (grant type authorization_code
-	// or refresh_token).
+	// TokenIssued counts a token response by its grant type (one of
+	// GrantTypes).
 	TokenIssued(grantType string)
-	// Refused counts an OAuth error answer at an endpoint (token,
-	// register, revoke, introspect, authorize) by its error code, or
-	// "rate_limited".
+	// Refused counts an OAuth error answer by the name of the route that
+	// gave it (token, register, revoke, introspect, authorize; other for
+	// the pages' areas) and its error code, or "rate_limited".
 	Refused(endpoint, code string)
 	// Registered counts a dynamic registration by the kind of client it
 	// returned (vendor, loopback).

@@ -11,8 +11,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
-
-	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // Abuse limits on the endpoints anyone can call. Each limit is a token
@@ -108,27 +106,25 @@ type limiters struct {
 	register, newClients, authorize, token, tokenClient, revoke *limiter
 }
 
+// of returns the limiter of a route's class, nil for none.
+func (l *limiters) of(c limitClass) *limiter {
+	switch c {
+	case limitAuthorize:
+		return l.authorize
+	case limitToken:
+		return l.token
+	case limitRevoke:
+		return l.revoke
+	case limitRegister:
+		return l.register
+	}
+	return nil
+}
+
 func newLimiters(l RateLimits) limiters {
 	return limiters{register: newLimiter(l.Register), newClients: newLimiter(l.NewClients),
 		authorize: newLimiter(l.Authorize), token: newLimiter(l.Token),
 		tokenClient: newLimiter(l.TokenClient), revoke: newLimiter(l.Revoke)}
-}
-
-// endpointName names an endpoint in metrics.
-func endpointName(path string) string {
-	switch path {
-	case sitepath.Token:
-		return "token"
-	case sitepath.Register:
-		return "register"
-	case sitepath.Revoke:
-		return "revoke"
-	case sitepath.Introspect:
-		return "introspect"
-	case sitepath.Authorize, sitepath.Consent:
-		return "authorize"
-	}
-	return "other"
 }
 
 // clientAddr is the caller's address for limits: what the adapter says
@@ -157,7 +153,7 @@ func (s *Server) limitedKey(w http.ResponseWriter, r *http.Request, l *limiter, 
 	if ok {
 		return false
 	}
-	s.cfg.Observer.Refused(endpointName(r.URL.Path), "rate_limited")
+	s.cfg.Observer.Refused(routeFor(r.URL.Path).metricName(), "rate_limited")
 	secs := int(math.Ceil(wait.Seconds()))
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, secs)))
 	msg := fmt.Sprintf("too many requests; retry after %d s", max(1, secs))

@@ -45,12 +45,12 @@ func errRedirect(desc string) *oauthError {
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	req, e := readRegistration(w, r)
 	if e != nil {
-		s.refuse(w, "register", e)
+		s.refuse(w, r, e)
 		return
 	}
 	c, secret, e := s.register(r.Context(), req, s.clientAddr(r))
 	if e != nil {
-		s.refuse(w, "register", e)
+		s.refuse(w, r, e)
 		return
 	}
 	s.cfg.Observer.Registered(c.Kind)
@@ -276,7 +276,7 @@ func checkLoopbackMetadata(req *registration) *oauthError {
 			strings.Join(loopbackAuthMethods, " or "))
 	}
 	for _, g := range req.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
+		if grantTypeOf(g) == nil {
 			return errMetadata("grant type " + g + " is not supported")
 		}
 	}
@@ -311,7 +311,7 @@ func registrationResponse(c *store.Client, secret string) map[string]any {
 		"client_name":                c.Name,
 		"redirect_uris":              c.RedirectURIs,
 		"token_endpoint_auth_method": c.AuthMethod,
-		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"grant_types":                GrantTypes(),
 		"response_types":             []string{"code"},
 		"scope":                      strings.Join(requestableScopes(c), " "),
 	}

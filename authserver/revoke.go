@@ -13,17 +13,17 @@ import (
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e != nil {
-		s.refuse(w, "revoke", e)
+		s.refuse(w, r, e)
 		return
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		s.refuse(w, "revoke", e)
+		s.refuse(w, r, e)
 		return
 	}
 	raw := form.Get("token")
 	if raw == "" {
-		s.refuse(w, "revoke", errInvalidRequest("token is required"))
+		s.refuse(w, r, errInvalidRequest("token is required"))
 		return
 	}
 	hash := hashToken(raw)
@@ -33,11 +33,11 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		// Not the 200 of an unknown token: the client would believe the
 		// token revoked while it still works.
-		s.refuse(w, "revoke", s.unavailable("revocation", err))
+		s.refuse(w, r, s.unavailable("revocation", err))
 		return
 	case t.ClientID == client.ID:
 		if err := s.store.RevokeToken(r.Context(), hash); err != nil {
-			s.refuse(w, "revoke", s.unavailable("revocation", err))
+			s.refuse(w, r, s.unavailable("revocation", err))
 			return
 		}
 		s.cache.purge()

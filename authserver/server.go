@@ -10,11 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -85,79 +83,6 @@ func (s *Server) Issuer() string { return s.cfg.Issuer }
 
 // Keys returns the site's signing keys.
 func (s *Server) Keys() *Keys { return s.keys }
-
-// ServeHTTP serves every path sitepath.IsAuthServer reports; unknown ones get a JSON 404.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case sitepath.IsAdmin(r.URL.Path):
-		// The admin area is same-origin HTML behind the site's cookies:
-		// no CORS, its own security headers and CSRF checks.
-		s.handleAdmin(w, r)
-		return
-	case sitepath.IsAccount(r.URL.Path):
-		// The person's own area: the same, with the rate limit of the
-		// sign-in pages.
-		if !s.limited(w, r, s.limits.authorize, true) {
-			s.handleAccount(w, r)
-		}
-		return
-	case strings.HasPrefix(r.URL.Path, sitepath.Assets):
-		// What the pages load; they are this origin's alone.
-		s.getOnly(w, r, serveAsset)
-		return
-	}
-	cors := r.URL.Path != sitepath.Authorize && r.URL.Path != sitepath.Consent
-	if cors {
-		setCORS(w)
-		if r.Method == http.MethodOptions {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-	}
-	switch r.URL.Path {
-	case sitepath.ProtectedResource, sitepath.ASMetadata, sitepath.OIDCConfig:
-		s.getOnly(w, r, s.serveDiscovery)
-	case sitepath.JWKS:
-		s.getOnly(w, r, s.serveJWKS)
-	case sitepath.Authorize:
-		if !s.limited(w, r, s.limits.authorize, true) {
-			s.handleAuthorize(w, r)
-		}
-	case sitepath.Consent:
-		if !s.limited(w, r, s.limits.authorize, true) {
-			s.handleConsent(w, r)
-		}
-	case sitepath.Token:
-		if !s.limited(w, r, s.limits.token, false) {
-			s.handleToken(w, r)
-		}
-	case sitepath.UserInfo:
-		s.handleUserInfo(w, r)
-	case sitepath.Revoke:
-		if !s.limited(w, r, s.limits.revoke, false) {
-			s.handleRevoke(w, r)
-		}
-	case sitepath.Introspect:
-		if !s.limited(w, r, s.limits.revoke, false) {
-			s.handleIntrospect(w, r)
-		}
-	case sitepath.Register:
-		if !s.limited(w, r, s.limits.register, false) {
-			s.handleRegister(w, r)
-		}
-	default:
-		WriteNotFound(w)
-	}
-}
-
-func (s *Server) getOnly(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeOAuthError(w, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use GET"})
-		return
-	}
-	h(w, r)
-}
 
 // setCORS lets browser-based clients read the endpoints' answers. None of
 // them relies on cookies, so a wildcard origin is safe.

@@ -23,20 +23,63 @@ type tokenResponse struct {
 	IDToken      string `json:"id_token,omitempty"`
 }
 
-// handleToken serves POST /api/oauth/token.
+// Grant types of the token endpoint.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantRefreshToken      = "refresh_token"
+)
+
+// grantType is a grant the token endpoint accepts: its grant_type and
+// what redeems it for the client that authenticated, from the request's
+// form.
+type grantType struct {
+	name   string
+	redeem func(s *Server, ctx context.Context, client *store.Client, form url.Values) (*tokenResponse, *oauthError)
+}
+
+// grantTypes are the token endpoint's grants, in the order discovery and
+// registration list them.
+var grantTypes = [...]grantType{
+	{GrantAuthorizationCode, (*Server).exchangeCode},
+	{GrantRefreshToken, (*Server).refresh},
+}
+
+// GrantTypes are the grant_type values the token endpoint accepts.
+func GrantTypes() []string {
+	names := make([]string, len(grantTypes))
+	for i, g := range grantTypes {
+		names[i] = g.name
+	}
+	return names
+}
+
+// grantTypeOf returns the grant of a grant_type, nil for one not accepted.
+func grantTypeOf(name string) *grantType {
+	for i := range grantTypes {
+		if grantTypes[i].name == name {
+			return &grantTypes[i]
+		}
+	}
+	return nil
+}
+
+// handleToken serves POST /api/oauth/token: the form is read and the
+// client authenticated once, then the grant named by grant_type redeems.
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	form, e := readForm(w, r)
 	if e != nil {
-		s.refuse(w, "token", e)
+		s.refuse(w, r, e)
 		return
 	}
-	grantType := form.Get("grant_type")
-	if grantType == "" {
-		s.refuse(w, "token", errInvalidRequest("grant_type is required"))
+	name := form.Get("grant_type")
+	if name == "" {
+		s.refuse(w, r, errInvalidRequest("grant_type is required"))
 		return
 	}
-	if grantType != "authorization_code" && grantType != "refresh_token" {
-		s.refuse(w, "token", &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "supported grant types: authorization_code, refresh_token"})
+	grant := grantTypeOf(name)
+	if grant == nil {
+		s.refuse(w, r, &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type",
+			Description: "supported grant types: " + strings.Join(GrantTypes(), ", ")})
 		return
 	}
 	if s.limitedKey(w, r, s.limits.tokenClient, "client\x00"+form.Get("client_id"), false) {
@@ -44,20 +87,15 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		s.refuse(w, "token", e)
+		s.refuse(w, r, e)
 		return
 	}
-	var resp *tokenResponse
-	if grantType == "authorization_code" {
-		resp, e = s.exchangeCode(r.Context(), client, form)
-	} else {
-		resp, e = s.refresh(r.Context(), client, form)
-	}
+	resp, e := grant.redeem(s, r.Context(), client, form)
 	if e != nil {
-		s.refuse(w, "token", e)
+		s.refuse(w, r, e)
 		return
 	}
-	s.cfg.Observer.TokenIssued(grantType)
+	s.cfg.Observer.TokenIssued(grant.name)
 	writeJSON(w, http.StatusOK, resp)
 }
 

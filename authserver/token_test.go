@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -498,4 +500,59 @@ func operatorParams(clientID, redirect string) url.Values {
 	q.Set("scope", "openid courses:read")
 	q.Del("resource")
 	return q
+}
+
+// grantsIssued records the grant types the server counts.
+type grantsIssued struct {
+	nopObserver
+	mu     sync.Mutex
+	grants []string
+}
+
+func (o *grantsIssued) TokenIssued(grant string) {
+	o.mu.Lock()
+	o.grants = append(o.grants, grant)
+	o.mu.Unlock()
+}
+
+// TestGrantTypeDispatch holds each grant_type to its own redeemer (each
+// names its own missing parameter), the grants the server advertises to
+// the ones it accepts, and the issued-token count to the grant's name.
+func TestGrantTypeDispatch(t *testing.T) {
+	f := newFixture(t)
+	obs := &grantsIssued{}
+	f.srv.cfg.Observer = obs
+	for _, c := range []struct{ grantType, code, desc string }{
+		{"authorization_code", "invalid_request", "code is required"},
+		{"refresh_token", "invalid_request", "refresh_token is required"},
+		{"", "invalid_request", "grant_type is required"},
+		{"password", "unsupported_grant_type", "supported grant types: authorization_code, refresh_token"},
+		{"Refresh_Token", "unsupported_grant_type", "supported grant types: authorization_code, refresh_token"},
+	} {
+		status, m := f.token(url.Values{"grant_type": {c.grantType}, "client_id": {memberClient}})
+		if status != http.StatusBadRequest || m["error"] != c.code || m["error_description"] != c.desc {
+			t.Errorf("grant_type %q: %d %v", c.grantType, status, m)
+		}
+	}
+	tokens := f.tokens()
+	if status, m := f.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tokens["refresh_token"].(string)},
+		"client_id": {memberClient}}); status != http.StatusOK {
+		t.Fatalf("refresh: %d %v", status, m)
+	}
+	if got := strings.Join(obs.grants, " "); got != "authorization_code refresh_token" {
+		t.Errorf("counted %q", got)
+	}
+
+	want := []any{"authorization_code", "refresh_token"}
+	var meta map[string]any
+	_ = json.Unmarshal(f.serve("GET", sitepath.ASMetadata, nil, nil).Body.Bytes(), &meta)
+	if !reflect.DeepEqual(meta["grant_types_supported"], want) {
+		t.Errorf("grant_types_supported = %v", meta["grant_types_supported"])
+	}
+	rec := f.serve("POST", sitepath.Register, strings.NewReader(`{"redirect_uris":["http://127.0.0.1:1/cb"],"grant_types":["refresh_token","authorization_code"]}`),
+		map[string]string{"Content-Type": "application/json"})
+	var reg map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil || rec.Code != http.StatusCreated || !reflect.DeepEqual(reg["grant_types"], want) {
+		t.Errorf("registration: %d %v", rec.Code, reg)
+	}
 }

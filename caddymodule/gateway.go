@@ -283,7 +283,7 @@ func (g *Gateway) validateVendors() error {
 			return fmt.Errorf("%s: client_id %q is used by another vendor", where, v.ClientID)
 		case len(v.RedirectURIs) == 0:
 			return fmt.Errorf("%s: at least one redirect_uri is required", where)
-		case v.Audience != "" && v.Audience != "member" && v.Audience != "operator":
+		case v.Audience != "" && v.Audience != policy.AudienceMember && v.Audience != policy.AudienceOperator:
 			return fmt.Errorf("%s: audience must be member or operator, not %q", where, v.Audience)
 		}
 		seen[v.ClientID] = true

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // Metrics per site, in Caddy's metrics registry (served where Caddy
@@ -68,8 +70,8 @@ func newSiteObserver(m *metrics, site string) siteObserver {
 		lookupHit: m.tokenLookups.WithLabelValues(site, "hit"), lookupMiss: m.tokenLookups.WithLabelValues(site, "miss"),
 		allowed:      m.protected.WithLabelValues(site, "allowed"),
 		mcpAnonymous: m.mcpRequests.WithLabelValues(site, "anonymous"),
-		mcpMember:    m.mcpRequests.WithLabelValues(site, "member"),
-		mcpOperator:  m.mcpRequests.WithLabelValues(site, "operator")}
+		mcpMember:    m.mcpRequests.WithLabelValues(site, policy.AudienceMember),
+		mcpOperator:  m.mcpRequests.WithLabelValues(site, policy.AudienceOperator)}
 }
 
 func (o siteObserver) TokenIssued(grantType string) {
@@ -106,9 +108,9 @@ func (o siteObserver) MCPCaller(caller string) {
 	switch caller {
 	case "anonymous":
 		o.mcpAnonymous.Inc()
-	case "member":
+	case policy.AudienceMember:
 		o.mcpMember.Inc()
-	case "operator":
+	case policy.AudienceOperator:
 		o.mcpOperator.Inc()
 	default:
 		o.m.mcpRequests.WithLabelValues(o.site, caller).Inc()

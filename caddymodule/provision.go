@@ -185,7 +185,7 @@ func (r Rule) validate() error {
 	if !strings.HasPrefix(r.Path, "/") {
 		return fmt.Errorf("%s: the path must start with /", where)
 	}
-	if r.Audience != "member" && r.Audience != "operator" && r.Audience != "deny" {
+	if r.Audience != policy.AudienceMember && r.Audience != policy.AudienceOperator && r.Audience != "deny" {
 		return fmt.Errorf("%s: audience must be member, operator or deny, not %q", where, r.Audience)
 	}
 	return checkScopes(where, r.Scopes)

@@ -103,7 +103,12 @@ func TestStockGoClient(t *testing.T) {
 // validation switched on, proving the declared schemas describe the
 // results (clients such as the TypeScript SDK validate against them).
 func TestOutputSchemasHold(t *testing.T) {
-	defs := []toolDef{searchCatalogTool, getCourseTool, listEventsTool, listPlansTool}
+	var defs []toolDef
+	for _, tl := range toolTable {
+		if tl.public != nil {
+			defs = append(defs, tl.def)
+		}
+	}
 	calls := map[string][]map[string]any{
 		toolSearchCatalog:       {{"query": "portrait"}, {"query": ""}, {"query": "x", "kind": "plan"}},
 		toolGetCourse:           {{"slug": "photography-fundamentals"}, {"slug": "smartphone-photography"}},
@@ -120,8 +125,9 @@ func TestOutputSchemasHold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		handlers = map[string]func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error){
-			toolSearchCatalog: s.searchCatalog, toolGetCourse: s.getCourse, toolListEvents: s.listEvents, toolListMembershipPlans: s.listPlans,
+		handlers = map[string]func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error){}
+		for i := range toolTable {
+			handlers[toolTable[i].def.name] = toolTable[i].handler(s)
 		}
 		core := newValidatingServer(t, defs, handlers)
 		for _, d := range defs {
@@ -140,6 +146,9 @@ func TestOutputSchemasHold(t *testing.T) {
 	for _, d := range defs {
 		if d.output == nil {
 			t.Errorf("%s declares no output schema", d.name)
+		}
+		if len(calls[d.name]) == 0 {
+			t.Errorf("%s has no calls to check its output schema with", d.name)
 		}
 	}
 

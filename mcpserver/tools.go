@@ -25,28 +25,88 @@ const (
 	toolAccountQuery        = "account_query"
 )
 
-// memberTools need a signed-in member.
-var memberTools = map[string]bool{toolMyEnrollments: true, toolAccountQuery: true}
-
-func (s *mcpServer) addTools(core *server.MCPServer) {
-	t := declaredTools()
-	core.AddTool(t[0], s.searchCatalog)
-	core.AddTool(t[1], s.getCourse)
-	core.AddTool(t[2], s.listEvents)
-	core.AddTool(t[3], s.listPlans)
-	core.AddTool(t[4], s.memberOnly(toolMyEnrollments, s.myEnrollments))
-	core.AddTool(t[5], s.memberOnly(toolAccountQuery, s.accountQuery))
+// tool is one MCP tool: its declaration and its handler, paired here so
+// that no list position pairs them. Exactly one handler is set: public
+// for a tool anyone may call, member for one that needs a signed-in
+// member, which anonymous callers do not see listed and which answers
+// them with sign-in directions (memberOnly).
+type tool struct {
+	def toolDef
+	// brief is what the instructions say of the tool after its name: a
+	// verb phrase for a public tool ("finds courses"), the words in
+	// parentheses for a member tool.
+	brief  string
+	public func(*mcpServer, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	member func(*mcpServer, context.Context, *Identity, mcp.CallToolRequest) (*mcp.CallToolResult, error)
 }
 
-// declaredTools are the tools' declarations, in addTools' order, built
+// toolTable is every tool, in the order the instructions and the
+// documents give them (tools/list sorts them by name).
+var toolTable = [...]tool{
+	{def: searchCatalogTool, brief: "finds courses, events, membership plans and digital products",
+		public: (*mcpServer).searchCatalog},
+	{def: getCourseTool, brief: "returns one course in full", public: (*mcpServer).getCourse},
+	{def: listEventsTool, brief: "lists dated events such as workshops and webinars", public: (*mcpServer).listEvents},
+	{def: listPlansTool, brief: "lists the subscription plans", public: (*mcpServer).listPlans},
+	{def: myEnrollmentsTool, brief: "the signed-in member's courses, access and progress",
+		member: (*mcpServer).myEnrollments},
+	{def: accountQueryTool, brief: "read-only GraphQL against the member's own Account API",
+		member: (*mcpServer).accountQuery},
+}
+
+func (s *mcpServer) addTools(core *server.MCPServer) {
+	declared := declaredTools()
+	for i := range toolTable {
+		core.AddTool(declared[i], toolTable[i].handler(s))
+	}
+}
+
+// handler is the tool's handler serving s.
+func (t *tool) handler(s *mcpServer) server.ToolHandlerFunc {
+	if t.member != nil {
+		return s.memberOnly(t.def.name, func(ctx context.Context, id *Identity, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return t.member(s, ctx, id, req)
+		})
+	}
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return t.public(s, ctx, req)
+	}
+}
+
+// isMemberTool reports whether the tool of that name needs a member.
+func isMemberTool(name string) bool {
+	for i := range toolTable {
+		if toolTable[i].def.name == name {
+			return toolTable[i].member != nil
+		}
+	}
+	return false
+}
+
+// ToolInfo is a tool as the documents list it.
+type ToolInfo struct {
+	Name, Title string
+	// Member tools need a signed-in member; the others are public.
+	Member bool
+}
+
+// Tools are the MCP server's tools, in the order the documents give them.
+func Tools() []ToolInfo {
+	out := make([]ToolInfo, len(toolTable))
+	for i, t := range toolTable {
+		out[i] = ToolInfo{Name: t.def.name, Title: t.def.title, Member: t.member != nil}
+	}
+	return out
+}
+
+// declaredTools are the tools' declarations, in toolTable's order, built
 // once for the process: they are the same for every school, and a
 // thousand schools would otherwise each keep a copy of the schemas. They
 // are shared and never written.
 var declaredTools = sync.OnceValue(func() []mcp.Tool {
-	defs := []toolDef{searchCatalogTool, getCourseTool, listEventsTool, listPlansTool, myEnrollmentsTool, accountQueryTool}
-	out := make([]mcp.Tool, len(defs))
-	for i, d := range defs {
-		out[i] = d.tool()
+	out := make([]mcp.Tool, len(toolTable))
+	for i, t := range toolTable {
+		out[i] = t.def.tool()
 	}
 	return out
 })
@@ -62,7 +122,7 @@ func hideMemberTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *m
 	}
 	visible := make([]mcp.Tool, 0, len(res.Tools))
 	for _, t := range res.Tools {
-		if !memberTools[t.Name] {
+		if !isMemberTool(t.Name) {
 			visible = append(visible, t)
 		}
 	}

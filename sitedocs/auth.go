@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -11,6 +12,8 @@ import (
 // with this site's URLs, scopes and admin areas.
 type authView struct {
 	page
+	// Endpoints are the authorization server's, in the endpoint table.
+	Endpoints []authserver.Endpoint
 	// MemberScopes is what a member client requests, space-separated.
 	MemberScopes string
 	// AuthorizeQuery is the query of the walkthrough's authorization
@@ -31,6 +34,7 @@ func renderAuth(s Site) ([]byte, error) {
 	memberScopes := strings.Join(s.ProtectedResourceScopes, " ")
 	return render("auth.md", authView{
 		page:           newPage(s),
+		Endpoints:      listedEndpoints(),
 		MemberScopes:   memberScopes,
 		AuthorizeQuery: exampleAuthorizeQuery(s.Issuer, memberScopes),
 		ViewerQuery:    exampleViewerQuery,
@@ -59,12 +63,12 @@ func exampleAuthorizeQuery(issuer, scopes string) string {
 func scopeRows(scopes []string) []scopeRow {
 	var out []scopeRow
 	for _, sc := range dedupe(scopes) {
-		who := "operator"
+		who := policy.AudienceOperator
 		switch {
 		case !isOperatorScope(sc):
-			who = "member"
+			who = policy.AudienceMember
 		case sc == "openid" || sc == "profile" || sc == "email" || sc == policy.OfflineAccess:
-			who = "member, operator"
+			who = policy.AudienceMember + ", " + policy.AudienceOperator
 		}
 		out = append(out, scopeRow{Name: sc, Words: scopeDescription(sc), Clients: who})
 	}

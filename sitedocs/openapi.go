@@ -70,7 +70,7 @@ func renderOpenAPI(s Site) ([]byte, error) {
 // admin API.
 func openAPIPaths(s Site, admin *adminDoc) obj {
 	var paths obj
-	for _, section := range []func(Site) obj{discoveryPaths, oauthPaths, resourcePaths, documentPaths} {
+	for _, section := range []func(Site) obj{authServerPaths, resourcePaths, documentPaths} {
 		for _, m := range section(s) {
 			paths.add(m.k, m.v)
 		}

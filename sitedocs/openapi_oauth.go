@@ -1,9 +1,38 @@
 package sitedocs
 
-import "github.com/schoolgate/schoolgate/sitepath"
+import (
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/sitepath"
+)
 
-// discoveryPaths are the metadata documents and the key set.
-func discoveryPaths(s Site) obj {
+// authServerPaths are the authorization server's endpoints the documents
+// list, in authserver's order; discoveryOperations and oauthOperations
+// say what each does.
+func authServerPaths(s Site) obj {
+	ops := append(discoveryOperations(s), oauthOperations(s)...)
+	var paths obj
+	for _, e := range listedEndpoints() {
+		if op, ok := ops.get(e.Path); ok {
+			paths = paths.with(e.Path, op)
+		}
+	}
+	return paths
+}
+
+// listedEndpoints are the authorization server's endpoints that the
+// documents list: those authserver gives a title.
+func listedEndpoints() []authserver.Endpoint {
+	var out []authserver.Endpoint
+	for _, e := range authserver.Endpoints() {
+		if e.Title != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// discoveryOperations are the metadata documents and the key set.
+func discoveryOperations(s Site) obj {
 	discovery := func(id, summary, what string) obj {
 		return onGet(operation{tag: "Discovery", summary: summary, id: id,
 			responses: obj{{"200", response(what).with("content", jsonContent(anyObject()))}}})
@@ -27,8 +56,8 @@ func discoveryPaths(s Site) obj {
 	}
 }
 
-// oauthPaths are the authorization server's endpoints.
-func oauthPaths(s Site) obj {
+// oauthOperations are the authorization server's other endpoints.
+func oauthOperations(s Site) obj {
 	userinfo := func(method string) obj {
 		return operation{tag: "OAuth", summary: "OpenID Connect UserInfo", id: "userinfo" + method,
 			description: "Returns the claims of section 2.2: `sub`, `email` (with the `email` scope), `name`, `org_id`, `roles`.",

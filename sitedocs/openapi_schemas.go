@@ -1,5 +1,10 @@
 package sitedocs
 
+import (
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/policy"
+)
+
 // openAPISchemas are the request and response bodies of the operations.
 func openAPISchemas(s Site) obj {
 	strArray := func(desc string) obj {
@@ -13,7 +18,7 @@ func openAPISchemas(s Site) obj {
 			{"error_description", str("Human-readable explanation")},
 		})},
 		{"TokenRequest", object([]string{"grant_type", "client_id"}, obj{
-			{"grant_type", strEnum("Grant type", "authorization_code", "refresh_token")},
+			{"grant_type", strEnum("Grant type", authserver.GrantTypes()...)},
 			{"code", str("authorization_code: the authorization code")},
 			{"redirect_uri", str("authorization_code: the same value as at authorization")},
 			{"client_id", str("The client's id (both grants)")},
@@ -58,7 +63,7 @@ func openAPISchemas(s Site) obj {
 			{"exp", integer("Expiry, seconds since the epoch")},
 			{"iat", integer("Issue time, seconds since the epoch")},
 			{"token_type", str("`Bearer` or `refresh_token`")},
-			{"audience_type", strEnum("Who the token acts for", "member", "operator")},
+			{"audience_type", strEnum("Who the token acts for", policy.AudienceMember, policy.AudienceOperator)},
 		})},
 		{"RegistrationRequest", object([]string{"redirect_uris"}, obj{
 			{"client_name", str("Matched against the known vendor integrations")},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -477,5 +478,56 @@ func containsUnescaped(s, sub string) bool {
 			return true
 		}
 		i = at + 1
+	}
+}
+
+// TestEveryEndpointDocumented holds the documents to authserver's
+// endpoint table: each endpoint it gives a title has an operation in
+// openapi.json and a row in auth.md's table, and openapi.json describes
+// no operation of the authorization server that the table lacks.
+func TestEveryEndpointDocumented(t *testing.T) {
+	set := mustBuild(t, testSite(), testFeed())
+	md := body(t, set, sitepath.AuthGuide)
+	listed := map[string]bool{}
+	for _, e := range listedEndpoints() {
+		listed[e.Path] = true
+		if ops, _ := dig(decodeOpenAPI(t, set), "paths", e.Path).(map[string]any); len(ops) == 0 {
+			t.Errorf("openapi.json does not describe %s (%s)", e.Path, e.Name)
+		}
+		if row := "| " + e.Title + " | `" + testIssuer + e.Path + "` |\n"; !strings.Contains(md, row) {
+			t.Errorf("auth.md lacks the row %q", row)
+		}
+	}
+	if len(listed) < 10 {
+		t.Fatalf("only %d endpoints listed", len(listed))
+	}
+	s, _ := normalizeSite(testSite())
+	for _, m := range append(discoveryOperations(s), oauthOperations(s)...) {
+		if !listed[m.k] {
+			t.Errorf("openapi.json describes %s, which authserver does not list", m.k)
+		}
+	}
+}
+
+// TestToolsListed holds the documents' tool lists to mcpserver's table:
+// auth.md names every tool and llms.txt every public one, and each note
+// auth.md adds is about a member tool that exists.
+func TestToolsListed(t *testing.T) {
+	set := mustBuild(t, testSite(), testFeed())
+	md, llms := body(t, set, sitepath.AuthGuide), body(t, set, sitepath.LLMs)
+	member := map[string]bool{}
+	for _, tool := range mcpserver.Tools() {
+		member[tool.Name] = tool.Member
+		if !strings.Contains(md, "`"+tool.Name+"`") {
+			t.Errorf("auth.md does not name %s", tool.Name)
+		}
+		if !tool.Member && !strings.Contains(llms, tool.Name) {
+			t.Errorf("llms.txt does not name the public tool %s", tool.Name)
+		}
+	}
+	for name := range toolNotes {
+		if !member[name] {
+			t.Errorf("toolNotes has a note on %s, which is no member tool", name)
+		}
 	}
 }

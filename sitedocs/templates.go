@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -33,14 +34,52 @@ func render(name string, data any) ([]byte, error) {
 	return append(bytes.TrimRight(b.Bytes(), "\n"), '\n'), nil
 }
 
-// page is what every document's template starts from: the site, and the
-// paths of sitepath by name, as paths and as absolute URLs.
+// page is what every document's template starts from: the site, the
+// paths of sitepath by name, as paths and as absolute URLs, and the MCP
+// server's tools.
 type page struct {
 	Site
 	Path, URL links
+	Tools     toolLists
 }
 
-func newPage(s Site) page { return page{Site: s, Path: linksAt(""), URL: linksAt(s.Issuer)} }
+func newPage(s Site) page {
+	return page{Site: s, Path: linksAt(""), URL: linksAt(s.Issuer), Tools: mcpTools()}
+}
+
+// toolLists are the MCP server's tools as the documents list them, in
+// mcpserver's order: the public ones, and the member ones.
+type toolLists struct {
+	Public []string
+	Member []memberTool
+}
+
+// memberTool is a member tool in a sentence: its name, what the
+// documents say of it (toolNotes) and whether it ends the list.
+type memberTool struct {
+	Name, Note string
+	Last       bool
+}
+
+// toolNotes are what auth.md says of a member tool after its name.
+var toolNotes = map[string]string{
+	"account_query": "read-only GraphQL against the member's own Account API; mutations need `account:write`",
+}
+
+func mcpTools() toolLists {
+	var l toolLists
+	for _, t := range mcpserver.Tools() {
+		if t.Member {
+			l.Member = append(l.Member, memberTool{Name: t.Name, Note: toolNotes[t.Name]})
+		} else {
+			l.Public = append(l.Public, t.Name)
+		}
+	}
+	if n := len(l.Member); n > 0 {
+		l.Member[n-1].Last = true
+	}
+	return l
+}
 
 // links names the paths of the site the documents mention.
 type links struct {
