@@ -37,7 +37,7 @@ type tool struct {
 	// parentheses for a member tool.
 	brief  string
 	public func(*mcpServer, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
-	member func(*mcpServer, context.Context, *Identity, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	member func(*mcpServer, context.Context, *policy.Token, mcp.CallToolRequest) (*mcp.CallToolResult, error)
 }
 
 // toolTable is every tool, in the order the instructions and the
@@ -64,7 +64,7 @@ func (s *mcpServer) addTools(core *server.MCPServer) {
 // handler is the tool's handler serving s.
 func (t *tool) handler(s *mcpServer) server.ToolHandlerFunc {
 	if t.member != nil {
-		return s.memberOnly(t.def.name, func(ctx context.Context, id *Identity, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.memberOnly(t.def.name, func(ctx context.Context, id *policy.Token, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return t.member(s, ctx, id, req)
 		})
 	}
