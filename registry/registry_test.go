@@ -1,0 +1,74 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestHostKey(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		tls  bool
+		want string
+	}{
+		{"school.example", true, "school.example"},
+		{"School.Example", true, "school.example"},
+		{"school.example.", true, "school.example"},
+		{"SCHOOL.example.:443", true, "school.example"},
+		{"school.example:0443", true, "school.example"},
+		{"school.example:443", false, "school.example:443"},
+		{"school.example:80", false, "school.example"},
+		{"school.example:8443", true, "school.example:8443"},
+		{"[::1]:443", true, "[::1]"},
+		{"[::1]:8443", true, "[::1]:8443"},
+		{"[::1]", false, "[::1]"},
+		{"127.0.0.1:80", false, "127.0.0.1"},
+	} {
+		if got := HostKey(tt.in, tt.tls); got != tt.want {
+			t.Errorf("HostKey(%q, %v) = %q, want %q", tt.in, tt.tls, got, tt.want)
+		}
+	}
+}
+
+func TestRecordCheck(t *testing.T) {
+	cfg := json.RawMessage(`{"upstream":"http://127.0.0.1:9080"}`)
+	good := Record{Issuer: "HTTPS://School.Example:443/", Hosts: []string{"WWW.School.Example.", "school.example:8443"}, Config: cfg}
+	if err := good.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if good.Issuer != "https://school.example" || strings.Join(good.Hosts, " ") != "www.school.example school.example:8443" {
+		t.Errorf("checked record: %+v", good)
+	}
+	if keys := good.HostKeys(); strings.Join(keys, " ") != "school.example www.school.example school.example:8443" {
+		t.Errorf("HostKeys = %v", keys)
+	}
+	for _, tt := range []struct {
+		name string
+		r    Record
+		want string
+	}{
+		{"no issuer", Record{Config: cfg}, "issuer:"},
+		{"issuer with a path", Record{Issuer: "https://school.example/x", Config: cfg}, "issuer:"},
+		{"the issuer's host as an alias", Record{Issuer: "https://school.example", Hosts: []string{"School.Example:443"}, Config: cfg}, "named twice"},
+		{"an alias twice", Record{Issuer: "https://school.example", Hosts: []string{"a.example", "A.example."}, Config: cfg}, "named twice"},
+		{"an alias with a path", Record{Issuer: "https://school.example", Hosts: []string{"a.example/x"}, Config: cfg}, "not a host name"},
+		{"an empty alias", Record{Issuer: "https://school.example", Hosts: []string{""}, Config: cfg}, "not a host name"},
+		{"no config", Record{Issuer: "https://school.example"}, "config:"},
+		{"a config that is no object", Record{Issuer: "https://school.example", Config: json.RawMessage(`[1]`)}, "config:"},
+		{"a null config", Record{Issuer: "https://school.example", Config: json.RawMessage(`null`)}, "config:"},
+	} {
+		err := tt.r.Check()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestHostTakenError(t *testing.T) {
+	err := error(&HostTakenError{Host: "www.school.example", Owner: "https://other.example"})
+	if !errors.Is(err, ErrHostTaken) || !strings.Contains(err.Error(), "https://other.example") {
+		t.Errorf("%v", err)
+	}
+}
