@@ -17,6 +17,8 @@ type Memory struct {
 	owners   map[string]string // host key → issuer
 	watchers map[int]func(Change)
 	next     int
+	// notify makes the watchers' calls one at a time.
+	notify sync.Mutex
 }
 
 // NewMemory returns an empty registry that checks records with validate
@@ -147,6 +149,8 @@ func (m *Memory) announce(issuer string) {
 		fns = append(fns, fn)
 	}
 	m.mu.Unlock()
+	m.notify.Lock()
+	defer m.notify.Unlock()
 	for _, fn := range fns {
 		fn(Change{Issuer: issuer})
 	}
