@@ -141,18 +141,33 @@ func treeCPU(pid int, children bool) time.Duration {
 	ticks := st.utime + st.stime
 	if children {
 		ticks += st.cutime + st.cstime
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			child, err := strconv.Atoi(e.Name())
-			if err != nil || child == pid {
-				continue
-			}
-			if cs, err := readStat(child); err == nil && cs.ppid == pid {
-				ticks += cs.utime + cs.stime + cs.cutime + cs.cstime
-			}
+		for _, cs := range childrenOf(pid) {
+			ticks += cs.utime + cs.stime + cs.cutime + cs.cstime
 		}
 	}
 	return time.Duration(ticks) * clockTick
+}
+
+// child is a live child process and what /proc/<pid>/stat says of it.
+type child struct {
+	pid int
+	procStat
+}
+
+// childrenOf lists a process's live children.
+func childrenOf(pid int) []child {
+	var out []child
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil || c == pid {
+			continue
+		}
+		if cs, err := readStat(c); err == nil && cs.ppid == pid {
+			out = append(out, child{pid: c, procStat: cs})
+		}
+	}
+	return out
 }
 
 // treeWritten is what a process and its live children have written to
@@ -161,15 +176,8 @@ func treeCPU(pid int, children bool) time.Duration {
 // keeps its connections open across a run.
 func treeWritten(pid int) int64 {
 	n := processWritten(pid)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil || child == pid {
-			continue
-		}
-		if cs, err := readStat(child); err == nil && cs.ppid == pid {
-			n += processWritten(child)
-		}
+	for _, c := range childrenOf(pid) {
+		n += processWritten(c.pid)
 	}
 	return n
 }
