@@ -381,6 +381,32 @@ func TestDirFile(t *testing.T) {
 	}
 }
 
+// TestDirUnreadableKeepsSchools: a directory that cannot be read (gone,
+// here) keeps its schools served as last read, with one warning however
+// many polls fail.
+func TestDirUnreadableKeepsSchools(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "schools")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "school.example.json", record("https://school.example", nil, ""))
+	d, l := openDir(t, dir, nil)
+	if err := os.Rename(dir, filepath.Join(parent, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	d.Poll()
+	d.Poll()
+	if got := issuers(t, d); !slices.Equal(got, []string{"https://school.example"}) {
+		t.Errorf("List = %v; want the school as last read", got)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := strings.Count(l.buf.String(), "cannot be read"); n != 1 {
+		t.Errorf("%d warnings that the directory cannot be read, want 1:\n%s", n, l.buf.String())
+	}
+}
+
 // TestDirPutOverBadFile: Put replaces a school's file that was skipped,
 // and counts from 1.
 func TestDirPutOverBadFile(t *testing.T) {
