@@ -22,7 +22,7 @@ import (
 // school's whichever instances write at once. A write and its
 // announcement (NOTIFY on registryChannel) commit together; the pool's
 // listening connection delivers it to every instance's watchers, and
-// the pool's version check (every pollEvery) finds what a dropped
+// the pool's version check (every 30 seconds) finds what a dropped
 // connection lost. Write the rows through Put and Remove only: a row
 // changed by hand in SQL is neither checked nor announced.
 type Registry struct {

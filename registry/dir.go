@@ -152,7 +152,8 @@ const settle = 50 * time.Millisecond
 
 // OpenDir reads the schools of dir, an existing directory, and watches it
 // for changes. validate checks the configuration of each file read and
-// each Put (nil checks nothing beyond Record.Check); logger receives the
+// each Put (nil checks nothing beyond Record.Check), from several
+// goroutines at once when many files are read; logger receives the
 // warnings about skipped files (nil: slog.Default()). A file that is
 // skipped does not fail the open; a directory that cannot be read does.
 func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) {
