@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -20,15 +21,18 @@ var pollEvery = 30 * time.Second
 const relistenMax = 5 * time.Second
 
 // hub delivers the changes announced on notifyChannel to the watchers of
-// this process's sites. A pool has one: it listens on one connection taken
-// out of the pool for good (hijacked), so listening never holds back the
-// pool's connections, and the budget is N instances × (pool + 1).
+// this process's sites, and those announced on registryChannel to the
+// watchers of the school registry (registry.go). A pool has one: it
+// listens on one connection taken out of the pool for good (hijacked), so
+// listening never holds back the pool's connections, and the budget is N
+// instances × (pool + 1).
 type hub struct {
 	db *pgxpool.Pool
 
 	mu       sync.Mutex
 	watchers map[int64]map[int]func(store.Change) // site id → watcher
 	versions map[int64]int64                      // last version seen per site
+	schools  schoolWatchers                       // the registry's (registry.go)
 	next     int
 	cancel   context.CancelFunc // nil until the first watcher starts the hub
 	done     chan struct{}
@@ -59,11 +63,7 @@ func (h *hub) add(site int64, fn func(store.Change)) func() {
 	h.next++
 	id := h.next
 	h.watchers[site][id] = fn
-	if h.cancel == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		h.cancel, h.done = cancel, make(chan struct{})
-		go h.run(ctx)
-	}
+	h.start()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -74,6 +74,15 @@ func (h *hub) add(site int64, fn func(store.Change)) func() {
 			}
 			h.mu.Unlock()
 		})
+	}
+}
+
+// start starts listening and polling, once; the caller holds h.mu.
+func (h *hub) start() {
+	if h.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.cancel, h.done = cancel, make(chan struct{})
+		go h.run(ctx)
 	}
 }
 
@@ -126,10 +135,15 @@ func (h *hub) listen(ctx context.Context) bool {
 	}
 	defer conn.Close(context.Background())
 	h.broadcast(store.ChangeAll)
+	h.sendSchools(registry.Change{})
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true
+		}
+		if n.Channel == registryChannel {
+			h.schoolNotice(n.Payload)
+			continue
 		}
 		site, change, version, err := parseNotice(n.Payload)
 		if err != nil {
@@ -144,7 +158,8 @@ func (h *hub) listen(ctx context.Context) bool {
 	}
 }
 
-// connect takes a connection out of the pool and listens on it.
+// connect takes a connection out of the pool and listens on it, to the
+// sites' channel and the registry's.
 func (h *hub) connect(ctx context.Context) (*pgx.Conn, error) {
 	actx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -153,16 +168,19 @@ func (h *hub) connect(ctx context.Context) (*pgx.Conn, error) {
 		return nil, err
 	}
 	conn := pc.Hijack()
-	if _, err := conn.Exec(actx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
-		conn.Close(context.Background())
-		return nil, err
+	for _, channel := range []string{notifyChannel, registryChannel} {
+		if _, err := conn.Exec(actx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+			conn.Close(context.Background())
+			return nil, err
+		}
 	}
 	return conn, nil
 }
 
-// poll compares each watched site's version with the last seen, every
-// pollEvery, and tells the watchers of a site that moved to refresh
-// everything: the change came while notifications were not arriving.
+// poll compares each watched site's version, and the registry's, with the
+// last seen, every pollEvery, and tells the watchers of what moved to
+// refresh everything: the change came while notifications were not
+// arriving.
 func (h *hub) poll(ctx context.Context) {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
@@ -174,6 +192,9 @@ func (h *hub) poll(ctx context.Context) {
 		}
 		for _, site := range h.stale(ctx) {
 			h.send(site, store.ChangeAll)
+		}
+		if h.staleSchools(ctx) {
+			h.sendSchools(registry.Change{})
 		}
 	}
 }

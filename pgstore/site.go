@@ -162,8 +162,14 @@ func (s *Site) tx(ctx context.Context, op string, fn func(context.Context, pgx.T
 
 // txFor is tx with a deadline and transaction options of its own.
 func (s *Site) txFor(ctx context.Context, op string, limit time.Duration, opts pgx.TxOptions, fn func(context.Context, pgx.Tx) error) error {
+	return s.pool.txFor(ctx, op, limit, opts, fn)
+}
+
+// txFor runs fn in a transaction on the pool, committed when fn returns
+// nil, retried as retry says.
+func (p *Pool) txFor(ctx context.Context, op string, limit time.Duration, opts pgx.TxOptions, fn func(context.Context, pgx.Tx) error) error {
 	return retry(ctx, op, limit, func(ctx context.Context) error {
-		tx, err := s.pool.db.BeginTx(ctx, opts)
+		tx, err := p.db.BeginTx(ctx, opts)
 		if err != nil {
 			return err
 		}

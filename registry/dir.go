@@ -1,0 +1,486 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/schoolgate/schoolgate/policy"
+)
+
+// Dir is a Registry kept in a directory: one JSON file per school, which
+// operators and deploy tools may write by hand as well as through Put.
+//
+// # The file
+//
+// A school's file is named after its issuer's host: the host key
+// (HostKey: lower case, no trailing dot, the port only when it is not the
+// scheme's default) with ':' replaced by '_' and an IPv6 address's
+// brackets removed, then ".json": https://school.example is
+// school.example.json, http://127.0.0.1:8080 is 127.0.0.1_8080.json,
+// https://[::1]:8443 is __1_8443.json. It holds one JSON object, a
+// Record:
+//
+//	{
+//		"issuer": "https://school.example",
+//		"hosts": ["www.school.example"],
+//		"disabled": false,
+//		"config": {"upstream": "http://10.0.0.5:9080", "catalog": "https://school.example/feed.json"},
+//		"version": 3,
+//		"updated_at": "2026-11-25T10:00:00Z"
+//	}
+//
+// Its fields:
+//
+//   - issuer (required): the school's origin, scheme and host only.
+//   - hosts: further host names the school answers on, each host[:port].
+//   - disabled: true keeps the school's data but serves none of it.
+//   - config (required): an object of the school_gateway handler's JSON
+//     options, checked as the directive checks them.
+//   - version: the count of writes; Put writes one more than the file had.
+//     A hand-written file may leave it out (0).
+//   - updated_at: the last write's time, RFC 3339. Left out, the file's
+//     modification time stands for it.
+//
+// Any other field, a second value after the object, or a name that is
+// not the issuer's makes the file invalid. A file is read only if its
+// name ends in ".json" and does not start with '.'; temporary files of
+// the form ".<name>.json.*.tmp" are Put's own. Next to the files, a
+// directory per school named like its file without ".json" (DataDir)
+// holds its data by default.
+//
+// # What is served
+//
+// A file that cannot be read or parsed, that Record.Check or the
+// Validator refuses, or whose name is not its issuer's is skipped with a
+// warning naming it and why; the other schools are served. Two files
+// claiming one host (as issuer host or alias): the older claim wins, by
+// updated_at, then by file name, and the other file is skipped with a
+// warning. A Put makes its record's claim the youngest, so it is
+// refused (HostTakenError naming the other file's issuer) when a file
+// skipped for one of its hosts would then win that host: remove or
+// correct the skipped file first. Write files atomically (a temporary
+// file in the directory, then a rename), as Put does: a file read half
+// written is skipped until it is whole, and its school is not served
+// meanwhile.
+//
+// # Changes
+//
+// Put and Remove write the directory at once (the file is written to a
+// temporary file, synced, renamed into place, and the directory synced)
+// and tell this Dir's watchers before they return. Changes made by other
+// processes (another Dir on the directory, a deploy tool, an editor) are
+// seen through the system's file notifications (fsnotify), within a
+// second. As the safety net for missed notifications and for file
+// systems without them (a directory shared over the network is told
+// nothing of another machine's writes), each file's size, modification
+// time and identity are compared with those last read every second; a
+// large directory is compared less often, a hundred times as long as a
+// comparison takes (about every 5 seconds at 10,000 files on a small
+// virtual machine), so that polling costs at most 1% of a processor.
+//
+// Puts and Removes of Dirs on one directory are serialized by an
+// advisory lock on the directory (flock, on Unix), so host uniqueness
+// holds between them; a file written by hand is judged when read, as
+// above.
+type Dir struct {
+	dir      string
+	validate Validator
+	log      *slog.Logger
+
+	// scan serializes the readings of the directory and the writes, so
+	// that each starts from the state the previous one left. It guards
+	// files and conflicts.
+	scan      sync.Mutex
+	files     map[string]*dirFile // by file name
+	conflicts map[string]string   // file name → the host claim that made it skipped, last warned
+	dirErr    string              // the last failure to read the directory, warned once
+
+	mu       sync.Mutex // guards records, owners, watchers, next
+	records  map[string]Record
+	owners   map[string]string // host key → issuer
+	watchers map[int]func(Change)
+	next     int
+	// notify makes the watchers' calls one at a time.
+	notify sync.Mutex
+
+	pollEvery time.Duration // pollEvery when opened
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// dirFile is a file as last read.
+type dirFile struct {
+	stat fileStat
+	rec  Record // the checked record, when err is nil
+	err  error  // why the file is skipped, before host claims are judged
+}
+
+// fileStat is what tells that a file changed without reading it.
+type fileStat struct {
+	size  int64
+	mtime time.Time
+	id    uint64 // the inode, where there is one: a rename replaces it
+}
+
+// pollEvery is how often, at most, the directory's entries are compared
+// with the last seen, the safety net under file notifications (see
+// pollShare). A variable so tests can shorten it.
+var pollEvery = time.Second
+
+// pollOnly makes OpenDir poll without watching, as on a file system
+// without notifications; for tests.
+var pollOnly = false
+
+// settle is how long file notifications are gathered before the files
+// they name are read: a burst of writes is read once, and a file written
+// in several steps by an editor more likely whole.
+const settle = 50 * time.Millisecond
+
+// OpenDir reads the schools of dir, an existing directory, and watches it
+// for changes. validate checks the configuration of each file read and
+// each Put (nil checks nothing beyond Record.Check), from several
+// goroutines at once when many files are read; logger receives the
+// warnings about skipped files (nil: slog.Default()). A file that is
+// skipped does not fail the open; a directory that cannot be read does.
+func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	if info, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("registry: %s is not a directory", abs)
+	}
+	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
+		conflicts: map[string]string{}, records: map[string]Record{}, owners: map[string]string{},
+		watchers: map[int]func(Change){}, pollEvery: pollEvery, stop: make(chan struct{}), done: make(chan struct{})}
+	// Watching starts before the first reading, so that nothing written
+	// between the two goes unnoticed until the poll.
+	w, err := fsnotify.NewWatcher()
+	if pollOnly && err == nil {
+		w.Close()
+		w, err = nil, errors.New("watching is off")
+	}
+	if err == nil {
+		if err = w.Add(abs); err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		w = nil
+		logger.Warn("registry: the directory cannot be watched; changes are found by polling it every "+pollEvery.String(),
+			"dir", abs, "error", err)
+	}
+	d.scan.Lock()
+	_, err = d.readAll(nil)
+	d.scan.Unlock()
+	if err != nil {
+		if w != nil {
+			w.Close()
+		}
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	go d.run(w)
+	return d, nil
+}
+
+// fileNames replaces what a host key has that a file name should not.
+var fileNames = strings.NewReplacer(":", "_", "[", "", "]", "")
+
+// fileName is the name, without ".json", of the file and the data
+// directory of the school whose host key is key.
+func fileName(key string) string { return fileNames.Replace(key) }
+
+// DataDir is the directory beside the files where the school of issuer
+// (in any spelling) keeps its data when its configuration names none:
+// <dir>/<name>, as the file is <dir>/<name>.json. It is "" for a string
+// that is no origin.
+func (d *Dir) DataDir(issuer string) string {
+	origin, err := policy.ParseOrigin(issuer)
+	if err != nil {
+		return ""
+	}
+	r := Record{Issuer: origin}
+	return filepath.Join(d.dir, fileName(r.HostKeys()[0]))
+}
+
+// List implements Registry.
+func (d *Dir) List(ctx context.Context) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Record, 0, len(d.records))
+	for _, r := range d.records {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Get implements Registry.
+func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, err
+	}
+	key, err := policy.ParseOrigin(issuer)
+	if err != nil {
+		return Record{}, ErrNotFound
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.records[key]
+	if !ok {
+		return Record{}, ErrNotFound
+	}
+	return r, nil
+}
+
+// Put implements Registry. It reads the directory again under the lock
+// first, so that it judges hosts and counts the version against what
+// other processes wrote.
+func (d *Dir) Put(ctx context.Context, r Record) (Record, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, err
+	}
+	r.Hosts = append([]string(nil), r.Hosts...)
+	if err := r.Check(); err != nil {
+		return Record{}, err
+	}
+	if d.validate != nil {
+		if err := d.validate(&r); err != nil {
+			return Record{}, err
+		}
+	}
+	name := fileName(r.HostKeys()[0]) + ".json"
+	var stored Record
+	err := d.write(name, func() error {
+		d.mu.Lock()
+		for _, h := range r.HostKeys() {
+			if owner, ok := d.owners[h]; ok && owner != r.Issuer {
+				d.mu.Unlock()
+				return &HostTakenError{Host: h, Owner: owner}
+			}
+		}
+		d.mu.Unlock()
+		r.Version = 1
+		if f := d.files[name]; f != nil && f.err == nil && f.rec.Issuer == r.Issuer {
+			r.Version = f.rec.Version + 1
+		}
+		r.UpdatedAt = time.Now().UTC()
+		data, err := encodeRecord(&r)
+		if err != nil {
+			return err
+		}
+		// What is stored is what a reading of the file returns: the
+		// configuration as the file spells it.
+		if stored, err = decodeRecord(data); err != nil {
+			return err
+		}
+		if err := d.claims(name, &dirFile{rec: stored}); err != nil {
+			return err
+		}
+		st, err := writeFile(d.dir, name, data)
+		if err != nil {
+			return err
+		}
+		d.files[name] = &dirFile{stat: st, rec: stored}
+		return nil
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	return stored, nil
+}
+
+// Remove implements Registry. The school's data directory is kept.
+func (d *Dir) Remove(ctx context.Context, issuer string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	key, err := policy.ParseOrigin(issuer)
+	if err != nil {
+		return ErrNotFound
+	}
+	return d.write("", func() error {
+		d.mu.Lock()
+		r, ok := d.records[key]
+		d.mu.Unlock()
+		if !ok {
+			return ErrNotFound
+		}
+		name := fileName(r.HostKeys()[0]) + ".json"
+		if err := os.Remove(filepath.Join(d.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("registry: %w", err)
+		}
+		if err := syncDir(d.dir); err != nil {
+			return err
+		}
+		delete(d.files, name)
+		return nil
+	})
+}
+
+// write runs change with the directory locked against other writers and
+// read again (the file name, if any, read whatever its stat says), then
+// publishes the files as change left them and tells the watchers.
+func (d *Dir) write(name string, change func() error) error {
+	d.scan.Lock()
+	unlock, err := lockDir(d.dir)
+	if err != nil {
+		d.scan.Unlock()
+		return fmt.Errorf("registry: locking %s: %w", d.dir, err)
+	}
+	var force map[string]bool
+	if name != "" {
+		force = map[string]bool{name: true}
+	}
+	changed, err := d.readAll(force)
+	if err == nil {
+		if err = change(); err == nil {
+			changed = append(changed, d.publish()...)
+		}
+	}
+	unlock()
+	d.scan.Unlock()
+	d.announce(changed)
+	return err
+}
+
+// Watch implements Registry.
+func (d *Dir) Watch(fn func(Change)) (stop func()) {
+	d.mu.Lock()
+	id := d.next
+	d.next++
+	d.watchers[id] = fn
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		delete(d.watchers, id)
+		d.mu.Unlock()
+	}
+}
+
+// announce tells the watchers of each issuer, one call at a time.
+func (d *Dir) announce(issuers []string) {
+	if len(issuers) == 0 {
+		return
+	}
+	d.notify.Lock()
+	defer d.notify.Unlock()
+	for _, issuer := range issuers {
+		d.mu.Lock()
+		fns := make([]func(Change), 0, len(d.watchers))
+		for _, fn := range d.watchers {
+			fns = append(fns, fn)
+		}
+		d.mu.Unlock()
+		for _, fn := range fns {
+			fn(Change{Issuer: issuer})
+		}
+	}
+}
+
+// Close stops watching the directory. The records stay readable, and
+// writable, but no more changes are announced.
+func (d *Dir) Close() error {
+	d.closeOnce.Do(func() {
+		close(d.stop)
+		<-d.done
+	})
+	return nil
+}
+
+var _ Registry = (*Dir)(nil)
+
+// encodeRecord is a school's file.
+func encodeRecord(r *Record) ([]byte, error) {
+	data, err := json.MarshalIndent(r, "", "\t")
+	if err != nil {
+		return nil, fmt.Errorf("registry: encoding the record of %s: %w", r.Issuer, err)
+	}
+	return append(data, '\n'), nil
+}
+
+// decodeRecord reads a school's file, refusing fields the Record does not
+// have (a misspelt "host" would otherwise be dropped in silence) and
+// anything after the object.
+func decodeRecord(data []byte) (Record, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Record
+	if err := dec.Decode(&r); err != nil {
+		return Record{}, fmt.Errorf("not a school record: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Record{}, errors.New("not a school record: more follows the object")
+	}
+	return r, nil
+}
+
+// writeFile replaces name in dir with data atomically: a reader finds
+// the old file or the new one, and after a crash the directory holds one
+// of them.
+func writeFile(dir, name string, data []byte) (fileStat, error) {
+	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return fileStat{}, fmt.Errorf("registry: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		return fileStat{}, fmt.Errorf("registry: writing %s: %w", name, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fileStat{}, err
+	}
+	info, err := os.Stat(filepath.Join(dir, name))
+	if err != nil {
+		return fileStat{}, fmt.Errorf("registry: %w", err)
+	}
+	return statOf(info), nil
+}
+
+// syncDir makes a rename or a removal in dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("registry: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+func statOf(info fs.FileInfo) fileStat {
+	return fileStat{size: info.Size(), mtime: info.ModTime(), id: fileID(info)}
+}

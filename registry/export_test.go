@@ -1,0 +1,11 @@
+package registry
+
+// PollEvery and PollOnly let tests shorten the poll of a Dir and turn
+// its file notifications off.
+var (
+	PollEvery = &pollEvery
+	PollOnly  = &pollOnly
+)
+
+// Poll compares the directory with what was read, as the poll does.
+func (d *Dir) Poll() { d.refresh(nil) }
