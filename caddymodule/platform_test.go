@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -23,13 +27,39 @@ import (
 // legacy servers that answer "legacy <issuer>" and can be made to wait.
 type testPlatform struct {
 	*platform
-	h        *Platform
-	reg      *registry.Memory
+	h   *Platform
+	reg *registry.Memory
+	// flaky is the registry as the platform sees it: reg, until it is
+	// made to fail.
+	flaky    *flakyRegistry
 	root     string
 	upstream *testUpstream
 }
 
-func newTestPlatform(t testing.TB, maxActive int) *testPlatform {
+// flakyRegistry is a registry that can be made unreachable.
+type flakyRegistry struct {
+	*registry.Memory
+	down atomic.Bool
+}
+
+var errRegistryDown = errors.New("registry: connection refused")
+
+func (f *flakyRegistry) List(ctx context.Context) ([]registry.Record, error) {
+	if f.down.Load() {
+		return nil, errRegistryDown
+	}
+	return f.Memory.List(ctx)
+}
+
+func (f *flakyRegistry) Get(ctx context.Context, issuer string) (registry.Record, error) {
+	if f.down.Load() {
+		return registry.Record{}, errRegistryDown
+	}
+	return f.Memory.Get(ctx, issuer)
+}
+
+// newTestPlatform starts a platform; before runs before the App's Start.
+func newTestPlatform(t testing.TB, maxActive int, before ...func(*testPlatform)) *testPlatform {
 	t.Helper()
 	root := t.TempDir()
 	ctx, err := caddy.ProvisionContext(&caddy.Config{AppsRaw: caddy.ModuleMap{appName: json.RawMessage(`{}`)}})
@@ -46,10 +76,14 @@ func newTestPlatform(t testing.TB, maxActive int) *testPlatform {
 	}
 	tp := &testPlatform{platform: h.plat, h: h, reg: registry.NewMemory(validateDirRecord), root: root,
 		upstream: &testUpstream{waits: map[string]chan struct{}{}, hits: map[string]int{}}}
+	tp.flaky = &flakyRegistry{Memory: tp.reg}
 	tp.open = func(context.Context) (*openedRegistry, error) {
-		return &openedRegistry{Registry: tp.reg, place: placeInDir(tp.dataDir), release: func() error { return nil }}, nil
+		return &openedRegistry{Registry: tp.flaky, place: placeInDir(tp.dataDir), release: func() error { return nil }}, nil
 	}
 	tp.platform.upstream = tp.upstream.handler
+	for _, fn := range before {
+		fn(tp)
+	}
 	if err := app.(*App).Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -442,4 +476,141 @@ func TestPlatformRemoveAndDisable(t *testing.T) {
 	if got := issuerOf(tp.do(t, "https://b.example"+discoveryPath)); got != "https://b.example" {
 		t.Errorf("a school enabled again: %q", got)
 	}
+}
+
+// A school that cannot be built answers 503 with Retry-After and a reason
+// without the operator's paths on what the gateway answers, passes the
+// legacy site's public pages, and is built again in the background; the
+// other schools serve throughout.
+func TestPlatformFailureIsolation(t *testing.T) {
+	tp := newTestPlatform(t, 10)
+	broken := filepath.Join(tp.root, "broken")
+	if err := os.MkdirAll(broken, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "school.db"), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tp.put(t, "https://good.example", nil, "")
+	tp.put(t, "https://broken.example", nil, `,"data":`+strconv.Quote(broken))
+	tp.put(t, "https://noapi.example", nil, `,"admin_openapi":`+strconv.Quote(filepath.Join(tp.root, "missing.json")))
+	tp.put(t, "https://twin.example", nil, `,"data":`+strconv.Quote(tp.dataDir("https://good.example")))
+	if got := issuerOf(tp.do(t, "https://good.example"+discoveryPath)); got != "https://good.example" {
+		t.Fatalf("good: %q", got)
+	}
+	for _, tt := range []struct{ issuer, reason string }{
+		{"https://broken.example", "its store could not be opened"},
+		{"https://noapi.example", "its configuration could not be used"},
+		{"https://twin.example", "its data directory is another school's"},
+	} {
+		rec := tp.do(t, tt.issuer+discoveryPath)
+		var body map[string]string
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+			json.Unmarshal(rec.Body.Bytes(), &body) != nil || body["error"] != "temporarily_unavailable" ||
+			!strings.Contains(body["error_description"], tt.reason) || strings.Contains(rec.Body.String(), tp.root) {
+			t.Errorf("%s: %d %v %s, want 503 saying %q", tt.issuer, rec.Code, rec.Header(), rec.Body, tt.reason)
+		}
+		if tp.school(tt.issuer).state() != "failed" {
+			t.Errorf("%s is %s", tt.issuer, tp.school(tt.issuer).state())
+		}
+		if got := issuerOf(tp.do(t, "https://good.example"+discoveryPath)); got != "https://good.example" {
+			t.Errorf("good, beside %s: %q", tt.issuer, got)
+		}
+	}
+	if rec := tp.do(t, "https://broken.example/courses"); rec.Body.String() != "legacy https://broken.example" {
+		t.Errorf("a public page of a failed school: %d %s", rec.Code, rec.Body)
+	}
+	if rec := tp.do(t, "https://noapi.example/courses"); rec.Body.String() != "legacy https://noapi.example" {
+		t.Errorf("a public page of a school whose admin OpenAPI file is missing: %d %s", rec.Code, rec.Body)
+	}
+
+	// Repaired, the school is built by its next rebuild (run here rather
+	// than waited for) and serves.
+	if err := os.Remove(filepath.Join(broken, "school.db")); err != nil {
+		t.Fatal(err)
+	}
+	e := tp.school("https://broken.example")
+	if !e.rebuild(e.failed.Load()) {
+		t.Fatal("the repaired school did not build")
+	}
+	if got := issuerOf(tp.do(t, "https://broken.example"+discoveryPath)); got != "https://broken.example" {
+		t.Errorf("the repaired school: %q", got)
+	}
+}
+
+// A record whose configuration does not read (a registry that kept it
+// under rules since changed) fails alone: 503 on every path, there being
+// no legacy server to hand a page to.
+func TestPlatformUnreadableRecord(t *testing.T) {
+	tp := newTestPlatform(t, 10)
+	tp.put(t, "https://good.example", nil, "")
+	// Written past the validator, as a registry read from older files.
+	bad := registry.NewMemory(nil)
+	rec, err := bad.Put(t.Context(), registry.Record{Issuer: "https://bad.example", Config: json.RawMessage(`{"upstream":"ftp://x"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.platform.writeMu.Lock()
+	tp.platform.replace(rec.Issuer, &rec)
+	tp.platform.writeMu.Unlock()
+	for _, path := range []string{discoveryPath, "/courses"} {
+		rec := tp.do(t, "https://bad.example"+path)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+			!strings.Contains(rec.Body.String(), "configuration could not be used") {
+			t.Errorf("%s: %d %v %s", path, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	if got := issuerOf(tp.do(t, "https://good.example"+discoveryPath)); got != "https://good.example" {
+		t.Errorf("good: %q", got)
+	}
+}
+
+// A registry that cannot be read at start leaves the platform answering
+// 503 with Retry-After until it can; one that goes down later leaves the
+// built schools serving, and the changes it announced meanwhile are read
+// once it is back.
+func TestPlatformRegistryDown(t *testing.T) {
+	t.Run("at start", func(t *testing.T) {
+		tp := newTestPlatform(t, 10, func(tp *testPlatform) {
+			tp.put(t, "https://a.example", nil, "")
+			tp.flaky.down.Store(true)
+		})
+		rec := tp.do(t, "https://a.example"+discoveryPath)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+			strings.Contains(rec.Body.String(), "connection refused") {
+			t.Errorf("before the registry was read: %d %v %s", rec.Code, rec.Header(), rec.Body)
+		}
+		tp.flaky.down.Store(false)
+		if err := tp.retry(); err != nil { // the background retry, run now
+			t.Fatal(err)
+		}
+		if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {
+			t.Errorf("once the registry is read: %q", got)
+		}
+	})
+	t.Run("later", func(t *testing.T) {
+		tp := newTestPlatform(t, 10)
+		tp.put(t, "https://a.example", nil, "")
+		tp.do(t, "https://a.example"+discoveryPath)
+		tp.flaky.down.Store(true)
+		tp.put(t, "https://a.example", nil, `,"code_ttl":"30s"`) // announced, not readable
+		tp.put(t, "https://b.example", nil, "")
+		if tp.registryErr.Load() == nil {
+			t.Fatal("the failed read is not recorded")
+		}
+		if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {
+			t.Errorf("a built school while the registry is down: %q", got)
+		}
+		checkNoSchool(t, "b", tp.do(t, "https://b.example"+discoveryPath))
+		tp.flaky.down.Store(false)
+		if err := tp.retry(); err != nil {
+			t.Fatal(err)
+		}
+		if tp.registryErr.Load() != nil || !strings.Contains(string(tp.school("https://a.example").rec.Config), "code_ttl") {
+			t.Error("the change missed while the registry was down was not read")
+		}
+		if got := issuerOf(tp.do(t, "https://b.example"+discoveryPath)); got != "https://b.example" {
+			t.Errorf("the school added while the registry was down: %q", got)
+		}
+	})
 }

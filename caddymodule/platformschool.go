@@ -225,34 +225,39 @@ func (e *platformSchool) build() (*activeSchool, error) {
 }
 
 // prepare reads the record as a school's configuration, places its state
-// where the registry keeps it and finds its proxy, once. The caller holds
-// e.mu.
+// where the registry keeps it and finds its proxy, then reads its admin
+// OpenAPI file, once: what was prepared stays for the next build, and
+// for the stand-in of a school that fails (its legacy server). The
+// caller holds e.mu.
 func (e *platformSchool) prepare() error {
-	if e.g != nil {
+	if e.g == nil {
+		g, err := recordGateway(&e.rec)
+		if err != nil {
+			return err
+		}
+		if err := e.p.reg.place(g); err != nil {
+			return err
+		}
+		next, err := e.p.upstream(g)
+		if err != nil {
+			return err
+		}
+		e.g, e.next = g, next
+	}
+	if e.key != "" {
 		return nil
 	}
-	g, err := recordGateway(&e.rec)
+	if err := e.g.readAdminOpenAPI(e.p.ctx); err != nil {
+		return err
+	}
+	key, err := e.g.siteKey()
 	if err != nil {
 		return err
 	}
-	if err := e.p.reg.place(g); err != nil {
-		return err
+	if e.g.Store == nil {
+		e.dataPath = e.g.dataPath()
 	}
-	if err := g.readAdminOpenAPI(e.p.ctx); err != nil {
-		return err
-	}
-	key, err := g.siteKey()
-	if err != nil {
-		return err
-	}
-	next, err := e.p.upstream(g)
-	if err != nil {
-		return err
-	}
-	if g.Store == nil {
-		e.dataPath = g.dataPath()
-	}
-	e.g, e.key, e.next = g, key, next
+	e.key = key
 	return nil
 }
 
