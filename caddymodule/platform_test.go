@@ -614,3 +614,78 @@ func TestPlatformRegistryDown(t *testing.T) {
 		}
 	})
 }
+
+// /schoolgate/sites lists every school of a platform by its state
+// (active, idle, failed, disabled) and /schoolgate/health counts them
+// with the registry's size, building none: an idle school stays idle.
+func TestPlatformAdminAPI(t *testing.T) {
+	tp := newTestPlatform(t, 10)
+	broken := filepath.Join(tp.root, "broken")
+	if err := os.MkdirAll(filepath.Join(broken, "school.db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tp.put(t, "https://active.example", nil, "")
+	tp.put(t, "https://idle.example", nil, "")
+	tp.put(t, "https://failed.example", nil, `,"data":`+strconv.Quote(broken))
+	off := tp.put(t, "https://off.example", nil, "")
+	off.Disabled = true
+	if _, err := tp.reg.Put(t.Context(), off); err != nil {
+		t.Fatal(err)
+	}
+	tp.do(t, "https://active.example"+discoveryPath)
+	tp.do(t, "https://failed.example"+discoveryPath)
+	prev := activeApp
+	activeApp = func() (any, error) { return tp.app, nil }
+	t.Cleanup(func() { activeApp = prev })
+
+	rec := httptest.NewRecorder()
+	if err := handleSites(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/sites", nil)); err != nil {
+		t.Fatal(err)
+	}
+	var list []siteStatus
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]siteStatus{}
+	for _, s := range list {
+		got[s.Issuer] = s
+		if s.Platform != "dir "+tp.root {
+			t.Errorf("%s: platform %q", s.Issuer, s.Platform)
+		}
+	}
+	for issuer, state := range map[string]string{"https://active.example": "active", "https://idle.example": "idle",
+		"https://failed.example": "failed", "https://off.example": "disabled"} {
+		if got[issuer].State != state {
+			t.Errorf("%s: %+v, want %s", issuer, got[issuer], state)
+		}
+	}
+	if a := got["https://active.example"]; len(a.KeyIDs) == 0 || !a.CanSign || a.Data != tp.dataFile(a.Issuer) {
+		t.Errorf("the active school's keys and store: %+v", a)
+	}
+	if f := got["https://failed.example"]; f.NextTry == nil || !strings.Contains(f.Reason, "school.db") {
+		t.Errorf("the failed school's reason, for the operator, and next try: %+v", f)
+	}
+
+	rec = httptest.NewRecorder()
+	if err := handleHealth(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/health", nil)); err != nil {
+		t.Fatal(err)
+	}
+	var health struct {
+		Healthy   bool              `json:"healthy"`
+		Platforms []platformSummary `json:"platforms"`
+		Sites     []struct {
+			Issuer string `json:"issuer"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &health); err != nil {
+		t.Fatal(err)
+	}
+	want := platformSummary{Registry: "dir " + tp.root, Schools: 4, Active: 1, Failed: 1, Disabled: 1, MaxActive: 10}
+	if rec.Code != http.StatusServiceUnavailable || health.Healthy || len(health.Platforms) != 1 || health.Platforms[0] != want ||
+		len(health.Sites) != 2 {
+		t.Errorf("health: %d %s, want 503 with %+v", rec.Code, rec.Body, want)
+	}
+	if e := tp.school("https://idle.example"); e.state() != "idle" || storeOpen(tp.dataFile(e.rec.Issuer)) || tp.activeCount() != 1 {
+		t.Errorf("the admin API built an idle school: %s, %d active", e.state(), tp.activeCount())
+	}
+}
