@@ -16,10 +16,16 @@ import (
 )
 
 // The Caddyfile of a platform adapts to the school_platform handler,
-// ordered with no global order option.
+// ordered with no global order option, and to on-demand TLS asking the
+// schoolgate permission.
 func TestPlatformCaddyfile(t *testing.T) {
 	t.Setenv("SCHOOLGATE_DATABASE_URL", "postgres://u@db.example/schools")
-	cfg := `https:// {
+	cfg := `{
+	on_demand_tls {
+		permission schoolgate
+	}
+}
+https:// {
 	tls {
 		on_demand
 	}
@@ -38,7 +44,7 @@ func TestPlatformCaddyfile(t *testing.T) {
 	s := string(raw)
 	for _, want := range []string{`"handler":"school_platform"`,
 		`"registry":{"postgres":{"dsn":"{env.SCHOOLGATE_DATABASE_URL}","key_secret":"{env.SCHOOLGATE_KEY_SECRET}"}}`,
-		`"max_active":2000`} {
+		`"max_active":2000`, `"permission":{"module":"schoolgate"}`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the adapted config lacks %s:\n%s", want, s)
 		}
