@@ -34,6 +34,7 @@ type testPlatform struct {
 	flaky    *flakyRegistry
 	root     string
 	upstream *testUpstream
+	ended    sync.Once
 }
 
 // flakyRegistry is a registry that can be made unreachable.
@@ -87,12 +88,17 @@ func newTestPlatform(t testing.TB, maxActive int, before ...func(*testPlatform))
 	if err := app.(*App).Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := h.Cleanup(); err != nil {
+	t.Cleanup(func() { tp.end(t) })
+	return tp
+}
+
+// end ends the platform as its config's end does, once.
+func (tp *testPlatform) end(t testing.TB) {
+	tp.ended.Do(func() {
+		if err := tp.h.Cleanup(); err != nil {
 			t.Error(err)
 		}
 	})
-	return tp
 }
 
 // dataDir is where the registry keeps a school's bbolt file.
