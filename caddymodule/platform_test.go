@@ -62,7 +62,12 @@ func (f *flakyRegistry) Get(ctx context.Context, issuer string) (registry.Record
 // newTestPlatform starts a platform; before runs before the App's Start.
 func newTestPlatform(t testing.TB, maxActive int, before ...func(*testPlatform)) *testPlatform {
 	t.Helper()
-	root := t.TempDir()
+	return newTestPlatformIn(t, t.TempDir(), maxActive, before...)
+}
+
+// newTestPlatformIn starts a platform of the registry dir root.
+func newTestPlatformIn(t testing.TB, root string, maxActive int, before ...func(*testPlatform)) *testPlatform {
+	t.Helper()
 	ctx, err := caddy.ProvisionContext(&caddy.Config{AppsRaw: caddy.ModuleMap{appName: json.RawMessage(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
@@ -693,5 +698,43 @@ func TestPlatformAdminAPI(t *testing.T) {
 	}
 	if e := tp.school("https://idle.example"); e.state() != "idle" || storeOpen(tp.dataFile(e.rec.Issuer)) || tp.activeCount() != 1 {
 		t.Errorf("the admin API built an idle school: %s, %d active", e.state(), tp.activeCount())
+	}
+}
+
+// A reload hands the schools in use, whose records are unchanged, to the
+// new config as they are (the same state, not built again), and leaves
+// the others idle; the old config's end leaves them serving.
+func TestPlatformReloadHandsOver(t *testing.T) {
+	root := t.TempDir()
+	records := func(tp *testPlatform) {
+		tp.put(t, "https://a.example", nil, "")
+		tp.put(t, "https://b.example", nil, "")
+		tp.put(t, "https://c.example", nil, "")
+	}
+	old := newTestPlatformIn(t, root, 10, records)
+	old.do(t, "https://a.example"+discoveryPath)
+	old.do(t, "https://b.example"+discoveryPath)
+	oldA := old.school("https://a.example").active.Load().site
+	prev := activeApp
+	activeApp = func() (any, error) { return old.app, nil } // the running config
+	t.Cleanup(func() { activeApp = prev })
+	tp := newTestPlatformIn(t, root, 10, records, func(tp *testPlatform) {
+		tp.put(t, "https://b.example", nil, `,"code_ttl":"30s"`) // changed by the reload
+	})
+	a := tp.school("https://a.example")
+	if !a.isActive() || a.active.Load().site != oldA {
+		t.Fatalf("the school in use was not handed over: %s", a.state())
+	}
+	for _, issuer := range []string{"https://b.example", "https://c.example"} {
+		if got := tp.school(issuer).state(); got != "idle" {
+			t.Errorf("%s is %s", issuer, got)
+		}
+	}
+	old.end(t)
+	if !storeOpen(tp.dataFile("https://a.example")) || siteHeld(a.key) != 1 {
+		t.Fatalf("the old config's end let go of the school it handed over")
+	}
+	if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {
+		t.Errorf("a after the old config's end: %q", got)
 	}
 }
