@@ -476,19 +476,20 @@ func (p *platform) stop() error {
 	return reg.release()
 }
 
-// claimData records the bbolt file a school is about to open, refusing
-// one that another school of the platform has.
-func (p *platform) claimData(e *platformSchool) error {
-	if e.dataPath == "" {
+// claimData records the bbolt file a school (configured by g) is about to
+// open, refusing one that another school of the platform has.
+func (p *platform) claimData(e *platformSchool, g *Gateway) error {
+	if g.Store != nil {
 		return nil
 	}
+	path := g.dataPath()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if other := p.dataFiles[e.dataPath]; other != nil && other != e && other.rec.Issuer != e.rec.Issuer && !other.retired.Load() {
+	if other := p.dataFiles[path]; other != nil && other != e && other.rec.Issuer != e.rec.Issuer && !other.retired.Load() {
 		return failedLoading("its data directory is another school's",
-			fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory", e.dataPath, other.rec.Issuer, e.rec.Issuer))
+			fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory", path, other.rec.Issuer, e.rec.Issuer))
 	}
-	p.dataFiles[e.dataPath] = e
+	p.dataFiles[path], e.dataPath = e, path
 	return nil
 }
 

@@ -43,12 +43,14 @@ type platformSchool struct {
 	// it and share what it built.
 	mu sync.Mutex
 	// What the first build prepared from the record, under mu: the
-	// school's configuration, its key in the site pool, its bbolt file
-	// ("" in a database) and the proxy to its legacy server.
-	g        *Gateway
-	key      string
+	// school's configuration, its key in the site pool and the proxy to
+	// its legacy server.
+	g    *Gateway
+	key  string
+	next caddyhttp.Handler
+	// dataPath is the bbolt file the school claimed (platform.claimData),
+	// "" before or in a database; under p.mu.
 	dataPath string
-	next     caddyhttp.Handler
 }
 
 // platformFailure is a school that could not be built, and the handler
@@ -207,7 +209,7 @@ func (e *platformSchool) build() (*activeSchool, error) {
 	if err := e.prepare(); err != nil {
 		return nil, err
 	}
-	if err := e.p.claimData(e); err != nil {
+	if err := e.p.claimData(e, e.g); err != nil {
 		return nil, err
 	}
 	ctx := e.p.ctx
@@ -253,9 +255,6 @@ func (e *platformSchool) prepare() error {
 	key, err := e.g.siteKey()
 	if err != nil {
 		return err
-	}
-	if e.g.Store == nil {
-		e.dataPath = e.g.dataPath()
 	}
 	e.key = key
 	return nil
