@@ -19,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/schoolgate/schoolgate/internal/pgcluster"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -736,5 +737,44 @@ func TestPlatformReloadHandsOver(t *testing.T) {
 	}
 	if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {
 		t.Errorf("a after the old config's end: %q", got)
+	}
+}
+
+// A school of a postgres registry is a pgstore site of its issuer on the
+// registry's database and key secret: let go of past max_active, it is
+// built again from the database with the keys it had.
+func TestPlatformPostgresSchools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL")
+	}
+	pg := &PostgresStore{DSN: pgcluster.Database(t), KeySecret: "registry secret"}
+	tp := newTestPlatform(t, 1, func(tp *testPlatform) {
+		tp.reg = registry.NewMemory(validatePostgresRecord)
+		tp.flaky.Memory = tp.reg
+		tp.open = func(context.Context) (*openedRegistry, error) {
+			return &openedRegistry{Registry: tp.flaky, place: placeInPostgres(pg), release: func() error { return nil }}, nil
+		}
+	})
+	tp.put(t, "https://a.example", nil, "")
+	tp.put(t, "https://b.example", nil, "")
+	jwks := func(issuer string) string {
+		t.Helper()
+		rec := tp.do(t, issuer+"/.well-known/jwks.json")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", issuer, rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	first := jwks("https://a.example")
+	a := tp.school("https://a.example")
+	if st := a.active.Load().stored; st.where != "postgres" {
+		t.Fatalf("a is kept in %s", st.where)
+	}
+	jwks("https://b.example") // a is let go of
+	if a.isActive() {
+		t.Fatal("a was not let go of past max_active")
+	}
+	if again := jwks("https://a.example"); again != first {
+		t.Errorf("a built again from its database has other keys:\n%s\n%s", first, again)
 	}
 }
