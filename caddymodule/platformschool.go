@@ -54,10 +54,20 @@ type platformSchool struct {
 }
 
 // platformFailure is a school that could not be built, and the handler
-// its stand-in hands the legacy site's public pages to.
+// its stand-in hands the legacy site's public pages to: nil for a record
+// that does not read as a configuration, which names no legacy server.
 type platformFailure struct {
 	*failedSite
 	next caddyhttp.Handler
+}
+
+// serveFailed answers a request of a school that could not be built.
+func (f *platformFailure) serveFailed(w http.ResponseWriter, r *http.Request) error {
+	if f.next == nil {
+		return school.WriteTemporarilyUnavailable(w, f.retryAfter(),
+			"this school is not available: "+f.failure.Load().public)
+	}
+	return f.serve(w, r, f.next)
 }
 
 // activeSchool is a built school and the requests in flight in it. refs
@@ -150,7 +160,7 @@ func (e *platformSchool) serve(w http.ResponseWriter, r *http.Request) error {
 			if f == nil {
 				return errRetired
 			}
-			return f.serve(w, r, f.next)
+			return f.serveFailed(w, r)
 		}
 	}
 	defer a.release()
@@ -280,15 +290,14 @@ func (e *platformSchool) fail(err error) *platformFailure {
 	}
 	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
 		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
-	g, next := e.g, e.next
+	g := e.g
 	if g == nil {
-		// A record that does not read as a configuration: no legacy
-		// server to hand anything to.
+		// A record that does not read as a configuration: its stand-in
+		// has no legacy server to hand anything to (serveFailed).
 		g = &Gateway{Issuer: e.rec.Issuer}
 		g.setDefaults()
-		next = unavailableHandler{}
 	}
-	f := &platformFailure{failedSite: newFailedSite(g, lf), next: next}
+	f := &platformFailure{failedSite: newFailedSite(g, lf), next: e.next}
 	e.failed.Store(f)
 	e.scheduleRebuilds(f)
 	return f
@@ -361,15 +370,6 @@ func (e *platformSchool) state() string {
 func (e *platformSchool) isActive() bool {
 	a := e.active.Load()
 	return a != nil && !a.closed()
-}
-
-// unavailableHandler answers a failed school's every request when there
-// is no legacy server to hand it to.
-type unavailableHandler struct{}
-
-func (unavailableHandler) ServeHTTP(w http.ResponseWriter, _ *http.Request) error {
-	return school.WriteTemporarilyUnavailable(w, int(lastRebuild/time.Second),
-		"this school is not available: its configuration could not be used")
 }
 
 // activated counts a school just built, and lets go of the least recently
