@@ -25,8 +25,8 @@ func init() {
 // adminAPI adds operator endpoints to Caddy's admin API (which is local
 // and origin-checked by Caddy):
 //
-//	GET  /schoolgate/sites            the running schools, their keys and catalog
-//	GET  /schoolgate/health           200 when every school's store reads and a key signs, else 503
+//	GET  /schoolgate/sites            the running schools, their keys and catalog; a platform's every school
+//	GET  /schoolgate/health           200 when every school's store reads and a key signs, else 503; the platforms' registries
 //	POST /schoolgate/keys/rotate      {"issuer": "..."}: publish a new signing key
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
 //	POST /schoolgate/backup           {"issuer", "file"} or {"all": true, "dir"}: copy the stores while they serve
@@ -94,6 +94,11 @@ type siteStatus struct {
 	StoreBytes int64 `json:"store_bytes,omitempty"`
 	// NextTry is when a failed school is next built again (rebuild.go).
 	NextTry *time.Time `json:"next_try,omitempty"`
+	// Platform names the registry of a school of a school_platform
+	// (dir <path>, or postgres); its State is then active (built),
+	// idle (not built: nothing but its record is in memory), failed or
+	// disabled.
+	Platform string `json:"platform,omitempty"`
 }
 
 // runningSites answers a GET with the running schools, sorted by issuer.
@@ -128,6 +133,9 @@ func handleSites(w http.ResponseWriter, r *http.Request) error {
 		next := f.nextTry()
 		out = append(out, siteStatus{Issuer: f.issuer, State: "failed", Reason: f.failure.Load().Error(),
 			Data: f.gateway.Data, CatalogFrom: f.gateway.Catalog, Since: f.since, KeyIDs: []string{}, NextTry: &next})
+	}
+	for _, p := range runningPlatforms() {
+		out = append(out, p.statuses(r.Context())...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
 	return writeAdminJSON(w, http.StatusOK, out)
@@ -186,8 +194,21 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, school.Health{Issuer: f.issuer, Store: "failed to load: " + f.failure.Load().Error(),
 			Keys: "not loaded", Catalog: "not loaded"})
 	}
+	var platforms []platformSummary
+	for _, p := range runningPlatforms() {
+		hs, sum, healthy := p.health(r.Context())
+		out = append(out, hs...)
+		platforms = append(platforms, sum)
+		if !healthy {
+			status = http.StatusServiceUnavailable
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
-	return writeAdminJSON(w, status, map[string]any{"healthy": status == http.StatusOK, "sites": out})
+	answer := map[string]any{"healthy": status == http.StatusOK, "sites": out}
+	if platforms != nil {
+		answer["platforms"] = platforms
+	}
+	return writeAdminJSON(w, status, answer)
 }
 
 // siteFromBody reads {"issuer": "..."} from a POST and finds that school.

@@ -3,7 +3,9 @@ package caddymodule
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
@@ -35,6 +37,13 @@ type App struct {
 	// proxies are the config's reverse proxies to legacy servers, one
 	// per configuration (upstreamproxy.go).
 	proxies map[[sha256.Size]byte]*reverseproxy.Handler
+	// platforms are the config's school_platform registries in the
+	// order they were provisioned, which Start reads them in;
+	// platformKeys index them by registry. platformList is platforms for
+	// the certificate permission, read on a TLS handshake without a lock.
+	platforms    []*platform
+	platformKeys map[string]*platform
+	platformList atomic.Pointer[[]*platform]
 }
 
 // CaddyModule returns the Caddy module information.
@@ -75,18 +84,58 @@ func (a *App) register(g *Gateway) error {
 	return nil
 }
 
-// Start builds the config's schools, in the order they were provisioned.
-// A school that fails to load for its data answers 503 and is built again
-// in the background (start.go); any other failure fails the start, and
+// registerPlatform adds a school_platform handler to the config: the
+// handlers that name one registry share its platform, and must configure
+// it alike.
+func (a *App) registerPlatform(ctx caddy.Context, h *Platform) (*platform, error) {
+	key := h.Registry.key()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.platformKeys == nil {
+		a.platformKeys = map[string]*platform{}
+	}
+	if p, ok := a.platformKeys[key]; ok {
+		if p.max != h.MaxActive {
+			return nil, fmt.Errorf("max_active: registry %s is named by two school_platform handlers with max_active %d and %d; "+
+				"its schools are one platform, give it one", h.Registry.describe(), p.max, h.MaxActive)
+		}
+		p.users++
+		return p, nil
+	}
+	p := newPlatform(ctx, a, h)
+	p.users = 1
+	a.platformKeys[key] = p
+	a.platforms = append(a.platforms, p)
+	list := slices.Clone(a.platforms)
+	a.platformList.Store(&list)
+	return p, nil
+}
+
+// Start builds the config's schools, in the order they were provisioned,
+// then reads the platforms' registries (their schools are built on their
+// first request). A school that fails to load for its data answers 503
+// and is built again in the background (start.go), a registry that
+// cannot be read is read again; any other failure fails the start, and
 // the requests waiting for the schools not built are let go.
 func (a *App) Start() error {
 	a.mu.Lock()
-	gateways := a.gateways
+	gateways, platforms := a.gateways, a.platforms
 	a.mu.Unlock()
 	for i, g := range gateways {
 		if err := g.start(a); err != nil {
 			for _, rest := range gateways[i:] {
 				rest.run.end()
+			}
+			for _, p := range platforms {
+				p.tables.end()
+			}
+			return err
+		}
+	}
+	for i, p := range platforms {
+		if err := p.start(); err != nil {
+			for _, rest := range platforms[i:] {
+				rest.tables.end()
 			}
 			return err
 		}

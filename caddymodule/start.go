@@ -19,13 +19,7 @@ import (
 // gatewayRun is what a Gateway serves: nothing until the App's Start
 // built its school, then the school or the stand-in of one that failed
 // to load (failure.go).
-type gatewayRun struct {
-	state atomic.Pointer[gatewayState]
-	// ready is closed once state is set, or once the config ended (a
-	// start that failed) without it.
-	ready chan struct{}
-	close sync.Once
-}
+type gatewayRun = startGate[gatewayState]
 
 // gatewayState is a started Gateway's school: site, or failed.
 type gatewayState struct {
@@ -33,20 +27,32 @@ type gatewayState struct {
 	failed *failedSite
 }
 
-func newGatewayRun() *gatewayRun { return &gatewayRun{ready: make(chan struct{})} }
+func newGatewayRun() *gatewayRun { return newStartGate[gatewayState]() }
+
+// startGate holds what a handler serves once the App's Start has built
+// it, and lets the requests that arrived before wait for it.
+type startGate[T any] struct {
+	state atomic.Pointer[T]
+	// ready is closed once state is set, or once the config ended (a
+	// start that failed) without it.
+	ready chan struct{}
+	close sync.Once
+}
+
+func newStartGate[T any]() *startGate[T] { return &startGate[T]{ready: make(chan struct{})} }
 
 // set makes st what serves and lets the waiting requests in.
-func (r *gatewayRun) set(st *gatewayState) {
+func (r *startGate[T]) set(st *T) {
 	r.state.Store(st)
 	r.end()
 }
 
 // end lets the waiting requests go, with what serves if anything does.
-func (r *gatewayRun) end() { r.close.Do(func() { close(r.ready) }) }
+func (r *startGate[T]) end() { r.close.Do(func() { close(r.ready) }) }
 
 // await returns what serves, waiting for the App's Start no longer than
-// ctx allows; nil is a school that is not serving (yet).
-func (r *gatewayRun) await(ctx context.Context) *gatewayState {
+// ctx allows; nil is a handler that is not serving (yet).
+func (r *startGate[T]) await(ctx context.Context) *T {
 	if st := r.state.Load(); st != nil {
 		return st
 	}

@@ -123,19 +123,30 @@ func (g *Gateway) unmarshalStore(d *caddyfile.Dispenser) error {
 //		key_secret <secret>
 //	}
 func unmarshalPostgres(d *caddyfile.Dispenser, args []string) (*StoreConfig, error) {
+	pg, err := parsePostgres(d, args, "store postgres")
+	if err != nil {
+		return nil, err
+	}
+	return &StoreConfig{Postgres: pg}, nil
+}
+
+// parsePostgres reads a database's DSN, given as args, and its block of
+// options, naming option (store postgres, registry postgres) in its
+// messages.
+func parsePostgres(d *caddyfile.Dispenser, args []string, option string) (*PostgresStore, error) {
 	if len(args) != 1 {
-		return nil, d.Err("store postgres: expects one DSN: store postgres <dsn> { key_secret <secret> }")
+		return nil, d.Errf("%s: expects one DSN: %s <dsn> { key_secret <secret> }", option, option)
 	}
 	pg := &PostgresStore{DSN: args[0]}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if d.Val() != "key_secret" {
-			return nil, d.Errf("store postgres: unknown option %q", d.Val())
+			return nil, d.Errf("%s: unknown option %q", option, d.Val())
 		}
-		if err := oneArg(d, "store postgres key_secret", &pg.KeySecret); err != nil {
+		if err := oneArg(d, option+" key_secret", &pg.KeySecret); err != nil {
 			return nil, err
 		}
 	}
-	return &StoreConfig{Postgres: pg}, nil
+	return pg, nil
 }
 
 // validateStore checks the store's options without reaching the store.
@@ -154,18 +165,22 @@ func (g *Gateway) validateStore() error {
 }
 
 // validate checks the DSN and the key secret without reaching the
-// database. A DSN with placeholders is checked once they are replaced, at
-// start.
-func (pg *PostgresStore) validate() error {
+// database.
+func (pg *PostgresStore) validate() error { return pg.check("store postgres") }
+
+// check checks the DSN and the key secret without reaching the database,
+// naming option in its messages. A DSN with placeholders is checked once
+// they are replaced, at start.
+func (pg *PostgresStore) check(option string) error {
 	switch {
 	case pg.DSN == "":
-		return errors.New("store postgres: the DSN is required")
+		return fmt.Errorf("%s: the DSN is required", option)
 	case pg.KeySecret == "":
-		return errors.New("store postgres: key_secret is required; it encrypts the signing keys in the database")
+		return fmt.Errorf("%s: key_secret is required; it encrypts the signing keys in the database", option)
 	}
 	if !strings.Contains(pg.DSN, "{") {
 		if _, err := pgstore.ParseDSN(pg.DSN); err != nil {
-			return fmt.Errorf("store postgres: %v", err)
+			return fmt.Errorf("%s: %v", option, err)
 		}
 	}
 	return nil
@@ -173,16 +188,21 @@ func (pg *PostgresStore) validate() error {
 
 // resolved returns the DSN and key secret with {env.NAME} replaced.
 func (pg *PostgresStore) resolved() (dsn, secret string, err error) {
+	return pg.resolvedAs("store postgres")
+}
+
+// resolvedAs is resolved naming option in its messages.
+func (pg *PostgresStore) resolvedAs(option string) (dsn, secret string, err error) {
 	repl := caddy.NewReplacer()
 	dsn, secret = repl.ReplaceKnown(pg.DSN, ""), repl.ReplaceKnown(pg.KeySecret, "")
 	if dsn == "" {
-		return "", "", errors.New("store postgres: the DSN is empty once its placeholders are replaced (is the environment variable set?)")
+		return "", "", fmt.Errorf("%s: the DSN is empty once its placeholders are replaced (is the environment variable set?)", option)
 	}
 	if secret == "" {
-		return "", "", errors.New("store postgres: key_secret is empty once its placeholders are replaced (is the environment variable set?)")
+		return "", "", fmt.Errorf("%s: key_secret is empty once its placeholders are replaced (is the environment variable set?)", option)
 	}
 	if _, err := pgstore.ParseDSN(dsn); err != nil {
-		return "", "", fmt.Errorf("store postgres: %v", err)
+		return "", "", fmt.Errorf("%s: %v", option, err)
 	}
 	return dsn, secret, nil
 }

@@ -148,6 +148,21 @@ func openPostgres(ctx context.Context, cfg *PostgresStore, issuer string) (*site
 	}
 	ctx, cancel := context.WithTimeout(ctx, connectWait(dsn))
 	defer cancel()
+	pool, release, err := acquirePool(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store postgres: %v", err)
+	}
+	site, err := pool.Site(ctx, issuer, secret)
+	if err != nil {
+		_ = release()
+		return nil, fmt.Errorf("store postgres: %v", err)
+	}
+	return &siteStore{Store: site, where: "postgres", release: release}, nil
+}
+
+// acquirePool returns the pool of dsn (a resolved DSN), connecting it if
+// no site or registry uses it yet, and how to let go of it.
+func acquirePool(ctx context.Context, dsn string) (*pgstore.Pool, func() error, error) {
 	v, _, err := pools.LoadOrNew(dsn, func() (caddy.Destructor, error) {
 		p, err := pgstore.Connect(ctx, dsn)
 		if err != nil {
@@ -158,16 +173,11 @@ func openPostgres(ctx context.Context, cfg *PostgresStore, issuer string) (*site
 		return pooledDB{p}, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store postgres: %v", err)
+		return nil, nil, err
 	}
 	release := func() error {
 		_, err := pools.Delete(dsn)
 		return err
 	}
-	site, err := v.(pooledDB).Site(ctx, issuer, secret)
-	if err != nil {
-		_ = release()
-		return nil, fmt.Errorf("store postgres: %v", err)
-	}
-	return &siteStore{Store: site, where: "postgres", release: release}, nil
+	return v.(pooledDB).Pool, release, nil
 }

@@ -1,0 +1,574 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/schoolgate/schoolgate/pgstore"
+	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/school"
+)
+
+// platform is a registry's schools in one config. The App's Start opens
+// the registry, reads its records (each an idle school: nothing is built)
+// and watches it; each change replaces the host table, so that requests
+// route without a lock and a change applies without a reload. Schools are
+// built by their first request (platformschool.go), at most max of them
+// at once.
+type platform struct {
+	cfg    PlatformRegistry
+	regKey string
+	max    int
+	ctx    caddy.Context
+	app    *App
+	// users counts the config's handlers that share the platform; the
+	// last one's Cleanup ends it. Under app.mu.
+	users int
+
+	// open opens the registry; upstream returns a school's next handler,
+	// the config's proxy to its legacy server. Variables for tests.
+	open     func(ctx context.Context) (*openedRegistry, error)
+	upstream func(g *Gateway) (caddyhttp.Handler, error)
+
+	// tables is the host table, nil until the registry was read.
+	tables *startGate[hostTable]
+	// life ends with the platform: the rebuilds of failed schools, the
+	// retries of a registry that could not be read.
+	life context.Context
+	end  context.CancelFunc
+
+	// writeMu orders the table's writers: the start, the changes, the
+	// end. Under it: reg, unwatch, pending, ended.
+	writeMu sync.Mutex
+	reg     *openedRegistry
+	unwatch func()
+	// pending are the changes announced before the first table was
+	// built, applied once it is.
+	pending []registry.Change
+	ended   bool
+
+	// mu guards active and dataFiles.
+	mu     sync.Mutex
+	active map[*activeSchool]struct{}
+	// dataFiles are the bbolt files of the schools built, by path: two
+	// records naming one data directory would mix two schools in one
+	// file.
+	dataFiles map[string]*platformSchool
+	// over is set while more than max schools are active, every one busy.
+	over atomic.Bool
+
+	// registryErr is why the registry could not be read last, nil once
+	// it could; retrying is set while a retry is scheduled.
+	registryErr atomic.Pointer[registryFailure]
+	retrying    atomic.Bool
+}
+
+// registryFailure is a failed read of the registry.
+type registryFailure struct {
+	err   error
+	since time.Time
+	next  atomic.Int64 // the next try, Unix nanoseconds
+}
+
+// openedRegistry is an opened registry, where it keeps its schools, and
+// how to let go of it.
+type openedRegistry struct {
+	registry.Registry
+	place   placement
+	release func() error
+}
+
+func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
+	life, end := context.WithCancel(context.Background())
+	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
+		tables: newStartGate[hostTable](), life: life, end: end,
+		active: map[*activeSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
+	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
+	p.upstream = p.proxyFor
+	return p
+}
+
+// proxyFor is the config's reverse proxy to g's legacy server, shared with
+// the schools (site blocks included) that have the same one.
+func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, error) {
+	rp, err := defaultUpstreamProxy(g.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %v", err)
+	}
+	raw, err := json.Marshal(rp)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %v", err)
+	}
+	h, err := p.app.proxy(p.ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		return h.ServeHTTP(w, r, lastHandler)
+	}), nil
+}
+
+// lastHandler ends a route: the proxy answers every request itself.
+var lastHandler = caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+
+// serve routes a request to the school of its host.
+func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
+	t := p.tables.await(r.Context())
+	if t == nil {
+		return p.writeNoTable(w)
+	}
+	e := t.lookup(r)
+	if e == nil {
+		return writeNoSchool(w)
+	}
+	err := e.serve(w, r)
+	if !errors.Is(err, errRetired) {
+		return err
+	}
+	// The record changed after the lookup: the table that replaced the
+	// one looked in has its school.
+	if e = p.tables.state.Load().lookup(r); e == nil {
+		return writeNoSchool(w)
+	}
+	if err = e.serve(w, r); errors.Is(err, errRetired) {
+		return writeStarting(w) // the platform is ending
+	}
+	return err
+}
+
+// writeNoSchool answers a host no enabled school answers on: a plain 404
+// that says nothing of any school.
+func writeNoSchool(w http.ResponseWriter) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNotFound)
+	_, err := io.WriteString(w, "404 Not Found: no school is served at this address\n")
+	return err
+}
+
+// writeNoTable answers a request before the registry was read: 503 while
+// the config starts, or until the registry can be read.
+func (p *platform) writeNoTable(w http.ResponseWriter) error {
+	f := p.registryErr.Load()
+	if f == nil {
+		return writeStarting(w)
+	}
+	left := time.Until(time.Unix(0, f.next.Load()))
+	return school.WriteTemporarilyUnavailable(w, max(int((left+time.Second-1)/time.Second), 1),
+		"the schools of this server cannot be read now; try again shortly")
+}
+
+// start opens the registry and reads it. A registry that cannot be read
+// leaves the platform answering 503 and trying again in the background —
+// unless the running config serves this registry: then the start fails,
+// and the running config keeps serving, as for a site block's school.
+func (p *platform) start() error {
+	err := p.connect()
+	if err == nil {
+		return nil
+	}
+	if p.servedNow() {
+		return err
+	}
+	p.ctx.Slogger().Error("the platform's registry could not be read; its schools answer 503 until it can",
+		"registry", p.cfg.describe(), "error", err, "next_try", firstRebuild)
+	p.registryFailed(err)
+	p.tables.end()
+	return nil
+}
+
+// connect opens the registry, watches it and reads it into the first
+// table. Changes announced meanwhile wait for the table (changed).
+func (p *platform) connect() error {
+	ctx, cancel := context.WithTimeout(p.life, connectTimeout)
+	defer cancel()
+	reg, err := p.open(ctx)
+	if err != nil {
+		return err
+	}
+	unwatch := reg.Watch(p.changed)
+	records, err := reg.List(ctx)
+	if err != nil {
+		unwatch()
+		_ = reg.release()
+		return fmt.Errorf("registry: %v", err)
+	}
+	t := newHostTable(len(records))
+	for _, rec := range records {
+		t.add(&platformSchool{p: p, rec: rec})
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.ended {
+		unwatch()
+		_ = reg.release()
+		return errors.New("the platform ended")
+	}
+	p.reg, p.unwatch = reg, unwatch
+	p.registryErr.Store(nil)
+	p.tables.set(t)
+	p.ctx.Slogger().Info("the platform's registry is read", "registry", p.cfg.describe(), "schools", len(t.schools))
+	pending := p.pending
+	p.pending = nil
+	for _, c := range pending {
+		p.apply(c)
+	}
+	p.handOver()
+	return nil
+}
+
+// servedNow reports whether the running config serves this registry.
+// While a config starts, the running config is the one it replaces.
+func (p *platform) servedNow() bool {
+	prev := p.runningTwin()
+	return prev != nil && prev.tables.state.Load() != nil
+}
+
+// runningTwin is the running config's platform of the same registry, if
+// it is not this one.
+func (p *platform) runningTwin() *platform {
+	app, err := runningApp()
+	if err != nil || app == p.app {
+		return nil
+	}
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	return app.platformKeys[p.regKey]
+}
+
+// handOver builds, at a reload, the schools that the running config has
+// built and whose record is unchanged: they keep their state (the site
+// pool hands it over), so that a reload does not turn every school in use
+// idle. The cost is the number of schools in use. The caller holds
+// writeMu.
+func (p *platform) handOver() {
+	prev := p.runningTwin()
+	if prev == nil {
+		return
+	}
+	prev.mu.Lock()
+	used := make(map[*platformSchool]int64, len(prev.active))
+	for a := range prev.active {
+		used[a.school] = a.used.Load()
+	}
+	prev.mu.Unlock()
+	t := p.tables.state.Load()
+	for old, at := range used {
+		if e := t.schools[old.rec.Issuer]; e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
+			e.warm(at)
+		}
+	}
+}
+
+// changed applies a change announced by the registry (one at a time).
+func (p *platform) changed(c registry.Change) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	switch {
+	case p.ended:
+	case p.tables.state.Load() == nil:
+		p.pending = append(p.pending, c)
+	default:
+		p.apply(c)
+	}
+}
+
+// apply reads the record a change names and puts it in the table; a
+// change that names none reads the whole registry again. The caller
+// holds writeMu.
+func (p *platform) apply(c registry.Change) {
+	if c.Issuer == "" {
+		if err := p.resync(); err != nil {
+			p.registryFailed(err)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.life, storeCallTimeout)
+	defer cancel()
+	rec, err := p.reg.Get(ctx, c.Issuer)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		p.replace(c.Issuer, nil)
+	case err != nil:
+		// The change is not lost: the whole registry is read again
+		// once it answers.
+		p.registryFailed(fmt.Errorf("registry: reading %s: %v", c.Issuer, err))
+	default:
+		p.replace(rec.Issuer, &rec)
+	}
+}
+
+// replace makes rec the record of issuer (nil: it has none any more). A
+// school in use whose record changed is built anew before the new record
+// replaces the old in the table, so that its requests never wait for the
+// build; the old one serves the requests it has, and is let go of after
+// the last. The caller holds writeMu.
+func (p *platform) replace(issuer string, rec *registry.Record) {
+	t := p.tables.state.Load()
+	old := t.schools[issuer]
+	if rec != nil && old != nil && registry.SameRecord(&old.rec, rec) {
+		return
+	}
+	var e *platformSchool
+	if rec != nil {
+		e = &platformSchool{p: p, rec: *rec}
+		if old != nil && old.isActive() && !rec.Disabled {
+			e.warm(time.Now().UnixNano())
+		}
+	}
+	next := t.clone()
+	if old != nil {
+		next.remove(old)
+	}
+	if e != nil {
+		next.add(e)
+	}
+	p.tables.set(next)
+	if old != nil {
+		old.retire()
+	}
+	what := "changed"
+	switch {
+	case rec == nil:
+		what = "removed"
+	case old == nil:
+		what = "added"
+	}
+	p.ctx.Slogger().Info("a school of the platform is "+what, "issuer", issuer)
+}
+
+// resync reads the whole registry again: the registry may have missed
+// changes. Unchanged records keep their school. The caller holds
+// writeMu.
+func (p *platform) resync() error {
+	ctx, cancel := context.WithTimeout(p.life, storeCallTimeout)
+	defer cancel()
+	records, err := p.reg.List(ctx)
+	if err != nil {
+		return fmt.Errorf("registry: %v", err)
+	}
+	t := p.tables.state.Load()
+	next := newHostTable(len(records))
+	var retired []*platformSchool
+	for _, rec := range records {
+		old := t.schools[rec.Issuer]
+		if old != nil && registry.SameRecord(&old.rec, &rec) {
+			next.add(old)
+			continue
+		}
+		e := &platformSchool{p: p, rec: rec}
+		if old != nil {
+			if old.isActive() && !rec.Disabled {
+				e.warm(time.Now().UnixNano())
+			}
+			retired = append(retired, old)
+		}
+		next.add(e)
+	}
+	for issuer, old := range t.schools {
+		if next.schools[issuer] == nil {
+			retired = append(retired, old)
+		}
+	}
+	p.tables.set(next)
+	for _, old := range retired {
+		old.retire()
+	}
+	p.registryErr.Store(nil)
+	return nil
+}
+
+// registryFailed records that the registry could not be read and reads
+// it again later, from the start if it was never read: schools built
+// keep serving meanwhile, and the changes missed are found then.
+func (p *platform) registryFailed(err error) {
+	f := &registryFailure{err: err, since: time.Now().UTC()}
+	f.next.Store(time.Now().Add(firstRebuild).UnixNano())
+	if prev := p.registryErr.Load(); prev != nil {
+		f.since = prev.since
+		f.next.Store(prev.next.Load())
+	}
+	p.registryErr.Store(f)
+	if !p.retrying.CompareAndSwap(false, true) {
+		return
+	}
+	delay := firstRebuild
+	background.Add(p.life, delay, func(context.Context) time.Duration {
+		err := p.retry()
+		if err == nil {
+			p.retrying.Store(false)
+			return 0
+		}
+		p.ctx.Slogger().Warn("the platform's registry still cannot be read; it is tried again later",
+			"registry", p.cfg.describe(), "error", err)
+		delay = min(delay*2, lastRebuild)
+		if f := p.registryErr.Load(); f != nil {
+			f.next.Store(time.Now().Add(delay).UnixNano())
+		}
+		return delay
+	})
+}
+
+// retry reads the registry again: the first time, or after a failure.
+func (p *platform) retry() error {
+	p.writeMu.Lock()
+	connected := p.reg != nil
+	p.writeMu.Unlock()
+	if !connected {
+		return p.connect()
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.ended {
+		return nil
+	}
+	return p.resync()
+}
+
+// release lets go of the platform when the last of its config's handlers
+// is cleaned up.
+func (p *platform) release() error {
+	p.app.mu.Lock()
+	p.users--
+	last := p.users == 0
+	p.app.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return p.stop()
+}
+
+// stop ends the platform with its config: no change is applied any more,
+// every school is retired (let go of after its last request), and the
+// registry is let go of.
+func (p *platform) stop() error {
+	p.writeMu.Lock()
+	p.ended = true
+	reg, unwatch := p.reg, p.unwatch
+	p.writeMu.Unlock()
+	p.end()
+	p.tables.end()
+	if unwatch != nil {
+		// Outside writeMu: a registry's stop may wait for a change being
+		// announced, which waits for writeMu.
+		unwatch()
+	}
+	if t := p.tables.state.Load(); t != nil {
+		for _, e := range t.schools {
+			e.retire()
+		}
+	}
+	if reg == nil {
+		return nil
+	}
+	return reg.release()
+}
+
+// claimData records the bbolt file a school (configured by g) is about to
+// open, refusing one that another school of the platform has.
+func (p *platform) claimData(e *platformSchool, g *Gateway) error {
+	if g.Store != nil {
+		return nil
+	}
+	path := g.dataPath()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if other := p.dataFiles[path]; other != nil && other != e && other.rec.Issuer != e.rec.Issuer && !other.retired.Load() {
+		return failedLoading("its data directory is another school's",
+			fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory", path, other.rec.Issuer, e.rec.Issuer))
+	}
+	p.dataFiles[path], e.dataPath = e, path
+	return nil
+}
+
+// releaseData forgets the bbolt file of a retired school.
+func (p *platform) releaseData(e *platformSchool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.dataPath != "" && p.dataFiles[e.dataPath] == e {
+		delete(p.dataFiles, e.dataPath)
+	}
+}
+
+// registries holds each registry open across config reloads, as the
+// stores are: a reload that keeps the platform does not open its
+// registry twice.
+var registries = caddy.NewUsagePool()
+
+type pooledRegistry struct {
+	reg   registry.Registry
+	place placement
+	// after lets go of what the registry stands on (a database pool).
+	after func() error
+}
+
+// Destruct closes the registry once no config uses it.
+func (p pooledRegistry) Destruct() error {
+	err := p.reg.Close()
+	if p.after != nil {
+		err = errors.Join(err, p.after())
+	}
+	return err
+}
+
+// open opens the registry, or finds it opened by another config. cc is
+// the config's context, for the registry's logger.
+func (r PlatformRegistry) open(ctx context.Context, cc caddy.Context) (*openedRegistry, error) {
+	var key string
+	var build func() (caddy.Destructor, error)
+	if pg := r.Postgres; pg != nil {
+		dsn, _, err := pg.resolvedAs("registry postgres")
+		if err != nil {
+			return nil, err
+		}
+		key = "postgres " + dsn
+		build = func() (caddy.Destructor, error) { return openPostgresRegistry(ctx, pg, dsn) }
+	} else {
+		key = "dir " + r.Dir
+		build = func() (caddy.Destructor, error) {
+			d, err := registry.OpenDir(r.Dir, validateDirRecord, cc.Slogger())
+			if err != nil {
+				return nil, fmt.Errorf("registry dir: %v", err)
+			}
+			return pooledRegistry{reg: d, place: placeInDir(d.DataDir)}, nil
+		}
+	}
+	v, _, err := registries.LoadOrNew(key, build)
+	if err != nil {
+		return nil, err
+	}
+	pr := v.(pooledRegistry)
+	return &openedRegistry{Registry: pr.reg, place: pr.place, release: func() error {
+		_, err := registries.Delete(key)
+		return err
+	}}, nil
+}
+
+// openPostgresRegistry opens the registry in the database at dsn (pg's
+// DSN resolved), on the pool the schools' stores share.
+func openPostgresRegistry(ctx context.Context, pg *PostgresStore, dsn string) (caddy.Destructor, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectWait(dsn))
+	defer cancel()
+	pool, release, err := acquirePool(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("registry postgres: %v", err)
+	}
+	reg, err := pgstore.OpenRegistry(ctx, pool, validatePostgresRecord)
+	if err != nil {
+		_ = release()
+		return nil, fmt.Errorf("registry postgres: %v", err)
+	}
+	return pooledRegistry{reg: reg, place: placeInPostgres(pg), after: release}, nil
+}

@@ -1,0 +1,438 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/school"
+)
+
+// A platform school is idle (its record only) until its first request
+// builds it, as a site block's school is built (newSite, the site and
+// store pools): it is then active, with its store open and its keys
+// loaded. It goes back to idle when the platform lets go of it, the least
+// recently used first, to keep at most max_active built; a changed or
+// removed record retires it. Either way a request in flight finishes on
+// the school it started on, and the store is released after the last
+// one (activeSchool).
+
+// platformSchool is one record of the registry as the platform serves it.
+// A changed record is a new platformSchool, which replaces the old one in
+// the table; the old one is retired.
+type platformSchool struct {
+	p   *platform
+	rec registry.Record
+
+	// active is the built school, nil while idle.
+	active atomic.Pointer[activeSchool]
+	// failed is the stand-in of a school that could not be built, which
+	// is built again in the background (rebuilds); nil otherwise.
+	failed atomic.Pointer[platformFailure]
+	// retired is set once the record changed or was removed, or the
+	// platform ended: nothing is built for it any more.
+	retired atomic.Bool
+
+	// mu makes one build at a time: concurrent first requests wait for
+	// it and share what it built.
+	mu sync.Mutex
+	// What the first build prepared from the record, under mu: the
+	// school's configuration, its key in the site pool and the proxy to
+	// its legacy server.
+	g    *Gateway
+	key  string
+	next caddyhttp.Handler
+	// dataPath is the bbolt file the school claimed (platform.claimData),
+	// "" before or in a database; under p.mu.
+	dataPath string
+}
+
+// platformFailure is a school that could not be built, and the handler
+// its stand-in hands the legacy site's public pages to: nil for a record
+// that does not read as a configuration, which names no legacy server.
+type platformFailure struct {
+	*failedSite
+	next caddyhttp.Handler
+}
+
+// serveFailed answers a request of a school that could not be built.
+func (f *platformFailure) serveFailed(w http.ResponseWriter, r *http.Request) error {
+	if f.next == nil {
+		return school.WriteTemporarilyUnavailable(w, f.retryAfter(),
+			"this school is not available: "+f.failure.Load().public)
+	}
+	return f.serve(w, r, f.next)
+}
+
+// activeSchool is a built school and the requests in flight in it. refs
+// counts them; its closed bit, once set, lets no request in, and the
+// school is let go of (its store released, its background work ended)
+// when the count reaches zero under it: a request never meets a closed
+// store.
+type activeSchool struct {
+	*site
+	school *platformSchool
+	next   caddyhttp.Handler
+	refs   atomic.Int64
+	// used is when a request last came in (Unix nanoseconds): the least
+	// recently used idle school is let go of first.
+	used   atomic.Int64
+	unload sync.Once
+}
+
+const closedBit = 1 << 62
+
+// acquire lets a request in, unless the school is closed.
+func (a *activeSchool) acquire() bool {
+	if a.refs.Add(1)&closedBit == 0 {
+		return true
+	}
+	a.release()
+	return false
+}
+
+// release lets a request out; the last one out of a closed school lets go
+// of it. Past max_active with no idle school to let go of at the last
+// activation, the last request out of this one makes room.
+func (a *activeSchool) release() {
+	switch n := a.refs.Add(-1); {
+	case n == closedBit:
+		a.letGo()
+	case n == 0 && a.school.p.over.Load():
+		a.school.p.trim()
+	}
+}
+
+// close lets no further request in; the school is let go of after the
+// last one in flight (now, if none is).
+func (a *activeSchool) close() {
+	for {
+		n := a.refs.Load()
+		if n&closedBit != 0 {
+			return
+		}
+		if a.refs.CompareAndSwap(n, n|closedBit) {
+			if n == 0 {
+				a.letGo()
+			}
+			return
+		}
+	}
+}
+
+// closeIdle closes the school if no request is in it, and reports
+// whether it did; the caller then lets go of it.
+func (a *activeSchool) closeIdle() bool { return a.refs.CompareAndSwap(0, closedBit) }
+
+// letGo releases the school, once: the platform stops counting it and
+// the site pool lets go of its state when no config has it any more.
+func (a *activeSchool) letGo() {
+	a.unload.Do(func() {
+		e := a.school
+		e.p.forget(a)
+		e.active.CompareAndSwap(a, nil)
+		if err := releaseSite(e.key); err != nil {
+			e.p.ctx.Slogger().Error("letting go of a school", "issuer", e.rec.Issuer, "error", err)
+		}
+	})
+}
+
+// closed reports whether the school lets requests in no more.
+func (a *activeSchool) closed() bool { return a.refs.Load()&closedBit != 0 }
+
+// errRetired is a request that met a school whose record was replaced
+// after the request found it: the current table has what serves.
+var errRetired = errors.New("the school's record was replaced")
+
+// serve answers a request of the school, building it first if it is
+// idle.
+func (e *platformSchool) serve(w http.ResponseWriter, r *http.Request) error {
+	a := e.active.Load()
+	if a == nil || !a.acquire() {
+		var f *platformFailure
+		if a, f = e.activate(); a == nil {
+			if f == nil {
+				return errRetired
+			}
+			return f.serveFailed(w, r)
+		}
+	}
+	defer a.release()
+	a.used.Store(time.Now().UnixNano())
+	return handlerError(a.Serve(w, r, a.next))
+}
+
+// activate returns the built school with the caller's request let in,
+// building it if need be; or the stand-in of a school that failed; or
+// neither for a retired one.
+func (e *platformSchool) activate() (*activeSchool, *platformFailure) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.retired.Load() {
+		return nil, nil
+	}
+	if a := e.active.Load(); a != nil && a.acquire() {
+		return a, nil
+	}
+	if f := e.failed.Load(); f != nil {
+		return nil, f
+	}
+	a, err := e.build()
+	if err != nil {
+		return nil, e.fail(err)
+	}
+	a.refs.Store(1)
+	e.install(a)
+	return a, nil
+}
+
+// warm builds the school without a request, unless it is built or
+// failed: a changed record of a school in use, or one a reload hands on.
+func (e *platformSchool) warm(used int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.retired.Load() || e.failed.Load() != nil {
+		return
+	}
+	if a := e.active.Load(); a != nil && !a.closed() {
+		return
+	}
+	a, err := e.build()
+	if err != nil {
+		e.fail(err)
+		return
+	}
+	a.used.Store(used)
+	e.install(a)
+}
+
+// build builds the school as a site block's is built: its store opened
+// (or shared with a config that has it), its keys loaded. The caller
+// holds e.mu.
+func (e *platformSchool) build() (*activeSchool, error) {
+	if err := e.prepare(); err != nil {
+		return nil, err
+	}
+	if err := e.p.claimData(e, e.g); err != nil {
+		return nil, err
+	}
+	ctx := e.p.ctx
+	s, kept, err := acquireSite(e.key, func() (*site, context.CancelFunc, error) { return e.g.newSite(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	if kept {
+		// This config serves its own metrics registry.
+		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), e.g.Issuer))
+	}
+	a := &activeSchool{site: s, school: e, next: e.next}
+	a.used.Store(time.Now().UnixNano())
+	return a, nil
+}
+
+// prepare reads the record as a school's configuration, places its state
+// where the registry keeps it and finds its proxy, then reads its admin
+// OpenAPI file, once: what was prepared stays for the next build, and
+// for the stand-in of a school that fails (its legacy server). The
+// caller holds e.mu.
+func (e *platformSchool) prepare() error {
+	if e.g == nil {
+		g, err := recordGateway(&e.rec)
+		if err != nil {
+			return err
+		}
+		if err := e.p.reg.place(g); err != nil {
+			return err
+		}
+		next, err := e.p.upstream(g)
+		if err != nil {
+			return err
+		}
+		e.g, e.next = g, next
+	}
+	if e.key != "" {
+		return nil
+	}
+	if err := e.g.readAdminOpenAPI(e.p.ctx); err != nil {
+		return err
+	}
+	key, err := e.g.siteKey()
+	if err != nil {
+		return err
+	}
+	e.key = key
+	return nil
+}
+
+// install makes a the school's built state. The caller holds e.mu.
+func (e *platformSchool) install(a *activeSchool) {
+	e.active.Store(a)
+	e.p.activated(a)
+	// A retire that ran while this was built closes it here (retire
+	// sets retired, then closes what is active).
+	if e.retired.Load() {
+		a.close()
+	}
+}
+
+// fail makes the school answer through its stand-in and schedules its
+// rebuilds, unless a stand-in serves already. The caller holds e.mu.
+func (e *platformSchool) fail(err error) *platformFailure {
+	lf, ok := asLoadFailure(err)
+	if !ok {
+		lf = &loadFailure{public: "its configuration could not be used", err: err}
+	}
+	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
+		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
+	g := e.g
+	if g == nil {
+		// A record that does not read as a configuration: its stand-in
+		// has no legacy server to hand anything to (serveFailed).
+		g = &Gateway{Issuer: e.rec.Issuer}
+		g.setDefaults()
+	}
+	f := &platformFailure{failedSite: newFailedSite(g, lf), next: e.next}
+	e.failed.Store(f)
+	e.scheduleRebuilds(f)
+	return f
+}
+
+// scheduleRebuilds builds the failed school again in the background, on
+// the schedule of a site block's (rebuild.go), until it is built or
+// retired or the platform ends.
+func (e *platformSchool) scheduleRebuilds(f *platformFailure) {
+	delay := firstRebuild
+	background.Add(e.p.life, delay, func(context.Context) time.Duration {
+		if e.rebuild(f) {
+			return 0
+		}
+		delay = min(delay*2, lastRebuild)
+		f.rebuild.next.Store(time.Now().Add(delay).UnixNano())
+		return delay
+	})
+}
+
+// rebuild builds the failed school once and reports whether its rebuilds
+// are over: it is built, or retired.
+func (e *platformSchool) rebuild(f *platformFailure) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.retired.Load() {
+		return true
+	}
+	a, err := e.build()
+	if err != nil {
+		lf, ok := asLoadFailure(err)
+		if !ok {
+			lf = &loadFailure{public: "its configuration could not be used", err: err}
+		}
+		f.failure.Store(lf)
+		e.p.ctx.Slogger().Warn("a school of the platform still fails to load; it is tried again later",
+			"issuer", e.rec.Issuer, "error", err)
+		return false
+	}
+	e.failed.Store(nil)
+	e.install(a)
+	e.p.ctx.Slogger().Info("a school of the platform failed to load before and serves now", "issuer", e.rec.Issuer)
+	return true
+}
+
+// retire ends the school's part in the platform: no request is let in
+// any more, and its state is let go of after the last one in flight.
+func (e *platformSchool) retire() {
+	e.retired.Store(true)
+	if a := e.active.Load(); a != nil {
+		a.close()
+	}
+	e.p.releaseData(e)
+}
+
+// state names what the school is now, for the admin API.
+func (e *platformSchool) state() string {
+	switch {
+	case e.rec.Disabled:
+		return "disabled"
+	case e.failed.Load() != nil:
+		return "failed"
+	case e.isActive():
+		return "active"
+	}
+	return "idle"
+}
+
+// isActive reports whether the school is built and lets requests in.
+func (e *platformSchool) isActive() bool {
+	a := e.active.Load()
+	return a != nil && !a.closed()
+}
+
+// activated counts a school just built, and lets go of the least recently
+// used idle ones past max_active.
+func (p *platform) activated(a *activeSchool) {
+	p.mu.Lock()
+	p.active[a] = struct{}{}
+	idle := p.pickIdle()
+	p.mu.Unlock()
+	for _, v := range idle {
+		v.letGo()
+	}
+}
+
+// trim lets go of idle schools past max_active.
+func (p *platform) trim() {
+	p.mu.Lock()
+	idle := p.pickIdle()
+	p.mu.Unlock()
+	for _, v := range idle {
+		v.letGo()
+	}
+}
+
+// pickIdle closes the least recently used schools without a request in
+// flight until at most max are active, and returns them for the caller to
+// let go of once it released p.mu. Past max with every school busy, over
+// makes the next request that leaves a school idle try again. The caller
+// holds p.mu. A scan of the active schools per school let go of: the
+// activation that calls it opened a store, which costs more.
+func (p *platform) pickIdle() []*activeSchool {
+	var out []*activeSchool
+	for len(p.active) > p.max {
+		var oldest *activeSchool
+		for a := range p.active {
+			if a.refs.Load() == 0 && (oldest == nil || a.used.Load() < oldest.used.Load()) {
+				oldest = a
+			}
+		}
+		if oldest == nil {
+			p.over.Store(true)
+			return out
+		}
+		if !oldest.closeIdle() {
+			continue // a request came in meanwhile
+		}
+		delete(p.active, oldest)
+		out = append(out, oldest)
+	}
+	p.over.Store(false)
+	return out
+}
+
+// forget stops counting a school let go of.
+func (p *platform) forget(a *activeSchool) {
+	p.mu.Lock()
+	delete(p.active, a)
+	p.mu.Unlock()
+}
+
+// activeCount is how many schools are built now.
+func (p *platform) activeCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.active)
+}

@@ -1,0 +1,119 @@
+package caddymodule
+
+import (
+	"context"
+	"time"
+
+	"github.com/schoolgate/schoolgate/school"
+)
+
+// platformSummary is a platform as /schoolgate/health reports it.
+type platformSummary struct {
+	// Registry names the registry: dir <path>, or postgres.
+	Registry string `json:"registry"`
+	// Schools is the registry's size: its records, disabled included.
+	Schools   int `json:"schools"`
+	Active    int `json:"active"`
+	Failed    int `json:"failed"`
+	Disabled  int `json:"disabled"`
+	MaxActive int `json:"max_active"`
+	// RegistryError is why the registry could not be read last, with
+	// NextTry, when it is read again; built schools keep serving
+	// meanwhile.
+	RegistryError string     `json:"registry_error,omitempty"`
+	NextTry       *time.Time `json:"next_try,omitempty"`
+}
+
+// runningPlatforms are the platforms of the config being served now.
+func runningPlatforms() []*platform {
+	app, err := runningApp()
+	if err != nil {
+		return nil
+	}
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	return append([]*platform(nil), app.platforms...)
+}
+
+// schools are the platform's schools, none before the registry was read.
+func (p *platform) schools() map[string]*platformSchool {
+	if t := p.tables.state.Load(); t != nil {
+		return t.schools
+	}
+	return nil
+}
+
+// statuses describes every school of the platform for /schoolgate/sites,
+// building none: an idle, disabled or failed school is described by its
+// record.
+func (p *platform) statuses(ctx context.Context) []siteStatus {
+	schools := p.schools()
+	out := make([]siteStatus, 0, len(schools))
+	for _, e := range schools {
+		st, ok := e.status(ctx)
+		if !ok {
+			st = siteStatus{Issuer: e.rec.Issuer, State: e.state(), KeyIDs: []string{}}
+			if f := e.failed.Load(); f != nil {
+				next := f.nextTry()
+				st.State, st.Reason, st.Since, st.NextTry = "failed", f.failure.Load().Error(), f.since, &next
+			}
+		}
+		st.Platform = p.cfg.describe()
+		out = append(out, st)
+	}
+	return out
+}
+
+// status describes a built school, reporting whether it is built.
+func (e *platformSchool) status(ctx context.Context) (siteStatus, bool) {
+	a := e.active.Load()
+	if a == nil || !a.acquire() {
+		return siteStatus{}, false
+	}
+	defer a.release()
+	st := a.site.status(ctx)
+	st.State = "active"
+	return st, true
+}
+
+// health checks the platform's built schools and reports the failed ones
+// and the registry; idle schools are not built to be checked.
+func (p *platform) health(ctx context.Context) ([]school.Health, platformSummary, bool) {
+	sum := platformSummary{Registry: p.cfg.describe(), MaxActive: p.max}
+	healthy := true
+	if f := p.registryErr.Load(); f != nil {
+		next := time.Unix(0, f.next.Load()).UTC()
+		sum.RegistryError, sum.NextTry, healthy = f.err.Error(), &next, false
+	}
+	var out []school.Health
+	for _, e := range p.schools() {
+		sum.Schools++
+		if e.rec.Disabled {
+			sum.Disabled++
+			continue
+		}
+		if f := e.failed.Load(); f != nil {
+			sum.Failed++
+			healthy = false
+			out = append(out, school.Health{Issuer: e.rec.Issuer, Store: "failed to load: " + f.failure.Load().Error(),
+				Keys: "not loaded", Catalog: "not loaded"})
+			continue
+		}
+		if h, ok := e.health(ctx); ok {
+			sum.Active++
+			healthy = healthy && h.Healthy
+			out = append(out, h)
+		}
+	}
+	return out, sum, healthy
+}
+
+// health checks a built school, reporting whether it is built.
+func (e *platformSchool) health(ctx context.Context) (school.Health, bool) {
+	a := e.active.Load()
+	if a == nil || !a.acquire() {
+		return school.Health{}, false
+	}
+	defer a.release()
+	return a.Health(ctx), true
+}
