@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -538,6 +539,11 @@ func (r PlatformRegistry) open(ctx context.Context, cc caddy.Context) (*openedRe
 	} else {
 		key = "dir " + r.Dir
 		build = func() (caddy.Destructor, error) {
+			// A new platform starts from an empty registry, as a school
+			// starts from an empty data directory: both are created.
+			if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+				return nil, fmt.Errorf("registry dir: %v", err)
+			}
 			d, err := registry.OpenDir(r.Dir, validateDirRecord, cc.Slogger())
 			if err != nil {
 				return nil, fmt.Errorf("registry dir: %v", err)
