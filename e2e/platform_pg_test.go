@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
 	"github.com/schoolgate/schoolgate/pgstore"
 )
@@ -20,6 +23,7 @@ import (
 // serve the schools of one PostgreSQL registry behind school_platform;
 // and the registry as a deploy tool writes to it, on the same database.
 type pgPlatform struct {
+	dsn      string
 	reg      *pgstore.Registry
 	upstream string    // the demo school every record fronts
 	addrs    [2]string // A's and B's host:port
@@ -51,7 +55,7 @@ func startPgPlatform(t *testing.T, maxActive int) *pgPlatform {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	p := &pgPlatform{reg: reg, upstream: sch.URL}
+	p := &pgPlatform{dsn: dsn, reg: reg, upstream: sch.URL}
 	for i := range p.addrs {
 		port := freePort(t)
 		p.addrs[i] = fmt.Sprintf("127.0.0.1:%d", port)
@@ -91,7 +95,7 @@ func (p *pgPlatform) servedAs(name, host string) func(i int) (bool, string) {
 		}
 		var doc struct{ Issuer string }
 		_ = json.Unmarshal(r.body, &doc)
-		return r.status == 200 && doc.Issuer == platformOrigin(name), fmt.Sprintf("%d %.200s", r.status, r.body)
+		return r.status == 200 && doc.Issuer == platformOrigin(name), fmt.Sprintf("%d %.200s", r.status, bytes.TrimSpace(r.body))
 	}
 }
 
@@ -105,7 +109,7 @@ func (p *pgPlatform) noSchoolAt(host string) func(i int) (bool, string) {
 		}
 		plain := strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") && r.header.Get("WWW-Authenticate") == "" &&
 			r.header.Get("Access-Control-Allow-Origin") == "" && !strings.Contains(string(r.body), ".test")
-		return r.status == 404 && plain, fmt.Sprintf("%d %v %.200s", r.status, r.header, r.body)
+		return r.status == 404 && plain, fmt.Sprintf("%d %v %.200s", r.status, r.header, bytes.TrimSpace(r.body))
 	}
 }
 
@@ -296,6 +300,28 @@ func TestPlatformPostgres(t *testing.T) {
 				t.Errorf("the school enabled again at %s has keys %v, had %v", instance[i], got, keys)
 			}
 		}
+	})
+
+	t.Run("a change made while the listeners were cut reaches both", func(t *testing.T) {
+		ctx := t.Context()
+		conn, err := pgx.Connect(ctx, p.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		// A's and B's listening connections (the test's pool listens to
+		// nothing).
+		var cut int
+		if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&cut); err != nil || cut != 2 {
+			t.Fatalf("cut %d listening connections: %v", cut, err)
+		}
+		p.put(t, "late", false, "")
+		p.waitAtBoth(t, "the school written while the listeners were cut to serve", p.servedAs("late", "late.test"))
+		if err := p.reg.Remove(ctx, platformOrigin("late")); err != nil {
+			t.Fatal(err)
+		}
+		p.waitAtBoth(t, "its removal to apply", p.noSchoolAt("late.test"))
 	})
 
 	t.Run("under load while the registry changes", func(t *testing.T) {
