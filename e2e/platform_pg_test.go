@@ -313,7 +313,7 @@ func TestPlatformPostgres(t *testing.T) {
 		// nothing).
 		var cut int
 		if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&cut); err != nil || cut != 2 {
+			WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(&cut); err != nil || cut != 2 {
 			t.Fatalf("cut %d listening connections: %v", cut, err)
 		}
 		p.put(t, "late", false, "")
@@ -374,8 +374,8 @@ func loadWhileChanging(t *testing.T, p *pgPlatform, stable []string, signedIn ma
 		}
 		hosts[name] = rec.HostKeys()
 	}
-	// The churned schools' clients share one keep-alive pool per
-	// instance.
+	// Discovery requests, whatever their host, share one keep-alive
+	// client: its pool is per instance (toHost dials the instance).
 	anyHost := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var l platformLoad
