@@ -128,23 +128,23 @@ func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
 	if t == nil {
 		return p.writeNoTable(w)
 	}
-	e := t.lookup(r)
-	if e == nil {
-		return writeNoSchool(w)
+	for e := t.lookup(r); e != nil; {
+		err := e.serve(w, r)
+		if !errors.Is(err, errRetired) {
+			return err
+		}
+		// The record changed after the lookup: the table that replaced
+		// the one looked in has its school, or the next one if it
+		// changed again meanwhile (each turn here is another change). A
+		// table that still has the retired school is the last: the
+		// platform is ending.
+		next := p.tables.state.Load().lookup(r)
+		if next == e {
+			return writeStarting(w)
+		}
+		e = next
 	}
-	err := e.serve(w, r)
-	if !errors.Is(err, errRetired) {
-		return err
-	}
-	// The record changed after the lookup: the table that replaced the
-	// one looked in has its school.
-	if e = p.tables.state.Load().lookup(r); e == nil {
-		return writeNoSchool(w)
-	}
-	if err = e.serve(w, r); errors.Is(err, errRetired) {
-		return writeStarting(w) // the platform is ending
-	}
-	return err
+	return writeNoSchool(w)
 }
 
 // writeNoSchool answers a host no enabled school answers on: a plain 404

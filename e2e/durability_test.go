@@ -79,7 +79,19 @@ func (r reply) pair() (tokenPair, bool) {
 // school session.
 func signInForLoad(t *testing.T, origin, clientID, redirect, scope, email, password string) *oauthLoad {
 	t.Helper()
+	return signInThrough(t, "", origin, clientID, redirect, scope, email, password)
+}
+
+// signInThrough is signInForLoad with the browser speaking to the
+// instance at addr (host:port), the origin's host kept as the Host: a
+// school of a platform, whose host names no address. addr "" is the
+// origin itself.
+func signInThrough(t *testing.T, addr, origin, clientID, redirect, scope, email, password string) *oauthLoad {
+	t.Helper()
 	b := newBrowser(t, redirect)
+	if addr != "" {
+		b.client.Transport = toHost{addr: addr, next: http.DefaultTransport}
+	}
 	v := oauth2.GenerateVerifier()
 	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirect},
 		"scope": {scope}, "state": {"s"}, "code_challenge": {pkceChallenge(v)},

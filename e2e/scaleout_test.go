@@ -61,12 +61,19 @@ func startScaleOut(t *testing.T, extra string) *scaleOut {
 // grant runs authorize and the code exchange at the given instances.
 func (s *scaleOut) grant(t *testing.T, authorizeAt, exchangeAt string) tokenPair {
 	t.Helper()
+	return grantAt(t, s.o, authorizeAt, exchangeAt)
+}
+
+// grantAt runs o's authorize and code exchange at the given instances
+// (host:port).
+func grantAt(t *testing.T, o *oauthLoad, authorizeAt, exchangeAt string) tokenPair {
+	t.Helper()
 	ctx := t.Context()
-	code, verifier, r := s.o.at(authorizeAt).authorize(ctx)
+	code, verifier, r := o.at(authorizeAt).authorize(ctx)
 	if code == "" {
 		t.Fatalf("authorize at %s: %v", authorizeAt, r)
 	}
-	r = s.o.at(exchangeAt).exchange(ctx, code, verifier)
+	r = o.at(exchangeAt).exchange(ctx, code, verifier)
 	p, ok := r.pair()
 	if !ok {
 		t.Fatalf("exchange at %s: %v", exchangeAt, r)
