@@ -200,3 +200,19 @@ func (a *App) Site(issuer string) (*site, bool) {
 	s, ok := a.sites[issuer]
 	return s, ok
 }
+
+// failedSite returns a school that failed to load, by issuer; nil if none.
+func (a *App) failedSite(issuer string) *failedSite {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed[issuer]
+}
+
+// platformsNow are the config's platforms, in the order they were
+// provisioned.
+func (a *App) platformsNow() []*platform {
+	if list := a.platformList.Load(); list != nil {
+		return *list
+	}
+	return nil
+}

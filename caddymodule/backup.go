@@ -52,10 +52,11 @@ func handleBackup(w http.ResponseWriter, r *http.Request) error {
 		if body.File == "" {
 			return badRequest(`name the file: "file": "<where the copy goes>"`)
 		}
-		s, err := siteOf(body.Issuer)
+		s, release, err := siteOf(w, body.Issuer)
 		if err != nil {
 			return err
 		}
+		defer release()
 		res, err := backupSite(r.Context(), s, body.File)
 		if err != nil {
 			return err

@@ -1,0 +1,78 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// The admin API's operations on one school (keys, catalog, clients,
+// grants, backup) find a platform's school by its issuer, as they find a
+// site block's. The school is let in as a request is: built if idle, and
+// held until the operation ends, so that the platform does not let go of
+// it (past max_active, or for a changed record) under the operation.
+
+// hold finds the platform's school of issuer (in its one spelling) and
+// lets an admin operation in, building the school if it is idle; the
+// caller releases it. found is false for an issuer the platform has no
+// record of. A disabled school is a 409, a failed one the 503 its
+// requests get, with Retry-After set on w.
+func (p *platform) hold(w http.ResponseWriter, issuer string) (a *activeSchool, found bool, err error) {
+	// A record replaced after the lookup retires its school: the table
+	// that replaced the one looked in has the new one. A second
+	// replacement in between is a registry written faster than it is
+	// read; the operator tries again.
+	for range 2 {
+		t := p.tables.state.Load()
+		if t == nil {
+			return nil, false, nil
+		}
+		e := t.schools[issuer]
+		if e == nil {
+			return nil, false, nil
+		}
+		if e.rec.Disabled {
+			return nil, true, caddy.APIError{HTTPStatus: http.StatusConflict,
+				Err: fmt.Errorf("%s is disabled in the registry (%s): enable it first", issuer, p.cfg.describe())}
+		}
+		a := e.active.Load()
+		if a == nil || !a.acquire() {
+			var f *platformFailure
+			if a, f = e.activate(); f != nil {
+				return nil, true, unavailableSchool(w, f.failedSite)
+			}
+		}
+		if a != nil {
+			a.used.Store(time.Now().UnixNano())
+			return a, true, nil
+		}
+	}
+	w.Header().Set("Retry-After", "1")
+	return nil, true, caddy.APIError{HTTPStatus: http.StatusServiceUnavailable,
+		Err: fmt.Errorf("%s is being changed in the registry; try again", issuer)}
+}
+
+// unavailableSchool is the 503 of a school that failed to load, with the
+// reason for the operator and, on w, the Retry-After of its next rebuild.
+func unavailableSchool(w http.ResponseWriter, f *failedSite) error {
+	w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter()))
+	return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable,
+		Err: fmt.Errorf("%s failed to load: %v; it is built again in the background, next at %s",
+			f.issuer, f.failure.Load(), f.nextTry().Format(time.RFC3339))}
+}
+
+// unreadRegistry is the 503 of an issuer that no school has while a
+// platform's registry has not been read: it may be there.
+func (p *platform) unreadRegistry(w http.ResponseWriter, issuer string) error {
+	retry := 1
+	if f := p.registryErr.Load(); f != nil {
+		retry = max(int((time.Until(time.Unix(0, f.next.Load()))+time.Second-1)/time.Second), 1)
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(retry))
+	return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable,
+		Err: fmt.Errorf("no school with issuer %s is known now, and the registry (%s) is not read yet; try again shortly",
+			issuer, p.cfg.describe())}
+}
