@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 )
 
 const appName = "schoolgate"
@@ -36,7 +35,10 @@ type App struct {
 	failed map[string]*failedSite
 	// proxies are the config's reverse proxies to legacy servers, one
 	// per configuration (upstreamproxy.go).
-	proxies map[[sha256.Size]byte]*reverseproxy.Handler
+	proxies map[[sha256.Size]byte]*pooledProxy
+	// proxyCtx is the parent of the platform proxies' own contexts
+	// (proxyBase).
+	proxyCtx *caddy.Context
 	// platforms are the config's school_platform registries in the
 	// order they were provisioned, which Start reads them in;
 	// platformKeys index them by registry. platformList is platforms for

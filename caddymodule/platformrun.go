@@ -37,9 +37,10 @@ type platform struct {
 	users int
 
 	// open opens the registry; upstream returns a school's next handler,
-	// the config's proxy to its legacy server. Variables for tests.
+	// the config's proxy to its legacy server, held until release.
+	// Variables for tests.
 	open     func(ctx context.Context) (*openedRegistry, error)
-	upstream func(g *Gateway) (caddyhttp.Handler, error)
+	upstream func(g *Gateway) (next caddyhttp.Handler, release func(), err error)
 
 	// tables is the host table, nil until the registry was read.
 	tables *startGate[hostTable]
@@ -100,23 +101,26 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 }
 
 // proxyFor is the config's reverse proxy to g's legacy server, shared with
-// the schools (site blocks included) that have the same one.
-func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, error) {
+// the schools (site blocks included) that have the same one, and held
+// until release: the last school to let go of a proxy ends it (its
+// transport, health checks and metrics goroutine), so that the proxies
+// of schools removed or let go of do not pile up while the config runs.
+func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, func(), error) {
 	rp, err := defaultUpstreamProxy(g.Upstream)
 	if err != nil {
-		return nil, fmt.Errorf("upstream: %v", err)
+		return nil, nil, fmt.Errorf("upstream: %v", err)
 	}
 	raw, err := json.Marshal(rp)
 	if err != nil {
-		return nil, fmt.Errorf("upstream: %v", err)
+		return nil, nil, fmt.Errorf("upstream: %v", err)
 	}
-	h, err := p.app.proxy(p.ctx, raw)
+	h, release, err := p.app.acquireProxy(p.ctx, raw, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return h.ServeHTTP(w, r, lastHandler)
-	}), nil
+	}), release, nil
 }
 
 // lastHandler ends a route: the proxy answers every request itself.
