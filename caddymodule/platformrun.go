@@ -42,6 +42,10 @@ type platform struct {
 	open     func(ctx context.Context) (*openedRegistry, error)
 	upstream func(g *Gateway) (next caddyhttp.Handler, release func(), err error)
 
+	// metrics are the config's collectors, which a removed school's
+	// series are deleted from.
+	metrics *metrics
+
 	// tables is the host table, nil until the registry was read.
 	tables *startGate[hostTable]
 	// life ends with the platform: the rebuilds of failed schools, the
@@ -93,7 +97,7 @@ type openedRegistry struct {
 func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 	life, end := context.WithCancel(context.Background())
 	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
-		tables: newStartGate[hostTable](), life: life, end: end,
+		metrics: metricsFor(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
 		active: map[*activeSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
@@ -342,7 +346,7 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 	}
 	p.tables.set(next)
 	if old != nil {
-		old.retire()
+		old.retire(rec == nil)
 	}
 	what := "changed"
 	switch {
@@ -366,7 +370,7 @@ func (p *platform) resync() error {
 	}
 	t := p.tables.state.Load()
 	next := newHostTable(len(records))
-	var retired []*platformSchool
+	var retired, removed []*platformSchool
 	for _, rec := range records {
 		old := t.schools[rec.Issuer]
 		if old != nil && registry.SameRecord(&old.rec, &rec) {
@@ -384,12 +388,15 @@ func (p *platform) resync() error {
 	}
 	for issuer, old := range t.schools {
 		if next.schools[issuer] == nil {
-			retired = append(retired, old)
+			removed = append(removed, old)
 		}
 	}
 	p.tables.set(next)
 	for _, old := range retired {
-		old.retire()
+		old.retire(false)
+	}
+	for _, old := range removed {
+		old.retire(true)
 	}
 	p.registryErr.Store(nil)
 	return nil
@@ -472,7 +479,7 @@ func (p *platform) stop() error {
 	}
 	if t := p.tables.state.Load(); t != nil {
 		for _, e := range t.schools {
-			e.retire()
+			e.retire(false)
 		}
 	}
 	if reg == nil {
@@ -496,6 +503,17 @@ func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 	}
 	p.dataFiles[path], e.dataPath = e, path
 	return nil
+}
+
+// forgetMetrics deletes the series of a school removed from the registry,
+// unless its issuer is back in the table: the series of a school that is
+// only let go of, changed or disabled stay while its record does, so that
+// their count is bounded by the registry's size.
+func (p *platform) forgetMetrics(issuer string) {
+	if t := p.tables.state.Load(); t != nil && t.schools[issuer] != nil {
+		return
+	}
+	p.metrics.forget(issuer)
 }
 
 // releaseData forgets the bbolt file of a retired school.

@@ -37,8 +37,11 @@ type platformSchool struct {
 	// is built again in the background (rebuilds); nil otherwise.
 	failed atomic.Pointer[platformFailure]
 	// retired is set once the record changed or was removed, or the
-	// platform ended: nothing is built for it any more.
+	// platform ended: nothing is built for it any more. removed is set
+	// first for a record removed: its metric series go once its last
+	// request is out.
 	retired atomic.Bool
+	removed atomic.Bool
 
 	// mu makes one build at a time: concurrent first requests wait for
 	// it and share what it built.
@@ -160,6 +163,9 @@ func (a *activeSchool) letGo() {
 			e.p.ctx.Slogger().Error("letting go of a school", "issuer", e.rec.Issuer, "error", err)
 		}
 		a.releaseNext()
+		if e.removed.Load() {
+			e.p.forgetMetrics(e.rec.Issuer)
+		}
 	})
 }
 
@@ -376,8 +382,13 @@ func (e *platformSchool) rebuild(f *platformFailure) bool {
 }
 
 // retire ends the school's part in the platform: no request is let in
-// any more, and its state is let go of after the last one in flight.
-func (e *platformSchool) retire() {
+// any more, and its state is let go of after the last one in flight; so
+// are its metric series if its record was removed.
+func (e *platformSchool) retire(removed bool) {
+	if removed {
+		e.removed.Store(true)
+		e.p.forgetMetrics(e.rec.Issuer)
+	}
 	e.retired.Store(true)
 	if a := e.active.Load(); a != nil {
 		a.close()
