@@ -218,3 +218,17 @@ func (a *App) platformsNow() []*platform {
 	}
 	return nil
 }
+
+// siteBlockOf returns the config's site block of an issuer, or the one
+// whose bbolt file is path; nil if none.
+func (a *App) siteBlockOf(issuer, path string) *Gateway {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if g := a.issuers[issuer]; g != nil {
+		return g
+	}
+	if path != "" {
+		return a.dataFiles[path]
+	}
+	return nil
+}

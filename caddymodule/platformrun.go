@@ -216,7 +216,7 @@ func (p *platform) connect() error {
 	}
 	t := newHostTable(len(records))
 	for _, rec := range records {
-		t.add(&platformSchool{p: p, rec: rec})
+		t.add(p.newSchool(rec))
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
@@ -332,7 +332,7 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 	}
 	var e *platformSchool
 	if rec != nil {
-		e = &platformSchool{p: p, rec: *rec}
+		e = p.newSchool(*rec)
 		if old != nil && old.isActive() && !rec.Disabled {
 			e.warm(time.Now().UnixNano())
 		}
@@ -377,7 +377,7 @@ func (p *platform) resync() error {
 			next.add(old)
 			continue
 		}
-		e := &platformSchool{p: p, rec: rec}
+		e := p.newSchool(rec)
 		if old != nil {
 			if old.isActive() && !rec.Disabled {
 				e.warm(time.Now().UnixNano())
@@ -488,13 +488,57 @@ func (p *platform) stop() error {
 	return reg.release()
 }
 
+// newSchool is the platform's school of rec. A record of an issuer that a
+// site block of the config serves fails at once, without a build
+// (siteBlockConflict), so that the admin API and the health check report
+// it before any request.
+func (p *platform) newSchool(rec registry.Record) *platformSchool {
+	e := &platformSchool{p: p, rec: rec}
+	if !rec.Disabled {
+		if err := p.siteBlockConflict(rec.Issuer, ""); err != nil {
+			e.mu.Lock()
+			e.fail(err)
+			e.mu.Unlock()
+		}
+	}
+	return e
+}
+
+// siteBlockConflict refuses to build a school whose issuer, or whose bbolt
+// file (path, "" for none), is a site block's of the config: the site
+// block serves the school (a Caddyfile's site block is matched by its
+// host before a platform's catch-all), and two handlers of one school
+// would answer it from two stores. The registry is shared by instances
+// whose Caddyfiles differ, so a record cannot be refused where it is
+// written.
+func (p *platform) siteBlockConflict(issuer, path string) error {
+	g := p.app.siteBlockOf(issuer, path)
+	switch {
+	case g == nil:
+		return nil
+	case g.Issuer == issuer:
+		return failedLoading("another part of this server's configuration serves it",
+			fmt.Errorf("issuer: %s is a school_gateway site block's in this config, which serves it; "+
+				"this record of the registry is not used: remove the site block or the record", issuer))
+	}
+	return failedLoading("its data directory is another school's",
+		fmt.Errorf("data: %s is the school_gateway site block of %s's; each school needs its own data directory", path, g.Issuer))
+}
+
 // claimData records the bbolt file a school (configured by g) is about to
-// open, refusing one that another school of the platform has.
+// open, refusing one that another school of the platform, or a site
+// block, has.
 func (p *platform) claimData(e *platformSchool, g *Gateway) error {
+	if err := p.siteBlockConflict(e.rec.Issuer, ""); err != nil {
+		return err
+	}
 	if g.Store != nil {
 		return nil
 	}
 	path := g.dataPath()
+	if err := p.siteBlockConflict(e.rec.Issuer, path); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if other := p.dataFiles[path]; other != nil && other != e && other.rec.Issuer != e.rec.Issuer && !other.retired.Load() {
