@@ -257,11 +257,11 @@ func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err 
 		return s, func() {}, nil
 	}
 	if f := app.failedSite(origin); f != nil {
-		return nil, nil, unavailableSchool(w, f)
+		return nil, nil, unavailableSchool(w.Header(), f)
 	}
 	var unread *platform
 	for _, p := range app.platformsNow() {
-		a, found, err := p.hold(w, origin)
+		a, found, err := p.hold(w.Header(), origin)
 		switch {
 		case err != nil:
 			return nil, nil, err

@@ -218,3 +218,51 @@ func runCommand(t *testing.T, args ...string) (string, error) {
 	w.Close()
 	return string(<-done), err
 }
+
+// backup --all copies every school of a registry dir's platform, an idle
+// one built for its copy and let go of past max_active as any other; the
+// disabled and failed ones are skipped, each with its reason.
+func TestPlatformBackupAll(t *testing.T) {
+	tp := newTestPlatform(t, 1)
+	broken := filepath.Join(tp.root, "broken")
+	if err := os.MkdirAll(filepath.Join(broken, "school.db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"a", "b", "c"} {
+		tp.put(t, "https://"+s+".example", nil, "")
+	}
+	tp.put(t, "https://failed.example", nil, `,"data":`+strconv.Quote(broken))
+	off := tp.put(t, "https://off.example", nil, "")
+	off.Disabled = true
+	if _, err := tp.reg.Put(t.Context(), off); err != nil {
+		t.Fatal(err)
+	}
+	tp.do(t, "https://b.example"+discoveryPath)
+	servePlatformAdmin(t, tp)
+	dir := t.TempDir()
+	ans := adminDo(t, handleBackup, "/schoolgate/backup", `{"all":true,"dir":`+strconv.Quote(dir)+`}`)
+	var out struct {
+		Backups []backupResult `json:"backups"`
+		Skipped []backupSkip   `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(ans.body), &out); err != nil || ans.code != http.StatusOK {
+		t.Fatalf("%d %s", ans.code, ans.body)
+	}
+	var copied []string
+	for _, b := range out.Backups {
+		copied = append(copied, b.Issuer)
+		if b.File != filepath.Join(dir, backupName(b.Issuer)) || b.Bytes == 0 {
+			t.Errorf("%+v", b)
+		}
+	}
+	if strings.Join(copied, " ") != "https://a.example https://b.example https://c.example" {
+		t.Errorf("copied %v", copied)
+	}
+	if len(out.Skipped) != 2 || !strings.Contains(out.Skipped[0].Reason, "failed to load") ||
+		!strings.Contains(out.Skipped[1].Reason, "disabled") {
+		t.Errorf("skipped %+v", out.Skipped)
+	}
+	if tp.activeCount() != 1 {
+		t.Errorf("%d schools built after the backup, max_active 1", tp.activeCount())
+	}
+}
