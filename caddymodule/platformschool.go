@@ -324,11 +324,12 @@ func (e *platformSchool) fail(err error) *platformFailure {
 	var releaseNext func()
 	if g == nil {
 		// A record that does not read as a configuration: its stand-in
-		// has no legacy server to hand anything to (serveFailed).
+		// has no legacy server to hand anything to (serveFailed), nor
+		// has one whose proxy cannot be provisioned.
 		g = &Gateway{Issuer: e.rec.Issuer}
 		g.setDefaults()
-	} else if next, releaseNext, err = e.p.upstream(g); err != nil {
-		next = nil // nor has one whose proxy failed
+	} else if h, release, perr := e.p.upstream(g); perr == nil {
+		next, releaseNext = h, release
 	}
 	life, stop := context.WithCancel(e.p.life)
 	f := &platformFailure{failedSite: newFailedSite(g, lf), next: next, releaseNext: releaseNext, stop: stop}

@@ -64,11 +64,14 @@ func (u *UpstreamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request, next c
 type pooledProxy struct {
 	h    *reverseproxy.Handler
 	refs int
-	// end ends what provisioning the proxy started (its transport, health
-	// checks, and the metrics goroutine each reverse_proxy runs): a proxy
-	// of a platform's school has a context of its own, ctx, for the
-	// config's would keep them until the config ends. nil for a site
-	// block's.
+	// A proxy first held by a platform's school is provisioned in a
+	// context of its own, ctx, which end ends with the proxy: what its
+	// provisioning started (its transport, health checks, and the metrics
+	// goroutine each reverse_proxy runs) would otherwise last as long as
+	// the config's. Its metrics registry is the context's, which Caddy
+	// does not serve: caddy_reverse_proxy_upstreams_healthy (one gauge
+	// for the process) is served only by a config where a site block's
+	// proxy registered it. Both nil for a site block's proxy.
 	ctx context.Context
 	end context.CancelFunc
 }
