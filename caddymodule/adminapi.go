@@ -211,15 +211,16 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	return writeAdminJSON(w, status, answer)
 }
 
-// siteFromBody reads {"issuer": "..."} from a POST and finds that school.
-func siteFromBody(r *http.Request) (*site, error) {
+// siteFromBody reads {"issuer": "..."} from a POST and finds that school,
+// held until release (siteOf).
+func siteFromBody(w http.ResponseWriter, r *http.Request) (s *site, release func(), err error) {
 	var body struct {
 		Issuer string `json:"issuer"`
 	}
 	if err := decodeAdminPost(r, &body); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return siteOf(body.Issuer)
+	return siteOf(w, body.Issuer)
 }
 
 // decodeAdminPost reads the JSON body of a POST.
@@ -234,31 +235,54 @@ func decodeAdminPost(r *http.Request, v any) error {
 }
 
 // siteOf finds the running school with the issuer, however the operator
-// spells it: the App knows each school by its issuer's one spelling.
-func siteOf(issuer string) (*site, error) {
+// spells it: the App and the platforms know each school by its issuer's
+// one spelling. A site block's school is found first, then a platform's
+// (by its issuer, not its aliases), built if idle and held until the
+// caller calls release, so that the platform does not let go of it in the
+// middle of the operation. A school that failed to load is a 503 with
+// Retry-After (set on w), a platform's disabled school a 409.
+func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err error) {
 	if issuer == "" {
-		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`name the school: "issuer": "<the school's origin>"`)}
+		return nil, nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`name the school: "issuer": "<the school's origin>"`)}
 	}
 	origin, err := policy.ParseOrigin(issuer)
 	if err != nil {
-		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("issuer: %v", err)}
+		return nil, nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("issuer: %v", err)}
 	}
 	app, err := runningApp()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s, ok := app.Site(origin)
-	if !ok {
-		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", origin)}
+	if s, ok := app.Site(origin); ok {
+		return s, func() {}, nil
 	}
-	return s, nil
+	if f := app.failedSite(origin); f != nil {
+		return nil, nil, unavailableSchool(w.Header(), f)
+	}
+	var unread *platform
+	for _, p := range app.platformsNow() {
+		a, found, err := p.hold(w.Header(), origin)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case found:
+			return a.site, a.release, nil
+		case p.tables.state.Load() == nil:
+			unread = p
+		}
+	}
+	if unread != nil {
+		return nil, nil, unread.unreadRegistry(w, origin)
+	}
+	return nil, nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", origin)}
 }
 
 func handleRotate(w http.ResponseWriter, r *http.Request) error {
-	s, err := siteFromBody(r)
+	s, release, err := siteFromBody(w, r)
 	if err != nil {
 		return err
 	}
+	defer release()
 	kid, signFrom, err := s.Auth().RotateKeys(r.Context())
 	if err != nil {
 		// Generating a key does not fail at run time; storing and
@@ -269,10 +293,11 @@ func handleRotate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
-	s, err := siteFromBody(r)
+	s, release, err := siteFromBody(w, r)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if s.gateway.Catalog == "" {
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("%s has no catalog option", s.Issuer())}
 	}

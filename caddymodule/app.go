@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 )
 
 const appName = "schoolgate"
@@ -36,7 +35,10 @@ type App struct {
 	failed map[string]*failedSite
 	// proxies are the config's reverse proxies to legacy servers, one
 	// per configuration (upstreamproxy.go).
-	proxies map[[sha256.Size]byte]*reverseproxy.Handler
+	proxies map[[sha256.Size]byte]*pooledProxy
+	// proxyCtx is the parent of the platform proxies' own contexts
+	// (proxyBase).
+	proxyCtx *caddy.Context
 	// platforms are the config's school_platform registries in the
 	// order they were provisioned, which Start reads them in;
 	// platformKeys index them by registry. platformList is platforms for
@@ -199,4 +201,34 @@ func (a *App) Site(issuer string) (*site, bool) {
 	defer a.mu.Unlock()
 	s, ok := a.sites[issuer]
 	return s, ok
+}
+
+// failedSite returns a school that failed to load, by issuer; nil if none.
+func (a *App) failedSite(issuer string) *failedSite {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed[issuer]
+}
+
+// platformsNow are the config's platforms, in the order they were
+// provisioned.
+func (a *App) platformsNow() []*platform {
+	if list := a.platformList.Load(); list != nil {
+		return *list
+	}
+	return nil
+}
+
+// siteBlockOf returns the config's site block of an issuer, or the one
+// whose bbolt file is path; nil if none.
+func (a *App) siteBlockOf(issuer, path string) *Gateway {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if g := a.issuers[issuer]; g != nil {
+		return g
+	}
+	if path != "" {
+		return a.dataFiles[path]
+	}
+	return nil
 }

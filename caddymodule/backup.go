@@ -19,8 +19,10 @@ type backupResult struct {
 }
 
 // handleBackup copies the store of one school ({"issuer", "file"}) or of
-// every school ({"all": true, "dir"}) while they serve. A school kept in
-// PostgreSQL is refused: the database has its own backups.
+// every school ({"all": true, "dir"}: the site blocks' and those of the
+// platforms of a registry dir, "skipped" naming the disabled and failed
+// ones) while they serve. A school kept in PostgreSQL is refused: the
+// database has its own backups.
 func handleBackup(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Issuer string `json:"issuer"`
@@ -32,6 +34,7 @@ func handleBackup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var out []backupResult
+	var skipped []backupSkip
 	switch {
 	case body.All:
 		if body.Dir == "" {
@@ -48,21 +51,31 @@ func handleBackup(w http.ResponseWriter, r *http.Request) error {
 			}
 			out = append(out, res)
 		}
+		more, skip, err := backupPlatforms(r.Context(), body.Dir)
+		if err != nil {
+			return err
+		}
+		out, skipped = append(out, more...), skip
 	default:
 		if body.File == "" {
 			return badRequest(`name the file: "file": "<where the copy goes>"`)
 		}
-		s, err := siteOf(body.Issuer)
+		s, release, err := siteOf(w, body.Issuer)
 		if err != nil {
 			return err
 		}
+		defer release()
 		res, err := backupSite(r.Context(), s, body.File)
 		if err != nil {
 			return err
 		}
 		out = append(out, res)
 	}
-	return writeAdminJSON(w, http.StatusOK, map[string]any{"backups": out})
+	answer := map[string]any{"backups": out}
+	if skipped != nil {
+		answer["skipped"] = skipped
+	}
+	return writeAdminJSON(w, http.StatusOK, answer)
 }
 
 func badRequest(msg string) error {

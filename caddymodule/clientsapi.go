@@ -23,10 +23,11 @@ import (
 
 func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodGet {
-		s, err := siteOf(r.URL.Query().Get("issuer"))
+		s, release, err := siteOf(w, r.URL.Query().Get("issuer"))
 		if err != nil {
 			return err
 		}
+		defer release()
 		on, err := s.Auth().MCPConnectionsEnabled(r.Context())
 		if err != nil {
 			return s.WriteUnavailable(w, "reading the MCP connections switch", err)
@@ -43,10 +44,11 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 	if body.Enabled == nil {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`send "enabled": true or false`)}
 	}
-	s, err := siteOf(body.Issuer)
+	s, release, err := siteOf(w, body.Issuer)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := s.Auth().SetMCPConnections(r.Context(), *body.Enabled); err != nil {
 		return s.WriteUnavailable(w, "saving the MCP connections switch", err)
 	}
@@ -56,10 +58,11 @@ func handleMCPConnections(w http.ResponseWriter, r *http.Request) error {
 func handleClients(w http.ResponseWriter, r *http.Request) error {
 	switch r.Method {
 	case http.MethodGet:
-		s, err := siteOf(r.URL.Query().Get("issuer"))
+		s, release, err := siteOf(w, r.URL.Query().Get("issuer"))
 		if err != nil {
 			return err
 		}
+		defer release()
 		list, err := s.Auth().ListClients(r.Context())
 		if err != nil {
 			return s.clientsAPIError(w, "listing the clients", err)
@@ -83,10 +86,11 @@ func createClient(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeAdminPost(r, &body); err != nil {
 		return err
 	}
-	s, err := siteOf(body.Issuer)
+	s, release, err := siteOf(w, body.Issuer)
 	if err != nil {
 		return err
 	}
+	defer release()
 	switch on, err := s.Auth().MCPConnectionsEnabled(r.Context()); {
 	case err != nil:
 		// Not the 409 of "off": automation would switch it on, or give up.
@@ -114,10 +118,11 @@ func handleClientDelete(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeAdminPost(r, &body); err != nil {
 		return err
 	}
-	s, err := siteOf(body.Issuer)
+	s, release, err := siteOf(w, body.Issuer)
 	if err != nil {
 		return err
 	}
+	defer release()
 	n, err := s.Auth().DeleteClient(r.Context(), body.ClientID)
 	if err != nil {
 		return s.clientsAPIError(w, "deleting the client", err)
@@ -138,10 +143,11 @@ func handleClientReview(w http.ResponseWriter, r *http.Request) error {
 	if body.Reviewed == nil {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`send "reviewed": true or false`)}
 	}
-	s, err := siteOf(body.Issuer)
+	s, release, err := siteOf(w, body.Issuer)
 	if err != nil {
 		return err
 	}
+	defer release()
 	info, err := s.Auth().ReviewClient(r.Context(), body.ClientID, body.Scopes, *body.Reviewed)
 	if err != nil {
 		return s.clientsAPIError(w, "saving the review", err)

@@ -53,10 +53,11 @@ func handleGrants(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
 	}
 	q := r.URL.Query()
-	s, err := siteOf(q.Get("issuer"))
+	s, release, err := siteOf(w, q.Get("issuer"))
 	if err != nil {
 		return err
 	}
+	defer release()
 	clientID, subject := q.Get("client_id"), q.Get("subject")
 	if clientID == "" && subject == "" {
 		apps, err := s.Auth().ConnectedApps(r.Context())
@@ -115,10 +116,11 @@ func handleGrantRevoke(w http.ResponseWriter, r *http.Request) error {
 	if err := req.Check(); err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
 	}
-	s, err := siteOf(body.Issuer)
+	s, release, err := siteOf(w, body.Issuer)
 	if err != nil {
 		return err
 	}
+	defer release()
 	d, err := s.Auth().Disconnect(r.Context(), req, authserver.DisconnectedByOperator)
 	switch {
 	case errors.Is(err, authserver.ErrAlreadyDisconnected):

@@ -234,25 +234,29 @@ func TestIssuerOneSiteRow(t *testing.T) {
 }
 
 // The admin API and the CLI find a school however the operator spells its
-// issuer, and name a bad one.
+// issuer, and name a bad one; a school that failed to load is a 503.
 func TestSiteOfAnySpelling(t *testing.T) {
 	ts := newTestSite(t, nil)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
+	failed := &Gateway{Issuer: "https://failed.example", Upstream: "http://127.0.0.1:9"}
+	failed.setDefaults()
+	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}, failed: map[string]*failedSite{
+		failed.Issuer: newFailedSite(failed, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
 	for _, spelled := range []string{"https://school.example", "HTTPS://School.Example:443/", "https://SCHOOL.example/"} {
-		if s, err := siteOf(spelled); err != nil || s != ts.site {
+		if s, _, err := siteOf(httptest.NewRecorder(), spelled); err != nil || s != ts.site {
 			t.Errorf("%s: %v", spelled, err)
 		}
 	}
 	for _, tt := range []struct {
 		issuer string
 		status int
-	}{{"https://other.example", http.StatusNotFound}, {"school.example", http.StatusBadRequest},
+	}{{"https://other.example", http.StatusNotFound}, {"HTTPS://failed.example", http.StatusServiceUnavailable},
+		{"school.example", http.StatusBadRequest},
 		{"https://school.example/admin", http.StatusBadRequest}} {
 		var apiErr caddy.APIError
-		if _, err := siteOf(tt.issuer); !errors.As(err, &apiErr) || apiErr.HTTPStatus != tt.status {
+		if _, _, err := siteOf(httptest.NewRecorder(), tt.issuer); !errors.As(err, &apiErr) || apiErr.HTTPStatus != tt.status {
 			t.Errorf("%s: %v, want %d", tt.issuer, err, tt.status)
 		}
 	}

@@ -137,3 +137,14 @@ func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(
 func (r *observerRef) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
 func (r *observerRef) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOutcome(outcome) }
 func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }
+
+// forget deletes every series of a site: a platform's school removed from
+// its registry, whose series would otherwise stay as long as the config
+// runs, one set per school ever removed.
+func (m *metrics) forget(site string) {
+	only := prometheus.Labels{"site": site}
+	for _, v := range []*prometheus.CounterVec{m.tokensIssued, m.refused, m.registered, m.tokenLookups,
+		m.protected, m.mcpRequests, m.disconnects} {
+		v.DeletePartialMatch(only)
+	}
+}

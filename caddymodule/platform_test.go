@@ -82,7 +82,7 @@ func newTestPlatformIn(t testing.TB, root string, maxActive int, before ...func(
 		t.Fatal(err)
 	}
 	tp := &testPlatform{platform: h.plat, h: h, reg: registry.NewMemory(validateDirRecord), root: root,
-		upstream: &testUpstream{waits: map[string]chan struct{}{}, hits: map[string]int{}}}
+		upstream: &testUpstream{waits: map[string]chan struct{}{}, hits: map[string]int{}, held: map[string]int{}}}
 	tp.flaky = &flakyRegistry{Memory: tp.reg}
 	tp.open = func(context.Context) (*openedRegistry, error) {
 		return &openedRegistry{Registry: tp.flaky, place: placeInDir(tp.dataDir), release: func() error { return nil }}, nil
@@ -168,15 +168,28 @@ const discoveryPath = "/.well-known/oauth-authorization-server"
 
 // testUpstream stands for the schools' legacy servers.
 type testUpstream struct {
-	mu    sync.Mutex
-	hits  map[string]int
+	mu   sync.Mutex
+	hits map[string]int
+	// held counts the holds on each issuer's proxy not released.
+	held  map[string]int
 	waits map[string]chan struct{}
 	// entered receives the issuer of a request that waits.
 	entered chan string
 }
 
-func (u *testUpstream) handler(g *Gateway) (caddyhttp.Handler, error) {
+func (u *testUpstream) handler(g *Gateway) (caddyhttp.Handler, func(), error) {
 	issuer := g.Issuer
+	u.mu.Lock()
+	u.held[issuer]++
+	u.mu.Unlock()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			u.mu.Lock()
+			u.held[issuer]--
+			u.mu.Unlock()
+		})
+	}
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		u.mu.Lock()
 		u.hits[issuer]++
@@ -188,7 +201,14 @@ func (u *testUpstream) handler(g *Gateway) (caddyhttp.Handler, error) {
 		}
 		_, err := io.WriteString(w, "legacy "+issuer)
 		return err
-	}), nil
+	}), release, nil
+}
+
+// holds is how many holds on issuer's proxy are not released.
+func (u *testUpstream) holds(issuer string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.held[issuer]
 }
 
 // hold makes the legacy server of issuer keep its requests until the

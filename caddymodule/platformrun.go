@@ -37,9 +37,14 @@ type platform struct {
 	users int
 
 	// open opens the registry; upstream returns a school's next handler,
-	// the config's proxy to its legacy server. Variables for tests.
+	// the config's proxy to its legacy server, held until release.
+	// Variables for tests.
 	open     func(ctx context.Context) (*openedRegistry, error)
-	upstream func(g *Gateway) (caddyhttp.Handler, error)
+	upstream func(g *Gateway) (next caddyhttp.Handler, release func(), err error)
+
+	// metrics are the config's collectors, which a removed school's
+	// series are deleted from.
+	metrics *metrics
 
 	// tables is the host table, nil until the registry was read.
 	tables *startGate[hostTable]
@@ -92,7 +97,7 @@ type openedRegistry struct {
 func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 	life, end := context.WithCancel(context.Background())
 	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
-		tables: newStartGate[hostTable](), life: life, end: end,
+		metrics: metricsFor(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
 		active: map[*activeSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
@@ -100,23 +105,26 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 }
 
 // proxyFor is the config's reverse proxy to g's legacy server, shared with
-// the schools (site blocks included) that have the same one.
-func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, error) {
+// the schools (site blocks included) that have the same one, and held
+// until release: the last school to let go of a proxy ends it (its
+// transport, health checks and metrics goroutine), so that the proxies
+// of schools removed or let go of do not pile up while the config runs.
+func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, func(), error) {
 	rp, err := defaultUpstreamProxy(g.Upstream)
 	if err != nil {
-		return nil, fmt.Errorf("upstream: %v", err)
+		return nil, nil, fmt.Errorf("upstream: %v", err)
 	}
 	raw, err := json.Marshal(rp)
 	if err != nil {
-		return nil, fmt.Errorf("upstream: %v", err)
+		return nil, nil, fmt.Errorf("upstream: %v", err)
 	}
-	h, err := p.app.proxy(p.ctx, raw)
+	h, release, err := p.app.acquireProxy(p.ctx, raw, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		return h.ServeHTTP(w, r, lastHandler)
-	}), nil
+	}), release, nil
 }
 
 // lastHandler ends a route: the proxy answers every request itself.
@@ -208,7 +216,7 @@ func (p *platform) connect() error {
 	}
 	t := newHostTable(len(records))
 	for _, rec := range records {
-		t.add(&platformSchool{p: p, rec: rec})
+		t.add(p.newSchool(rec))
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
@@ -324,7 +332,7 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 	}
 	var e *platformSchool
 	if rec != nil {
-		e = &platformSchool{p: p, rec: *rec}
+		e = p.newSchool(*rec)
 		if old != nil && old.isActive() && !rec.Disabled {
 			e.warm(time.Now().UnixNano())
 		}
@@ -338,7 +346,7 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 	}
 	p.tables.set(next)
 	if old != nil {
-		old.retire()
+		old.retire(rec == nil)
 	}
 	what := "changed"
 	switch {
@@ -362,14 +370,14 @@ func (p *platform) resync() error {
 	}
 	t := p.tables.state.Load()
 	next := newHostTable(len(records))
-	var retired []*platformSchool
+	var retired, removed []*platformSchool
 	for _, rec := range records {
 		old := t.schools[rec.Issuer]
 		if old != nil && registry.SameRecord(&old.rec, &rec) {
 			next.add(old)
 			continue
 		}
-		e := &platformSchool{p: p, rec: rec}
+		e := p.newSchool(rec)
 		if old != nil {
 			if old.isActive() && !rec.Disabled {
 				e.warm(time.Now().UnixNano())
@@ -380,12 +388,15 @@ func (p *platform) resync() error {
 	}
 	for issuer, old := range t.schools {
 		if next.schools[issuer] == nil {
-			retired = append(retired, old)
+			removed = append(removed, old)
 		}
 	}
 	p.tables.set(next)
 	for _, old := range retired {
-		old.retire()
+		old.retire(false)
+	}
+	for _, old := range removed {
+		old.retire(true)
 	}
 	p.registryErr.Store(nil)
 	return nil
@@ -468,7 +479,7 @@ func (p *platform) stop() error {
 	}
 	if t := p.tables.state.Load(); t != nil {
 		for _, e := range t.schools {
-			e.retire()
+			e.retire(false)
 		}
 	}
 	if reg == nil {
@@ -477,13 +488,57 @@ func (p *platform) stop() error {
 	return reg.release()
 }
 
+// newSchool is the platform's school of rec. A record of an issuer that a
+// site block of the config serves fails at once, without a build
+// (siteBlockConflict), so that the admin API and the health check report
+// it before any request.
+func (p *platform) newSchool(rec registry.Record) *platformSchool {
+	e := &platformSchool{p: p, rec: rec}
+	if !rec.Disabled {
+		if err := p.siteBlockConflict(rec.Issuer, ""); err != nil {
+			e.mu.Lock()
+			e.fail(err)
+			e.mu.Unlock()
+		}
+	}
+	return e
+}
+
+// siteBlockConflict refuses to build a school whose issuer, or whose bbolt
+// file (path, "" for none), is a site block's of the config: the site
+// block serves the school (a Caddyfile's site block is matched by its
+// host before a platform's catch-all), and two handlers of one school
+// would answer it from two stores. The registry is shared by instances
+// whose Caddyfiles differ, so a record cannot be refused where it is
+// written.
+func (p *platform) siteBlockConflict(issuer, path string) error {
+	g := p.app.siteBlockOf(issuer, path)
+	switch {
+	case g == nil:
+		return nil
+	case g.Issuer == issuer:
+		return failedLoading("another part of this server's configuration serves it",
+			fmt.Errorf("issuer: %s is a school_gateway site block's in this config, which serves it; "+
+				"this record of the registry is not used: remove the site block or the record", issuer))
+	}
+	return failedLoading("its data directory is another school's",
+		fmt.Errorf("data: %s is the school_gateway site block of %s's; each school needs its own data directory", path, g.Issuer))
+}
+
 // claimData records the bbolt file a school (configured by g) is about to
-// open, refusing one that another school of the platform has.
+// open, refusing one that another school of the platform, or a site
+// block, has.
 func (p *platform) claimData(e *platformSchool, g *Gateway) error {
+	if err := p.siteBlockConflict(e.rec.Issuer, ""); err != nil {
+		return err
+	}
 	if g.Store != nil {
 		return nil
 	}
 	path := g.dataPath()
+	if err := p.siteBlockConflict(e.rec.Issuer, path); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if other := p.dataFiles[path]; other != nil && other != e && other.rec.Issuer != e.rec.Issuer && !other.retired.Load() {
@@ -492,6 +547,17 @@ func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 	}
 	p.dataFiles[path], e.dataPath = e, path
 	return nil
+}
+
+// forgetMetrics deletes the series of a school removed from the registry,
+// unless its issuer is back in the table: the series of a school that is
+// only let go of, changed or disabled stay while its record does, so that
+// their count is bounded by the registry's size.
+func (p *platform) forgetMetrics(issuer string) {
+	if t := p.tables.state.Load(); t != nil && t.schools[issuer] != nil {
+		return
+	}
+	p.metrics.forget(issuer)
 }
 
 // releaseData forgets the bbolt file of a retired school.

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -36,18 +37,21 @@ type platformSchool struct {
 	// is built again in the background (rebuilds); nil otherwise.
 	failed atomic.Pointer[platformFailure]
 	// retired is set once the record changed or was removed, or the
-	// platform ended: nothing is built for it any more.
+	// platform ended: nothing is built for it any more. removed is set
+	// first for a record removed: its metric series go once its last
+	// request is out.
 	retired atomic.Bool
+	removed atomic.Bool
 
 	// mu makes one build at a time: concurrent first requests wait for
 	// it and share what it built.
 	mu sync.Mutex
 	// What the first build prepared from the record, under mu: the
-	// school's configuration, its key in the site pool and the proxy to
-	// its legacy server.
-	g    *Gateway
-	key  string
-	next caddyhttp.Handler
+	// school's configuration and its key in the site pool. The proxy to
+	// its legacy server is held by what serves (activeSchool,
+	// platformFailure), and let go of with it.
+	g   *Gateway
+	key string
 	// dataPath is the bbolt file the school claimed (platform.claimData),
 	// "" before or in a database; under p.mu.
 	dataPath string
@@ -59,6 +63,20 @@ type platformSchool struct {
 type platformFailure struct {
 	*failedSite
 	next caddyhttp.Handler
+	// releaseNext lets go of next, once: when a rebuild replaced the
+	// stand-in, or the school was retired.
+	releaseNext func()
+	// stop ends the rebuilds, whose job then leaves the scheduler at
+	// once rather than at its next run.
+	stop context.CancelFunc
+}
+
+// end lets go of what the stand-in holds.
+func (f *platformFailure) end() {
+	f.stop()
+	if f.releaseNext != nil {
+		f.releaseNext()
+	}
 }
 
 // serveFailed answers a request of a school that could not be built.
@@ -79,7 +97,9 @@ type activeSchool struct {
 	*site
 	school *platformSchool
 	next   caddyhttp.Handler
-	refs   atomic.Int64
+	// releaseNext lets go of next, the school's hold on its proxy.
+	releaseNext func()
+	refs        atomic.Int64
 	// used is when a request last came in (Unix nanoseconds): the least
 	// recently used idle school is let go of first.
 	used   atomic.Int64
@@ -130,8 +150,10 @@ func (a *activeSchool) close() {
 // whether it did; the caller then lets go of it.
 func (a *activeSchool) closeIdle() bool { return a.refs.CompareAndSwap(0, closedBit) }
 
-// letGo releases the school, once: the platform stops counting it and
-// the site pool lets go of its state when no config has it any more.
+// letGo releases the school, once: the platform stops counting it, the
+// site pool lets go of its state (store, keys, MCP server, background
+// work) when no config has it any more, and the proxy pool its proxy when
+// no school has it.
 func (a *activeSchool) letGo() {
 	a.unload.Do(func() {
 		e := a.school
@@ -139,6 +161,10 @@ func (a *activeSchool) letGo() {
 		e.active.CompareAndSwap(a, nil)
 		if err := releaseSite(e.key); err != nil {
 			e.p.ctx.Slogger().Error("letting go of a school", "issuer", e.rec.Issuer, "error", err)
+		}
+		a.releaseNext()
+		if e.removed.Load() {
+			e.p.forgetMetrics(e.rec.Issuer)
 		}
 	})
 }
@@ -222,25 +248,29 @@ func (e *platformSchool) build() (*activeSchool, error) {
 	if err := e.p.claimData(e, e.g); err != nil {
 		return nil, err
 	}
+	next, releaseNext, err := e.p.upstream(e.g)
+	if err != nil {
+		return nil, err
+	}
 	ctx := e.p.ctx
 	s, kept, err := acquireSite(e.key, func() (*site, context.CancelFunc, error) { return e.g.newSite(ctx) })
 	if err != nil {
+		releaseNext()
 		return nil, err
 	}
 	if kept {
 		// This config serves its own metrics registry.
 		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), e.g.Issuer))
 	}
-	a := &activeSchool{site: s, school: e, next: e.next}
+	a := &activeSchool{site: s, school: e, next: next, releaseNext: releaseNext}
 	a.used.Store(time.Now().UnixNano())
 	return a, nil
 }
 
-// prepare reads the record as a school's configuration, places its state
-// where the registry keeps it and finds its proxy, then reads its admin
-// OpenAPI file, once: what was prepared stays for the next build, and
-// for the stand-in of a school that fails (its legacy server). The
-// caller holds e.mu.
+// prepare reads the record as a school's configuration and places its
+// state where the registry keeps it, then reads its admin OpenAPI file,
+// once: what was prepared stays for the next build, and for the stand-in
+// of a school that fails (its legacy server). The caller holds e.mu.
 func (e *platformSchool) prepare() error {
 	if e.g == nil {
 		g, err := recordGateway(&e.rec)
@@ -250,11 +280,10 @@ func (e *platformSchool) prepare() error {
 		if err := e.p.reg.place(g); err != nil {
 			return err
 		}
-		next, err := e.p.upstream(g)
-		if err != nil {
-			return err
+		if _, err := defaultUpstreamProxy(g.Upstream); err != nil {
+			return fmt.Errorf("upstream: %v", err)
 		}
-		e.g, e.next = g, next
+		e.g = g
 	}
 	if e.key != "" {
 		return nil
@@ -291,24 +320,33 @@ func (e *platformSchool) fail(err error) *platformFailure {
 	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
 		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
 	g := e.g
+	var next caddyhttp.Handler
+	var releaseNext func()
 	if g == nil {
 		// A record that does not read as a configuration: its stand-in
-		// has no legacy server to hand anything to (serveFailed).
+		// has no legacy server to hand anything to (serveFailed), nor
+		// has one whose proxy cannot be provisioned.
 		g = &Gateway{Issuer: e.rec.Issuer}
 		g.setDefaults()
+	} else if h, release, perr := e.p.upstream(g); perr == nil {
+		next, releaseNext = h, release
 	}
-	f := &platformFailure{failedSite: newFailedSite(g, lf), next: e.next}
+	life, stop := context.WithCancel(e.p.life)
+	f := &platformFailure{failedSite: newFailedSite(g, lf), next: next, releaseNext: releaseNext, stop: stop}
 	e.failed.Store(f)
-	e.scheduleRebuilds(f)
+	e.scheduleRebuilds(life, f)
+	if e.retired.Load() {
+		f.end() // retire ran meanwhile (retire)
+	}
 	return f
 }
 
 // scheduleRebuilds builds the failed school again in the background, on
 // the schedule of a site block's (rebuild.go), until it is built or
-// retired or the platform ends.
-func (e *platformSchool) scheduleRebuilds(f *platformFailure) {
+// retired or the platform ends (life).
+func (e *platformSchool) scheduleRebuilds(life context.Context, f *platformFailure) {
 	delay := firstRebuild
-	background.Add(e.p.life, delay, func(context.Context) time.Duration {
+	background.Add(life, delay, func(context.Context) time.Duration {
 		if e.rebuild(f) {
 			return 0
 		}
@@ -338,19 +376,30 @@ func (e *platformSchool) rebuild(f *platformFailure) bool {
 		return false
 	}
 	e.failed.Store(nil)
+	f.end()
 	e.install(a)
 	e.p.ctx.Slogger().Info("a school of the platform failed to load before and serves now", "issuer", e.rec.Issuer)
 	return true
 }
 
 // retire ends the school's part in the platform: no request is let in
-// any more, and its state is let go of after the last one in flight.
-func (e *platformSchool) retire() {
+// any more, and its state is let go of after the last one in flight; so
+// are its metric series if its record was removed.
+func (e *platformSchool) retire(removed bool) {
+	if removed {
+		e.removed.Store(true)
+		e.p.forgetMetrics(e.rec.Issuer)
+	}
 	e.retired.Store(true)
 	if a := e.active.Load(); a != nil {
 		a.close()
 	}
 	e.p.releaseData(e)
+	// A stand-in installed by a build that ran meanwhile ends here or
+	// in fail, which reads retired after it installed it.
+	if f := e.failed.Load(); f != nil {
+		f.end()
+	}
 }
 
 // state names what the school is now, for the admin API.
