@@ -25,7 +25,7 @@ func newBuildHold() *buildHold { return &buildHold{entered: make(chan chan struc
 // install puts the hold in tp's builds (before it starts).
 func (h *buildHold) install(tp *testPlatform) {
 	next := tp.platform.upstream
-	tp.platform.upstream = func(g *Gateway) (caddyhttp.Handler, error) {
+	tp.platform.upstream = func(g *Gateway) (caddyhttp.Handler, func(), error) {
 		if h.on.Load() {
 			release := make(chan struct{})
 			h.entered <- release
