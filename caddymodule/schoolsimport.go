@@ -367,7 +367,8 @@ func newImported(f blockFound, hosts []string, port string) *importedSchool {
 	case len(f.gateways) > 1:
 		s.err = errors.New("its site block has several school_gateway handlers; a record is one school on its whole site")
 	case len(f.others) > 0:
-		s.err = fmt.Errorf("its site block has other handlers (%s), which a platform school does not have", strings.Join(slices.Compact(slices.Sorted(slices.Values(f.others))), ", "))
+		s.err = fmt.Errorf("its site block has other handlers (%s), which a platform school does not have "+
+			"(handlers every school needs go before school_platform in its site block)", strings.Join(slices.Compact(slices.Sorted(slices.Values(f.others))), ", "))
 	case f.matched:
 		s.err = errors.New("its school_gateway serves part of the site (a matcher or handle block); a record's school answers every path of its hosts")
 	case len(f.upstreams) != 1 || !defaultProxy(f.upstreams[0], g.Upstream):

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/boltstore"
+	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -247,6 +249,87 @@ func TestImportPlacement(t *testing.T) {
 	for _, o := range []importOptions{{kind: "dir"}, {kind: "postgres", target: "x"}, {kind: "postgres", target: "x", keySecret: "k", move: true}, {kind: "s3"}, {}} {
 		if err := o.check(); err == nil {
 			t.Errorf("options %+v accepted", o)
+		}
+	}
+}
+
+// A PostgreSQL school is imported into a postgres registry as its record
+// only (no store: the registry places it in its database, where its rows
+// are found by issuer); its DSN and key secret, placeholders replaced,
+// must be the registry's. A second run changes nothing.
+func TestImportPostgres(t *testing.T) {
+	dsn := pgcluster.Database(t)
+	t.Setenv("IMPORT_TEST_DSN", dsn)
+	path := filepath.Join(t.TempDir(), "Caddyfile")
+	cfg := `{
+	admin off
+}
+http://127.0.0.1:18091 {
+	school_gateway http://127.0.0.1:9 {
+		store postgres {env.IMPORT_TEST_DSN} {
+			key_secret k
+		}
+	}
+}
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var out bytes.Buffer
+	if err := runImport(ctx, &out, importOptions{caddyfile: path, kind: "postgres", target: dsn, keySecret: "other"}); err == nil ||
+		!strings.Contains(out.String(), "key_secret") {
+		t.Errorf("an import with another key secret: %v\n%s", err, out.String())
+	}
+	for run, want := range []string{"1 imported", "0 imported, 1 unchanged"} {
+		out.Reset()
+		if err := runImport(ctx, &out, importOptions{caddyfile: path, kind: "postgres", target: dsn, keySecret: "k"}); err != nil ||
+			!strings.Contains(out.String(), want) {
+			t.Fatalf("run %d: %v\n%s", run+1, err, out.String())
+		}
+	}
+	pool, err := pgstore.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	reg, err := pgstore.OpenRegistry(ctx, pool, validatePostgresRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	rec, err := reg.Get(ctx, "http://127.0.0.1:18091")
+	if err != nil || string(rec.Config) != `{"upstream":"http://127.0.0.1:9"}` || rec.Version != 1 {
+		t.Errorf("the record: %+v %v", rec, err)
+	}
+}
+
+// The blocks a record cannot express are refused with why: a gateway
+// under a matcher, a wildcard address, two blocks of one school.
+func TestImportRefusals(t *testing.T) {
+	for _, tt := range []struct{ name, blocks, want string }{
+		{"a matcher", "http://127.0.0.1:18101 {\n\thandle /app/* {\n\t\tschool_gateway http://127.0.0.1:9\n\t}\n}\n", "part of the site"},
+		{"a wildcard", "http://*.a.test:18102 {\n\tschool_gateway http://127.0.0.1:9 {\n\t\tissuer http://x.a.test:18102\n\t}\n}\n", "not one host"},
+		{"two blocks", "http://127.0.0.1:18103 {\n\tschool_gateway http://127.0.0.1:9\n}\n" +
+			"http://localhost:18104 {\n\tschool_gateway http://127.0.0.1:9 {\n\t\tissuer http://127.0.0.1:18103\n\t}\n}\n", "two site blocks"},
+		{"other handlers", "http://127.0.0.1:18105 {\n\theader X-A b\n\tschool_gateway http://127.0.0.1:9\n}\n", "headers"},
+	} {
+		path := filepath.Join(t.TempDir(), "Caddyfile")
+		if err := os.WriteFile(path, []byte("{\n\tadmin off\n}\n"+tt.blocks), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		schools, err := readSiteBlocks(path)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var errs []string
+		for _, s := range schools {
+			if s.err != nil {
+				errs = append(errs, s.name+": "+s.err.Error())
+			}
+		}
+		if len(errs) == 0 || !strings.Contains(strings.Join(errs, "; "), tt.want) {
+			t.Errorf("%s: %q, want a refusal with %q", tt.name, errs, tt.want)
 		}
 	}
 }
