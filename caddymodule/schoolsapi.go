@@ -63,9 +63,8 @@ type schoolWrite struct {
 	IfVersion *int64 `json:"if_version,omitempty"`
 }
 
-// schoolWrites orders this instance's conditional writes, so that a
-// version checked is the version replaced. Writes through another
-// instance or by hand are not ordered with them (see docs/operator.md).
+// schoolWrites orders this instance's conditional writes to a registry
+// that cannot make them conditional itself (none of this package's).
 var schoolWrites sync.Mutex
 
 // maxRecordBody bounds a record written through the admin API.
@@ -161,20 +160,17 @@ func putSchool(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeCallTimeout)
 	defer cancel()
-	schoolWrites.Lock()
-	defer schoolWrites.Unlock()
 	stored, err := storedVersion(ctx, reg, rec.Issuer)
 	if err != nil {
 		return registryFailed(w, p, "reading "+rec.Issuer, err)
 	}
-	if err := checkVersion(body.IfVersion, stored, rec.Issuer); err != nil {
-		return err
-	}
-	put, err := reg.Put(ctx, rec)
+	put, err := putRecord(ctx, reg, rec, body.IfVersion)
 	var taken *registry.HostTakenError
 	switch {
 	case errors.As(err, &taken):
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
+	case errors.Is(err, registry.ErrVersionChanged):
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("if_version: %v", err)}
 	case err != nil:
 		return registryFailed(w, p, "writing "+rec.Issuer, err)
 	}
@@ -204,24 +200,12 @@ func handleSchoolRemove(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeCallTimeout)
 	defer cancel()
-	schoolWrites.Lock()
-	defer schoolWrites.Unlock()
-	if body.IfVersion != nil {
-		stored, err := storedVersion(ctx, reg, origin)
-		if err != nil {
-			return registryFailed(w, p, "reading "+origin, err)
-		}
-		if stored < 0 {
-			return noSuchSchool(origin, p)
-		}
-		if err := checkVersion(body.IfVersion, stored, origin); err != nil {
-			return err
-		}
-	}
-	err = reg.Remove(ctx, origin)
+	err = removeRecord(ctx, reg, origin, body.IfVersion)
 	switch {
 	case errors.Is(err, registry.ErrNotFound):
 		return noSuchSchool(origin, p)
+	case errors.Is(err, registry.ErrVersionChanged):
+		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("if_version: %v", err)}
 	case err != nil:
 		return registryFailed(w, p, "removing "+origin, err)
 	}
@@ -254,6 +238,53 @@ func schoolOrigin(issuer string) (string, error) {
 	return origin, nil
 }
 
+// putRecord writes rec, on condition of its stored version when version
+// is set: in the registry's write itself (registry.Conditional), so that
+// the condition holds across instances; a registry without it is
+// checked, then written, under schoolWrites.
+func putRecord(ctx context.Context, reg registry.Registry, rec registry.Record, version *int64) (registry.Record, error) {
+	if version == nil {
+		return reg.Put(ctx, rec)
+	}
+	if c, ok := reg.(registry.Conditional); ok {
+		return c.PutIf(ctx, rec, *version)
+	}
+	schoolWrites.Lock()
+	defer schoolWrites.Unlock()
+	stored, err := storedVersion(ctx, reg, rec.Issuer)
+	if err != nil {
+		return registry.Record{}, err
+	}
+	if err := checkVersion(*version, stored, rec.Issuer); err != nil {
+		return registry.Record{}, err
+	}
+	return reg.Put(ctx, rec)
+}
+
+// removeRecord removes the record of issuer, on condition of its stored
+// version when version is set, as putRecord writes.
+func removeRecord(ctx context.Context, reg registry.Registry, issuer string, version *int64) error {
+	if version == nil {
+		return reg.Remove(ctx, issuer)
+	}
+	if c, ok := reg.(registry.Conditional); ok {
+		return c.RemoveIf(ctx, issuer, *version)
+	}
+	schoolWrites.Lock()
+	defer schoolWrites.Unlock()
+	stored, err := storedVersion(ctx, reg, issuer)
+	switch {
+	case err != nil:
+		return err
+	case stored < 0:
+		return registry.ErrNotFound
+	}
+	if err := checkVersion(*version, stored, issuer); err != nil {
+		return err
+	}
+	return reg.Remove(ctx, issuer)
+}
+
 // storedVersion is the stored record's version, -1 when there is none (a
 // file written by hand may have version 0).
 func storedVersion(ctx context.Context, reg registry.Registry, issuer string) (int64, error) {
@@ -264,22 +295,13 @@ func storedVersion(ctx context.Context, reg registry.Registry, issuer string) (i
 	return rec.Version, err
 }
 
-// checkVersion refuses a conditional write whose version is not the
-// stored one (-1: none): another operator wrote the school since it was
-// read. Version 0 asks that there be no record.
-func checkVersion(want *int64, stored int64, issuer string) error {
-	switch {
-	case want == nil || (*want == stored && stored > 0) || (*want == 0 && stored < 0):
+// checkVersion is registry.Conditional's condition for a registry that
+// does not implement it: stored is -1 when there is no record.
+func checkVersion(want, stored int64, issuer string) error {
+	if (want == stored && stored > 0) || (want == 0 && stored < 0) {
 		return nil
-	case stored < 0:
-		return caddy.APIError{HTTPStatus: http.StatusConflict,
-			Err: fmt.Errorf("if_version: %s has no record (it was removed); version %d was expected", issuer, *want)}
-	case *want == 0:
-		return caddy.APIError{HTTPStatus: http.StatusConflict,
-			Err: fmt.Errorf("if_version: %s exists already (version %d); change it with its version", issuer, stored)}
 	}
-	return caddy.APIError{HTTPStatus: http.StatusConflict,
-		Err: fmt.Errorf("if_version: %s is at version %d, not %d: it was written since; read it again", issuer, stored, *want)}
+	return &registry.VersionError{Issuer: issuer, Want: want, Stored: max(stored, 0), Exists: stored >= 0}
 }
 
 func noSuchSchool(issuer string, p *platform) error {

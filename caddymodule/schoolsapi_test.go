@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/registry"
 )
 
 // adminAnswer is an admin API answer as Caddy's admin server gives it:
@@ -173,7 +176,11 @@ func TestSchoolsAPIIfVersion(t *testing.T) {
 // A registry that does not answer is a 503 with Retry-After, never a
 // 500; one never read makes the listing 503 too.
 func TestSchoolsAPIRegistryDown(t *testing.T) {
-	tp := newTestPlatform(t, 10)
+	tp := newTestPlatform(t, 10, func(tp *testPlatform) {
+		tp.open = func(context.Context) (*openedRegistry, error) {
+			return &openedRegistry{Registry: writesDown{tp.flaky}, place: placeInDir(tp.dataDir), release: func() error { return nil }}, nil
+		}
+	})
 	tp.put(t, "https://a.example", nil, "")
 	runningAs(t, tp.app)
 	tp.flaky.down.Store(true)
@@ -183,6 +190,8 @@ func TestSchoolsAPIRegistryDown(t *testing.T) {
 		body         string
 	}{
 		{handleSchools, http.MethodPost, "/schoolgate/schools", `{"issuer":"https://b.example","config":{"upstream":"http://127.0.0.1:9"}}`},
+		{handleSchools, http.MethodPost, "/schoolgate/schools", `{"issuer":"https://a.example","if_version":1,"config":{"upstream":"http://127.0.0.1:9"}}`},
+		{handleSchoolRemove, http.MethodPost, "/schoolgate/schools/remove", `{"issuer":"https://a.example"}`},
 		{handleSchools, http.MethodGet, "/schoolgate/schools?issuer=https://a.example", ""},
 		{handleSchoolRemove, http.MethodPost, "/schoolgate/schools/remove", `{"issuer":"https://a.example","if_version":1}`},
 	} {
@@ -247,4 +256,35 @@ func TestSchoolsAPISeveralPlatforms(t *testing.T) {
 	if a := schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools", ""); a.code != http.StatusNotFound {
 		t.Errorf("no platform: %d %s, want 404", a.code, a.body)
 	}
+}
+
+// writesDown is a flaky registry whose writes fail too while it is down.
+type writesDown struct{ *flakyRegistry }
+
+func (w writesDown) Put(ctx context.Context, r registry.Record) (registry.Record, error) {
+	if w.down.Load() {
+		return registry.Record{}, errRegistryDown
+	}
+	return w.Memory.Put(ctx, r)
+}
+
+func (w writesDown) PutIf(ctx context.Context, r registry.Record, version int64) (registry.Record, error) {
+	if w.down.Load() {
+		return registry.Record{}, errRegistryDown
+	}
+	return w.Memory.PutIf(ctx, r, version)
+}
+
+func (w writesDown) Remove(ctx context.Context, issuer string) error {
+	if w.down.Load() {
+		return errRegistryDown
+	}
+	return w.Memory.Remove(ctx, issuer)
+}
+
+func (w writesDown) RemoveIf(ctx context.Context, issuer string, version int64) error {
+	if w.down.Load() {
+		return errRegistryDown
+	}
+	return w.Memory.RemoveIf(ctx, issuer, version)
 }
