@@ -546,7 +546,9 @@ func (s *importedSchool) write(ctx context.Context, reg registry.Registry) error
 			return err
 		}
 	}
-	if _, err := reg.Put(ctx, s.rec); err != nil {
+	// Written only if it is still new: a record written since it was
+	// compared is another's, not to be overwritten.
+	if _, err := putRecord(ctx, reg, s.rec, new(int64)); err != nil {
 		if uerr := undo(); uerr != nil {
 			return fmt.Errorf("%v; moving its file back failed too: %v", err, uerr)
 		}
