@@ -54,6 +54,8 @@ func (adminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/schoolgate/clients/delete", Handler: caddy.AdminHandlerFunc(handleClientDelete)},
 		{Pattern: "/schoolgate/clients/review", Handler: caddy.AdminHandlerFunc(handleClientReview)},
 		{Pattern: "/schoolgate/backup", Handler: caddy.AdminHandlerFunc(handleBackup)},
+		{Pattern: "/schoolgate/schools", Handler: caddy.AdminHandlerFunc(handleSchools)},
+		{Pattern: "/schoolgate/schools/remove", Handler: caddy.AdminHandlerFunc(handleSchoolRemove)},
 	}
 }
 

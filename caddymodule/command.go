@@ -114,6 +114,7 @@ func schoolgateCommands(root *cobra.Command) {
 	}
 	root.AddCommand(grantCommands()...)
 	root.AddCommand(storeCommands()...)
+	root.AddCommand(schoolsCommand())
 }
 
 func (a adminCall) command() *cobra.Command {

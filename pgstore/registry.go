@@ -34,7 +34,10 @@ type Registry struct {
 	next  int
 }
 
-var _ registry.Registry = (*Registry)(nil)
+var (
+	_ registry.Registry    = (*Registry)(nil)
+	_ registry.Conditional = (*Registry)(nil)
+)
 
 // registryChannel is the channel the registry's writes are announced on,
 // with the payload "<registry version>:<issuer>": the registry's version
@@ -122,6 +125,18 @@ func (r *Registry) Get(ctx context.Context, issuer string) (registry.Record, err
 // announcement are one transaction: a host another school has fails the
 // insert of the hosts, and the whole write is rolled back.
 func (r *Registry) Put(ctx context.Context, rec registry.Record) (registry.Record, error) {
+	return r.put(ctx, rec, nil)
+}
+
+// PutIf implements registry.Conditional: the version is read with the
+// row locked in the writing transaction, and a record that must be new
+// is inserted only if no other transaction inserted it first.
+func (r *Registry) PutIf(ctx context.Context, rec registry.Record, version int64) (registry.Record, error) {
+	return r.put(ctx, rec, &version)
+}
+
+// put is Put, on condition of the stored version when version is set.
+func (r *Registry) put(ctx context.Context, rec registry.Record, version *int64) (registry.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return registry.Record{}, err
 	}
@@ -139,13 +154,30 @@ func (r *Registry) Put(ctx context.Context, rec registry.Record) (registry.Recor
 		hosts = []string{} // text[] NOT NULL
 	}
 	err := r.pool.txFor(ctx, "writing the school "+rec.Issuer, callTimeout, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+		if version != nil {
+			if err := lockedVersion(ctx, tx, rec.Issuer, *version, false); err != nil {
+				return err
+			}
+		}
 		// The time is taken once the row is locked, so a replacement is
 		// never older than the record it replaces.
+		upsert := `ON CONFLICT (issuer) DO UPDATE SET hosts = excluded.hosts, disabled = excluded.disabled,
+				config = excluded.config, version = schools.version + 1, updated_at = clock_timestamp()`
+		if version != nil && *version == 0 {
+			upsert = `ON CONFLICT (issuer) DO NOTHING` // inserted meanwhile: no row returned
+		}
 		err := tx.QueryRow(ctx, `INSERT INTO schools (issuer, hosts, disabled, config, version, updated_at)
-			VALUES ($1, $2, $3, $4::json, 1, clock_timestamp())
-			ON CONFLICT (issuer) DO UPDATE SET hosts = excluded.hosts, disabled = excluded.disabled,
-				config = excluded.config, version = schools.version + 1, updated_at = clock_timestamp()
+			VALUES ($1, $2, $3, $4::json, 1, clock_timestamp()) `+upsert+`
 			RETURNING version, updated_at`, rec.Issuer, hosts, rec.Disabled, string(rec.Config)).Scan(&rec.Version, &rec.UpdatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Another transaction inserted the school first: its row is
+			// seen by the next statement.
+			var stored int64
+			if err := tx.QueryRow(ctx, `SELECT version FROM schools WHERE issuer = $1`, rec.Issuer).Scan(&stored); err != nil {
+				return err
+			}
+			return callbackError{&registry.VersionError{Issuer: rec.Issuer, Stored: stored, Exists: true}}
+		}
 		if err != nil {
 			return err
 		}
@@ -162,6 +194,26 @@ func (r *Registry) Put(ctx context.Context, rec registry.Record) (registry.Recor
 	}
 	rec.UpdatedAt = rec.UpdatedAt.UTC()
 	return rec, nil
+}
+
+// lockedVersion checks a conditional write's version against the
+// school's row, locked until the transaction ends; a mismatch is a
+// *registry.VersionError in a callbackError, and no row when removing
+// is registry.ErrNotFound.
+func lockedVersion(ctx context.Context, tx pgx.Tx, issuer string, version int64, removing bool) error {
+	var stored int64
+	err := tx.QueryRow(ctx, `SELECT version FROM schools WHERE issuer = $1 FOR UPDATE`, issuer).Scan(&stored)
+	exists := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if exists && version == stored && version > 0 || !exists && version == 0 {
+		return nil
+	}
+	if !exists && removing {
+		return callbackError{registry.ErrNotFound}
+	}
+	return callbackError{&registry.VersionError{Issuer: issuer, Want: version, Stored: stored, Exists: exists}}
 }
 
 // errHostReleased: the insert of a host failed on another school's row,
@@ -221,6 +273,17 @@ func announceSchool(ctx context.Context, q querier, issuer string) error {
 // Remove implements registry.Registry. The school's data (its sites row)
 // is kept.
 func (r *Registry) Remove(ctx context.Context, issuer string) error {
+	return r.remove(ctx, issuer, nil)
+}
+
+// RemoveIf implements registry.Conditional.
+func (r *Registry) RemoveIf(ctx context.Context, issuer string, version int64) error {
+	return r.remove(ctx, issuer, &version)
+}
+
+// remove is Remove, on condition of the stored version when version is
+// set.
+func (r *Registry) remove(ctx context.Context, issuer string, version *int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -229,6 +292,11 @@ func (r *Registry) Remove(ctx context.Context, issuer string) error {
 		return registry.ErrNotFound
 	}
 	return r.pool.txFor(ctx, "removing the school "+key, callTimeout, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+		if version != nil {
+			if err := lockedVersion(ctx, tx, key, *version, true); err != nil {
+				return err
+			}
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM schools WHERE issuer = $1`, key)
 		if err != nil {
 			return err

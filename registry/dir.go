@@ -258,6 +258,17 @@ func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
 // first, so that it judges hosts and counts the version against what
 // other processes wrote.
 func (d *Dir) Put(ctx context.Context, r Record) (Record, error) {
+	return d.put(ctx, r, nil)
+}
+
+// PutIf implements Conditional: the version is the file's as read again
+// under the lock.
+func (d *Dir) PutIf(ctx context.Context, r Record, version int64) (Record, error) {
+	return d.put(ctx, r, &version)
+}
+
+// put is Put, on condition of the stored version when version is set.
+func (d *Dir) put(ctx context.Context, r Record, version *int64) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, err
 	}
@@ -273,6 +284,17 @@ func (d *Dir) Put(ctx context.Context, r Record) (Record, error) {
 	name := fileName(r.HostKeys()[0]) + ".json"
 	var stored Record
 	err := d.write(name, func() error {
+		f := d.files[name]
+		current := f != nil && f.err == nil && f.rec.Issuer == r.Issuer
+		if version != nil {
+			var stored int64
+			if current {
+				stored = f.rec.Version
+			}
+			if err := checkVersion(r.Issuer, *version, stored, current); err != nil {
+				return err
+			}
+		}
 		d.mu.Lock()
 		for _, h := range r.HostKeys() {
 			if owner, ok := d.owners[h]; ok && owner != r.Issuer {
@@ -282,7 +304,7 @@ func (d *Dir) Put(ctx context.Context, r Record) (Record, error) {
 		}
 		d.mu.Unlock()
 		r.Version = 1
-		if f := d.files[name]; f != nil && f.err == nil && f.rec.Issuer == r.Issuer {
+		if current {
 			r.Version = f.rec.Version + 1
 		}
 		r.UpdatedAt = time.Now().UTC()
@@ -313,6 +335,17 @@ func (d *Dir) Put(ctx context.Context, r Record) (Record, error) {
 
 // Remove implements Registry. The school's data directory is kept.
 func (d *Dir) Remove(ctx context.Context, issuer string) error {
+	return d.remove(ctx, issuer, nil)
+}
+
+// RemoveIf implements Conditional.
+func (d *Dir) RemoveIf(ctx context.Context, issuer string, version int64) error {
+	return d.remove(ctx, issuer, &version)
+}
+
+// remove is Remove, on condition of the stored version when version is
+// set.
+func (d *Dir) remove(ctx context.Context, issuer string, version *int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -326,6 +359,11 @@ func (d *Dir) Remove(ctx context.Context, issuer string) error {
 		d.mu.Unlock()
 		if !ok {
 			return ErrNotFound
+		}
+		if version != nil {
+			if err := checkVersion(key, *version, r.Version, true); err != nil {
+				return err
+			}
 		}
 		name := fileName(r.HostKeys()[0]) + ".json"
 		if err := os.Remove(filepath.Join(d.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

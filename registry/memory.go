@@ -62,6 +62,16 @@ func (m *Memory) Get(ctx context.Context, issuer string) (Record, error) {
 
 // Put implements Registry.
 func (m *Memory) Put(ctx context.Context, r Record) (Record, error) {
+	return m.put(ctx, r, nil)
+}
+
+// PutIf implements Conditional.
+func (m *Memory) PutIf(ctx context.Context, r Record, version int64) (Record, error) {
+	return m.put(ctx, r, &version)
+}
+
+// put is Put, on condition of the stored version when version is set.
+func (m *Memory) put(ctx context.Context, r Record, version *int64) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, err
 	}
@@ -75,6 +85,13 @@ func (m *Memory) Put(ctx context.Context, r Record) (Record, error) {
 		}
 	}
 	m.mu.Lock()
+	if version != nil {
+		old, ok := m.records[r.Issuer]
+		if err := checkVersion(r.Issuer, *version, old.Version, ok); err != nil {
+			m.mu.Unlock()
+			return Record{}, err
+		}
+	}
 	for _, h := range r.HostKeys() {
 		if owner, ok := m.owners[h]; ok && owner != r.Issuer {
 			m.mu.Unlock()
@@ -99,6 +116,17 @@ func (m *Memory) Put(ctx context.Context, r Record) (Record, error) {
 
 // Remove implements Registry.
 func (m *Memory) Remove(ctx context.Context, issuer string) error {
+	return m.remove(ctx, issuer, nil)
+}
+
+// RemoveIf implements Conditional.
+func (m *Memory) RemoveIf(ctx context.Context, issuer string, version int64) error {
+	return m.remove(ctx, issuer, &version)
+}
+
+// remove is Remove, on condition of the stored version when version is
+// set.
+func (m *Memory) remove(ctx context.Context, issuer string, version *int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -108,6 +136,12 @@ func (m *Memory) Remove(ctx context.Context, issuer string) error {
 	}
 	m.mu.Lock()
 	r, ok := m.records[key]
+	if ok && version != nil {
+		if err := checkVersion(key, *version, r.Version, true); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+	}
 	if ok {
 		m.forget(r)
 		delete(m.records, key)
@@ -159,4 +193,7 @@ func (m *Memory) announce(issuer string) {
 // Close implements Registry.
 func (m *Memory) Close() error { return nil }
 
-var _ Registry = (*Memory)(nil)
+var (
+	_ Registry    = (*Memory)(nil)
+	_ Conditional = (*Memory)(nil)
+)

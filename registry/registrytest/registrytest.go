@@ -20,7 +20,8 @@ import (
 
 // Run checks the registry that open returns, a fresh and empty one per
 // subtest, checking configurations with validate (nil: none but
-// Record.Check), against the contract stated on registry.Registry.
+// Record.Check), against the contract stated on registry.Registry, and
+// registry.Conditional's when it implements it.
 func Run(t *testing.T, open func(t *testing.T, validate registry.Validator) registry.Registry) {
 	for _, c := range []struct {
 		name string
@@ -36,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T, validate registry.Validator) regi
 		{"WatchStop", testWatchStop},
 		{"WatchSerial", testWatchSerial},
 		{"CancelledContext", testCancelledContext},
+		{"Conditional", func(t *testing.T, r registry.Registry) { testConditional(t, r, r) }},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t, nil)) })
 	}

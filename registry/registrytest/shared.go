@@ -14,7 +14,8 @@ import (
 // returns two handles on one fresh, empty registry, each with its own
 // connections or watches, as two instances would hold them. What one
 // writes, the other reads and is told of; of two racing claims on a host,
-// exactly one wins.
+// exactly one wins; a conditional write (registry.Conditional) through
+// one handle is judged against the other's writes.
 func RunShared(t *testing.T, open func(t *testing.T) (a, b registry.Registry)) {
 	for _, c := range []struct {
 		name string
@@ -23,6 +24,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b registry.Registry)) {
 		{"SeenByOther", testSeenByOther},
 		{"HostTakenAcross", testHostTakenAcross},
 		{"OneHostOwner", testOneHostOwner},
+		{"ConditionalAcross", testConditional},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := open(t)
