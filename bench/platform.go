@@ -67,6 +67,11 @@ type platformCaddy struct {
 const discoveryPath = "/.well-known/oauth-authorization-server"
 
 func runPlatform(cfg platformConfig) error {
+	for _, kind := range cfg.registries {
+		if kind != "dir" && kind != "postgres" {
+			return fmt.Errorf("-registries: unknown registry %q (dir, postgres)", kind)
+		}
+	}
 	dir, err := os.MkdirTemp("", "schoolgate-platform-")
 	if err != nil {
 		return err
@@ -121,7 +126,7 @@ func (p *platformRun) print() {
 		}
 		fmt.Println()
 	}
-	table("| registry | schools | records written before the start (Put, one at a time or 16 at once) | start to serving (first school's discovery) | RSS at serving | targets |", p.starts, 1)
+	table("| registry | schools | records written before the start (dir: Put into directories of 100, renamed in; postgres: Put, 16 at once) | start to serving (first school's discovery) | RSS at serving | targets |", p.starts, 1)
 	table(fmt.Sprintf("| registry | request (%d clients, %d rounds of %s, interleaved) | first school req/s | last school req/s | last ÷ first | first p50 | last p50 | target |",
 		p.cfg.concurrency, p.cfg.rounds, p.cfg.duration), p.ratios, 2)
 	table("| registry | one request to each school, 16 clients | active after | RSS right after | settled, first reading | settled, second reading | RSS target | open files | files target |", p.memory, 1)
