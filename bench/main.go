@@ -3,6 +3,8 @@
 //	go run ./bench            # the full run (a few minutes)
 //	go run ./bench -smoke     # seconds: proves the harness works, no figures worth quoting
 //	go run ./bench -schools 100,500,1000   # what many schools in one Caddy cost
+//	go run ./bench -platform 10000         # school_platform: 10,000 schools of a registry (dir, postgres)
+//	go run ./bench -smoke -platform 50     # the same, tiny: checks the harness
 //	go run ./bench -only token -ab <commit> # the token endpoint beside an older build
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
@@ -19,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -51,6 +54,9 @@ func main() {
 	flag.StringVar(&cfg.ab, "ab", "", "also run Caddy built from this commit, beside this tree's, through the token scenario, interleaved (an A/B of the token endpoint)")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
 	schools := flag.String("schools", "", "measure many schools in one Caddy instead: comma-separated sizes, e.g. 100,500,1000")
+	platform := flag.Int("platform", 0, "measure the school_platform handler instead, with this many schools in its registry (e.g. 10000)")
+	registries := flag.String("registries", "dir,postgres", "with -platform: the registries measured (dir, postgres; postgres starts its own PostgreSQL)")
+	maxActive := flag.Int("max-active", 1000, "with -platform: the platform's max_active")
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")
 	flag.Parse()
 
@@ -61,6 +67,10 @@ func main() {
 	case "noop-mcp":
 		err = serveNoopMCP(*addr)
 	case "":
+		if *platform > 0 {
+			err = runPlatform(platformSizes(cfg, *platform, *maxActive, *registries))
+			break
+		}
 		if *schools != "" {
 			err = runSchoolSizes(*schools)
 			break
@@ -76,4 +86,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// platformSizes are the platform scenario's sizes: the flags', or with
+// -smoke tiny ones (at most 50 schools, max_active 10, 1.5 s of churn).
+func platformSizes(cfg config, schools, maxActive int, registries string) platformConfig {
+	pc := platformConfig{schools: schools, maxActive: maxActive, concurrency: cfg.concurrency, rounds: cfg.rounds,
+		samples: 10, duration: cfg.duration, churn: 10 * time.Second, settle: 5 * time.Second, visible: 2 * time.Second,
+		registries: strings.Split(registries, ",")}
+	if cfg.smoke {
+		pc.schools, pc.maxActive, pc.concurrency, pc.rounds, pc.samples = min(schools, 50), 10, 8, 1, 2
+		pc.duration, pc.churn, pc.settle, pc.visible = 300*time.Millisecond, 1500*time.Millisecond, 200*time.Millisecond, 500*time.Millisecond
+	}
+	return pc
 }

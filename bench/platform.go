@@ -1,0 +1,684 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/internal/procstat"
+	"github.com/schoolgate/schoolgate/pgstore"
+	"github.com/schoolgate/schoolgate/registry"
+)
+
+// platformRun measures the school_platform handler over each registry: n
+// schools written to the registry before Caddy starts (each its own
+// origin, sN.localhost on the bench's port), the start to serving, the
+// last-registered school's throughput against the first's, memory and
+// open files once every school has answered one request, how long a
+// registry change takes to be served without a reload, and two instances
+// on one PostgreSQL under load while a writer changes the registry.
+type platformRun struct {
+	cfg         platformConfig
+	dir         string
+	caddyBin    string
+	upstream    string
+	port        int // the port of every school's issuer: instance A's
+	vendorsJSON json.RawMessage
+	// the tables' rows, printed together at the end
+	starts, ratios, memory, changes, churn []string
+}
+
+// platformConfig is the scenario's sizes.
+type platformConfig struct {
+	schools, maxActive, concurrency, rounds, samples int
+	duration, churn, settle                          time.Duration
+	// visible is how long after its write a school added under churn is
+	// asked for: past it, a 404 is a school lost.
+	visible    time.Duration
+	registries []string
+}
+
+// platformCaddy is one Caddy running the platform.
+type platformCaddy struct {
+	cmd        *exec.Cmd
+	began      time.Time // when the process was started
+	name       string
+	admin, log string
+	// client and noRedirect dial this instance whatever the school's
+	// host name, so that sN.localhost needs no resolver and one name
+	// reaches either instance.
+	client, noRedirect *http.Client
+}
+
+const discoveryPath = "/.well-known/oauth-authorization-server"
+
+func runPlatform(cfg platformConfig) error {
+	for _, kind := range cfg.registries {
+		if kind != "dir" && kind != "postgres" {
+			return fmt.Errorf("-registries: unknown registry %q (dir, postgres)", kind)
+		}
+	}
+	dir, err := os.MkdirTemp("", "schoolgate-platform-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p := &platformRun{cfg: cfg, dir: dir}
+	progress("-", "building Caddy")
+	if p.caddyBin, err = buildCaddy(dir, ""); err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	up := exec.Command(self, "-serve", "upstream", "-addr", addr, "-courses", "40")
+	up.Stderr = os.Stderr
+	if err := up.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = up.Process.Kill(); _ = up.Wait() }()
+	p.upstream = "http://" + addr
+	if err := waitUp(p.upstream+"/", 200); err != nil {
+		return err
+	}
+	p.vendorsJSON, _ = json.Marshal([]map[string]any{{"name": "Bench Agent", "client_id": benchClientID,
+		"redirect_uris": []string{benchRedirect}, "audience": "member", "scopes": strings.Fields(benchScope)}})
+	var failed error
+	for _, kind := range cfg.registries {
+		if err := p.measure(kind); err != nil {
+			failed = fmt.Errorf("platform, registry %s: %v", kind, err)
+			break
+		}
+	}
+	p.print()
+	return failed
+}
+
+func (p *platformRun) print() {
+	fmt.Printf("machine: %s; %d schools, max_active %d\n\n", machine(), p.cfg.schools, p.cfg.maxActive)
+	// table prints a table whose first text columns are words, the rest
+	// figures.
+	table := func(head string, rows []string, text int) {
+		fmt.Println(head)
+		cols := strings.Count(head, "|") - 1
+		fmt.Println("|" + strings.Repeat(" --- |", text) + strings.Repeat(" ---: |", cols-text))
+		for _, r := range rows {
+			fmt.Println(r)
+		}
+		fmt.Println()
+	}
+	table("| registry | schools | records written before the start (dir: Put into directories of 100, renamed in; postgres: Put, 16 at once) | start to serving (first school's discovery) | RSS at serving | targets |", p.starts, 1)
+	table(fmt.Sprintf("| registry | request (%d clients, %d rounds of %s, interleaved) | first school req/s | last school req/s | last ÷ first | first p50 | last p50 | target |",
+		p.cfg.concurrency, p.cfg.rounds, p.cfg.duration), p.ratios, 2)
+	table("| registry | one request to each school, 16 clients | active after | RSS right after | settled, first reading | settled, second reading | RSS target | open files | files target |", p.memory, 1)
+	table("| registry | instances | samples | added → served, p50 | max | removed → 404 everywhere, p50 | max | target | the write itself (Put, Remove), p50 |", p.changes, 2)
+	table("| registry | instances | clients | seconds | writes: add / change / remove | requests | 5xx | wrong school | 404 of a school never removed | other failures | 404 of a removed school (expected) |", p.churn, 1)
+}
+
+func (p *platformRun) host(name string) string { return fmt.Sprintf("%s.localhost:%d", name, p.port) }
+
+func (p *platformRun) issuer(name string) string { return "http://" + p.host(name) }
+
+func schoolName(i int) string { return fmt.Sprintf("s%d", i) }
+
+// record is the registry record of the school name: the bench's legacy
+// server, no catalog, the bench's vendor client, rate limits off (one
+// load generator on one address stands for many clients); loginURL,
+// when set, is the option a writer changes.
+func (p *platformRun) record(name string, hosts []string, loginURL string) registry.Record {
+	cfg := map[string]any{"upstream": p.upstream, "rate_limits": map[string]bool{"off": true}, "vendors": p.vendorsJSON}
+	if loginURL != "" {
+		cfg["login_url"] = loginURL
+	}
+	raw, _ := json.Marshal(cfg)
+	return registry.Record{Issuer: p.issuer(name), Hosts: hosts, Config: raw}
+}
+
+// measure runs every measure of one registry kind.
+func (p *platformRun) measure(kind string) error {
+	var err error
+	if p.port, err = freePort(); err != nil {
+		return err
+	}
+	base := filepath.Join(p.dir, kind)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return err
+	}
+	progress(kind, "writing %d records", p.cfg.schools)
+	reg, err := p.openRegistry(kind, base)
+	if err != nil {
+		return fmt.Errorf("writing the records: %v", err)
+	}
+	defer reg.stop()
+	registryLine, n := reg.line, p.cfg.schools
+
+	a, err := p.startCaddy(base, "a", p.port, registryLine)
+	if err != nil {
+		return err
+	}
+	instances := []*platformCaddy{a}
+	defer func() {
+		for _, c := range instances {
+			c.stop()
+		}
+	}()
+	if err := a.waitIssuer(p, schoolName(0), a.began); err != nil {
+		return err
+	}
+	startup := time.Since(a.began)
+	atStart, _ := procstat.ReadMemory(a.pid())
+	p.starts = append(p.starts, fmt.Sprintf("| %s | %d | %.1f s | %.2f s | %s | ≤ 1 s, ≤ 100 MB: %s, %s |", kind, n,
+		reg.written.Seconds(), startup.Seconds(), mb(atStart), met(startup <= time.Second), met(atStart.RSS <= 100<<20)))
+
+	progress(kind, "serving; first school against the last")
+	if err := p.firstAndLast(kind, a); err != nil {
+		return err
+	}
+	progress(kind, "one request to each school")
+	if err := p.everySchool(kind, a); err != nil {
+		return err
+	}
+	if kind == "postgres" {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		b, err := p.startCaddy(base, "b", port, registryLine)
+		if err != nil {
+			return err
+		}
+		instances = append(instances, b)
+		if err := b.waitIssuer(p, schoolName(0), b.began); err != nil {
+			return err
+		}
+	}
+	progress(kind, "changes without a reload")
+	if err := p.changesApplied(kind, reg, instances); err != nil {
+		return err
+	}
+	progress(kind, "under churn")
+	err = p.underChurn(kind, reg, instances)
+	progress(kind, "stopping")
+	return err
+}
+
+// benchRegistry is the bench's own handle on a registry, and the
+// Caddyfile's line for it.
+type benchRegistry struct {
+	registry.Registry
+	line    string
+	stop    func()
+	written time.Duration // writing the n records before the start
+}
+
+// openRegistry writes the n schools' records to a registry of kind under
+// base (for postgres, in a durable PostgreSQL server of its own) and opens
+// the bench's own handle on it.
+func (p *platformRun) openRegistry(kind, base string) (*benchRegistry, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	switch kind {
+	case "dir":
+		path := filepath.Join(base, "registry")
+		began := time.Now()
+		if err := p.populateDir(base, path, quiet); err != nil {
+			return nil, err
+		}
+		written := time.Since(began)
+		d, err := registry.OpenDir(path, nil, quiet)
+		if err != nil {
+			return nil, err
+		}
+		return &benchRegistry{Registry: d, line: "registry dir " + path, stop: func() { _ = d.Close() }, written: written}, nil
+	case "postgres":
+		if _, err := pgcluster.BinDir(); err != nil {
+			return nil, fmt.Errorf("the postgres registry needs PostgreSQL's server binaries (apt-get install postgresql): %v", err)
+		}
+		c, err := pgcluster.Start(pgcluster.Options{Durable: true})
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dsn, err := c.CreateDatabase(ctx, "platform")
+		if err == nil {
+			var pool *pgstore.Pool
+			if pool, err = pgstore.Connect(ctx, dsn); err == nil {
+				var reg *pgstore.Registry
+				if reg, err = pgstore.OpenRegistry(ctx, pool, nil); err == nil {
+					line := fmt.Sprintf("registry postgres %q {\n\t\t\tkey_secret bench-key-secret\n\t\t}", dsn)
+					r := &benchRegistry{Registry: reg, line: line, stop: func() { _ = reg.Close(); pool.Close(); _ = c.Stop() }}
+					began := time.Now()
+					if err = p.populatePostgres(reg); err == nil {
+						r.written = time.Since(began)
+						return r, nil
+					}
+					_ = reg.Close()
+				}
+				pool.Close()
+			}
+		}
+		_ = c.Stop()
+		return nil, err
+	}
+	return nil, fmt.Errorf("unknown registry %q (dir, postgres)", kind)
+}
+
+// populatePostgres writes the records of schools s0 … s(n-1), 16 at a
+// time, the last school's last.
+func (p *platformRun) populatePostgres(reg registry.Registry) error {
+	n := p.cfg.schools
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	if err := forEach(ctx, n-1, 16, func(ctx context.Context, i int) error {
+		_, err := reg.Put(ctx, p.record(schoolName(i), nil, ""))
+		return err
+	}); err != nil {
+		return err
+	}
+	_, err := reg.Put(ctx, p.record(schoolName(n-1), nil, ""))
+	return err
+}
+
+// populateDir writes the records of schools s0 … s(n-1) into the
+// registry directory path, in that order. Dir.Put reads the whole
+// directory again under its lock, so that one Put costs in proportion to
+// the files already there and 10,000 in a row would take many minutes
+// (the changes table shows one Put's cost in the full directory): each
+// hundred records are written by Put into a directory of their own, and
+// the files, as Put wrote them, renamed into path one by one.
+func (p *platformRun) populateDir(base, path string, quiet *slog.Logger) error {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	for from := 0; from < p.cfg.schools; from += 100 {
+		stage := filepath.Join(base, fmt.Sprintf("stage-%d", from))
+		if err := os.MkdirAll(stage, 0o700); err != nil {
+			return err
+		}
+		d, err := registry.OpenDir(stage, nil, quiet)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for i := from; i < min(from+100, p.cfg.schools); i++ {
+			if _, err := d.Put(ctx, p.record(schoolName(i), nil, "")); err != nil {
+				_ = d.Close()
+				return err
+			}
+			// Put's file name: the issuer's host, ':' made '_'.
+			names = append(names, strings.ReplaceAll(p.host(schoolName(i)), ":", "_")+".json")
+		}
+		if err := d.Close(); err != nil {
+			return err
+		}
+		for _, name := range names {
+			if err := os.Rename(filepath.Join(stage, name), filepath.Join(path, name)); err != nil {
+				return fmt.Errorf("%v (the file name Put chose differs from the bench's guess?)", err)
+			}
+		}
+		if err := os.RemoveAll(stage); err != nil {
+			return err
+		}
+	}
+	return syncDir(path)
+}
+
+// syncDir makes the renames into dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// startCaddy starts a Caddy serving the platform on port.
+func (p *platformRun) startCaddy(base, name string, port int, registryLine string) (*platformCaddy, error) {
+	admin, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	caddyfile := fmt.Sprintf(`{
+	admin %[1]s
+	persist_config off
+	storage file_system %[2]s/caddy-storage-%[3]s
+}
+
+http://:%[4]d {
+	school_platform {
+		%[5]s
+		max_active %[6]d
+	}
+}
+`, admin, base, name, port, registryLine, p.cfg.maxActive)
+	config := filepath.Join(base, "Caddyfile-"+name)
+	if err := os.WriteFile(config, []byte(caddyfile), 0o600); err != nil {
+		return nil, err
+	}
+	c := &platformCaddy{name: name, admin: admin, log: filepath.Join(base, "caddy-"+name+".log")}
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	transport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 128, DialContext: dial, DisableCompression: true}
+	c.client = &http.Client{Timeout: 30 * time.Second, Transport: transport}
+	c.noRedirect = &http.Client{Timeout: 30 * time.Second, Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	logf, err := os.Create(c.log)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	c.cmd = exec.Command(p.caddyBin, "run", "--config", config, "--adapter", "caddyfile")
+	c.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(base, "xdg-data-"+name),
+		"XDG_CONFIG_HOME="+filepath.Join(base, "xdg-config-"+name))
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	c.began = time.Now()
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *platformCaddy) pid() int { return c.cmd.Process.Pid }
+
+func (c *platformCaddy) stop() {
+	// Caddy's shutdown waits for idle kept-alive connections a while.
+	c.client.CloseIdleConnections()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	_ = c.cmd.Wait()
+}
+
+// failure adds the end of the instance's log to an error.
+func (c *platformCaddy) failure(err error) error {
+	raw, _ := os.ReadFile(c.log)
+	if len(raw) > 3000 {
+		raw = raw[len(raw)-3000:]
+	}
+	return fmt.Errorf("instance %s: %v\nthe end of its log:\n%s", c.name, err, raw)
+}
+
+// discovery asks the school of host for its discovery document and
+// returns the status and, on 200, the issuer it names.
+func (c *platformCaddy) discovery(ctx context.Context, host string) (int, string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+discoveryPath, nil)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, "", err
+	}
+	var doc struct {
+		Issuer string `json:"issuer"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return resp.StatusCode, "", fmt.Errorf("discovery of %s is not JSON: %.200s", host, body)
+	}
+	return resp.StatusCode, doc.Issuer, nil
+}
+
+// waitIssuer polls the school's discovery every 10 ms until it answers
+// with its issuer, for at most a minute from since.
+func (c *platformCaddy) waitIssuer(p *platformRun, name string, since time.Time) error {
+	return c.waitFor(p.host(name), since, time.Minute, func(status int, issuer string) bool {
+		return status == http.StatusOK && issuer == p.issuer(name)
+	})
+}
+
+// waitFor polls the discovery of host every 10 ms until done says so.
+func (c *platformCaddy) waitFor(host string, since time.Time, limit time.Duration, done func(status int, issuer string) bool) error {
+	ctx, cancel := context.WithDeadline(context.Background(), since.Add(limit))
+	defer cancel()
+	var last string
+	for {
+		status, issuer, err := c.discovery(ctx, host)
+		if err == nil && done(status, issuer) {
+			return nil
+		}
+		last = fmt.Sprintf("HTTP %d issuer %q error %v", status, issuer, err)
+		select {
+		case <-ctx.Done():
+			return c.failure(fmt.Errorf("%s: no expected answer within %s, last: %s", host, limit, last))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// token gets a member access token of the school name at c: the consent
+// of the bench's vendor client, then the code exchange.
+func (c *platformCaddy) token(ctx context.Context, p *platformRun, name string) (string, error) {
+	o := &oauthClient{origin: p.issuer(name), http: c.noRedirect}
+	code, err := o.authorize(ctx)
+	if err != nil {
+		return "", fmt.Errorf("school %s: %v", name, err)
+	}
+	t, err := o.exchange(ctx, code)
+	if err != nil {
+		return "", fmt.Errorf("school %s: %v", name, err)
+	}
+	return t.Access, nil
+}
+
+// protected sends one Account API request to the school of host.
+func (c *platformCaddy) protected(ctx context.Context, host, token string) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+"/account/graphql", strings.NewReader(viewerQuery))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+// firstAndLast compares the first-registered school with the last, for
+// discovery and for a protected request, interleaved round by round.
+func (p *platformRun) firstAndLast(kind string, c *platformCaddy) error {
+	first, last := schoolName(0), schoolName(p.cfg.schools-1)
+	ctx := context.Background()
+	tokFirst, err := c.token(ctx, p, first)
+	if err != nil {
+		return c.failure(err)
+	}
+	tokLast, err := c.token(ctx, p, last)
+	if err != nil {
+		return c.failure(err)
+	}
+	discovery := func(name string) request {
+		url, want := "http://"+p.host(name)+discoveryPath, fmt.Sprintf("%q", p.issuer(name))
+		return func(ctx context.Context, _ int) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := c.client.Do(req)
+			return expect(resp, err, http.StatusOK, want)
+		}
+	}
+	protected := func(name, token string) request {
+		return func(ctx context.Context, _ int) error {
+			status, err := c.protected(ctx, p.host(name), token)
+			if err == nil && status != http.StatusOK {
+				err = fmt.Errorf("%s /account/graphql: HTTP %d", name, status)
+			}
+			return err
+		}
+	}
+	pairs := []struct {
+		name        string
+		first, last request
+	}{
+		{"discovery", discovery(first), discovery(last)},
+		{"protected /account/graphql (member token)", protected(first, tokFirst), protected(last, tokLast)},
+	}
+	for _, pair := range pairs {
+		// One request each first: the school's token validated once, its
+		// connections opened.
+		for _, req := range []request{pair.first, pair.last} {
+			if err := req(ctx, 0); err != nil {
+				return c.failure(fmt.Errorf("%s: %v", pair.name, err))
+			}
+		}
+		var runs [2][]stats
+		for range p.cfg.rounds {
+			for i, req := range []request{pair.first, pair.last} {
+				s := load(p.cfg.concurrency, p.cfg.duration, 0, c.pid(), req)
+				if s.failures > 0 {
+					return c.failure(fmt.Errorf("%s: %d of %d requests failed, first: %v", pair.name, s.failures, s.requests, s.firstErr))
+				}
+				if s.requests == 0 {
+					return c.failure(fmt.Errorf("%s: no request answered within %s", pair.name, p.cfg.duration))
+				}
+				runs[i] = append(runs[i], s)
+			}
+		}
+		rf, rl := median(runs[0], stats.rps), median(runs[1], stats.rps)
+		p50 := func(s stats) float64 { return float64(s.percentile(0.5)) }
+		p.ratios = append(p.ratios, fmt.Sprintf("| %s | %s | %.0f | %.0f | %.2f× | %s | %s | ≥ 0.97: %s |", kind, pair.name,
+			rf, rl, rl/rf, ms(median(runs[0], p50)), ms(median(runs[1], p50)), met(rl/rf >= 0.97)))
+	}
+	return nil
+}
+
+// everySchool sends one discovery request to each school (16 clients),
+// so that every school is built once and all but max_active are let go
+// of again; then it reads resident memory right after and settled (the
+// clients' idle connections closed, six collections asked for through
+// the admin API's heap profile, then two readings cfg.settle apart: the
+// runtime returns freed memory to the system over the following
+// seconds), and the process's open files.
+func (p *platformRun) everySchool(kind string, c *platformCaddy) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	began := time.Now()
+	err := forEach(ctx, p.cfg.schools, 16, func(ctx context.Context, i int) error {
+		name := schoolName(i)
+		status, issuer, err := c.discovery(ctx, p.host(name))
+		if err == nil && (status != http.StatusOK || issuer != p.issuer(name)) {
+			err = fmt.Errorf("%s: HTTP %d issuer %q", p.host(name), status, issuer)
+		}
+		return err
+	})
+	if err != nil {
+		return c.failure(err)
+	}
+	took := time.Since(began)
+	right, _ := procstat.ReadMemory(c.pid())
+	c.client.CloseIdleConnections()
+	for range 6 {
+		c.adminGet("/debug/pprof/heap?gc=1")
+	}
+	time.Sleep(p.cfg.settle)
+	settled1, _ := procstat.ReadMemory(c.pid())
+	time.Sleep(p.cfg.settle)
+	settled2, _ := procstat.ReadMemory(c.pid())
+	files := openFiles(c.pid())
+	active := c.active()
+	target := 150<<20 + int64(active)*(1<<20)/4
+	p.memory = append(p.memory, fmt.Sprintf("| %s | %d in %.1f s | %d | %s | %s | %s | ≤ %d MB: %s | %d | ≤ %d: %s |", kind,
+		p.cfg.schools, took.Seconds(), active, mb(right), mb(settled1), mb(settled2), target>>20, met(settled2.RSS <= target),
+		files, p.cfg.maxActive+100, met(files <= p.cfg.maxActive+100)))
+	return nil
+}
+
+// adminGet sends a GET to the instance's admin API and discards the answer.
+func (c *platformCaddy) adminGet(path string) {
+	resp, err := http.Get("http://" + c.admin + path)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// active is the number of built schools /schoolgate/health reports, -1
+// if it cannot tell.
+func (c *platformCaddy) active() int {
+	resp, err := http.Get("http://" + c.admin + "/schoolgate/health")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Platforms []struct {
+			Active int `json:"active"`
+		} `json:"platforms"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&h) != nil || len(h.Platforms) != 1 {
+		return -1
+	}
+	return h.Platforms[0].Active
+}
+
+// forEach runs fn for i in [0, n), c at a time, and returns the first
+// error (the others are cancelled).
+func forEach(ctx context.Context, n, c int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, c)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// progress tells the operator of a long run where it is, on stderr.
+func progress(kind, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s platform %s: %s\n", time.Now().Format("15:04:05"), kind, fmt.Sprintf(format, args...))
+}
+
+// met says whether a target is met.
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**not met**"
+}
+
+// percentiles are the p50 and max of durations.
+func percentiles(d []time.Duration) (time.Duration, time.Duration) {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2], s[len(s)-1]
+}
