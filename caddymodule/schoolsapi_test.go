@@ -14,14 +14,8 @@ import (
 	"github.com/schoolgate/schoolgate/registry"
 )
 
-// adminAnswer is an admin API answer as Caddy's admin server gives it:
-// a handler's APIError becomes its status and {"error": message}.
-type adminAnswer struct {
-	code   int
-	body   string
-	header http.Header
-}
-
+// schoolsCall answers as Caddy's admin server does: a handler's APIError
+// becomes its status and {"error": message}.
 func schoolsCall(t *testing.T, h func(http.ResponseWriter, *http.Request) error, method, target, body string) adminAnswer {
 	t.Helper()
 	rec := httptest.NewRecorder()
