@@ -39,7 +39,7 @@ type platformRun struct {
 	port        int // the port of every school's issuer: instance A's
 	vendorsJSON json.RawMessage
 	// the tables' rows, printed together at the end
-	starts, ratios, memory, changes, churn []string
+	starts, ratios, memory, cold, changes, churn []string
 }
 
 // platformConfig is the scenario's sizes.
@@ -130,6 +130,7 @@ func (p *platformRun) print() {
 	table(fmt.Sprintf("| registry | request (%d clients, %d rounds of %s, interleaved) | first school req/s | last school req/s | last ÷ first | first p50 | last p50 | target |",
 		p.cfg.concurrency, p.cfg.rounds, p.cfg.duration), p.ratios, 2)
 	table("| registry | one request to each school, 16 clients | active after | RSS right after | settled, first reading | settled, second reading | RSS target | open files | files target |", p.memory, 1)
+	table("| registry | idle schools asked once, one at a time | p50 | p99 | max | target (p99) |", p.cold, 1)
 	table("| registry | instances | samples | added → served, p50 | max | removed → 404 everywhere, p50 | max | target | the write itself (Put, Remove), p50 |", p.changes, 2)
 	table("| registry | instances | clients | seconds | writes: add / change / remove | requests | 5xx | wrong school | 404 of a school never removed | other failures | 404 of a removed school (expected) |", p.churn, 1)
 }
@@ -195,6 +196,10 @@ func (p *platformRun) measure(kind string) error {
 	}
 	progress(kind, "one request to each school")
 	if err := p.everySchool(kind, a); err != nil {
+		return err
+	}
+	progress(kind, "cold first requests")
+	if err := p.coldSchools(kind, a); err != nil {
 		return err
 	}
 	if kind == "postgres" {
@@ -601,6 +606,42 @@ func (p *platformRun) everySchool(kind string, c *platformCaddy) error {
 	p.memory = append(p.memory, fmt.Sprintf("| %s | %d in %.1f s | %d | %s | %s | %s | ≤ %d MB: %s | %d | ≤ %d: %s |", kind,
 		p.cfg.schools, took.Seconds(), active, mb(right), mb(settled1), mb(settled2), target>>20, met(settled2.RSS <= target),
 		files, p.cfg.maxActive+100, met(files <= p.cfg.maxActive+100)))
+	return nil
+}
+
+// coldSchools measures a cold school's first request: after every school
+// has answered once, all but the max_active most recent are idle, their
+// store and keys on disk or in the database; the first of them are asked
+// for their discovery once each, one at a time, so that each request's
+// time is its school's build and not a queue.
+func (p *platformRun) coldSchools(kind string, c *platformCaddy) error {
+	n := min(p.cfg.schools-p.cfg.maxActive, 1000)
+	if n <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	took := make([]time.Duration, 0, n)
+	for i := range n {
+		name := schoolName(i)
+		began := time.Now()
+		status, issuer, err := c.discovery(ctx, p.host(name))
+		if err == nil && (status != http.StatusOK || issuer != p.issuer(name)) {
+			err = fmt.Errorf("%s: HTTP %d issuer %q", p.host(name), status, issuer)
+		}
+		if err != nil {
+			return c.failure(err)
+		}
+		took = append(took, time.Since(began))
+	}
+	slices.Sort(took)
+	p99 := took[len(took)*99/100]
+	limit := 50 * time.Millisecond
+	if kind == "postgres" {
+		limit = 100 * time.Millisecond
+	}
+	p.cold = append(p.cold, fmt.Sprintf("| %s | %d | %s | %s | %s | ≤ %s: %s |", kind, n, ms(float64(took[len(took)/2])),
+		ms(float64(p99)), ms(float64(took[len(took)-1])), limit, met(p99 <= limit)))
 	return nil
 }
 
