@@ -158,3 +158,37 @@ func TestPlatformValidateOpensNothing(t *testing.T) {
 		t.Errorf("one registry, two max_active: %v", err)
 	}
 }
+
+// The record file the operator guide shows is one the platform's registry
+// dir reads, under the name the guide gives it.
+func TestOperatorGuideRecordFile(t *testing.T) {
+	guide, err := os.ReadFile("../docs/operator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(guide), "**A registry dir's files.**")
+	if !ok {
+		t.Fatal("docs/operator.md: no registry dir's files paragraph")
+	}
+	_, block, ok := strings.Cut(after, "```json\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/operator.md: the paragraph has no JSON example")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "school.example.json"), []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.OpenDir(dir, validateDirRecord, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	rec, err := reg.Get(t.Context(), "https://school.example")
+	if err != nil {
+		t.Fatalf("the guide's record is not read: %v", err)
+	}
+	if len(rec.Hosts) != 1 || rec.Hosts[0] != "www.school.example" {
+		t.Errorf("hosts %v", rec.Hosts)
+	}
+}
