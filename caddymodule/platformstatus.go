@@ -12,9 +12,12 @@ type platformSummary struct {
 	// Registry names the registry: dir <path>, or postgres.
 	Registry string `json:"registry"`
 	// Schools is the registry's size: its records, disabled included.
-	Schools   int `json:"schools"`
-	Active    int `json:"active"`
-	Failed    int `json:"failed"`
+	Schools int `json:"schools"`
+	Active  int `json:"active"`
+	Failed  int `json:"failed"`
+	// Unhealthy counts the built schools whose own check fails (their
+	// entries in "sites" say why).
+	Unhealthy int `json:"unhealthy"`
 	Disabled  int `json:"disabled"`
 	MaxActive int `json:"max_active"`
 	// RegistryError is why the registry could not be read last, with
@@ -77,7 +80,11 @@ func (e *platformSchool) status(ctx context.Context) (siteStatus, bool) {
 }
 
 // health checks the platform's built schools and reports the failed ones
-// and the registry; idle schools are not built to be checked.
+// and the registry; idle schools are not built to be checked. Only the
+// registry decides whether the instance is healthy: a school that fails
+// fails alike at every instance of the platform (its record and store are
+// shared), so a load balancer that took this one out for it would take
+// every other school with it and help none.
 func (p *platform) health(ctx context.Context) ([]school.Health, platformSummary, bool) {
 	sum := platformSummary{Registry: p.cfg.describe(), MaxActive: p.max}
 	healthy := true
@@ -94,14 +101,15 @@ func (p *platform) health(ctx context.Context) ([]school.Health, platformSummary
 		}
 		if f := e.failed.Load(); f != nil {
 			sum.Failed++
-			healthy = false
 			out = append(out, school.Health{Issuer: e.rec.Issuer, Store: "failed to load: " + f.failure.Load().Error(),
 				Keys: "not loaded", Catalog: "not loaded"})
 			continue
 		}
 		if h, ok := e.health(ctx); ok {
 			sum.Active++
-			healthy = healthy && h.Healthy
+			if !h.Healthy {
+				sum.Unhealthy++
+			}
 			out = append(out, h)
 		}
 	}
