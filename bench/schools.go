@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +31,9 @@ type schoolsRun struct {
 	// client and noRedirect dial Caddy's port whatever the school's host
 	// name, so that sN.localhost needs no resolver.
 	client, noRedirect *http.Client
-	// results are the reloads-under-load rows, printed after the table.
-	results []string
+	// results are the reloads-under-load rows, printed after the table;
+	// places the schools' throughput by their place among the blocks.
+	results, places []string
 }
 
 func runSchools(sizes []int) error {
@@ -90,6 +92,12 @@ func runSchools(sizes []int) error {
 	fmt.Println("| schools | reloads under load | requests | 5xx | other than 200 | connections closed under a request | goroutines before → after | open files before → after |")
 	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, line := range r.results {
+		fmt.Println(line)
+	}
+	fmt.Println()
+	fmt.Println("| schools | school | discovery req/s (16 clients, median of the rounds) | ÷ the fastest school's |")
+	fmt.Println("| ---: | --- | ---: | ---: |")
+	for _, line := range r.places {
 		fmt.Println(line)
 	}
 	return nil
@@ -218,6 +226,9 @@ func (r *schoolsRun) measure(n int) error {
 	}
 	restart := time.Since(began)
 	atRestart, _ := procstat.ReadMemory(caddy.Process.Pid)
+	if err := r.byPlace(n, caddy.Process.Pid); err != nil {
+		return err
+	}
 	fmt.Printf("| %d | %.2f s | %.2f s | %s | %s | %.2f s | %s | %s | %s | %s | %d |\n", n, startup.Seconds(), restart.Seconds(),
 		mb(atStart), mb(atRestart), reload.Seconds(), mb(afterSearch), mb(touched), mb(closed), mb(settled), files)
 	return nil
@@ -470,4 +481,44 @@ func runSchoolSizes(list string) error {
 		sizes = append(sizes, n)
 	}
 	return runSchools(sizes)
+}
+
+// byPlace measures discovery of schools at different places among the
+// site blocks (the last written, a tenth of the way, the eleventh, the
+// second: Caddy orders the blocks itself, so the places are where they
+// end up, not where they were written), each round running them in a
+// rotated order so that no school always follows the same one.
+func (r *schoolsRun) byPlace(n, pid int) error {
+	if n < 20 {
+		return nil
+	}
+	schools := []int{n - 1, n / 10, 10, 1}
+	rounds, d := 3, 3*time.Second
+	rps := make([][]float64, len(schools))
+	for round := range rounds {
+		for k := range schools {
+			j := (k + round) % len(schools)
+			url, want := "http://"+r.host(schools[j])+"/.well-known/oauth-authorization-server", fmt.Sprintf("%q", "http://"+r.host(schools[j]))
+			st := load(16, d, 0, pid, func(ctx context.Context, _ int) error {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				resp, err := r.client.Do(req)
+				return expect(resp, err, http.StatusOK, want)
+			})
+			if st.failures > 0 || st.requests == 0 {
+				return fmt.Errorf("discovery of s%d: %d of %d requests failed, first: %v", schools[j], st.failures, st.requests, st.firstErr)
+			}
+			rps[j] = append(rps[j], st.rps())
+		}
+	}
+	medians := make([]float64, len(schools))
+	best := 0.0
+	for j := range schools {
+		slices.Sort(rps[j])
+		medians[j] = rps[j][len(rps[j])/2]
+		best = max(best, medians[j])
+	}
+	for j, i := range schools {
+		r.places = append(r.places, fmt.Sprintf("| %d | s%d | %.0f | %.2f× |", n, i, medians[j], medians[j]/best))
+	}
+	return nil
 }
