@@ -660,13 +660,7 @@ func (p *platformRun) coldSchools(kind string, c *platformCaddy) error {
 }
 
 // adminGet sends a GET to the instance's admin API and discards the answer.
-func (c *platformCaddy) adminGet(path string) {
-	resp, err := http.Get("http://" + c.admin + path)
-	if err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-}
+func (c *platformCaddy) adminGet(path string) { adminGet(c.admin, path) }
 
 // active is the number of built schools /schoolgate/health reports, -1
 // if it cannot tell.

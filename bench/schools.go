@@ -326,8 +326,11 @@ func (r *schoolsRun) reloadsUnderLoad(n, pid int, toks []string, configs ...stri
 }
 
 // adminGet sends a GET to Caddy's admin API and discards the answer.
-func (r *schoolsRun) adminGet(path string) {
-	resp, err := http.Get("http://" + r.admin + path)
+func (r *schoolsRun) adminGet(path string) { adminGet(r.admin, path) }
+
+// adminGet sends a GET to the admin API at admin and discards the answer.
+func adminGet(admin, path string) {
+	resp, err := http.Get("http://" + admin + path)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()

@@ -96,3 +96,11 @@ func mintMemberToken(tb testing.TB, st store.Store, origin string) string {
 
 // copylessStore is a store that cannot copy itself, as a database's.
 type copylessStore struct{ store.Store }
+
+// runningAs makes app the running config's for the admin API until the
+// test ends.
+func runningAs(t *testing.T, app *App) {
+	prev := activeApp
+	activeApp = func() (any, error) { return app, nil }
+	t.Cleanup(func() { activeApp = prev })
+}

@@ -658,10 +658,7 @@ func TestPlatformRegistryDown(t *testing.T) {
 // with the registry's size, building none: an idle school stays idle.
 func TestPlatformAdminAPI(t *testing.T) {
 	tp := newTestPlatform(t, 10)
-	broken := filepath.Join(tp.root, "broken")
-	if err := os.MkdirAll(filepath.Join(broken, "school.db"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	broken := tp.brokenData(t)
 	tp.put(t, "https://active.example", nil, "")
 	tp.put(t, "https://idle.example", nil, "")
 	tp.put(t, "https://failed.example", nil, `,"data":`+strconv.Quote(broken))
@@ -672,9 +669,7 @@ func TestPlatformAdminAPI(t *testing.T) {
 	}
 	tp.do(t, "https://active.example"+discoveryPath)
 	tp.do(t, "https://failed.example"+discoveryPath)
-	prev := activeApp
-	activeApp = func() (any, error) { return tp.app, nil }
-	t.Cleanup(func() { activeApp = prev })
+	runningAs(t, tp.app)
 
 	rec := httptest.NewRecorder()
 	if err := handleSites(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/sites", nil)); err != nil {
@@ -810,9 +805,7 @@ func TestPlatformPostgresSchools(t *testing.T) {
 // and its one platform's summary.
 func platformHealth(t *testing.T, tp *testPlatform) (int, platformSummary) {
 	t.Helper()
-	prev := activeApp
-	activeApp = func() (any, error) { return tp.app, nil }
-	defer func() { activeApp = prev }()
+	runningAs(t, tp.app)
 	rec := httptest.NewRecorder()
 	if err := handleHealth(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/health", nil)); err != nil {
 		t.Fatal(err)

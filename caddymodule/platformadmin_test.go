@@ -45,12 +45,15 @@ func adminDo(t *testing.T, h caddy.AdminHandlerFunc, target, body string) adminA
 	return adminAnswer{apiErr.HTTPStatus, rec.Header(), apiErr.Err.Error()}
 }
 
-// servePlatformAdmin makes tp's config the running one for the admin API.
-func servePlatformAdmin(t *testing.T, tp *testPlatform) {
+// brokenData is a data directory whose school.db is a directory: a
+// school on it fails to build.
+func (tp *testPlatform) brokenData(t *testing.T) string {
 	t.Helper()
-	prev := activeApp
-	activeApp = func() (any, error) { return tp.app, nil }
-	t.Cleanup(func() { activeApp = prev })
+	broken := filepath.Join(tp.root, "broken")
+	if err := os.MkdirAll(filepath.Join(broken, "school.db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return broken
 }
 
 // The admin API's operations on one school find a platform's school by
@@ -59,10 +62,7 @@ func servePlatformAdmin(t *testing.T, tp *testPlatform) {
 // its requests get, an unknown one a 404.
 func TestPlatformAdminOperations(t *testing.T) {
 	tp := newTestPlatform(t, 10)
-	broken := filepath.Join(tp.root, "broken")
-	if err := os.MkdirAll(filepath.Join(broken, "school.db"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	broken := tp.brokenData(t)
 	tp.put(t, "https://a.example", []string{"www.a.example"}, "")
 	tp.put(t, "https://failed.example", nil, `,"data":`+strconv.Quote(broken))
 	off := tp.put(t, "https://off.example", nil, "")
@@ -71,7 +71,7 @@ func TestPlatformAdminOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp.do(t, "https://failed.example"+discoveryPath)
-	servePlatformAdmin(t, tp)
+	runningAs(t, tp.app)
 
 	ans := adminDo(t, handleMCPConnections, "/schoolgate/mcp-connections", `{"issuer":"HTTPS://A.Example:443/","enabled":true}`)
 	if ans.code != http.StatusOK || !tp.school("https://a.example").isActive() {
@@ -110,7 +110,7 @@ func TestPlatformAdminHoldsSchool(t *testing.T) {
 	tp := newTestPlatform(t, 1)
 	tp.put(t, "https://a.example", nil, "")
 	tp.put(t, "https://b.example", nil, "")
-	servePlatformAdmin(t, tp)
+	runningAs(t, tp.app)
 	s, release, err := siteOf(httptest.NewRecorder(), "https://a.example")
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestPlatformCommandRotateKeys(t *testing.T) {
 	tp := newTestPlatform(t, 1)
 	tp.put(t, "https://a.example", nil, "")
 	tp.put(t, "https://b.example", nil, "")
-	servePlatformAdmin(t, tp)
+	runningAs(t, tp.app)
 	addr := runAdminServer(t)
 
 	out, err := runCommand(t, "rotate-keys", "--address", addr, "--issuer", "https://A.example")
@@ -224,10 +224,7 @@ func runCommand(t *testing.T, args ...string) (string, error) {
 // disabled and failed ones are skipped, each with its reason.
 func TestPlatformBackupAll(t *testing.T) {
 	tp := newTestPlatform(t, 1)
-	broken := filepath.Join(tp.root, "broken")
-	if err := os.MkdirAll(filepath.Join(broken, "school.db"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	broken := tp.brokenData(t)
 	for _, s := range []string{"a", "b", "c"} {
 		tp.put(t, "https://"+s+".example", nil, "")
 	}
@@ -238,7 +235,7 @@ func TestPlatformBackupAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp.do(t, "https://b.example"+discoveryPath)
-	servePlatformAdmin(t, tp)
+	runningAs(t, tp.app)
 	dir := t.TempDir()
 	ans := adminDo(t, handleBackup, "/schoolgate/backup", `{"all":true,"dir":`+strconv.Quote(dir)+`}`)
 	var out struct {

@@ -28,7 +28,7 @@ func TestPlatformSiteBlockWins(t *testing.T) {
 	})
 	tp.put(t, "https://good.example", nil, "")
 	tp.put(t, "https://twin.example", nil, `,"data":`+strconv.Quote(siteBlockData))
-	servePlatformAdmin(t, tp)
+	runningAs(t, tp.app)
 
 	e := tp.school(ts.g.Issuer)
 	if f := e.failed.Load(); e.state() != "failed" || !strings.Contains(f.failure.Load().Error(), "school_gateway site block") {

@@ -16,10 +16,7 @@ import (
 // disabled, removed, rebuilt or ended with the platform.
 func TestPlatformReleasesProxies(t *testing.T) {
 	tp := newTestPlatform(t, 1)
-	broken := filepath.Join(tp.root, "broken")
-	if err := os.MkdirAll(filepath.Join(broken, "school.db"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	broken := tp.brokenData(t)
 	for _, s := range []string{"a", "b", "c"} {
 		tp.put(t, "https://"+s+".example", nil, "")
 	}

@@ -31,13 +31,6 @@ func schoolsCall(t *testing.T, h func(http.ResponseWriter, *http.Request) error,
 	return adminAnswer{code: rec.Code, body: rec.Body.String(), header: rec.Header()}
 }
 
-// runningAs makes tp's app the running config's for the admin API.
-func runningAs(t *testing.T, app *App) {
-	prev := activeApp
-	activeApp = func() (any, error) { return app, nil }
-	t.Cleanup(func() { activeApp = prev })
-}
-
 func decodeView(t *testing.T, a adminAnswer) schoolView {
 	t.Helper()
 	var v schoolView
