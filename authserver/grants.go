@@ -253,18 +253,21 @@ func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (G
 }
 
 // KindWords says what kind of application a client is, for people.
-func (g GrantInfo) KindWords() string {
-	switch g.Kind {
+func (g GrantInfo) KindWords() string { return kindWords(Languages[0], g.Kind, g.ClientID) }
+
+// kindWords says in lang what kind of application a client of kind is.
+func kindWords(lang, kind, clientID string) string {
+	switch kind {
 	case store.KindVendor:
-		return "Integration set up by the school"
+		return msg(lang, "kind.vendor")
 	case store.KindApp:
-		return "Member application"
+		return msg(lang, "kind.app")
 	case store.KindMetadata:
-		return "Application published at " + hostOf(g.ClientID)
+		return msg(lang, "kind.metadata", "host", hostOf(clientID))
 	case store.KindLoopback:
-		return "Command-line or desktop app on a computer"
+		return msg(lang, "kind.loopback")
 	}
-	return "Application no longer registered"
+	return msg(lang, "kind.gone")
 }
 
 // ScopeWords are the grant's scopes in the consent page's words.
