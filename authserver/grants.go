@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -268,15 +267,6 @@ func kindWords(lang, kind, clientID string) string {
 		return msg(lang, "kind.loopback")
 	}
 	return msg(lang, "kind.gone")
-}
-
-// ScopeWords are the grant's scopes in the consent page's words.
-func (g GrantInfo) ScopeWords() []scopeView {
-	out := make([]scopeView, 0, len(g.Scopes))
-	for _, sc := range g.Scopes {
-		out = append(out, scopeView{Name: sc, Words: policy.ScopeDescription(sc)})
-	}
-	return out
 }
 
 // Person is who gave the grant, as the operator's pages show it.

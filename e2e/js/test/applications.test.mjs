@@ -180,7 +180,11 @@ describe('a student disconnects one of two applications', () => {
     try {
       for (const id of [appID, agentURL]) {
         for (const cell of ['since', 'last-used']) {
-          assert.match(await page.textContent(`${row(id)} .${cell}`), /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+          // Recent: in words, the exact time in the element's datetime and on hover.
+          const time = `${row(id)} .${cell} time`;
+          assert.match(await page.textContent(time), /^(just now|\d+ (minute|hour|day)s? ago)$/);
+          assert.match(await page.getAttribute(time, 'datetime'), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+          assert.match(await page.getAttribute(time, 'title'), /^\d{1,2} [A-Z][a-z]+ \d{4}, \d\d:\d\d UTC$/);
         }
       }
     } finally {
