@@ -192,6 +192,36 @@ describe('a student disconnects one of two applications', () => {
     }
   });
 
+  test('a browser in German gets the consent page and the applications page in German', async () => {
+    const german = await browser.newContext({ locale: 'de-CH' });
+    try {
+      await signIn(german, stack.origin, MEMBER);
+      // Denied, so that no grant is added to what the other tests count.
+      const req = authorizationRequest(stack, appID, 'openid account:read');
+      const cb = await authorizeInBrowser(req.url, {
+        browser, context: german, callbackURL: stack.callbackURL, decision: 'deny',
+        onConsent: async (page) => {
+          assert.equal(await page.getAttribute('html', 'lang'), 'de');
+          assert.equal((await page.textContent('#approve')).trim(), 'Erlauben');
+          assert.match(await page.textContent('#scopes'), /Ihre Einschreibungen, Ihren Kursfortschritt/);
+        },
+      });
+      assert.equal(cb.error, 'access_denied', JSON.stringify(cb));
+      const page = await german.newPage();
+      try {
+        const res = await page.goto(stack.origin + PAGE, { waitUntil: 'domcontentloaded' });
+        assert.equal(res.headers()['content-language'], 'de');
+        assert.equal(await page.textContent('h1'), 'Verbundene Anwendungen');
+        assert.match(await page.textContent(`${row(appID)} .last-used time`), /^(gerade eben|vor \d+ (Minuten?|Stunden?|Tag|Tagen))$/);
+        assert.match(await page.textContent(`${row(appID)} .disconnect`), /^Trennen/);
+      } finally {
+        await page.close();
+      }
+    } finally {
+      await german.close();
+    }
+  });
+
   test('a second student sees neither and cannot disconnect them', async () => {
     tokens.second = await connect(second, appID, 'openid account:read');
     const { page } = await open(second, PAGE);
