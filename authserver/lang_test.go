@@ -80,6 +80,9 @@ func TestChooseLanguage(t *testing.T) {
 		{"en;q=0.3, de;q=0.8", "", "de"},
 		{"de;q=0.2, es;q=0.5, fr;q=0.4", "", "es"},
 		{"de, en;q=0.5", "fr", "de"},
+		{"de;q=0, fr;q=0.1", "it", "fr"}, // q=0: not acceptable
+		{"de;q=0", "it", "it"},
+		{"gsw", "", "de"}, // Swiss German reads German
 		{"*", "fr", "fr"},
 		{"!!!not a header", "it", "it"},
 		{strings.Repeat("x-", 400), "es", "es"},

@@ -101,7 +101,8 @@ func TestSchoolNameAndCatalogOrigin(t *testing.T) {
 
 // The pages' language for a browser that asks for none of theirs: the
 // configured one, else the feed's base language when the pages are
-// written in it, else English.
+// written in it, else English. Asking loads no cold catalog; the pages
+// that show the school's name have loaded it.
 func TestSchoolLanguage(t *testing.T) {
 	for _, tt := range []struct{ configured, feed, want string }{
 		{"", "", "en"},
@@ -119,6 +120,13 @@ func TestSchoolLanguage(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if s.catalog.Cold() {
+			_ = s.schoolLanguage()
+			if !s.catalog.Cold() {
+				t.Errorf("configured %q, feed %q: the language loaded the cold catalog", tt.configured, tt.feed)
+			}
+		}
+		s.schoolName() // as the consent page does
 		if got := s.schoolLanguage(); got != tt.want {
 			t.Errorf("configured %q, feed %q: %q, want %q", tt.configured, tt.feed, got, tt.want)
 		}
