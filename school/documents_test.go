@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
-	"strconv"
 	"testing"
 )
 
