@@ -22,17 +22,19 @@ import (
 // rendered).
 const accountPathDisconnect = sitepath.AccountApplications + "/disconnect"
 
-// accountNotices are the fixed messages a redirect may ask for; nothing
-// of the query string is echoed.
+// accountNotices are the fixed messages (keys) a redirect may ask for;
+// nothing of the query string is echoed.
 var accountNotices = map[string]string{
-	"disconnected": "The application was disconnected. Its access ended now, on every device you allowed it on: " +
-		"it can no longer act for you, and if it asks again you will see the consent page.",
-	"already": "That application had been disconnected already. Nothing else was changed.",
+	"disconnected": "apps.notice_disconnected",
+	"already":      "apps.notice_already",
 }
 
 type accountView struct {
 	School, Person, CSRF string
-	Notice               string
+	// Notice is the key of a message, "" for none.
+	Notice string
+	// Now is when the page is rendered, which times are relative to.
+	Now time.Time
 	// Apps are the person's connections, one per application.
 	Apps []ConnectionInfo
 	// Next is the link to the following page, empty on the last one.
@@ -55,19 +57,19 @@ func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
 	case sitepath.AccountApplications:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			s.accountError(w, http.StatusMethodNotAllowed, "This page can only be viewed.")
+			s.accountError(w, r, http.StatusMethodNotAllowed, "error.view_only")
 			return
 		}
 		s.applicationsPage(w, r)
 	case accountPathDisconnect:
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			s.accountError(w, http.StatusMethodNotAllowed, "Use the Disconnect button on your applications page.")
+			s.accountError(w, r, http.StatusMethodNotAllowed, "error.use_disconnect")
 			return
 		}
 		s.disconnect(w, r)
 	default:
-		s.accountError(w, http.StatusNotFound, "There is no such page.")
+		s.accountError(w, r, http.StatusNotFound, "error.no_page")
 	}
 }
 
@@ -78,7 +80,7 @@ func (s *Server) accountPerson(w http.ResponseWriter, r *http.Request) *store.Id
 	if err != nil {
 		s.cfg.Logger.Error("account: session lookup failed", "error", err)
 		w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
-		s.accountError(w, http.StatusServiceUnavailable, "The school site could not confirm who is signed in. Wait a moment, then reload this page.")
+		s.accountError(w, r, http.StatusServiceUnavailable, "error.session_unavailable")
 		return nil
 	}
 	if id == nil {
@@ -97,7 +99,7 @@ func (s *Server) accountLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := url.Parse(login)
 	if err != nil || login == "" {
-		s.accountError(w, http.StatusInternalServerError, "The sign-in page is misconfigured.")
+		s.accountError(w, r, http.StatusInternalServerError, "error.login_misconfigured")
 		return
 	}
 	q := u.Query()
@@ -115,7 +117,7 @@ func (s *Server) accountPersonKey(w http.ResponseWriter, r *http.Request) (*stor
 	}
 	key, err := s.adminCSRFKey(r.Context())
 	if err != nil {
-		s.unavailableAccount(w, "account: loading the CSRF key", err)
+		s.unavailableAccount(w, r, "account: loading the CSRF key", err)
 		return nil, nil
 	}
 	return id, key
@@ -133,14 +135,14 @@ func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
-		s.accountError(w, http.StatusBadRequest, "This link to a further page is not valid. Open your applications page again.")
+		s.accountError(w, r, http.StatusBadRequest, "error.bad_page_link")
 		return
 	case err != nil:
-		s.unavailableAccount(w, "account: listing the applications", err)
+		s.unavailableAccount(w, r, "account: listing the applications", err)
 		return
 	}
 	v := accountView{School: s.schoolName(), Person: personLabel(id), Notice: accountNotices[q.Get("done")],
-		CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now()), More: cursor != ""}
+		CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now()), More: cursor != "", Now: s.cfg.Now()}
 	for _, c := range page.Connections {
 		// Grants that act as a school operator belong to the admin side
 		// of a person who is one; anyone else never sees them listed.
@@ -152,10 +154,12 @@ func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 	if page.Next != "" {
 		v.Next = sitepath.AccountApplications + "?" + url.Values{"after": {page.Next}}.Encode()
 	}
-	body, err := renderPage(accountTmpl, v)
+	lang := s.pageLang(r)
+	setLanguageHeaders(w, lang)
+	body, err := renderPage(accountTmpl.in(lang), v)
 	if err != nil {
 		s.cfg.Logger.Error("account: rendering the applications page", "error", err)
-		s.accountError(w, http.StatusInternalServerError, "The page could not be shown.")
+		s.accountError(w, r, http.StatusInternalServerError, "error.not_shown")
 		return
 	}
 	_, _ = w.Write(body)
@@ -167,12 +171,12 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 	// Checked before the session lookup, so a forged request never makes
 	// the gateway forward the victim's cookies.
 	if !sameOriginForm(r, s.cfg.Issuer) {
-		s.accountError(w, http.StatusForbidden, "The form was submitted from another site. Nothing was changed.")
+		s.accountError(w, r, http.StatusForbidden, "error.cross_site_unchanged")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		s.accountError(w, http.StatusBadRequest, "The form could not be read. Nothing was changed.")
+		s.accountError(w, r, http.StatusBadRequest, "error.form_unreadable_unchanged")
 		return
 	}
 	id, key := s.accountPersonKey(w, r)
@@ -180,7 +184,7 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !checkAccountCSRF(key, id.Subject, r.PostForm.Get("csrf_token"), s.cfg.Now()) {
-		s.accountError(w, http.StatusForbidden, "The form has expired or was not issued to you. Nothing was changed: open your applications page again and retry.")
+		s.accountError(w, r, http.StatusForbidden, "error.form_expired")
 		return
 	}
 	_, err := s.DisconnectClient(r.Context(), r.PostForm.Get("client_id"), id.Subject, DisconnectedByMember)
@@ -189,27 +193,27 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrAlreadyDisconnected):
 		done = "already"
 	case errors.Is(err, store.ErrNotFound):
-		s.accountError(w, http.StatusNotFound, "None of your connected applications matches this form. Nothing was changed: open your applications page again.")
+		s.accountError(w, r, http.StatusNotFound, "error.no_such_app")
 		return
 	case err != nil:
-		s.unavailableAccount(w, "account: disconnecting an application", err)
+		s.unavailableAccount(w, r, "account: disconnecting an application", err)
 		return
 	}
 	http.Redirect(w, r, sitepath.AccountApplications+"?done="+done, http.StatusSeeOther)
 }
 
 // accountError answers with the error page of the person's area.
-func (s *Server) accountError(w http.ResponseWriter, status int, msg string) {
-	s.showError(w, status, errorView{Message: msg, Account: true})
+func (s *Server) accountError(w http.ResponseWriter, r *http.Request, status int, key string) {
+	s.showError(w, r, status, errorView{Key: key, Account: true})
 }
 
 // unavailableAccount answers a store failure: each store call is one
 // transaction, so the failed one changed nothing.
-func (s *Server) unavailableAccount(w http.ResponseWriter, what string, err error) {
+func (s *Server) unavailableAccount(w http.ResponseWriter, r *http.Request, what string, err error) {
 	s.cfg.Logger.Error("store failed: "+what, "error", err)
 	w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
-	s.showError(w, http.StatusServiceUnavailable, errorView{Account: true, Unavailable: true,
-		Message: "Your applications cannot be shown or changed just now: the school's sign-in is temporarily unavailable. Nothing was changed. Wait a moment, then try again."})
+	s.showError(w, r, http.StatusServiceUnavailable, errorView{Account: true, Unavailable: true,
+		Key: "error.account_unavailable"})
 }
 
 // The person's forms carry a token like the admin area's, with its own

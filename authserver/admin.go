@@ -105,7 +105,7 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 	}
 	key, err := s.adminCSRFKey(r.Context())
 	if err != nil {
-		s.unavailablePage(w, true, retryAdmin, "admin: loading the CSRF key", err)
+		s.unavailablePage(w, r, true, retryAdmin, "admin: loading the CSRF key", err)
 		return nil, false
 	}
 	now := s.cfg.Now()
@@ -198,14 +198,14 @@ func (a *adminCtx) fail(status int, msg string) { a.s.adminError(a.w, status, ms
 
 // adminError answers with the error page of the admin area.
 func (s *Server) adminError(w http.ResponseWriter, status int, msg string) {
-	s.showError(w, status, errorView{Message: msg, Admin: true})
+	s.showError(w, nil, status, errorView{Message: msg, Admin: true})
 }
 
 // unavailable answers a store failure. Each store call is one
 // transaction, so the failed one changed nothing and the operator may
 // simply try again.
 func (a *adminCtx) unavailable(what string, err error) {
-	a.s.unavailablePage(a.w, true, retryAdmin, "admin: "+what, err)
+	a.s.unavailablePage(a.w, a.r, true, retryAdmin, "admin: "+what, err)
 }
 
 // redirect answers a successful POST (or a GET of a moved page) with 303.

@@ -26,7 +26,7 @@ type authzError struct {
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET")
-		s.errorPage(w, http.StatusMethodNotAllowed, "The authorization endpoint accepts GET requests only.")
+		s.errorPage(w, r, http.StatusMethodNotAllowed, "error.get_only")
 		return
 	}
 	q := r.URL.Query()
@@ -71,7 +71,7 @@ func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *s
 	if err != nil {
 		// Not "no consent": that would ask again, or refuse prompt=none
 		// with consent_required, for a person who approved.
-		s.unavailablePage(w, false, retryReload, "reading the remembered consent", err)
+		s.unavailablePage(w, r, false, retryReload, "reading the remembered consent", err)
 		return
 	}
 	remembered := coversAll(prior, req.Scopes)
@@ -93,32 +93,32 @@ func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *s
 func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.Values) (*store.Client, string, bool) {
 	for _, p := range []string{"client_id", "redirect_uri"} {
 		if len(q[p]) > 1 {
-			s.errorPage(w, http.StatusBadRequest, "The request repeats the "+p+" parameter.")
+			s.errorPage(w, r, http.StatusBadRequest, "error.repeated_param", "param", p)
 			return nil, "", false
 		}
 	}
 	clientID := q.Get("client_id")
 	if clientID == "" {
-		s.errorPage(w, http.StatusBadRequest, "The request has no client_id.")
+		s.errorPage(w, r, http.StatusBadRequest, "error.no_client_id")
 		return nil, "", false
 	}
 	client, err := s.client(r.Context(), clientID)
 	var me *metadataError
 	if errors.As(err, &me) {
-		s.errorPage(w, http.StatusBadRequest, "invalid_client_metadata: "+me.msg)
+		s.errorPage(w, r, http.StatusBadRequest, "error.client_metadata", "detail", me.msg)
 		return nil, "", false
 	}
 	switch {
 	case errors.Is(err, errUnknownClient):
-		s.errorPage(w, http.StatusBadRequest, "The application is not registered with this school.")
+		s.errorPage(w, r, http.StatusBadRequest, "error.unknown_client")
 		return nil, "", false
 	case err != nil:
-		s.unavailablePage(w, false, retryReload, "looking up the client", err)
+		s.unavailablePage(w, r, false, retryReload, "looking up the client", err)
 		return nil, "", false
 	}
 	redirectURI := q.Get("redirect_uri")
 	if redirectURI == "" || !MatchRedirect(client, redirectURI) {
-		s.errorPage(w, http.StatusBadRequest, "The redirect_uri is not registered for this application.")
+		s.errorPage(w, r, http.StatusBadRequest, "error.unknown_redirect")
 		return nil, "", false
 	}
 	return client, redirectURI, true
@@ -217,7 +217,7 @@ func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := url.Parse(login)
 	if err != nil {
-		s.errorPage(w, http.StatusInternalServerError, "The sign-in page is misconfigured.")
+		s.errorPage(w, r, http.StatusInternalServerError, "error.login_misconfigured")
 		return
 	}
 	q := u.Query()
@@ -236,7 +236,7 @@ func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *store.Au
 		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
 	})
 	if err != nil {
-		s.unavailablePage(w, false, retry, "storing the authorization code", err)
+		s.unavailablePage(w, r, false, retry, "storing the authorization code", err)
 		return
 	}
 	s.redirectTo(w, r, req.RedirectURI, status, url.Values{"code": {raw}, "state": {req.State}})
@@ -253,7 +253,7 @@ func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirectU
 func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirectURI string, status int, params url.Values) {
 	u, err := url.Parse(redirectURI)
 	if err != nil {
-		s.errorPage(w, http.StatusBadRequest, "The redirect_uri is malformed.")
+		s.errorPage(w, r, http.StatusBadRequest, "error.bad_redirect")
 		return
 	}
 	q := u.Query()

@@ -22,6 +22,10 @@ type Config struct {
 	// every consent (the catalog may rename the school while the server
 	// runs); nil or "" shows the issuer.
 	SchoolName func() string
+	// SchoolLanguage is the language (one of Languages) of the pages
+	// for a browser whose Accept-Language names none of them; nil or
+	// another value means English.
+	SchoolLanguage func() string
 	// Vendors are clients configured in the Caddyfile.
 	Vendors []VendorClient
 	// MCPConnections is the initial value of the beta feature switch.

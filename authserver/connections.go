@@ -3,7 +3,6 @@ package authserver
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/schoolgate/schoolgate/store"
@@ -113,21 +112,10 @@ func (c ConnectionInfo) grant() GrantInfo {
 	return GrantInfo{ClientID: c.ClientID, Kind: c.Kind, Scopes: c.Scopes, Subject: c.Subject, Email: c.Email, Name: c.Name}
 }
 
-func (c ConnectionInfo) KindWords() string       { return c.grant().KindWords() }
-func (c ConnectionInfo) ScopeWords() []scopeView { return c.grant().ScopeWords() }
-func (c ConnectionInfo) Person() string          { return c.grant().Person() }
-func (c ConnectionInfo) Since() string           { return formatAdminTime(c.CreatedAt) }
-func (c ConnectionInfo) LastUsed() string        { return formatAdminTime(c.LastUsedAt) }
-
-// Devices says, for people, how many authorizations the connection holds
-// when there is more than one: each is usually a device (or a browser)
-// the application was allowed on.
-func (c ConnectionInfo) Devices() string {
-	if c.Grants < 2 {
-		return ""
-	}
-	return "Connected on " + strconv.Itoa(c.Grants) + " devices"
-}
+func (c ConnectionInfo) KindWords() string { return c.grant().KindWords() }
+func (c ConnectionInfo) Person() string    { return c.grant().Person() }
+func (c ConnectionInfo) Since() string     { return formatAdminTime(c.CreatedAt) }
+func (c ConnectionInfo) LastUsed() string  { return formatAdminTime(c.LastUsedAt) }
 
 // Disconnection is what a disconnect ended.
 type Disconnection struct {

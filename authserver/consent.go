@@ -25,7 +25,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *store.Cl
 	p := &store.PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
 		Identity: *id, ExpiresAt: now.Add(s.cfg.ConsentTTL)}
 	if err := s.store.PutPending(r.Context(), p); err != nil {
-		s.unavailablePage(w, false, retryReload, "storing the pending authorization", err)
+		s.unavailablePage(w, r, false, retryReload, "storing the pending authorization", err)
 		return
 	}
 	view := consentView{
@@ -41,16 +41,18 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *store.Cl
 		Approved:     coversAll(prior, req.Scopes),
 		AskEachTime:  !redirectProvesClient(c, req.RedirectURI),
 	}
+	lang := s.pageLang(r)
 	for _, sc := range req.Scopes {
-		view.Scopes = append(view.Scopes, scopeView{sc, policy.ScopeDescription(sc), slices.Contains(prior, sc)})
+		view.Scopes = append(view.Scopes, scopeView{sc, scopeWords(lang, sc), slices.Contains(prior, sc)})
 	}
-	page, err := renderPage(consentTmpl, view)
+	page, err := renderPage(consentTmpl.in(lang), view)
 	if err != nil {
 		s.cfg.Logger.Error("rendering the consent page", "error", err)
-		s.errorPage(w, http.StatusInternalServerError, "The page could not be shown.")
+		s.errorPage(w, r, http.StatusInternalServerError, "error.not_shown")
 		return
 	}
 	setPageHeaders(w, " "+originOf(req.RedirectURI))
+	setLanguageHeaders(w, lang)
 	_, _ = w.Write(page)
 }
 
@@ -89,38 +91,38 @@ func (s *Server) schoolName() string {
 func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		s.errorPage(w, http.StatusMethodNotAllowed, "Use the consent form.")
+		s.errorPage(w, r, http.StatusMethodNotAllowed, "error.use_consent_form")
 		return
 	}
 	// A browser names the page that submitted the form; anything but this
 	// site is a cross-site forgery.
 	if o := r.Header.Get("Origin"); o != "" && o != "null" && !policy.SameOrigin(o, s.cfg.Issuer) {
-		s.errorPage(w, http.StatusForbidden, "The form was submitted from another site.")
+		s.errorPage(w, r, http.StatusForbidden, "error.cross_site")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		s.errorPage(w, http.StatusBadRequest, "The form could not be read.")
+		s.errorPage(w, r, http.StatusBadRequest, "error.form_unreadable")
 		return
 	}
 	p, err := s.store.TakePending(r.Context(), r.PostForm.Get("request"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		s.errorPage(w, http.StatusBadRequest, "This authorization request has expired or was already answered. Start again from the application.")
+		s.errorPage(w, r, http.StatusBadRequest, "error.request_gone")
 		return
 	case err != nil:
 		// Nothing was taken, so the same form may be sent again.
-		s.unavailablePage(w, false, retryForm, "taking the pending authorization", err)
+		s.unavailablePage(w, r, false, retryForm, "taking the pending authorization", err)
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(hashToken(r.PostForm.Get("csrf_token"))), []byte(p.CSRFHash)) != 1 ||
 		s.cfg.Now().After(p.ExpiresAt) {
-		s.errorPage(w, http.StatusForbidden, "The form is not valid for this request. Start again from the application.")
+		s.errorPage(w, r, http.StatusForbidden, "error.form_invalid")
 		return
 	}
 	id, err := s.lookupSession(r.Context(), r)
 	if err != nil || id == nil || id.Subject != p.Identity.Subject {
-		s.errorPage(w, http.StatusForbidden, "You are no longer signed in as the person who was asked. Start again from the application.")
+		s.errorPage(w, r, http.StatusForbidden, "error.other_person")
 		return
 	}
 	req := &p.Request

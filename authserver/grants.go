@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -253,27 +252,21 @@ func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (G
 }
 
 // KindWords says what kind of application a client is, for people.
-func (g GrantInfo) KindWords() string {
-	switch g.Kind {
-	case store.KindVendor:
-		return "Integration set up by the school"
-	case store.KindApp:
-		return "Member application"
-	case store.KindMetadata:
-		return "Application published at " + hostOf(g.ClientID)
-	case store.KindLoopback:
-		return "Command-line or desktop app on a computer"
-	}
-	return "Application no longer registered"
-}
+func (g GrantInfo) KindWords() string { return kindWords(Languages[0], g.Kind, g.ClientID) }
 
-// ScopeWords are the grant's scopes in the consent page's words.
-func (g GrantInfo) ScopeWords() []scopeView {
-	out := make([]scopeView, 0, len(g.Scopes))
-	for _, sc := range g.Scopes {
-		out = append(out, scopeView{Name: sc, Words: policy.ScopeDescription(sc)})
+// kindWords says in lang what kind of application a client of kind is.
+func kindWords(lang, kind, clientID string) string {
+	switch kind {
+	case store.KindVendor:
+		return msg(lang, "kind.vendor")
+	case store.KindApp:
+		return msg(lang, "kind.app")
+	case store.KindMetadata:
+		return msg(lang, "kind.metadata", "host", hostOf(clientID))
+	case store.KindLoopback:
+		return msg(lang, "kind.loopback")
 	}
-	return out
+	return msg(lang, "kind.gone")
 }
 
 // Person is who gave the grant, as the operator's pages show it.

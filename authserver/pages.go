@@ -20,28 +20,50 @@ import (
 var pageFiles embed.FS
 
 var (
-	consentTmpl  = parsePage("consent.html")
-	errorTmpl    = parsePage("error.html")
-	overviewTmpl = parsePage("admin.html", "admin_overview.html")
-	appFormTmpl  = parsePage("admin.html", "admin_app_form.html")
-	secretTmpl   = parsePage("admin.html", "admin_secret.html")
-	deleteTmpl   = parsePage("admin.html", "admin_delete.html")
-	reviewTmpl   = parsePage("admin.html", "admin_review.html")
-	peopleTmpl   = parsePage("admin.html", "admin_people.html")
-	accountTmpl  = parsePage("account_applications.html")
+	consentTmpl = parsePage(Languages, "consent.html")
+	errorTmpl   = parsePage(Languages, "error.html")
+	accountTmpl = parsePage(Languages, "account_applications.html")
+	// The admin area, for the school's operators, is in English.
+	overviewTmpl = parseAdminPage("admin_overview.html")
+	appFormTmpl  = parseAdminPage("admin_app_form.html")
+	secretTmpl   = parseAdminPage("admin_secret.html")
+	deleteTmpl   = parseAdminPage("admin_delete.html")
+	reviewTmpl   = parseAdminPage("admin_review.html")
+	peopleTmpl   = parseAdminPage("admin_people.html")
 )
 
-// parsePage is the layout with the page's files; the later files
-// define the layout's blocks. It panics on a bad file, which every test
-// run catches: the files are part of the binary.
-func parsePage(files ...string) *template.Template {
-	t := template.Must(template.New("layout.html").
-		Funcs(template.FuncMap{"stylesheet": func() string { return stylesheetPath }}).
-		ParseFS(pageFiles, "pages/layout.html"))
-	for _, f := range files {
-		template.Must(t.ParseFS(pageFiles, "pages/"+f))
+// pageSet is one page in each of its languages: each is parsed with
+// the functions of its language (pageFuncs), so that t, lang and when
+// need no language argument.
+type pageSet map[string]*template.Template
+
+// in is the page in lang, else in English.
+func (p pageSet) in(lang string) *template.Template {
+	if t, ok := p[lang]; ok {
+		return t
 	}
-	return t
+	return p[Languages[0]]
+}
+
+// parsePage is the layout with the page's files, in each of langs; the
+// later files define the layout's blocks. It panics on a bad file, which
+// every test run catches: the files are part of the binary.
+func parsePage(langs []string, files ...string) pageSet {
+	set := make(pageSet, len(langs))
+	for _, lang := range langs {
+		t := template.Must(template.New("layout.html").Funcs(pageFuncs(lang)).
+			ParseFS(pageFiles, "pages/layout.html"))
+		for _, f := range files {
+			template.Must(t.ParseFS(pageFiles, "pages/"+f))
+		}
+		set[lang] = t
+	}
+	return set
+}
+
+// parseAdminPage is an admin page, in English, in the admin area's frame.
+func parseAdminPage(file string) *template.Template {
+	return parsePage(Languages[:1], "admin.html", file)[Languages[0]]
 }
 
 // setPageHeaders protects the gateway's own HTML pages: no framing
@@ -78,6 +100,10 @@ func renderPage(t *template.Template, v any) ([]byte, error) {
 // or, with Admin, in the admin area, whose pages it then leads back to.
 // Unavailable says the request may succeed in a moment.
 type errorView struct {
+	// Key names the message in the catalog, Args fill its placeholders;
+	// Message is the text (showError sets it from Key when there is one).
+	Key     string
+	Args    []any
 	Message string
 	Admin   bool
 	// Account: the person's own area, whose page it then leads back to.
@@ -91,10 +117,19 @@ func (errorView) Overview() string { return theAdminPaths.Overview }
 // Applications is where the person's area's error page leads back to.
 func (errorView) Applications() string { return theAccountPaths.Applications }
 
-// showError answers with the error page.
-func (s *Server) showError(w http.ResponseWriter, status int, v errorView) {
+// showError answers with the error page, in the language r asks for.
+func (s *Server) showError(w http.ResponseWriter, r *http.Request, status int, v errorView) {
 	setPageHeaders(w, "")
-	page, err := renderPage(errorTmpl, v)
+	// The admin area is in English, its error page too.
+	lang := Languages[0]
+	if !v.Admin {
+		lang = s.pageLang(r)
+	}
+	setLanguageHeaders(w, lang)
+	if v.Key != "" {
+		v.Message = msg(lang, v.Key, v.Args...)
+	}
+	page, err := renderPage(errorTmpl.in(lang), v)
 	if err != nil {
 		s.cfg.Logger.Error("rendering the error page", "error", err)
 		http.Error(w, v.Message, status)
@@ -104,27 +139,29 @@ func (s *Server) showError(w http.ResponseWriter, status int, v errorView) {
 	_, _ = w.Write(page)
 }
 
-// errorPage answers the person directly; used where redirecting to the
-// client is not safe.
-func (s *Server) errorPage(w http.ResponseWriter, status int, msg string) {
-	s.showError(w, status, errorView{Message: msg})
+// errorPage answers the person directly with the message key (and its
+// placeholders' name-value pairs); used where redirecting to the client
+// is not safe.
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, key string, args ...any) {
+	s.showError(w, r, status, errorView{Key: key, Args: args})
 }
 
 // unavailablePage answers a browser whose request the store failed: 503
 // with Retry-After, and never a redirect to the client, which would end
 // the authorization with an error the client acts on (and the state it
-// consumes) when a retry in a moment would have succeeded. msg tells the
+// consumes) when a retry in a moment would have succeeded. key tells the
 // person how to retry; the store's error goes to the log only.
-func (s *Server) unavailablePage(w http.ResponseWriter, admin bool, msg, what string, err error) {
+func (s *Server) unavailablePage(w http.ResponseWriter, r *http.Request, admin bool, key, what string, err error) {
 	s.cfg.Logger.Error("store failed: "+what, "error", err)
 	w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
-	s.showError(w, http.StatusServiceUnavailable, errorView{Message: msg, Admin: admin, Unavailable: true})
+	s.showError(w, r, http.StatusServiceUnavailable, errorView{Key: key, Admin: admin, Unavailable: true})
 }
 
-// What a person is told to do when the store failed, by where they are.
+// What a person is told to do when the store failed, by where they are
+// (message keys).
 const (
-	retryReload = "The school's sign-in is temporarily unavailable. Wait a moment, then reload this page."
-	retryForm   = "Your answer could not be saved: the school's sign-in is temporarily unavailable. Wait a moment, then go back and answer again."
-	retryStart  = "The school's sign-in is temporarily unavailable. Wait a moment, then start again from the application."
-	retryAdmin  = "The admin area is temporarily unavailable: the school's database did not answer. Wait a moment, then try again."
+	retryReload = "error.retry_reload"
+	retryForm   = "error.retry_form"
+	retryStart  = "error.retry_start"
+	retryAdmin  = "error.retry_admin"
 )

@@ -158,7 +158,7 @@ func (s *Server) limitedKey(w http.ResponseWriter, r *http.Request, l *limiter, 
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, secs)))
 	msg := fmt.Sprintf("too many requests; retry after %d s", max(1, secs))
 	if html {
-		s.errorPage(w, http.StatusTooManyRequests, "Too many requests. Wait a moment and try again.")
+		s.errorPage(w, r, http.StatusTooManyRequests, "error.too_many")
 		return true
 	}
 	writeOAuthError(w, &oauthError{Status: http.StatusTooManyRequests, Code: "temporarily_unavailable", Description: msg})

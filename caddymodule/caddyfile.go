@@ -240,7 +240,7 @@ func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 	opt := d.Val()
 	single := map[string]*string{"issuer": &g.Issuer, "data": &g.Data, "session_url": &g.SessionURL,
-		"login_url": &g.LoginURL, "admin_prefix": &g.AdminPrefix}
+		"login_url": &g.LoginURL, "admin_prefix": &g.AdminPrefix, "language": &g.Language}
 	if dst, ok := single[opt]; ok {
 		return oneArg(d, opt, dst)
 	}

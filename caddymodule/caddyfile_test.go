@@ -21,6 +21,7 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		login_url https://school.example/login
 		admin_prefix /admin/api
 		catalog ./catalog.json refresh 5m
+		language de
 		vendor "Claude" {
 			client_id claude
 			redirect_uri https://claude.ai/api/mcp/auth_callback
@@ -65,6 +66,8 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		{"login_url", g.LoginURL, "https://school.example/login"},
 		{"catalog", g.Catalog, "./catalog.json"},
 		{"refresh", time.Duration(g.CatalogRefresh), 5 * time.Minute},
+		{"language", g.Language, "de"},
+		{"school's language", g.schoolConfig().Language, "de"},
 		{"vendors", len(g.Vendors), 2},
 		{"portal redirects", len(g.Vendors[1].RedirectURIs), 2},
 		{"portal secret", g.Vendors[1].ClientSecret, "s3cret"},
@@ -118,6 +121,7 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"school_gateway http://127.0.0.1:9 {\n rate_limit token 0/s\n}", "rate_limit token"},
 		{"school_gateway http://127.0.0.1:9 {\n rate_limit token 5/s zero\n}", "burst"},
 		{"school_gateway http://127.0.0.1:9 {\n rate_limit\n}", "rate_limit"},
+		{"school_gateway http://127.0.0.1:9 {\n language de fr\n}", "language: expects exactly one value"},
 	}
 	for _, tt := range tests {
 		d := caddyfile.NewTestDispenser(tt.body)
@@ -147,6 +151,10 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{"session_url", func(g *Gateway) { g.SessionURL = "api/session" }, "session_url"},
 		{"login_url", func(g *Gateway) { g.LoginURL = "//evil.example/login" }, "login_url"},
 		{"admin_prefix", func(g *Gateway) { g.AdminPrefix = "admin" }, "admin_prefix"},
+		{"language", func(g *Gateway) { g.Language = "fr" }, ""},
+		{"language unknown", func(g *Gateway) { g.Language = "nl" }, `language: "nl" is not one of the pages' languages (en, de, fr, it, es, pt)`},
+		{"language with a region", func(g *Gateway) { g.Language = "de-CH" }, "language:"},
+		{"language in capitals", func(g *Gateway) { g.Language = "DE" }, "language:"},
 		{"vendor without redirect", func(g *Gateway) { g.Vendors = []Vendor{{Name: "V", ClientID: "v"}} }, "redirect_uri"},
 		{"vendor bad client id", func(g *Gateway) {
 			g.Vendors = []Vendor{{Name: "V", ClientID: "a b", RedirectURIs: []string{"https://v.example/cb"}}}

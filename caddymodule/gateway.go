@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -63,6 +64,11 @@ type Gateway struct {
 	// Catalog is a file path or http(s) URL of the catalog feed, imported
 	// into the store. Default: none (the catalog tools answer empty).
 	Catalog string `json:"catalog,omitempty"`
+	// Language is the language of the pages people read (consent,
+	// connected applications, error page) for a browser that asks for
+	// none the pages are written in: en, de, fr, it, es or pt. Default:
+	// the catalog feed's language when it is one of them, else en.
+	Language string `json:"language,omitempty"`
 	// CatalogRefresh is how often Catalog (and an AdminOpenAPI URL) is
 	// fetched again. Default: 10m; at least 1s.
 	CatalogRefresh caddy.Duration `json:"catalog_refresh,omitempty"`
@@ -220,6 +226,9 @@ func (g *Gateway) Validate() error {
 		if err := checkPathOrURL(opt.name, opt.v); err != nil {
 			return err
 		}
+	}
+	if g.Language != "" && !authserver.IsLanguage(g.Language) {
+		return fmt.Errorf("language: %q is not one of the pages' languages (%s)", g.Language, strings.Join(authserver.Languages, ", "))
 	}
 	if !strings.HasPrefix(g.AdminPrefix, "/") || strings.Contains(g.AdminPrefix, "..") {
 		return fmt.Errorf("admin_prefix: %q must be an absolute path", g.AdminPrefix)

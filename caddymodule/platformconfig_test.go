@@ -113,6 +113,8 @@ func TestRecordValidator(t *testing.T) {
 		{name: "data in a dir registry", config: `{"upstream":"http://127.0.0.1:9080","data":"/srv/a"}`},
 		{name: "no upstream", config: `{}`, want: "upstream: is required"},
 		{name: "an unknown option", config: `{"upstream":"http://127.0.0.1:9080","upsteam":"x"}`, want: `config: json: unknown field "upsteam"`},
+		{name: "a language", config: `{"upstream":"http://127.0.0.1:9080","language":"pt"}`},
+		{name: "a bad language", config: `{"upstream":"http://127.0.0.1:9080","language":"english"}`, want: `language: "english" is not one of`},
 		{name: "a bad value", config: `{"upstream":"http://127.0.0.1:9080","admin_prefix":"admin"}`, want: "admin_prefix:"},
 		{name: "a bad rule", config: `{"upstream":"http://127.0.0.1:9080","rules":[{"path":"/admin/api/x","audience":"root"}]}`, want: "audience must be member, operator or deny"},
 		{name: "another issuer", config: `{"upstream":"http://127.0.0.1:9080","issuer":"https://other.example"}`, want: "issuer: the configuration names https://other.example"},

@@ -129,6 +129,7 @@ func (g *Gateway) schoolConfig() school.Config {
 		AdminPrefix:       g.AdminPrefix,
 		Rules:             g.policyRules(),
 		Catalog:           g.Catalog,
+		Language:          g.Language,
 		CatalogRefresh:    time.Duration(g.CatalogRefresh),
 		AssertionAudience: g.assertionAudience(),
 		Vendors:           g.vendorClients(),

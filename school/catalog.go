@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"golang.org/x/text/language"
+
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/sitedocs"
 	"github.com/schoolgate/schoolgate/store"
@@ -162,6 +165,27 @@ func (s *Site) schoolName() string {
 		}
 	}
 	return s.cfg.Issuer
+}
+
+// schoolLanguage is the language of the school's pages for a browser
+// that asks for none they are written in: the configured one, else the
+// catalog feed's (its base language: "de-CH" is "de"), else English.
+// It reads the catalog only when loaded: an error page must not load a
+// cold school's catalog (a scanner would make every school's resident);
+// the consent and applications pages have loaded it for the school's
+// name by the time they ask.
+func (s *Site) schoolLanguage() string {
+	if s.cfg.Language != "" {
+		return s.cfg.Language
+	}
+	if idx := s.catalog.Loaded(); idx != nil {
+		if tag, err := language.Parse(idx.Feed().Language); err == nil {
+			if base, _ := tag.Base(); authserver.IsLanguage(base.String()) {
+				return base.String()
+			}
+		}
+	}
+	return authserver.Languages[0]
 }
 
 // CatalogRefreshed is when the feed was last fetched and imported by the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,5 +96,39 @@ func TestSchoolNameAndCatalogOrigin(t *testing.T) {
 	}
 	if got := s.catalog.Current().URL("course", "portrait"); got != testIssuer+"/courses/portrait" {
 		t.Errorf("item URL %q, want %s/courses/portrait", got, testIssuer)
+	}
+}
+
+// The pages' language for a browser that asks for none of theirs: the
+// configured one, else the feed's base language when the pages are
+// written in it, else English. Asking loads no cold catalog; the pages
+// that show the school's name have loaded it.
+func TestSchoolLanguage(t *testing.T) {
+	for _, tt := range []struct{ configured, feed, want string }{
+		{"", "", "en"},
+		{"", "de-CH", "de"},
+		{"", "pt", "pt"},
+		{"", "nl", "en"},
+		{"", "not a tag!", "en"},
+		{"it", "de", "it"},
+		{"fr", "", "fr"},
+	} {
+		s := newTestSite(t, func(c *Config) { c.Language = tt.configured })
+		if tt.feed != "" {
+			feed := `{"school":{"name":"S"},"language":` + strconv.Quote(tt.feed) + `,"courses":[{"slug":"a","title":"A"}]}`
+			if err := s.catalog.Import(context.Background(), []byte(feed)); err != nil && tt.feed != "not a tag!" {
+				t.Fatal(err)
+			}
+		}
+		if s.catalog.Cold() {
+			_ = s.schoolLanguage()
+			if !s.catalog.Cold() {
+				t.Errorf("configured %q, feed %q: the language loaded the cold catalog", tt.configured, tt.feed)
+			}
+		}
+		s.schoolName() // as the consent page does
+		if got := s.schoolLanguage(); got != tt.want {
+			t.Errorf("configured %q, feed %q: %q, want %q", tt.configured, tt.feed, got, tt.want)
+		}
 	}
 }

@@ -56,6 +56,10 @@ type Config struct {
 	// Catalog is the catalog feed, a file path or an http(s) URL, imported
 	// every CatalogRefresh. Default: none.
 	Catalog string
+	// Language is the language of the pages people read for a browser
+	// that asks for none of authserver.Languages. Default: the catalog
+	// feed's language when the pages are written in it, else English.
+	Language string
 	// CatalogRefresh is how often Catalog and AdminOpenAPIURL are read
 	// again. Default: 10 minutes.
 	CatalogRefresh time.Duration
@@ -202,6 +206,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		LoginURL:          cfg.LoginURL,
 		AdminPrefix:       cfg.AdminPrefix,
 		SchoolName:        s.schoolName,
+		SchoolLanguage:    s.schoolLanguage,
 		Vendors:           cfg.Vendors,
 		MCPConnections:    cfg.MCPConnections,
 		CodeTTL:           cfg.CodeTTL,

@@ -180,11 +180,45 @@ describe('a student disconnects one of two applications', () => {
     try {
       for (const id of [appID, agentURL]) {
         for (const cell of ['since', 'last-used']) {
-          assert.match(await page.textContent(`${row(id)} .${cell}`), /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+          // Recent: in words, the exact time in the element's datetime and on hover.
+          const time = `${row(id)} .${cell} time`;
+          assert.match(await page.textContent(time), /^(just now|\d+ (minute|hour|day)s? ago)$/);
+          assert.match(await page.getAttribute(time, 'datetime'), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+          assert.match(await page.getAttribute(time, 'title'), /^\d{1,2} [A-Z][a-z]+ \d{4}, \d\d:\d\d UTC$/);
         }
       }
     } finally {
       await page.close();
+    }
+  });
+
+  test('a browser in German gets the consent page and the applications page in German', async () => {
+    const german = await browser.newContext({ locale: 'de-CH' });
+    try {
+      await signIn(german, stack.origin, MEMBER);
+      // Denied, so that no grant is added to what the other tests count.
+      const req = authorizationRequest(stack, appID, 'openid account:read');
+      const cb = await authorizeInBrowser(req.url, {
+        browser, context: german, callbackURL: stack.callbackURL, decision: 'deny',
+        onConsent: async (page) => {
+          assert.equal(await page.getAttribute('html', 'lang'), 'de');
+          assert.equal((await page.textContent('#approve')).trim(), 'Erlauben');
+          assert.match(await page.textContent('#scopes'), /Ihre Einschreibungen, Ihren Kursfortschritt/);
+        },
+      });
+      assert.equal(cb.error, 'access_denied', JSON.stringify(cb));
+      const page = await german.newPage();
+      try {
+        const res = await page.goto(stack.origin + PAGE, { waitUntil: 'domcontentloaded' });
+        assert.equal(res.headers()['content-language'], 'de');
+        assert.equal(await page.textContent('h1'), 'Verbundene Anwendungen');
+        assert.match(await page.textContent(`${row(appID)} .last-used time`), /^(gerade eben|vor \d+ (Minuten?|Stunden?|Tag|Tagen))$/);
+        assert.match(await page.textContent(`${row(appID)} .disconnect`), /^Trennen/);
+      } finally {
+        await page.close();
+      }
+    } finally {
+      await german.close();
     }
   });
 
