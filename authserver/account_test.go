@@ -144,7 +144,7 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 				t.Fatalf("rows = %v; want one per application\n%s", rows, page)
 			}
 			for _, want := range []string{c.name, c.words, "Connected on 2 devices",
-				`<td class="since">2026-11-23 10:00 UTC</td>`, `<td class="last-used">2026-11-23 10:30 UTC</td>`} {
+				`class="since">2026-11-23 10:00 UTC</td>`, `class="last-used">2026-11-23 10:30 UTC</td>`} {
 				if !strings.Contains(rows[c.clientID], want) {
 					t.Errorf("the row lacks %q:\n%s", want, rows[c.clientID])
 				}
@@ -208,8 +208,8 @@ func TestAccountDisconnectEndsTheFlow(t *testing.T) {
 	}
 	_, rows := f.accountPage("student", "")
 	row := rows[memberClient]
-	for _, want := range []string{"Connected on 2 devices", `<td class="since">2026-11-23 10:00 UTC</td>`,
-		`<td class="last-used">2026-11-23 11:00 UTC</td>`} {
+	for _, want := range []string{"Connected on 2 devices", `class="since">2026-11-23 10:00 UTC</td>`,
+		`class="last-used">2026-11-23 11:00 UTC</td>`} {
 		if !strings.Contains(row, want) || len(rows) != 1 {
 			t.Errorf("the row lacks %q (rows %v)", want, rows)
 		}
