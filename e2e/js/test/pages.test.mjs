@@ -47,6 +47,7 @@ let member; // browser contexts, signed in
 let owner;
 let appID;
 let agentURL;
+let freshID; // an application nobody has allowed yet: a first consent
 
 before(async () => {
   docs = await startDocServer();
@@ -74,6 +75,15 @@ before(async () => {
   });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   appID = created.body.client_id;
+  const fresh = await adminAPI(stack, '/clients', {
+    issuer: stack.origin,
+    client_name: 'Homework Helper',
+    redirect_uris: [stack.callbackURL],
+    scopes: ['openid', 'profile', 'account:read'],
+    confidential: false,
+  });
+  assert.equal(fresh.status, 201, JSON.stringify(fresh.body));
+  freshID = fresh.body.client_id;
   browser = await launchBrowser();
   [member, owner] = await Promise.all([browser.newContext(), browser.newContext()]);
   await signIn(member, stack.origin, MEMBER);
@@ -103,9 +113,8 @@ const PAGES = [
   {
     name: 'consent',
     context: () => member,
-    // A fresh request each time; scopes beyond the ones approved so the
-    // consent page is shown, not skipped.
-    url: () => authorizationRequest(stack, VENDOR.clientId, 'openid profile email account:read').url.toString(),
+    // A new request each time, for an application never allowed.
+    url: () => authorizationRequest(stack, freshID, 'openid profile account:read').url.toString(),
     status: 200,
     mark: '#approve',
   },
@@ -173,9 +182,22 @@ describe('every page at 360 and 1280 px', () => {
   }
 });
 
+test('the consent title at 360 px takes at most four lines', async () => {
+  const page = await open(PAGES[0], 360);
+  try {
+    const lines = await page.evaluate(() => {
+      const h1 = document.querySelector('h1');
+      return h1.getBoundingClientRect().height / parseFloat(getComputedStyle(h1).lineHeight);
+    });
+    assert.ok(Math.round(lines) <= 4, `the title takes ${lines.toFixed(1)} lines`);
+  } finally {
+    await page.close();
+  }
+});
+
 describe('the keyboard', () => {
   for (const width of WIDTHS) {
-    test(`reaches Disconnect by Tab at ${width} px, with a visible focus ring on screen`, async () => {
+    test(`reaches Disconnect by Tab at ${width} px, with a visible focus ring, without scrolling sideways`, async () => {
       const page = await open(PAGES[1], width);
       try {
         let reached = false;
@@ -195,11 +217,14 @@ describe('the keyboard', () => {
             left: box.left,
             right: box.right,
             innerWidth: window.innerWidth,
+            scrollX: window.scrollX,
           };
         });
         assert.ok(ring.focusVisible, 'the button matches :focus-visible');
         assert.ok(ring.outline !== 'none' || ring.boxShadow !== 'none', `focus ring: ${JSON.stringify(ring)}`);
-        assert.ok(ring.left >= 0 && ring.right <= ring.innerWidth, `Disconnect is on screen: ${JSON.stringify(ring)}`);
+        // Focus scrolls a control into view; on a page too wide it scrolls
+        // sideways to get there.
+        assert.ok(ring.scrollX === 0 && ring.left >= 0 && ring.right <= ring.innerWidth, `Disconnect is on screen: ${JSON.stringify(ring)}`);
       } finally {
         await page.close();
       }
