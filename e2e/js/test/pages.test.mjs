@@ -1,10 +1,11 @@
 // The pages people use, on a phone and on a desktop, in a real Chromium:
 // the consent page, the member's connected applications, the admin
-// overview, the admin's people page and the error page, each at 360 and
-// 1280 px wide. None may scroll sideways (the document is no wider than
-// the window), axe-core finds no serious or critical violation, and the
-// keyboard reaches Disconnect with a visible focus ring. Pages are found by
-// id, class and data attributes, not by their English words.
+// overview, its people page and application form, and the error page,
+// each at 360 and 1280 px wide. None may scroll sideways (the document is
+// no wider than the window), axe-core finds no serious or critical
+// violation, and the keyboard reaches Disconnect with a visible focus
+// ring. Pages are found by id, class and data attributes, not by their
+// English words.
 //
 // axe-core runs through playwright's page.evaluate, which the DevTools
 // protocol runs beside the page's Content-Security-Policy rather than
@@ -127,6 +128,7 @@ const PAGES = [
     status: 200,
     mark: 'tr.person button.disconnect',
   },
+  { name: 'admin application form', context: () => owner, url: () => `${stack.origin}${OVERVIEW}/new`, status: 200, mark: 'textarea#redirect_uris' },
   {
     name: 'error',
     context: () => member,
