@@ -144,8 +144,8 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 				t.Fatalf("rows = %v; want one per application\n%s", rows, page)
 			}
 			for _, want := range []string{c.name, c.words, "Connected on 2 devices",
-				`<td class="since"><time datetime="2026-11-23T10:00:00Z" title="23 November 2026, 10:00 UTC">`,
-				`<td class="last-used"><time datetime="2026-11-23T10:30:00Z" title="23 November 2026, 10:30 UTC">just now</time>`} {
+				`class="since"><time datetime="2026-11-23T10:00:00Z" title="23 November 2026, 10:00 UTC">`,
+				`class="last-used"><time datetime="2026-11-23T10:30:00Z" title="23 November 2026, 10:30 UTC">just now</time>`} {
 				if !strings.Contains(rows[c.clientID], want) {
 					t.Errorf("the row lacks %q:\n%s", want, rows[c.clientID])
 				}
@@ -210,8 +210,8 @@ func TestAccountDisconnectEndsTheFlow(t *testing.T) {
 	_, rows := f.accountPage("student", "")
 	row := rows[memberClient]
 	for _, want := range []string{"Connected on 2 devices",
-		`<td class="since"><time datetime="2026-11-23T10:00:00Z" title="23 November 2026, 10:00 UTC">1 hour ago</time>`,
-		`<td class="last-used"><time datetime="2026-11-23T11:00:00Z" title="23 November 2026, 11:00 UTC">just now</time>`} {
+		`class="since"><time datetime="2026-11-23T10:00:00Z" title="23 November 2026, 10:00 UTC">1 hour ago</time>`,
+		`class="last-used"><time datetime="2026-11-23T11:00:00Z" title="23 November 2026, 11:00 UTC">just now</time>`} {
 		if !strings.Contains(row, want) || len(rows) != 1 {
 			t.Errorf("the row lacks %q (rows %v)", want, rows)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -239,9 +240,11 @@ func TestOverviewRowsFromClientInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := f.adminGet(sitepath.AdminApplications, "owner").Body.String()
-	for _, want := range []string{"<code>" + app.ClientID + "</code></td><td>confidential</td>",
-		formatAdminTime(app.IssuedAt), "not reviewed",
-		`<ul class="plain"><li><code>openid</code></li></ul>`} {
+	if !regexp.MustCompile(regexp.QuoteMeta("<code>"+app.ClientID+"</code></td>") + `<td[^>]*>confidential</td>`).MatchString(page) {
+		t.Errorf("overview lacks %s as confidential", app.ClientID)
+	}
+	for _, want := range []string{formatAdminTime(app.IssuedAt), "not reviewed",
+		`<ul class="plain scopes"><li><code>openid</code></li></ul>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("overview lacks %q", want)
 		}
