@@ -16,10 +16,12 @@ import (
 // The person's own area: the applications they connected, one row each
 // however many times they allowed it, each with a Disconnect button that
 // ends all of it. Whoever the legacy site says is signed in sees their
-// own grants at this school and nobody else's; a disconnect is a
-// form POST checked like the admin area's (the browser's word on where it
-// came from, then a token bound to the person and the time the page was
-// rendered).
+// own grants at this school and nobody else's. The button leads to a
+// confirmation that names the application and what it loses, and only the
+// confirmation's submit (confirm=yes) ends anything; both are form POSTs
+// checked like the admin area's (the browser's word on where it came
+// from, then a token bound to the person and the time the page was
+// rendered), so no JavaScript is needed.
 const accountPathDisconnect = sitepath.AccountApplications + "/disconnect"
 
 // accountNotices are the fixed messages (keys) a redirect may ask for;
@@ -187,7 +189,14 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 		s.accountError(w, r, http.StatusForbidden, "error.form_expired")
 		return
 	}
-	_, err := s.DisconnectClient(r.Context(), r.PostForm.Get("client_id"), id.Subject, DisconnectedByMember)
+	clientID := r.PostForm.Get("client_id")
+	if r.PostForm.Get("confirm") != "yes" {
+		// The list's button only asks: the confirmation's own submit is
+		// the one that ends anything.
+		s.confirmDisconnect(w, r, id, key, clientID)
+		return
+	}
+	_, err := s.DisconnectClient(r.Context(), clientID, id.Subject, DisconnectedByMember)
 	done := "disconnected"
 	switch {
 	case errors.Is(err, ErrAlreadyDisconnected):
@@ -200,6 +209,45 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, sitepath.AccountApplications+"?done="+done, http.StatusSeeOther)
+}
+
+// confirmView is the confirmation a Disconnect button leads to: it names
+// the application and what it loses, and its submit is the disconnect.
+type confirmView struct {
+	School, Person, CSRF, ClientID, ClientName string
+}
+
+// Paths lets the template name the area's routes.
+func (confirmView) Paths() accountPaths { return theAccountPaths }
+
+// confirmDisconnect shows the confirmation of a disconnect; it changes
+// nothing. An application the gateway does not know gets the page that
+// says nothing was changed, as its disconnect would.
+func (s *Server) confirmDisconnect(w http.ResponseWriter, r *http.Request, id *store.Identity, key []byte, clientID string) {
+	var c *store.Client
+	var err error
+	if clientID != "" && len(clientID) <= maxClientIDLen {
+		c, err = s.knownClient(r.Context(), clientID, map[string]*store.Client{})
+	}
+	switch {
+	case err != nil:
+		s.unavailableAccount(w, r, "account: naming the application to disconnect", err)
+		return
+	case c == nil:
+		s.accountError(w, r, http.StatusNotFound, "error.no_such_app")
+		return
+	}
+	v := confirmView{School: s.schoolName(), Person: personLabel(id), ClientID: clientID,
+		ClientName: displayName(c), CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now())}
+	lang := s.pageLang(r)
+	setLanguageHeaders(w, lang)
+	body, err := renderPage(confirmTmpl.in(lang), v)
+	if err != nil {
+		s.cfg.Logger.Error("account: rendering the confirmation", "error", err)
+		s.accountError(w, r, http.StatusInternalServerError, "error.not_shown")
+		return
+	}
+	_, _ = w.Write(body)
 }
 
 // accountError answers with the error page of the person's area.

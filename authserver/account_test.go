@@ -99,11 +99,16 @@ func (f *fixture) accountPage(person, query string) (string, map[string]string) 
 	return rec.Body.String(), rows
 }
 
-// disconnectForm posts the Disconnect form of an application.
+// disconnectForm posts the confirmation of an application's disconnect.
 func (f *fixture) disconnectForm(person, clientID, csrf string, hdr map[string]string) *http.Response {
 	f.t.Helper()
-	rec := f.adminPost(accountPathDisconnect, person, url.Values{"client_id": {clientID}, "csrf_token": {csrf}}, hdr)
+	rec := f.adminPost(accountPathDisconnect, person, confirmed(clientID, csrf), hdr)
 	return rec.Result()
+}
+
+// confirmed is the form of the confirmation's Disconnect submit.
+func confirmed(clientID, csrf string) url.Values {
+	return url.Values{"client_id": {clientID}, "csrf_token": {csrf}, "confirm": {"yes"}}
 }
 
 func (f *fixture) accountCSRF(person string) string {
@@ -266,7 +271,7 @@ func TestAccountRefusals(t *testing.T) {
 		{"the other person with their form, naming another's application", "student2", "sgc_cli", otherCSRF, nil, http.StatusNotFound, "Nothing was changed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rec := f.adminPost(accountPathDisconnect, c.person, url.Values{"client_id": {c.clientID}, "csrf_token": {c.csrf}}, c.hdr)
+			rec := f.adminPost(accountPathDisconnect, c.person, confirmed(c.clientID, c.csrf), c.hdr)
 			if rec.Code != c.status || !strings.Contains(htmlUnescape(rec.Body.String()), c.says) {
 				t.Errorf("= %d, want %d saying %q\n%s", rec.Code, c.status, c.says, rec.Body)
 			}
@@ -416,7 +421,7 @@ func TestAccountStoreDown(t *testing.T) {
 			defer fs.fail("none")
 			rec := f.adminGet(sitepath.AccountApplications, "student")
 			if c.method == "POST" {
-				rec = f.adminPost(accountPathDisconnect, "student", url.Values{"client_id": {memberClient}, "csrf_token": {csrf}}, nil)
+				rec = f.adminPost(accountPathDisconnect, "student", confirmed(memberClient, csrf), nil)
 			}
 			if c.name == "page, naming the clients" {
 				// Vendors are named without the store.
@@ -433,5 +438,75 @@ func TestAccountStoreDown(t *testing.T) {
 	}
 	if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
 		t.Errorf("the grant after the failures: %v", err)
+	}
+}
+
+var reConfirmForm = regexp.MustCompile(`(?s)<form method="post" action="([^"]+)">(.*?)</form>`)
+
+// The list's Disconnect button leads to a confirmation that names the
+// application and what it loses and changes nothing; only its own submit
+// disconnects. Asking for it is checked like the disconnect itself.
+func TestAccountDisconnectAsksFirst(t *testing.T) {
+	f := newFixture(t)
+	f.storedClients()
+	g := f.grantTo("app_planner", "student", "openid", "account:read")
+	f.grantTo("app_planner", "student2", "openid")
+	csrf := f.accountCSRF("student")
+	ask := url.Values{"client_id": {"app_planner"}, "csrf_token": {csrf}}
+	rec := f.adminPost(accountPathDisconnect, "student", ask, nil)
+	body := htmlUnescape(rec.Body.String())
+	if rec.Code != http.StatusOK || !strings.Contains(body, "Disconnect Study Planner?") ||
+		!strings.Contains(body, "on every device") || !strings.Contains(body, `id="cancel" href="`+sitepath.AccountApplications+`"`) {
+		t.Fatalf("the confirmation = %d\n%s", rec.Code, body)
+	}
+	checkPageHeaders(t, rec)
+	if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
+		t.Fatalf("asking for the confirmation disconnected: %v", err)
+	}
+	form := reConfirmForm.FindStringSubmatch(rec.Body.String())
+	if form == nil || form[1] != accountPathDisconnect {
+		t.Fatalf("the confirmation's form: %v", form)
+	}
+	vals := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(form[2], -1) {
+		vals.Set(m[1], htmlUnescape(m[2]))
+	}
+	if vals.Get("confirm") != "yes" || vals.Get("client_id") != "app_planner" || vals.Get("csrf_token") == "" {
+		t.Fatalf("the confirmation's fields: %v", vals)
+	}
+	// The confirmation in German.
+	de := f.adminPost(accountPathDisconnect, "student", ask, map[string]string{"Accept-Language": "de"})
+	if de.Code != http.StatusOK || !strings.Contains(htmlUnescape(de.Body.String()), "Study Planner trennen?") {
+		t.Errorf("the German confirmation = %d\n%s", de.Code, de.Body)
+	}
+	for _, c := range []struct {
+		name   string
+		form   url.Values
+		hdr    map[string]string
+		status int
+	}{
+		{"no token", url.Values{"client_id": {"app_planner"}}, nil, http.StatusForbidden},
+		{"a forged token", url.Values{"client_id": {"app_planner"}, "csrf_token": {"forged"}}, nil, http.StatusForbidden},
+		{"another person's token", url.Values{"client_id": {"app_planner"}, "csrf_token": {f.accountCSRF("student2")}}, nil, http.StatusForbidden},
+		{"cross-site", ask, map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"an unknown application", url.Values{"client_id": {"forged"}, "csrf_token": {csrf}}, nil, http.StatusNotFound},
+		{"a confirm other than yes", url.Values{"client_id": {"app_planner"}, "csrf_token": {csrf}, "confirm": {"1"}}, nil, http.StatusOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := f.adminPost(accountPathDisconnect, "student", c.form, c.hdr)
+			if rec.Code != c.status {
+				t.Errorf("= %d, want %d\n%s", rec.Code, c.status, rec.Body)
+			}
+			if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
+				t.Fatalf("the grant after it: %v", err)
+			}
+		})
+	}
+	res := f.adminPost(accountPathDisconnect, "student", vals, nil)
+	if res.Code != http.StatusSeeOther || res.Header().Get("Location") != sitepath.AccountApplications+"?done=disconnected" {
+		t.Fatalf("the confirmation's submit = %d %q", res.Code, res.Header().Get("Location"))
+	}
+	if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err == nil {
+		t.Error("the grant outlived the confirmed disconnect")
 	}
 }

@@ -40,6 +40,8 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *store.Cl
 		CSRF:         csrf,
 		Approved:     coversAll(prior, req.Scopes),
 		AskEachTime:  !redirectProvesClient(c, req.RedirectURI),
+		Trust:        trustOf(c),
+		Applications: sitepath.AccountApplications,
 	}
 	lang := s.pageLang(r)
 	for _, sc := range req.Scopes {
@@ -68,6 +70,31 @@ type consentView struct {
 	// redirect URI does not prove the client, which is why they are asked
 	// again.
 	Approved, AskEachTime bool
+	// Trust is who vouches for the application (trustOf); Applications
+	// is the page where the person can remove its access later.
+	Trust, Applications string
+}
+
+// The consent page's trust cues: an application the school set up (a
+// vendor in the configuration, a member application an operator
+// created), a metadata-document client an operator reviewed, or one
+// nobody at the school looked at (self-registered, or a metadata
+// document not reviewed), which the page warns about, naming the host it
+// comes from (clientHost).
+const (
+	trustSchool     = "school"
+	trustReviewed   = "reviewed"
+	trustUnreviewed = "unreviewed"
+)
+
+func trustOf(c *store.Client) string {
+	switch {
+	case c.Kind == store.KindVendor, c.Kind == store.KindApp:
+		return trustSchool
+	case c.Kind == store.KindMetadata && c.Reviewed:
+		return trustReviewed
+	}
+	return trustUnreviewed
 }
 
 // scopeView is one requested scope; Before marks one approved before.

@@ -175,6 +175,16 @@ func el(tag, id string, text any) template.HTML {
 	return template.HTML("<" + tag + attr + ">" + template.HTMLEscapeString(fmt.Sprint(text)) + "</" + tag + ">")
 }
 
+// link is an a element to one of the site's own paths; text is a
+// message already rendered (msgHTML escapes its arguments).
+func link(href, id string, text template.HTML) template.HTML {
+	attr := ` href="` + template.HTMLEscapeString(href) + `"`
+	if id != "" {
+		attr += ` id="` + template.HTMLEscapeString(id) + `"`
+	}
+	return template.HTML("<a" + attr + ">" + string(text) + "</a>")
+}
+
 // pageFuncs are the template functions of the pages in lang.
 func pageFuncs(lang string) template.FuncMap {
 	return template.FuncMap{
@@ -182,6 +192,7 @@ func pageFuncs(lang string) template.FuncMap {
 		"lang":       func() string { return lang },
 		"t":          func(key string, args ...any) template.HTML { return msgHTML(lang, key, args...) },
 		"el":         el,
+		"link":       link,
 		"scope":      func(scope string) string { return scopeWords(lang, scope) },
 		"kind":       func(kind, clientID string) string { return kindWords(lang, kind, clientID) },
 		"when":       func(t time.Time, now time.Time) template.HTML { return when(lang, t, now) },

@@ -23,6 +23,7 @@ var (
 	consentTmpl = parsePage(Languages, "consent.html")
 	errorTmpl   = parsePage(Languages, "error.html")
 	accountTmpl = parsePage(Languages, "account_applications.html")
+	confirmTmpl = parsePage(Languages, "account_disconnect.html")
 	// The admin area, for the school's operators, is in English.
 	overviewTmpl = parseAdminPage("admin_overview.html")
 	appFormTmpl  = parseAdminPage("admin_app_form.html")

@@ -209,3 +209,50 @@ func TestOneErrorPage(t *testing.T) {
 		}
 	}
 }
+
+// The consent page says who vouches for the application: the school for
+// one it set up, an operator's review for a reviewed metadata document,
+// else a warning naming the host it comes from; every page links to
+// where access can be removed later.
+func TestConsentTrustCues(t *testing.T) {
+	for _, c := range []struct {
+		client    store.Client
+		says, not string
+		warns     bool
+	}{
+		{store.Client{ID: "vendor", Kind: store.KindVendor}, "Set up by Demo School.", "Not reviewed", false},
+		{store.Client{ID: "app_x", Kind: store.KindApp}, "Set up by Demo School.", "Not reviewed", false},
+		{store.Client{ID: "https://agent.example/client.json", Kind: store.KindMetadata, Reviewed: true}, "Reviewed by Demo School.", "Not reviewed", false},
+		{store.Client{ID: "https://agent.example/client.json", Kind: store.KindMetadata},
+			`Not reviewed by <strong>Demo School</strong>: this application registered itself and comes from <strong id="client-host">agent.example</strong>.`, "Set up by", true},
+		{store.Client{ID: "sgc_cli", Kind: store.KindLoopback},
+			`Not reviewed by <strong>Demo School</strong>: this application registered itself and comes from <strong id="client-host">127.0.0.1:4000</strong>.`, "Set up by", true},
+	} {
+		t.Run(c.client.Kind, func(t *testing.T) {
+			v := consentView{School: "Demo School", Origin: "Demo School", ClientName: "Tool",
+				ClientHost: clientHost(&c.client, "http://127.0.0.1:4000/cb"), Trust: trustOf(&c.client),
+				Applications: sitepath.AccountApplications}
+			page, err := renderPage(consentTmpl.in("en"), v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := htmlUnescape(string(page))
+			if !strings.Contains(body, c.says) || strings.Contains(body, c.not) ||
+				strings.Contains(body, `class="error" id="trust"`) != c.warns {
+				t.Errorf("%s, want %q and not %q:\n%s", c.client.Kind, c.says, c.not, body)
+			}
+			if !strings.Contains(body, `You can remove its access at any time on <a href="`+sitepath.AccountApplications+`" id="applications-link">your connected applications page</a>.`) {
+				t.Errorf("no link to the applications page:\n%s", body)
+			}
+		})
+	}
+	// Through the authorization endpoint, for a vendor, and in German.
+	f := newFixture(t)
+	_, challenge := pkce()
+	rec := f.serve("GET", "/oauth/authorize?"+authParams(challenge).Encode(), nil,
+		map[string]string{"Cookie": "session=student", "Accept-Language": "de"})
+	if body := htmlUnescape(rec.Body.String()); rec.Code != http.StatusOK || !strings.Contains(body, "Eingerichtet von") ||
+		!strings.Contains(body, `href="`+sitepath.AccountApplications+`"`) {
+		t.Errorf("the German consent page = %d\n%s", rec.Code, body)
+	}
+}

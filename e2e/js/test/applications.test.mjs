@@ -2,7 +2,7 @@
 // student authorizes a member application on two devices and a Client ID
 // Metadata Document client, sees each application once on their own page
 // with the scopes in words ("Connected on 2 devices"), and disconnects the
-// member application with the page's own form. Both devices' access
+// member application with the page's own form and its confirmation. Both devices' access
 // tokens are refused at the Account API on the next request and both
 // refresh tokens get invalid_grant, while the other application keeps
 // working, and its next authorization asks for consent afresh. A second
@@ -214,6 +214,18 @@ describe('a student disconnects one of two applications', () => {
         assert.equal(await page.textContent('h1'), 'Verbundene Anwendungen');
         assert.match(await page.textContent(`${row(appID)} .last-used time`), /^(gerade eben|vor \d+ (Minuten?|Stunden?|Tag|Tagen))$/);
         assert.match(await page.textContent(`${row(appID)} .disconnect`), /^Trennen/);
+        // The confirmation in German; Cancel goes back and ends nothing.
+        await Promise.all([
+          page.waitForURL((u) => new URL(u).pathname === `${PAGE}/disconnect`, { waitUntil: 'domcontentloaded' }),
+          page.click(`${row(appID)} button.disconnect`),
+        ]);
+        assert.match(await page.textContent('h1'), /trennen\?$/);
+        assert.equal((await page.textContent('#confirm')).trim(), 'Trennen');
+        await Promise.all([
+          page.waitForURL((u) => new URL(u).pathname === PAGE, { waitUntil: 'domcontentloaded' }),
+          page.click('#cancel'),
+        ]);
+        assert.equal(await page.locator(row(appID)).count(), 1, 'Cancel disconnected nothing');
       } finally {
         await page.close();
       }
@@ -234,7 +246,7 @@ describe('a student disconnects one of two applications', () => {
       // Their own valid form, naming the application only the first
       // student connected.
       const forged = await second.request.post(`${stack.origin}${PAGE}/disconnect`, {
-        form: { client_id: agentURL, csrf_token: csrf },
+        form: { client_id: agentURL, csrf_token: csrf, confirm: 'yes' },
         headers: { origin: stack.origin },
         maxRedirects: 0,
       });
@@ -242,7 +254,7 @@ describe('a student disconnects one of two applications', () => {
       assert.match(await forged.text(), /Nothing was changed/);
       // A cross-site form.
       const cross = await second.request.post(`${stack.origin}${PAGE}/disconnect`, {
-        form: { client_id: appID, csrf_token: csrf },
+        form: { client_id: appID, csrf_token: csrf, confirm: 'yes' },
         headers: { origin: 'https://evil.example' },
         maxRedirects: 0,
       });
@@ -259,9 +271,20 @@ describe('a student disconnects one of two applications', () => {
   test('the student disconnects the member application: both devices stop working, nothing else', async () => {
     const { page } = await open(student, PAGE);
     try {
+      // The button asks first: a confirmation that names the application
+      // and what it loses, and changes nothing until confirmed.
+      await Promise.all([
+        page.waitForURL((u) => new URL(u).pathname === `${PAGE}/disconnect`, { waitUntil: 'domcontentloaded' }),
+        page.click(`${row(appID)} button.disconnect`),
+      ]);
+      const appName = await page.textContent('#client-name');
+      assert.ok(appName.length > 0, 'the confirmation names the application');
+      assert.match(await page.textContent('#loses'), /on every device/);
+      assert.ok((await page.textContent('#loses')).includes(appName));
+      assert.equal(await accountAPI(tokens[appID].access_token), 200, 'the confirmation alone changed nothing');
       await Promise.all([
         page.waitForURL((u) => new URL(u).searchParams.get('done') === 'disconnected', { waitUntil: 'domcontentloaded' }),
-        page.click(`${row(appID)} button.disconnect`),
+        page.click('#confirm'),
       ]);
       assert.match(await page.textContent('#notice'), /disconnected.*on every device/);
       assert.equal(await page.locator(row(appID)).count(), 0);

@@ -120,6 +120,15 @@ const PAGES = [
     mark: '#approve',
   },
   { name: 'connected applications', context: () => member, url: () => stack.origin + APPLICATIONS, status: 200, mark: 'tr.grant button.disconnect' },
+  {
+    name: 'disconnect confirmation',
+    context: () => member,
+    url: () => stack.origin + APPLICATIONS,
+    // Reached by the list's Disconnect button, a form POST.
+    via: (page) => page.click('tr.grant button.disconnect'),
+    status: 200,
+    mark: '#confirm',
+  },
   { name: 'admin overview', context: () => owner, url: () => stack.origin + OVERVIEW, status: 200, mark: '#metadata' },
   {
     name: 'admin people',
@@ -142,7 +151,14 @@ const PAGES = [
 async function open(spec, width) {
   const page = await spec.context().newPage();
   await page.setViewportSize({ width, height: 800 });
-  const res = await page.goto(spec.url(), { waitUntil: 'load' });
+  let res = await page.goto(spec.url(), { waitUntil: 'load' });
+  if (spec.via) {
+    [res] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && r.request().isNavigationRequest()),
+      page.waitForURL((u) => u !== spec.url(), { waitUntil: 'load' }),
+      spec.via(page),
+    ]);
+  }
   assert.equal(res.status(), spec.status, `${spec.name} at ${width} px: ${page.url()}`);
   assert.ok(await page.locator(spec.mark).count(), `${spec.name} at ${width} px shows ${spec.mark}`);
   assert.match(res.headers()['content-security-policy'], /default-src 'none'; style-src 'self';/);
