@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -63,9 +62,11 @@ type schoolWrite struct {
 	IfVersion *int64 `json:"if_version,omitempty"`
 }
 
-// schoolWrites orders this instance's conditional writes to a registry
-// that cannot make them conditional itself (none of this package's).
-var schoolWrites sync.Mutex
+// errNotConditional refuses if_version for a registry that cannot make a
+// write conditional in the write itself: a check made here, then the
+// write, would hold on this instance only, not between a platform's
+// instances, which is what if_version promises.
+var errNotConditional = errors.New("if_version: this registry cannot make a write conditional")
 
 // maxRecordBody bounds a record written through the admin API.
 const maxRecordBody = 1 << 20
@@ -171,6 +172,8 @@ func putSchool(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
 	case errors.Is(err, registry.ErrVersionChanged):
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("if_version: %v", err)}
+	case errors.Is(err, errNotConditional):
+		return caddy.APIError{HTTPStatus: http.StatusNotImplemented, Err: err}
 	case err != nil:
 		return registryFailed(w, p, "writing "+rec.Issuer, err)
 	}
@@ -206,6 +209,8 @@ func handleSchoolRemove(w http.ResponseWriter, r *http.Request) error {
 		return noSuchSchool(origin, p)
 	case errors.Is(err, registry.ErrVersionChanged):
 		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("if_version: %v", err)}
+	case errors.Is(err, errNotConditional):
+		return caddy.APIError{HTTPStatus: http.StatusNotImplemented, Err: err}
 	case err != nil:
 		return registryFailed(w, p, "removing "+origin, err)
 	}
@@ -240,25 +245,16 @@ func schoolOrigin(issuer string) (string, error) {
 
 // putRecord writes rec, on condition of its stored version when version
 // is set: in the registry's write itself (registry.Conditional), so that
-// the condition holds across instances; a registry without it is
-// checked, then written, under schoolWrites.
+// the condition holds across instances.
 func putRecord(ctx context.Context, reg registry.Registry, rec registry.Record, version *int64) (registry.Record, error) {
 	if version == nil {
 		return reg.Put(ctx, rec)
 	}
-	if c, ok := reg.(registry.Conditional); ok {
-		return c.PutIf(ctx, rec, *version)
+	c, ok := reg.(registry.Conditional)
+	if !ok {
+		return registry.Record{}, errNotConditional
 	}
-	schoolWrites.Lock()
-	defer schoolWrites.Unlock()
-	stored, err := storedVersion(ctx, reg, rec.Issuer)
-	if err != nil {
-		return registry.Record{}, err
-	}
-	if err := checkVersion(*version, stored, rec.Issuer); err != nil {
-		return registry.Record{}, err
-	}
-	return reg.Put(ctx, rec)
+	return c.PutIf(ctx, rec, *version)
 }
 
 // removeRecord removes the record of issuer, on condition of its stored
@@ -267,22 +263,11 @@ func removeRecord(ctx context.Context, reg registry.Registry, issuer string, ver
 	if version == nil {
 		return reg.Remove(ctx, issuer)
 	}
-	if c, ok := reg.(registry.Conditional); ok {
-		return c.RemoveIf(ctx, issuer, *version)
+	c, ok := reg.(registry.Conditional)
+	if !ok {
+		return errNotConditional
 	}
-	schoolWrites.Lock()
-	defer schoolWrites.Unlock()
-	stored, err := storedVersion(ctx, reg, issuer)
-	switch {
-	case err != nil:
-		return err
-	case stored < 0:
-		return registry.ErrNotFound
-	}
-	if err := checkVersion(*version, stored, issuer); err != nil {
-		return err
-	}
-	return reg.Remove(ctx, issuer)
+	return c.RemoveIf(ctx, issuer, *version)
 }
 
 // storedVersion is the stored record's version, -1 when there is none (a
@@ -293,15 +278,6 @@ func storedVersion(ctx context.Context, reg registry.Registry, issuer string) (i
 		return -1, nil
 	}
 	return rec.Version, err
-}
-
-// checkVersion is registry.Conditional's condition for a registry that
-// does not implement it: stored is -1 when there is no record.
-func checkVersion(want, stored int64, issuer string) error {
-	if (want == stored && stored > 0) || (want == 0 && stored < 0) {
-		return nil
-	}
-	return &registry.VersionError{Issuer: issuer, Want: want, Stored: max(stored, 0), Exists: stored >= 0}
 }
 
 func noSuchSchool(issuer string, p *platform) error {
