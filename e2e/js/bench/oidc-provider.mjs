@@ -141,4 +141,8 @@ provider.use(async (ctx, next) => {
   await next();
 });
 
-provider.listen(port, '127.0.0.1', () => console.log('ready'));
+const server = provider.listen(port, '127.0.0.1', () => console.log('ready'));
+// Node closes idle connections after 5 s; the bench's client keeps them
+// across a round of the gateway's, as Caddy's server does.
+server.keepAliveTimeout = 120_000;
+server.headersTimeout = 121_000;
