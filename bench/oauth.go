@@ -57,6 +57,10 @@ type tokens struct {
 type oauthClient struct {
 	origin string
 	http   *http.Client
+	// peer marks node-oidc-provider (-peers): its token endpoint is
+	// /token and it takes no resource parameter (its resource indicators
+	// are off, as the gateway's member tokens need none beyond the issuer).
+	peer bool
 }
 
 // authorize gets a code, approving the consent page the first time.
@@ -111,19 +115,47 @@ func codeFrom(resp *http.Response) (string, error) {
 
 // exchange redeems a code; the response must carry an ID token.
 func (o *oauthClient) exchange(ctx context.Context, c pendingCode) (tokens, error) {
-	return o.token(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {c.code},
-		"redirect_uri": {benchRedirect}, "client_id": {benchClientID}, "code_verifier": {c.verifier},
-		"resource": {o.origin}}, true)
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {c.code},
+		"redirect_uri": {benchRedirect}, "client_id": {benchClientID}, "code_verifier": {c.verifier}}
+	if !o.peer {
+		form.Set("resource", o.origin)
+	}
+	return o.token(ctx, form, idRequired)
 }
 
 // refresh rotates a refresh token.
 func (o *oauthClient) refresh(ctx context.Context, rt string) (tokens, error) {
-	return o.token(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt},
-		"client_id": {benchClientID}}, false)
+	return o.token(ctx, refreshForm(rt), idAny)
 }
 
-func (o *oauthClient) token(ctx context.Context, form url.Values, wantID bool) (tokens, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, o.origin+"/api/oauth/token", strings.NewReader(form.Encode()))
+func refreshForm(rt string) url.Values {
+	return url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {benchClientID}}
+}
+
+// refreshWithout rotates a refresh token asking for every scope but
+// openid, so that a server that answers a refresh with an ID token
+// (node-oidc-provider) signs none; the answer must carry none.
+func (o *oauthClient) refreshWithout(ctx context.Context, rt string) (tokens, error) {
+	form := refreshForm(rt)
+	form.Set("scope", strings.TrimPrefix(benchScope, "openid "))
+	return o.token(ctx, form, idForbidden)
+}
+
+// What a token answer must say of the ID token.
+type idRule int
+
+const (
+	idAny idRule = iota
+	idRequired
+	idForbidden
+)
+
+func (o *oauthClient) token(ctx context.Context, form url.Values, id idRule) (tokens, error) {
+	endpoint := o.origin + "/api/oauth/token"
+	if o.peer {
+		endpoint = o.origin + "/token"
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := o.http.Do(req)
 	if err != nil {
@@ -135,8 +167,11 @@ func (o *oauthClient) token(ctx context.Context, form url.Values, wantID bool) (
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &t) != nil || t.Access == "" || t.Refresh == "" {
 		return tokens{}, fmt.Errorf("token endpoint: HTTP %d %.200s", resp.StatusCode, body)
 	}
-	if wantID && t.IDToken == "" {
+	if id == idRequired && t.IDToken == "" {
 		return tokens{}, fmt.Errorf("no id_token: %.200s", body)
+	}
+	if id == idForbidden && t.IDToken != "" {
+		return tokens{}, fmt.Errorf("an id_token where none was asked for: %.200s", body)
 	}
 	return t, nil
 }

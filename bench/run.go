@@ -13,10 +13,12 @@ import (
 	"github.com/schoolgate/schoolgate/internal/procstat"
 )
 
-// target is one thing measured: a name and its request.
+// target is one thing measured: a name and its request, and for a peer
+// (-peers) the process whose CPU time is reported beside Caddy's.
 type target struct {
 	name string
 	req  request
+	peer func() int
 }
 
 // bench holds what the scenarios share.
@@ -56,8 +58,9 @@ func run(cfg config) error {
 		name string
 		run  func() error
 	}{{"protected", b.protected}, {"mcp", b.mcp}, {"discovery", b.discovery}, {"token", b.tokenEndpoint},
-		{"store", b.store}, {"memory", b.memory}} {
-		if !cfg.runs(sc.name) {
+		{"store", b.store}, {"memory", b.memory},
+		{scenarioForwardAuth, b.forwardAuthScenario}, {scenarioOIDCProvider, b.oidcProviderScenario}} {
+		if !cfg.runs(sc.name) || isPeerScenario(sc.name) && !cfg.runsPeer(sc.name) {
 			continue
 		}
 		if err := sc.run(); err != nil {
@@ -72,6 +75,16 @@ func run(cfg config) error {
 // runs reports whether the scenario is selected (-only, else all).
 func (c config) runs(scenario string) bool {
 	return c.only == "" || slices.Contains(strings.Split(c.only, ","), scenario)
+}
+
+// runsPeer reports whether a peer scenario is selected: only by name
+// (-peers names both), never by default.
+func (c config) runsPeer(scenario string) bool {
+	return c.only != "" && c.runs(scenario)
+}
+
+func isPeerScenario(name string) bool {
+	return name == scenarioForwardAuth || name == scenarioOIDCProvider
 }
 
 // setup waits for the catalog import and gets a member token.
@@ -96,6 +109,12 @@ func (b *bench) setup() error {
 // compare runs the targets interleaved for cfg.rounds rounds and
 // reports the medians, each against the last target (the baseline).
 func (b *bench) compare(scenario string, targets ...target) error {
+	_, err := b.compareRuns(scenario, targets...)
+	return err
+}
+
+// compareRuns is compare, returning each target's runs.
+func (b *bench) compareRuns(scenario string, targets ...target) ([][]stats, error) {
 	runs := make([][]stats, len(targets))
 	for r := 0; r < b.cfg.rounds; r++ {
 		for i, t := range targets {
@@ -107,10 +126,16 @@ func (b *bench) compare(scenario string, targets ...target) error {
 					b.stack.cpuProfile(b.cfg.duration, fmt.Sprintf("bench-%s-%d.pprof", fileName(scenario), i))
 				})
 			}
+			var peer int
+			if t.peer != nil {
+				peer = t.peer()
+			}
+			peer0 := processCPU(peer)
 			s := load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req)
+			s.peerCPU = processCPU(peer) - peer0
 			profiling.Wait()
 			if s.failures > 0 {
-				return fmt.Errorf("%s / %s: %d of %d requests failed, first: %v", scenario, t.name, s.failures, s.requests, s.firstErr)
+				return nil, fmt.Errorf("%s / %s: %d of %d requests failed, first: %v", scenario, t.name, s.failures, s.requests, s.firstErr)
 			}
 			runs[i] = append(runs[i], s)
 		}
@@ -122,8 +147,13 @@ func (b *bench) compare(scenario string, targets ...target) error {
 			ratio = fmt.Sprintf("%.2f×", median(runs[i], stats.rps)/base)
 		}
 		b.row(scenario, t.name, runs[i], ratio)
+		if t.peer != nil {
+			fmt.Fprintf(&b.notes, "\n%s / %s: the peer's own process used %s of CPU a request besides Caddy's %s\n",
+				scenario, t.name, us(median(runs[i], stats.peerCPUPerRequest)),
+				us(median(runs[i], func(s stats) float64 { return float64(s.cpuPerRequest()) })))
+		}
 	}
-	return nil
+	return runs, nil
 }
 
 func (b *bench) row(scenario, name string, runs []stats, note string) {
@@ -142,6 +172,11 @@ func median(runs []stats, f func(stats) float64) float64 {
 	}
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// p99 is the median of the runs' 99th percentiles.
+func p99(runs []stats) float64 {
+	return median(runs, func(s stats) float64 { return float64(s.percentile(0.99)) })
 }
 
 func ms(d float64) string { return fmt.Sprintf("%.2f ms", d/float64(time.Millisecond)) }
@@ -175,13 +210,13 @@ const viewerQuery = `{"query":"{ viewer { id email enrolledCourses(first: 5) { n
 func (b *bench) protected() error {
 	gw, plain := b.stack.gateway+"/account/graphql", b.stack.plain+"/account/graphql"
 	return b.compare("protected /account/graphql",
-		target{"gateway (member token)", func(ctx context.Context, _ int) error {
+		target{name: "gateway (member token)", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
 		}},
-		target{"plain reverse_proxy + the 8 identity headers (header_up)", func(ctx context.Context, _ int) error {
+		target{name: "plain reverse_proxy + the 8 identity headers (header_up)", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, b.stack.plainHeaders+"/account/graphql", "", viewerQuery, nil, `"viewer"`)
 		}},
-		target{"plain reverse_proxy", func(ctx context.Context, _ int) error {
+		target{name: "plain reverse_proxy", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
 		}})
 }
@@ -199,16 +234,24 @@ func (b *bench) searchOnce(origin, token string) error {
 // member, against a no-op tool of mcp-go behind plain reverse_proxy.
 func (b *bench) mcp() error {
 	gw, noop := b.stack.gateway+"/mcp", b.stack.noop+"/mcp"
-	return b.compare(fmt.Sprintf("/mcp search_catalog (%d courses)", b.cfg.courses),
-		target{"gateway, anonymous", func(ctx context.Context, _ int) error {
+	runs, err := b.compareRuns(fmt.Sprintf("/mcp search_catalog (%d courses)", b.cfg.courses),
+		target{name: "gateway, anonymous", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, "", searchCall, mcpHeaders, `course-`)
 		}},
-		target{"gateway, member token", func(ctx context.Context, _ int) error {
+		target{name: "gateway, member token", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, searchCall, mcpHeaders, `course-`)
 		}},
-		target{"mcp-go no-op tool via reverse_proxy", func(ctx context.Context, _ int) error {
+		target{name: "mcp-go no-op tool via reverse_proxy", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, noop, "", searchCall, mcpHeaders, `"result"`)
 		}})
+	if err != nil {
+		return err
+	}
+	// The tail stated relative: an absolute p99 on a shared machine
+	// moves with whatever else runs, a ratio within one run much less.
+	fmt.Fprintf(&b.notes, "\nMCP tail: search_catalog p99 ÷ the mcp-go no-op tool's p99 in this run: "+
+		"%.2f× anonymous, %.2f× with a member token (target ≤ 1.15×)\n", p99(runs[0])/p99(runs[2]), p99(runs[1])/p99(runs[2]))
+	return nil
 }
 
 // discovery: the metadata documents and the JWKS, with a plain proxied
@@ -216,13 +259,13 @@ func (b *bench) mcp() error {
 func (b *bench) discovery() error {
 	gw := b.stack.gateway
 	return b.compare("discovery",
-		target{"openid-configuration", func(ctx context.Context, _ int) error {
+		target{name: "openid-configuration", req: func(ctx context.Context, _ int) error {
 			return b.get(ctx, gw+"/.well-known/openid-configuration", `"issuer"`)
 		}},
-		target{"jwks.json", func(ctx context.Context, _ int) error {
+		target{name: "jwks.json", req: func(ctx context.Context, _ int) error {
 			return b.get(ctx, gw+"/.well-known/jwks.json", `"keys"`)
 		}},
-		target{"plain reverse_proxy (small JSON)", func(ctx context.Context, _ int) error {
+		target{name: "plain reverse_proxy (small JSON)", req: func(ctx context.Context, _ int) error {
 			return b.get(ctx, b.stack.plain+"/", `"ok"`)
 		}})
 }

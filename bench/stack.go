@@ -34,6 +34,14 @@ type stack struct {
 	postmaster int // the PostgreSQL server's main process, 0 if unknown
 	// older is the Caddy of an older build (-ab), nil without one.
 	older *olderCaddy
+	// The peers (-peers, peers.go): forwardAuth is the origin of Caddy's
+	// forward_auth site asking oauth2-proxy at oauth2ProxyAddr, "" when
+	// that scenario does not run; skipped says why a peer scenario is
+	// skipped, by scenario.
+	forwardAuth, oauth2ProxyAddr string
+	oauth2Proxy, oidcProvider    *peer
+	peers                        []*peer
+	skipped                      map[string]string
 }
 
 func freeAddr() (string, error) {
@@ -105,6 +113,16 @@ func startStack(cfg config) (*stack, error) {
 	if err := waitUp("http://"+s.upstreamAddr+"/", 200); err != nil {
 		return s, err
 	}
+	if cfg.runsPeer(scenarioForwardAuth) {
+		if s.oauth2ProxyAddr, err = freeAddr(); err != nil {
+			return s, err
+		}
+		a, err := freeAddr()
+		if err != nil {
+			return s, err
+		}
+		s.forwardAuth = "http://" + a
+	}
 	caddyfile := s.caddyfile(noopAddr)
 	if cfg.runs("store") {
 		site, err := s.startPostgres()
@@ -117,6 +135,9 @@ func startStack(cfg config) (*stack, error) {
 		return s, err
 	}
 	if err := s.startCaddy(); err != nil {
+		return s, err
+	}
+	if err := s.startPeers(cfg); err != nil {
 		return s, err
 	}
 	if cfg.ab != "" {
@@ -165,8 +186,16 @@ func (s *stack) caddyfile(noopAddr string) string {
 		header_up X-School-Audience member
 	}
 }
-`, s.dir, s.upstreamAddr, s.plain, s.noop, transport, noopAddr, s.adminAddr, s.plainHeaders,
-		s.gatewaySite(s.gateway, s.dir+"/data"))
+%[10]s`, s.dir, s.upstreamAddr, s.plain, s.noop, transport, noopAddr, s.adminAddr, s.plainHeaders,
+		s.gatewaySite(s.gateway, s.dir+"/data"), s.peerSites(transport))
+}
+
+// peerSites is the forward_auth site when that peer runs, else nothing.
+func (s *stack) peerSites(transport string) string {
+	if s.forwardAuth == "" {
+		return ""
+	}
+	return s.forwardAuthSite(transport)
 }
 
 // gatewaySite is the site block of the bench's school at origin, its
@@ -218,6 +247,9 @@ func (s *stack) restartCaddy() (time.Duration, error) {
 }
 
 func (s *stack) stop() {
+	for _, p := range s.peers {
+		p.stop()
+	}
 	if s.older != nil {
 		s.older.stop()
 	}

@@ -1,0 +1,510 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The peers (-peers): what an operator would run instead of the gateway,
+// measured beside it in the same run. For the request path, Caddy's
+// forward_auth asking oauth2-proxy, which validates a JWT bearer (the
+// gateway's own ID token, against the gateway's JWKS, found through its
+// discovery document); for the token endpoint, node-oidc-provider.
+// Neither's source is in the repository: oauth2-proxy is built from the
+// Go module cache into the user's cache directory, oidc-provider is a
+// devDependency of e2e/js (npm ci) and runs e2e/js/bench/oidc-provider.mjs.
+
+const (
+	oauth2ProxyModule  = "github.com/oauth2-proxy/oauth2-proxy/v7"
+	oidcProviderDir    = "e2e/js"
+	oidcProviderScript = "bench/oidc-provider.mjs" // in oidcProviderDir
+	// conformanceNode is the Node 22 the test command installs from npm
+	// (e2e/conformance); oidc-provider supports 22 and runs on 20 with a
+	// warning, so it is preferred when present.
+	conformanceNode = "e2e/conformance/node_modules/node/bin/node"
+)
+
+// The peer scenarios: selected by -peers, or by name with -only.
+const (
+	scenarioForwardAuth  = "forward_auth"
+	scenarioOIDCProvider = "oidc-provider"
+)
+
+// peer is one peer's process.
+type peer struct {
+	what   string // name and version, for the table
+	origin string
+	cmd    *exec.Cmd
+}
+
+func (p *peer) pid() int { return p.cmd.Process.Pid }
+
+func (p *peer) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
+}
+
+// skipError is a peer's missing prerequisite: the scenario is reported
+// as skipped with what to install, never passed in silence.
+type skipError struct{ msg string }
+
+func (e *skipError) Error() string { return e.msg }
+
+func skipf(format string, a ...any) error { return &skipError{fmt.Sprintf(format, a...)} }
+
+// startPeers starts the selected peers. A missing prerequisite skips its
+// scenario (b.skipped); any other failure ends the run.
+func (s *stack) startPeers(cfg config) error {
+	s.skipped = map[string]string{}
+	start := func(scenario string, f func() (*peer, error)) error {
+		if !cfg.runsPeer(scenario) {
+			return nil
+		}
+		p, err := f()
+		var skip *skipError
+		if errors.As(err, &skip) {
+			s.skipped[scenario] = skip.msg
+			fmt.Fprintf(os.Stderr, "bench: SKIPPED %s: %s\n", scenario, skip.msg)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", scenario, err)
+		}
+		s.peers = append(s.peers, p)
+		switch scenario {
+		case scenarioForwardAuth:
+			s.oauth2Proxy = p
+		case scenarioOIDCProvider:
+			s.oidcProvider = p
+		}
+		return nil
+	}
+	if err := start(scenarioForwardAuth, s.startOAuth2Proxy); err != nil {
+		return err
+	}
+	return start(scenarioOIDCProvider, s.startOIDCProvider)
+}
+
+// oauth2ProxyBinary builds the newest oauth2-proxy the module proxy
+// serves, once per version, into the user's cache directory.
+func oauth2ProxyBinary() (bin, version string, err error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	cache = filepath.Join(cache, "schoolgate-bench")
+	list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", oauth2ProxyModule+"@latest")
+	list.Dir = os.TempDir() // outside this module: the query is the module proxy's newest
+	out, err := list.CombinedOutput()
+	if err != nil {
+		if bin, version := newestBuilt(cache); bin != "" {
+			fmt.Fprintf(os.Stderr, "bench: the Go module proxy did not answer; oauth2-proxy %s built before\n", version)
+			return bin, version, nil
+		}
+		return "", "", skipf("oauth2-proxy is built from the Go module proxy, which did not answer "+
+			"(`go list -m %s@latest`: %v: %s); with the proxy reachable the bench builds it itself",
+			oauth2ProxyModule, err, strings.TrimSpace(string(out)))
+	}
+	version = strings.TrimSpace(string(out))
+	dir := filepath.Join(cache, "oauth2-proxy@"+version)
+	bin = filepath.Join(dir, "oauth2-proxy")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, version, nil
+	}
+	fmt.Fprintf(os.Stderr, "bench: building oauth2-proxy %s into %s (the first time takes a few minutes)\n", version, dir)
+	install := exec.Command("go", "install", oauth2ProxyModule+"@"+version)
+	install.Dir = os.TempDir()
+	install.Env = append(os.Environ(), "GOBIN="+dir)
+	if out, err := install.CombinedOutput(); err != nil {
+		return "", "", skipf("could not build oauth2-proxy %s (`GOBIN=%s go install %s@%s`): %v: %.2000s",
+			version, dir, oauth2ProxyModule, version, err, out)
+	}
+	return bin, version, nil
+}
+
+// newestBuilt is the newest oauth2-proxy built in cache before, if any.
+func newestBuilt(cache string) (bin, version string) {
+	found, _ := filepath.Glob(filepath.Join(cache, "oauth2-proxy@v*", "oauth2-proxy"))
+	var best []int
+	for _, f := range found {
+		v := strings.TrimPrefix(filepath.Base(filepath.Dir(f)), "oauth2-proxy@")
+		var n []int
+		for _, part := range strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3) {
+			i, _ := strconv.Atoi(strings.SplitN(part, "-", 2)[0])
+			n = append(n, i)
+		}
+		if slices.Compare(n, best) > 0 {
+			best, bin, version = n, f, v
+		}
+	}
+	return bin, version
+}
+
+// startOAuth2Proxy runs oauth2-proxy as forward_auth's authority: the
+// gateway is its OpenID provider (discovery, JWKS), and a request with a
+// bearer JWT it verifies (signature, issuer, audience bench-agent, expiry)
+// is authenticated without a session cookie (--skip-jwt-bearer-tokens).
+// Request logging is off: the bench's Caddy logs no requests either.
+func (s *stack) startOAuth2Proxy() (*peer, error) {
+	bin, version, err := oauth2ProxyBinary()
+	if err != nil {
+		return nil, err
+	}
+	secret := make([]byte, 16)
+	_, _ = rand.Read(secret)
+	logf, err := os.Create(filepath.Join(s.dir, "oauth2-proxy.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--http-address="+s.oauth2ProxyAddr,
+		"--provider=oidc",
+		"--oidc-issuer-url="+s.gateway,
+		"--client-id="+benchClientID,
+		"--client-secret=unused-bearer-tokens-only",
+		"--cookie-secret="+hex.EncodeToString(secret),
+		"--cookie-secure=false",
+		"--email-domain=*",
+		"--skip-jwt-bearer-tokens",
+		"--set-xauthrequest",
+		"--upstream=static://202",
+		"--redirect-url="+s.forwardAuth+"/oauth2/callback",
+		"--request-logging=false",
+		"--auth-logging=false")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &peer{what: "oauth2-proxy " + version, origin: "http://" + s.oauth2ProxyAddr, cmd: cmd}
+	if err := waitUp(p.origin+"/ping", http.StatusOK); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("oauth2-proxy did not start (its log: %s): %v", logf.Name(), err)
+	}
+	return p, nil
+}
+
+// nodeBinary is the Node that runs oidc-provider: the test command's
+// Node 22 when installed, else node on PATH, 20 or newer.
+func nodeBinary() (bin, version string, err error) {
+	for _, c := range []string{conformanceNode, "node"} {
+		if c == conformanceNode {
+			if _, err := os.Stat(c); err != nil {
+				continue
+			}
+			c, _ = filepath.Abs(c)
+		}
+		out, err := exec.Command(c, "--version").Output()
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(out))
+		major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 2)[0])
+		if major >= 20 {
+			return c, v, nil
+		}
+	}
+	return "", "", skipf("node-oidc-provider needs Node.js 20 or newer (22 preferred) and none was found: " +
+		"./scripts/prereqs.sh installs Node.js, `cd e2e/conformance && npm ci` adds the test command's Node 22")
+}
+
+// startOIDCProvider runs node-oidc-provider in memory (see the script).
+func (s *stack) startOIDCProvider() (*peer, error) {
+	node, nodeVersion, err := nodeBinary()
+	if err != nil {
+		return nil, err
+	}
+	pkg, err := os.ReadFile(filepath.Join(oidcProviderDir, "node_modules", "oidc-provider", "package.json"))
+	if err != nil {
+		return nil, skipf("node-oidc-provider is not installed: run `cd e2e/js && npm ci --no-audit --no-fund` " +
+			"(it is a devDependency there), from the repository root")
+	}
+	var meta struct{ Version string }
+	_ = json.Unmarshal(pkg, &meta)
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	logf, err := os.Create(filepath.Join(s.dir, "oidc-provider.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(node, oidcProviderScript, port)
+	cmd.Dir = oidcProviderDir
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &peer{what: fmt.Sprintf("node-oidc-provider %s (Node %s)", meta.Version, nodeVersion),
+		origin: "http://" + addr, cmd: cmd}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				ready <- true
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case ok := <-ready:
+		if ok {
+			return p, nil
+		}
+	case <-time.After(60 * time.Second):
+	}
+	p.stop()
+	return nil, fmt.Errorf("node-oidc-provider did not start (its log: %s)", logf.Name())
+}
+
+// forwardAuthSite is the Caddy site of the forward_auth peer: oauth2-proxy
+// asked first, then the same upstream with the same transport as the
+// gateway's, the user and email it answers copied to the upstream.
+func (s *stack) forwardAuthSite(transport string) string {
+	return fmt.Sprintf(`
+%[1]s {
+	forward_auth %[2]s {
+		uri /oauth2/auth
+		copy_headers X-Auth-Request-User X-Auth-Request-Email
+		%[4]s
+	}
+	reverse_proxy %[3]s {
+		%[4]s
+	}
+}
+`, s.forwardAuth, s.oauth2ProxyAddr, s.upstreamAddr, transport)
+}
+
+// skippedRow reports a skipped peer scenario in the table and the notes.
+func (b *bench) skippedRow(scenario string) bool {
+	why, ok := b.stack.skipped[scenario]
+	if ok {
+		fmt.Fprintf(b.out, "| %s | SKIPPED | | | | | | |\n", scenario)
+		fmt.Fprintf(&b.notes, "\nSKIPPED %s: %s\n", scenario, why)
+	}
+	return ok
+}
+
+// forwardAuthScenario: the protected request through the gateway, through
+// forward_auth → oauth2-proxy and through plain reverse_proxy, one
+// interleaved run. oauth2-proxy is handed an ID token of the gateway's
+// (it validates JWTs; the gateway's access tokens are opaque), and must
+// refuse a forged one before anything is measured.
+func (b *bench) forwardAuthScenario() error {
+	if b.skippedRow(scenarioForwardAuth) {
+		return nil
+	}
+	ctx := context.Background()
+	ids := &idTokens{oauth: b.oauth}
+	first, err := ids.get(ctx)
+	if err != nil {
+		return err
+	}
+	fa := b.stack.forwardAuth + "/account/graphql"
+	forged := first[:len(first)-4] + "AAAA"
+	if err := b.post(ctx, fa, forged, viewerQuery, nil, ""); err == nil {
+		return fmt.Errorf("forward_auth → oauth2-proxy let a forged ID token through")
+	}
+	if err := b.post(ctx, fa, first, viewerQuery, nil, `"viewer"`); err != nil {
+		return fmt.Errorf("forward_auth → oauth2-proxy refused the gateway's ID token: %v", err)
+	}
+	p := b.stack.oauth2Proxy
+	gw, plain := b.stack.gateway+"/account/graphql", b.stack.plain+"/account/graphql"
+	runs, err := b.compareRuns("protected /account/graphql, peers",
+		target{name: "gateway (member token)", req: func(ctx context.Context, _ int) error {
+			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
+		}},
+		target{name: "forward_auth → " + p.what + " (JWT bearer)", peer: p.pid, req: func(ctx context.Context, _ int) error {
+			tok, err := ids.get(ctx)
+			if err != nil {
+				return err
+			}
+			return b.post(ctx, fa, tok, viewerQuery, nil, `"viewer"`)
+		}},
+		target{name: "plain reverse_proxy", req: func(ctx context.Context, _ int) error {
+			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
+		}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&b.notes, "\nprotected, peers: p99 gateway %s, forward_auth → oauth2-proxy %s (%.2f× the gateway's), plain %s\n",
+		ms(p99(runs[0])), ms(p99(runs[1])), p99(runs[1])/p99(runs[0]), ms(p99(runs[2])))
+	return nil
+}
+
+// idTokens hands out an ID token of the gateway's for forward_auth's
+// requests, a new one when it is 5 minutes old: the gateway's live 10,
+// and a long run (-rounds, -duration) outlasts one. Renewing is one
+// authorization and exchange, rarely, inside one measured request.
+type idTokens struct {
+	oauth *oauthClient
+	mu    sync.Mutex
+	cur   atomic.Pointer[idToken]
+}
+
+type idToken struct {
+	jwt string
+	at  time.Time
+}
+
+const idTokenRenewal = 5 * time.Minute
+
+func (s *idTokens) get(ctx context.Context) (string, error) {
+	if c := s.cur.Load(); c != nil && time.Since(c.at) < idTokenRenewal {
+		return c.jwt, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.cur.Load(); c != nil && time.Since(c.at) < idTokenRenewal {
+		return c.jwt, nil
+	}
+	at := time.Now()
+	code, err := s.oauth.authorize(ctx)
+	if err != nil {
+		return "", err
+	}
+	t, err := s.oauth.exchange(ctx, code)
+	if err != nil {
+		return "", err
+	}
+	s.cur.Store(&idToken{t.IDToken, at})
+	return t.IDToken, nil
+}
+
+// oidcProviderScenario: code exchanges (with an ES256 ID token) and
+// refreshes at the gateway and at node-oidc-provider, round by round.
+// Codes are prepared before each timed exchange: the gateway's through
+// its authorization endpoint with remembered consent (one HTTP request
+// and one stored code each), oidc-provider's stored in a batch by the
+// peer's script as its consent step would (a grant and a code each). The
+// timed part is the same for both: every code exchanged by 64 clients,
+// every refresh token then rotated once; at oidc-provider, which answers
+// a refresh with an ID token when openid is in scope, the rotated tokens
+// are rotated once more asking for every scope but openid (no ID token),
+// as the gateway's refresh answers.
+func (b *bench) oidcProviderScenario() error {
+	if b.skippedRow(scenarioOIDCProvider) {
+		return nil
+	}
+	p := b.stack.oidcProvider
+	gw := &tokenSite{name: "gateway", oauth: b.oauth, pid: b.stack.caddyPID}
+	op := &tokenSite{name: p.what, oauth: &oauthClient{origin: p.origin, http: b.client, peer: true}, pid: p.pid}
+	var opRefreshBare []stats
+	for r := 0; r < min(b.cfg.rounds, 3); r++ {
+		if err := b.tokenRound(gw, false); err != nil {
+			return fmt.Errorf("gateway: %v", err)
+		}
+		bare, err := b.peerTokenRound(op)
+		if err != nil {
+			return fmt.Errorf("%s: %v", p.what, err)
+		}
+		opRefreshBare = append(opRefreshBare, bare)
+	}
+	c := b.cfg.concurrency
+	ratio := func(s []stats) string {
+		return fmt.Sprintf("%.2f×", median(s, stats.rps)/median(gw.exch, stats.rps))
+	}
+	refrRatio := func(s []stats) string {
+		return fmt.Sprintf("%.2f×", median(s, stats.rps)/median(gw.refr, stats.rps))
+	}
+	sc := "token endpoint, peers"
+	b.row(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: gateway", c), gw.exch, "baseline")
+	b.row(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: %s", c, p.what), op.exch, ratio(op.exch))
+	b.row(sc, fmt.Sprintf("refresh, %d clients: gateway (no ID token)", c), gw.refr, "baseline")
+	b.row(sc, fmt.Sprintf("refresh, %d clients: %s, with its ID token", c, p.what), op.refr, refrRatio(op.refr))
+	b.row(sc, fmt.Sprintf("refresh, %d clients: %s, no ID token (scope without openid)", c, p.what), opRefreshBare, refrRatio(opRefreshBare))
+	fmt.Fprintf(&b.notes, "\ntoken endpoint, peers: %s rows measure the node process in the CPU column and write nothing to disk "+
+		"(its store is in memory and emptied after each round); the gateway's are Caddy's, with bbolt and its fsyncs. "+
+		"Ratios are %s ÷ gateway: below 1 the gateway is ahead.\n", p.what, p.what)
+	return nil
+}
+
+// peerTokenRound is tokenRound for node-oidc-provider: codes minted by
+// its script, exchanged, refreshed with an ID token, refreshed without;
+// then its store is emptied so that rounds do not pile up in its heap.
+func (b *bench) peerTokenRound(t *tokenSite) (stats, error) {
+	codes, err := b.peerCodes(t.oauth.origin, b.cfg.exchanges)
+	if err != nil {
+		return stats{}, err
+	}
+	issued, e, err := b.exchangeWith(t, b.cfg.concurrency, codes)
+	if err != nil {
+		return stats{}, fmt.Errorf("code exchange: %v", err)
+	}
+	rotated := &pool[tokens]{}
+	f, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
+		tok, ok := issued.take()
+		if !ok {
+			return errPoolEmpty
+		}
+		n, err := t.oauth.token(ctx, refreshForm(tok.Refresh), idRequired)
+		if err == nil {
+			rotated.put(n)
+		}
+		return err
+	})
+	if err != nil {
+		return stats{}, fmt.Errorf("refresh: %v", err)
+	}
+	bare, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(rotated.items), func(ctx context.Context, _ int) error {
+		tok, ok := rotated.take()
+		if !ok {
+			return errPoolEmpty
+		}
+		_, err := t.oauth.refreshWithout(ctx, tok.Refresh)
+		return err
+	})
+	if err != nil {
+		return stats{}, fmt.Errorf("refresh without openid: %v", err)
+	}
+	t.exch, t.refr = append(t.exch, e), append(t.refr, f)
+	resp, err := b.client.Post(t.oauth.origin+"/bench/reset", "", nil)
+	if err != nil {
+		return stats{}, err
+	}
+	resp.Body.Close()
+	return bare, nil
+}
+
+// peerCodes has the oidc-provider script mint n codes, in batches.
+func (b *bench) peerCodes(origin string, n int) (*pool[pendingCode], error) {
+	p := &pool[pendingCode]{}
+	for len(p.items) < n {
+		batch := min(n-len(p.items), 2000)
+		resp, err := b.client.Post(fmt.Sprintf("%s/bench/codes?n=%d", origin, batch), "", nil)
+		if err != nil {
+			return nil, err
+		}
+		var got []struct{ Code, Verifier string }
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(got) != batch {
+			return nil, fmt.Errorf("minting codes: HTTP %d, %d codes, %v", resp.StatusCode, len(got), err)
+		}
+		for _, c := range got {
+			p.items = append(p.items, pendingCode{c.Code, c.Verifier})
+		}
+	}
+	return p, nil
+}
