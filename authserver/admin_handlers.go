@@ -88,9 +88,9 @@ func (a *adminCtx) overview() {
 // pageOf is the page of list the request asks for, answering 400 itself
 // (and reporting false) for a page that is not a number or not in the list.
 func pageOf[T any](a *adminCtx, p listPager, name string, list []T) ([]T, pager, bool) {
-	rows, pg, err := paginate(p, name, list)
-	if err != nil {
-		a.fail(http.StatusBadRequest, "admin.error.bad_page", "page", err.value)
+	rows, pg, bad := paginate(p, name, list)
+	if bad != nil {
+		a.fail(http.StatusBadRequest, "admin.error.bad_page", "page", bad.value)
 		return nil, pager{}, false
 	}
 	return rows, pg, true
