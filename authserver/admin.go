@@ -1,7 +1,6 @@
 package authserver
 
 import (
-	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,6 +33,8 @@ type adminCtx struct {
 	r    *http.Request
 	id   *store.Identity
 	csrf string
+	// lang is the pages' language, chosen as for the member pages.
+	lang string
 }
 
 type adminRoute struct {
@@ -67,7 +68,7 @@ func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 	route, ok := adminRoutes[r.URL.Path]
 	if !ok {
-		a.fail(http.StatusNotFound, "There is no such page in the admin area.")
+		a.fail(http.StatusNotFound, "admin.error.no_page")
 		return
 	}
 	a.serve(route)
@@ -80,19 +81,19 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 	post := r.Method == http.MethodPost
 	if !post && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD, POST")
-		s.adminError(w, http.StatusMethodNotAllowed, "This page accepts GET and form POST requests only.")
+		s.adminError(w, r, http.StatusMethodNotAllowed, "admin.error.get_post_only")
 		return nil, false
 	}
 	// Checked before the session lookup, so a forged request never makes
 	// the gateway forward the victim's cookies.
 	if post && !sameOriginForm(r, s.cfg.Issuer) {
-		s.adminError(w, http.StatusForbidden, "The form was submitted from another site.")
+		s.adminError(w, r, http.StatusForbidden, "error.cross_site")
 		return nil, false
 	}
 	id, err := s.lookupSession(r.Context(), r)
 	if err != nil {
 		s.cfg.Logger.Error("admin: session lookup failed", "error", err)
-		s.adminError(w, http.StatusServiceUnavailable, "The school site could not confirm who is signed in. Please try again shortly.")
+		s.adminError(w, r, http.StatusServiceUnavailable, "admin.error.session")
 		return nil, false
 	}
 	if id == nil {
@@ -100,7 +101,7 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 		return nil, false
 	}
 	if !id.IsOperator() {
-		s.adminError(w, http.StatusForbidden, "Only the school's operators (owner, admin or operator role) can manage OAuth applications.")
+		s.adminError(w, r, http.StatusForbidden, "admin.error.not_operator")
 		return nil, false
 	}
 	key, err := s.adminCSRFKey(r.Context())
@@ -109,7 +110,7 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 		return nil, false
 	}
 	now := s.cfg.Now()
-	a := &adminCtx{s: s, w: w, r: r, id: id, csrf: adminCSRFToken(key, id.Subject, now)}
+	a := &adminCtx{s: s, w: w, r: r, id: id, csrf: adminCSRFToken(key, id.Subject, now), lang: s.pageLang(r)}
 	if post && !(a.readForm() && a.formIssued(key, now)) {
 		return nil, false
 	}
@@ -141,7 +142,7 @@ func (a *adminCtx) serve(route adminRoute) {
 			allow = "GET, HEAD"
 		}
 		a.w.Header().Set("Allow", allow)
-		a.fail(http.StatusMethodNotAllowed, "This page does not accept that request method.")
+		a.fail(http.StatusMethodNotAllowed, "admin.error.method")
 		return
 	}
 	h(a)
@@ -150,7 +151,7 @@ func (a *adminCtx) serve(route adminRoute) {
 // closed answers a route that does not exist while MCP connections is off.
 func (a *adminCtx) closed(post bool) {
 	if post {
-		a.fail(http.StatusConflict, "Turn on MCP connections first.")
+		a.fail(http.StatusConflict, "admin.error.turn_on_first")
 		return
 	}
 	a.redirect(sitepath.AdminApplications, nil)
@@ -173,7 +174,7 @@ func (s *Server) adminLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := url.Parse(login)
 	if err != nil || login == "" {
-		s.adminError(w, http.StatusInternalServerError, "The sign-in page is misconfigured.")
+		s.adminError(w, r, http.StatusInternalServerError, "error.login_misconfigured")
 		return
 	}
 	q := u.Query()
@@ -182,24 +183,44 @@ func (s *Server) adminLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 }
 
-// render writes a page, or the error page if the template fails.
-func (a *adminCtx) render(status int, t *template.Template, v any) {
-	page, err := renderPage(t, v)
+// render writes a page in the operator's language, or the error page if
+// the template fails.
+func (a *adminCtx) render(status int, p pageSet, v any) {
+	page, err := renderPage(p.in(a.lang), v)
 	if err != nil {
 		a.s.cfg.Logger.Error("admin: rendering a page", "error", err)
-		a.fail(http.StatusInternalServerError, "The page could not be shown.")
+		a.fail(http.StatusInternalServerError, "error.not_shown")
 		return
 	}
+	setLanguageHeaders(a.w, a.lang)
 	a.w.WriteHeader(status)
 	_, _ = a.w.Write(page)
 }
 
-func (a *adminCtx) fail(status int, msg string) { a.s.adminError(a.w, status, msg) }
+// fail answers with the admin area's error page saying the message key
+// (with its placeholders' name-value pairs).
+func (a *adminCtx) fail(status int, key string, args ...any) {
+	a.s.adminError(a.w, a.r, status, key, args...)
+}
+
+// failInput answers 400 with why the input was refused, in the
+// operator's language where the message has a key, then the suffix key's
+// message (such as that nothing was changed), if any.
+func (a *adminCtx) failInput(ie *InputError, suffix string) {
+	text := ie.In(a.lang)
+	if suffix != "" {
+		text += " " + a.t(suffix)
+	}
+	a.s.showError(a.w, a.r, http.StatusBadRequest, errorView{Message: text, Admin: true})
+}
 
 // adminError answers with the error page of the admin area.
-func (s *Server) adminError(w http.ResponseWriter, status int, msg string) {
-	s.showError(w, nil, status, errorView{Message: msg, Admin: true})
+func (s *Server) adminError(w http.ResponseWriter, r *http.Request, status int, key string, args ...any) {
+	s.showError(w, r, status, errorView{Key: key, Args: args, Admin: true})
 }
+
+// t is the message key in the operator's language.
+func (a *adminCtx) t(key string, args ...any) string { return msg(a.lang, key, args...) }
 
 // unavailable answers a store failure. Each store call is one
 // transaction, so the failed one changed nothing and the operator may

@@ -117,6 +117,6 @@ func (a *adminCtx) formIssued(key []byte, now time.Time) bool {
 	if checkAdminCSRF(key, a.id.Subject, a.r.PostForm.Get("csrf_token"), now) {
 		return true
 	}
-	a.fail(http.StatusForbidden, "The form has expired or was not issued to you. Go back, reload the page and try again.")
+	a.fail(http.StatusForbidden, "admin.error.form_expired")
 	return false
 }

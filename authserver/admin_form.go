@@ -2,10 +2,10 @@ package authserver
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -36,9 +36,9 @@ func (a *adminCtx) readForm() bool {
 	case err == nil:
 		return true
 	case errors.As(err, &tooBig):
-		a.fail(http.StatusRequestEntityTooLarge, "The form is too large.")
+		a.fail(http.StatusRequestEntityTooLarge, "admin.error.form_too_large")
 	default:
-		a.fail(http.StatusBadRequest, "The form could not be read.")
+		a.fail(http.StatusBadRequest, "error.form_unreadable")
 	}
 	return false
 }
@@ -61,14 +61,14 @@ func memberAppScopes() []string {
 }
 
 // parseAppForm reads the application form into a spec and validates it;
-// the message is shown to the operator above the form.
-func parseAppForm(form url.Values, withType bool) (AppSpec, string) {
+// the error is shown to the operator above the form.
+func parseAppForm(form url.Values, withType bool) (AppSpec, *InputError) {
 	spec := AppSpec{Name: form.Get("name"), Scopes: form["scope"]}
 	for line := range strings.Lines(form.Get("redirect_uris")) {
 		spec.RedirectURIs = append(spec.RedirectURIs, line)
 	}
-	if msg := spec.normalize(); msg != "" {
-		return spec, msg
+	if ie := spec.normalize(); ie != nil {
+		return spec, ie
 	}
 	if withType {
 		switch form.Get("client_type") {
@@ -76,52 +76,53 @@ func parseAppForm(form url.Values, withType bool) (AppSpec, string) {
 		case "confidential":
 			spec.Confidential = true
 		default:
-			return spec, "Choose whether the application is public or confidential."
+			return spec, inputError("admin.invalid.choose_type")
 		}
 	}
-	return spec, ""
+	return spec, nil
 }
 
 // checkAppRedirect accepts an absolute https URL, or an http URL on a
 // loopback address (RFC 8252 §7.3), without fragment or credentials.
-func checkAppRedirect(raw string) string {
+func checkAppRedirect(raw string) *InputError {
 	if len(raw) > maxAppRedirectLen {
-		return fmt.Sprintf("A redirect URI must be at most %d characters long.", maxAppRedirectLen)
+		return inputError("admin.invalid.redirect_long", "n", maxAppRedirectLen)
 	}
+	uri := strconv.Quote(raw)
 	if strings.IndexFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 ||
 		!utf8.ValidString(raw) {
-		return fmt.Sprintf("Redirect URI %q must not contain spaces or control characters.", raw)
+		return inputError("admin.invalid.redirect_space", "uri", uri)
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "" || u.Hostname() == "":
-		return fmt.Sprintf("Redirect URI %q is not an absolute URL such as https://app.example/callback.", raw)
+		return inputError("admin.invalid.redirect_relative", "uri", uri)
 	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Sprintf("Redirect URI %q must not have a fragment (#...).", raw)
+		return inputError("admin.invalid.redirect_fragment", "uri", uri)
 	case u.User != nil:
-		return fmt.Sprintf("Redirect URI %q must not contain a user name or password.", raw)
+		return inputError("admin.invalid.redirect_user", "uri", uri)
 	case u.Scheme == "https":
-		return ""
+		return nil
 	case isLoopbackRedirect(u):
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("Redirect URI %q must use https; plain http is allowed only on a loopback address such as http://127.0.0.1:8080/callback.", raw)
+	return inputError("admin.invalid.redirect_https", "uri", uri)
 }
 
 // parseMemberScopes checks chosen scopes against memberAppScopes and
 // returns them in the scope table's order.
-func parseMemberScopes(chosen []string) ([]string, string) {
+func parseMemberScopes(chosen []string) ([]string, *InputError) {
 	allowed := memberAppScopes()
 	for _, sc := range chosen {
 		if sc == policy.OfflineAccess {
-			return nil, "offline_access is not among the scopes to choose: every application may ask for it."
+			return nil, inputError("admin.invalid.offline")
 		}
 		if !slices.Contains(allowed, sc) {
 			if len(sc) > 64 {
 				sc = sc[:64] + "…"
 			}
-			return nil, fmt.Sprintf("Scope %q cannot be given to a member application; choose among %s.",
-				sc, strings.Join(allowed, ", "))
+			return nil, inputError("admin.invalid.scope", "scope", strconv.Quote(sc),
+				"allowed", strings.Join(allowed, ", "))
 		}
 	}
 	var out []string
@@ -131,7 +132,7 @@ func parseMemberScopes(chosen []string) ([]string, string) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, "Choose at least one scope."
+		return nil, inputError("admin.invalid.scope_none")
 	}
-	return out, ""
+	return out, nil
 }

@@ -12,36 +12,44 @@ import (
 
 // The pages of the admin area, one handler per route of adminRoutes.
 
-// adminNotices are the fixed messages a redirect may ask for; nothing of
-// the query string is echoed.
+// adminNotices are the fixed messages (keys) a redirect may ask for;
+// nothing of the query string is echoed.
 var adminNotices = map[string]string{
-	"on":           "MCP connections is on. Member applications can now be created and authorized.",
-	"off":          "MCP connections is off. Member applications you created are kept, but cannot authorize until it is switched on again.",
-	"saved":        "The application was saved.",
-	"deleted":      "The client was deleted and the access it had been granted was revoked.",
-	"reviewed":     "The metadata-document client was updated.",
-	"disconnected": "The person was disconnected from the application: every authorization it held for them ended now, on every device, and it must ask them again.",
-	"already":      "That person's access had been ended already. Nothing else was changed.",
-	"resubmit":     "This form had already been submitted, so no second application was created. Its secret was shown only once: if it was not copied, regenerate it below.",
+	"on":           "admin.notice.on",
+	"off":          "admin.notice.off",
+	"saved":        "admin.notice.saved",
+	"deleted":      "admin.notice.deleted",
+	"reviewed":     "admin.notice.reviewed",
+	"disconnected": "admin.notice.disconnected",
+	"already":      "admin.notice.already",
+	"resubmit":     "admin.notice.resubmit",
 }
 
-func (a *adminCtx) notice() string { return adminNotices[a.r.URL.Query().Get("done")] }
+func (a *adminCtx) notice() string {
+	if key, ok := adminNotices[a.r.URL.Query().Get("done")]; ok {
+		return a.t(key)
+	}
+	return ""
+}
 
 func (a *adminCtx) toOverview() { a.redirect(sitepath.AdminApplications, nil) }
 
-// overview lists everything; with MCP connections off, only the switch.
+// overview lists everything; with MCP connections off, only the switch
+// and the connected applications. Each list is paged on its own.
 func (a *adminCtx) overview() {
 	on, err := a.s.MCPConnectionsEnabled(a.r.Context())
 	if err != nil {
 		a.unavailable("reading the MCP connections switch", err)
 		return
 	}
-	v := adminOverview{adminPage: a.page("OAuth applications"), Enabled: on}
+	v := adminOverview{adminPage: a.page("admin.overview"), Enabled: on}
 	v.Notice = a.notice()
-	if v.Connected, err = a.s.ConnectedApps(a.r.Context()); err != nil {
+	connected, err := a.s.ConnectedApps(a.r.Context())
+	if err != nil {
 		a.unavailable("counting the connected people", err)
 		return
 	}
+	var apps, metadata, loopback []ClientInfo
 	if v.Enabled {
 		clients, err := a.s.ListClients(a.r.Context())
 		if err != nil {
@@ -51,15 +59,41 @@ func (a *adminCtx) overview() {
 		for _, c := range clients {
 			switch c.Kind {
 			case store.KindApp:
-				v.Apps = append(v.Apps, c)
+				apps = append(apps, c)
 			case store.KindMetadata:
-				v.Metadata = append(v.Metadata, c)
+				metadata = append(metadata, c)
 			case store.KindLoopback:
-				v.Loopback = append(v.Loopback, c)
+				loopback = append(loopback, c)
 			}
 		}
 	}
+	rows := metadataByUse(metadata, connected)
+	pages := newListPager(a.r.URL.Query(), a.s.adminPageSize)
+	var ok bool
+	if v.Connected, v.ConnectedPages, ok = pageOf(a, pages, "connected", connected); !ok {
+		return
+	}
+	if v.Apps, v.AppsPages, ok = pageOf(a, pages, "apps", apps); !ok {
+		return
+	}
+	if v.Metadata, v.MetadataPages, ok = pageOf(a, pages, "metadata", rows); !ok {
+		return
+	}
+	if v.Loopback, v.LoopbackPages, ok = pageOf(a, pages, "loopback", loopback); !ok {
+		return
+	}
 	a.render(http.StatusOK, overviewTmpl, v)
+}
+
+// pageOf is the page of list the request asks for, answering 400 itself
+// (and reporting false) for a page that is not a number or not in the list.
+func pageOf[T any](a *adminCtx, p listPager, name string, list []T) ([]T, pager, bool) {
+	rows, pg, bad := paginate(p, name, list)
+	if bad != nil {
+		a.fail(http.StatusBadRequest, "admin.error.bad_page", "page", bad.value)
+		return nil, pager{}, false
+	}
+	return rows, pg, true
 }
 
 // toggle switches MCP connections. The form names the wanted state, so a
@@ -71,7 +105,7 @@ func (a *adminCtx) toggle() {
 		on = true
 	case "off":
 	default:
-		a.fail(http.StatusBadRequest, "The form did not say whether to turn MCP connections on or off.")
+		a.fail(http.StatusBadRequest, "admin.error.switch_unclear")
 		return
 	}
 	if err := a.s.SetMCPConnections(a.r.Context(), on); err != nil {
@@ -86,11 +120,16 @@ func (a *adminCtx) toggle() {
 	a.redirect(sitepath.AdminApplications, url.Values{"done": {done}})
 }
 
-// appFormView fills the application form.
-func (a *adminCtx) appFormView(title string, c *store.Client, in AppSpec, msg string) adminAppForm {
-	v := adminAppForm{adminPage: a.page(title), Name: in.Name,
+// appFormView fills the application form: the creation form without c,
+// else c's. msg is why it was refused, "" when it was not.
+func (a *adminCtx) appFormView(c *store.Client, in AppSpec, msg string) adminAppForm {
+	title := a.page("admin.new_app")
+	if c != nil {
+		title = a.page("admin.edit_title", "name", displayName(c))
+	}
+	v := adminAppForm{adminPage: title, Name: in.Name,
 		RedirectURIs: strings.Join(in.RedirectURIs, "\n"), Confidential: in.Confidential,
-		Scopes: scopeChoices(in.Scopes)}
+		Scopes: scopeChoices(a.lang, in.Scopes)}
 	v.Error = msg
 	if c != nil {
 		v.ClientID, v.Confidential = c.ID, !c.Public()
@@ -101,7 +140,7 @@ func (a *adminCtx) appFormView(title string, c *store.Client, in AppSpec, msg st
 // newApp shows the creation form. Its form nonce lets a resubmission of
 // the same form be recognised instead of creating a second application.
 func (a *adminCtx) newApp() {
-	v := a.appFormView("Create a member application", nil, AppSpec{}, "")
+	v := a.appFormView(nil, AppSpec{}, "")
 	v.FormNonce = randomString()
 	a.render(http.StatusOK, appFormTmpl, v)
 }
@@ -110,13 +149,13 @@ func (a *adminCtx) newApp() {
 // nonce) leads to the application it created, without its secret.
 func (a *adminCtx) createApp() {
 	form := a.r.PostForm
-	spec, msg := parseAppForm(form, true)
+	spec, ie := parseAppForm(form, true)
 	nonce := form.Get("form_nonce")
-	if msg == "" && (nonce == "" || len(nonce) > maxFormNonceLen) {
-		msg = "The form is incomplete. Reload the page and try again."
+	if ie == nil && (nonce == "" || len(nonce) > maxFormNonceLen) {
+		ie = inputError("admin.error.incomplete")
 	}
-	if msg != "" {
-		a.refuseAppForm("Create a member application", nil, nonce, msg)
+	if ie != nil {
+		a.refuseAppForm(nil, nonce, ie.In(a.lang))
 		return
 	}
 	app, err := a.s.CreateApp(a.r.Context(), spec, nonce)
@@ -129,17 +168,17 @@ func (a *adminCtx) createApp() {
 		return
 	}
 	a.s.cfg.Logger.Info("admin: member application created", "client_id", app.ClientID, "by", a.id.Subject)
-	a.showSecret("Application created", app.ClientInfo, app.ClientSecret, true)
+	a.showSecret(a.page("admin.created_title"), app.ClientInfo, app.ClientSecret, true)
 }
 
 // refuseAppForm shows the form again with what the operator typed and
 // why it was refused.
-func (a *adminCtx) refuseAppForm(title string, c *store.Client, nonce, msg string) {
+func (a *adminCtx) refuseAppForm(c *store.Client, nonce, msg string) {
 	form := a.r.PostForm
 	in := AppSpec{Name: form.Get("name"), Scopes: form["scope"],
 		RedirectURIs: []string{strings.TrimSpace(form.Get("redirect_uris"))},
 		Confidential: form.Get("client_type") == "confidential"}
-	v := a.appFormView(title, c, in, msg)
+	v := a.appFormView(c, in, msg)
 	if c == nil {
 		v.FormNonce = nonce
 		if nonce == "" || len(nonce) > maxFormNonceLen {
@@ -155,8 +194,8 @@ func (a *adminCtx) refuseAppForm(title string, c *store.Client, nonce, msg strin
 // its hash alone), and it works the same across gateway instances. The
 // page is no-store; a resubmitted creation form is recognised by its
 // nonce and does not create or reveal anything again.
-func (a *adminCtx) showSecret(title string, c ClientInfo, secret string, created bool) {
-	v := adminSecretView{adminPage: a.page(title), ClientID: c.ClientID, Name: c.Name,
+func (a *adminCtx) showSecret(page adminPage, c ClientInfo, secret string, created bool) {
+	v := adminSecretView{adminPage: page, ClientID: c.ClientID, Name: c.Name,
 		Secret: secret, AuthMethod: c.AuthMethod, Created: created, Scopes: c.Scopes,
 		RedirectURIs: c.RedirectURIs, Issuer: a.s.cfg.Issuer}
 	a.render(http.StatusOK, secretTmpl, v)
@@ -180,9 +219,9 @@ func (a *adminCtx) clientFailure(what string, err error) {
 	var ie *InputError
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, ErrWrongKind):
-		a.fail(http.StatusNotFound, "There is no such client.")
+		a.fail(http.StatusNotFound, "admin.error.no_client")
 	case errors.As(err, &ie):
-		a.fail(http.StatusBadRequest, ie.Msg)
+		a.failInput(ie, "")
 	default:
 		a.unavailable(what, err)
 	}
@@ -200,7 +239,7 @@ func (a *adminCtx) editApp() {
 	if !ok {
 		return
 	}
-	v := a.appFormView("Edit "+displayName(c), c,
+	v := a.appFormView(c,
 		AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
 	v.Notice = a.notice()
 	a.render(http.StatusOK, appFormTmpl, v)
@@ -211,9 +250,9 @@ func (a *adminCtx) updateApp() {
 	if !ok {
 		return
 	}
-	spec, msg := parseAppForm(a.r.PostForm, false)
-	if msg != "" {
-		a.refuseAppForm("Edit "+displayName(c), c, "", msg)
+	spec, ie := parseAppForm(a.r.PostForm, false)
+	if ie != nil {
+		a.refuseAppForm(c, "", ie.In(a.lang))
 		return
 	}
 	if _, err := a.s.UpdateApp(a.r.Context(), c.ID, spec); err != nil {
@@ -234,7 +273,7 @@ func (a *adminCtx) regenerateSecret() {
 		return
 	}
 	a.s.cfg.Logger.Info("admin: client secret regenerated", "client_id", info.ClientID, "by", a.id.Subject)
-	a.showSecret("New secret for "+info.Name, info, secret, false)
+	a.showSecret(a.page("admin.secret_title", "name", info.Name), info, secret, false)
 }
 
 func (a *adminCtx) confirmDelete() {
@@ -242,7 +281,7 @@ func (a *adminCtx) confirmDelete() {
 	if !ok {
 		return
 	}
-	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("Delete " + displayName(c)),
+	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("admin.delete_title", "name", displayName(c)),
 		Client: clientInfo(c), Loopback: c.Kind == store.KindLoopback})
 }
 
@@ -259,8 +298,8 @@ func (a *adminCtx) deleteClient() {
 }
 
 func (a *adminCtx) reviewView(c *store.Client, scopes []string, reviewed bool, msg string) adminReviewView {
-	v := adminReviewView{adminPage: a.page("Review " + displayName(c)), Client: clientInfo(c),
-		Scopes: scopeChoices(scopes), Reviewed: reviewed}
+	v := adminReviewView{adminPage: a.page("admin.review_title", "name", displayName(c)), Client: clientInfo(c),
+		Scopes: scopeChoices(a.lang, scopes), Reviewed: reviewed}
 	v.Error = msg
 	return v
 }
@@ -287,7 +326,7 @@ func (a *adminCtx) review() {
 		reviewed = true
 	case "unreviewed":
 	default:
-		msg = "Choose whether the client is reviewed."
+		msg = a.t("admin.invalid.choose_review")
 	}
 	if msg == "" {
 		_, err := a.s.ReviewClient(a.r.Context(), c.ID, form["scope"], reviewed)
@@ -301,7 +340,7 @@ func (a *adminCtx) review() {
 			a.redirect(sitepath.AdminApplications, url.Values{"done": {"reviewed"}})
 			return
 		}
-		msg = ie.Msg
+		msg = ie.In(a.lang)
 	}
 	a.render(http.StatusBadRequest, reviewTmpl, a.reviewView(c, form["scope"], reviewed, msg))
 }

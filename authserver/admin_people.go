@@ -16,7 +16,7 @@ import (
 
 // ConnectedApps is every application holding live grants, and every
 // configured vendor, with how many people are connected to it (and by how
-// many grants), most connected first.
+// many grants), most connected first, then by name.
 // Clients are few (registrations are capped), so naming them all costs one
 // read.
 func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
@@ -52,6 +52,9 @@ func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
 		if out[i].People != out[j].People {
 			return out[i].People > out[j].People
 		}
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
 		return out[i].ClientID < out[j].ClientID
 	})
 	return out, nil
@@ -64,7 +67,7 @@ func (a *adminCtx) people() {
 	q := a.r.URL.Query()
 	id := q.Get("client_id")
 	if id == "" || len(id) > maxClientIDLen {
-		a.fail(http.StatusNotFound, "There is no such application.")
+		a.fail(http.StatusNotFound, "admin.error.no_app")
 		return
 	}
 	cursor := q.Get("after")
@@ -72,7 +75,7 @@ func (a *adminCtx) people() {
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
-		a.fail(http.StatusBadRequest, "This link to a further page is not valid. Open the application's page again.")
+		a.fail(http.StatusBadRequest, "admin.error.bad_people_link")
 		return
 	case err != nil:
 		a.unavailable("listing the connected people", err)
@@ -90,14 +93,14 @@ func (a *adminCtx) people() {
 	}
 	n := counts[id]
 	if c == nil && n.Grants == 0 && cursor == "" {
-		a.fail(http.StatusNotFound, "There is no such application.")
+		a.fail(http.StatusNotFound, "admin.error.no_app")
 		return
 	}
 	v := adminPeopleView{ClientID: id, Name: id, People: n.People, Grants: n.Grants, Connections: page.Connections, More: cursor != ""}
 	if c != nil {
 		v.Name, v.Kind = displayName(c), c.Kind
 	}
-	v.adminPage = a.page("People connected to " + v.Name)
+	v.adminPage = a.page("admin.people_title", "name", v.Name)
 	v.Notice = a.notice()
 	if page.Next != "" {
 		v.Next = adminPathPeople + "?" + url.Values{"client_id": {id}, "after": {page.Next}}.Encode()
@@ -117,12 +120,12 @@ func (a *adminCtx) disconnectPerson() {
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
-		a.fail(http.StatusBadRequest, ie.Msg+" Nothing was changed.")
+		a.failInput(ie, "admin.error.unchanged")
 		return
 	case errors.Is(err, ErrAlreadyDisconnected):
 		done = "already"
 	case errors.Is(err, store.ErrNotFound):
-		a.fail(http.StatusNotFound, "Nobody connected to this application matches the form. Nothing was changed.")
+		a.fail(http.StatusNotFound, "admin.error.nobody_matches")
 		return
 	case err != nil:
 		a.unavailable("disconnecting a person", err)

@@ -51,7 +51,7 @@ func TestAdminConnectedPeople(t *testing.T) {
 	checkPageHeaders(t, rec)
 	for _, s := range []string{"Sam Student <student@demo.school>", "Second <second@demo.school>", `id="people-count">2<`,
 		`id="grant-count">3<`, `class="grants">2</td>`, "<code>account:read</code>",
-		`class="since">2026-11-23 10:00 UTC</td>`, `class="last-used">2026-11-23 10:30 UTC</td>`} {
+		`class="since"><time datetime="2026-11-23T10:00:00Z"`, `class="last-used"><time datetime="2026-11-23T10:30:00Z"`} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the people page lacks %q", s)
 		}

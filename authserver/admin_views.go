@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -13,9 +12,13 @@ import (
 
 // adminPage is what every admin page carries.
 type adminPage struct {
-	Title, Person, CSRF string
+	// Title is the page's, School the school's name: every page names
+	// the school, so that an operator of several knows where they are.
+	Title, School, Person, CSRF string
 	// Notice confirms a completed action; Error explains a refused form.
 	Notice, Error string
+	// Now is when the page is rendered, which times are relative to.
+	Now time.Time
 }
 
 // Paths lets templates name the area's routes.
@@ -33,13 +36,17 @@ var theAdminPaths = adminPaths{
 	People: adminPathPeople, Disconnect: adminPathDisconnect, Authorize: sitepath.Authorize,
 }
 
+// adminOverview is one page of each of the overview's lists.
 type adminOverview struct {
 	adminPage
-	Enabled                  bool
-	Apps, Metadata, Loopback []ClientInfo
-	// Connected is every application people are connected to, with how
+	Enabled        bool
+	Apps, Loopback []ClientInfo
+	// Metadata is sorted by use, as Connected is.
+	Metadata []metadataRow
+	// Connected is the applications people are connected to, with how
 	// many people each.
-	Connected []ConnectedApp
+	Connected                                               []ConnectedApp
+	ConnectedPages, AppsPages, MetadataPages, LoopbackPages pager
 }
 
 // ConnectedApp is an application with how many people are connected to
@@ -52,16 +59,6 @@ type ConnectedApp struct {
 	Kind   string `json:"kind,omitempty"`
 	People int    `json:"people"`
 	Grants int    `json:"grants"`
-}
-
-// KindWords says what kind of application it is.
-func (c ConnectedApp) KindWords() string {
-	return GrantInfo{Kind: c.Kind, ClientID: c.ClientID}.KindWords()
-}
-
-// KindWords says what kind of application it is.
-func (v adminPeopleView) KindWords() string {
-	return GrantInfo{Kind: v.Kind, ClientID: v.ClientID}.KindWords()
 }
 
 // adminPeopleView is the people connected to one application, one row
@@ -110,23 +107,19 @@ type adminReviewView struct {
 	Reviewed bool
 }
 
-// page is what every admin page shows.
-func (a *adminCtx) page(title string) adminPage {
-	return adminPage{Title: title, Person: personLabel(a.id), CSRF: a.csrf}
+// page is what every admin page shows; its title is the message key
+// (with its placeholders' name-value pairs).
+func (a *adminCtx) page(key string, args ...any) adminPage {
+	return adminPage{Title: a.t(key, args...), School: a.s.schoolName(), Person: personLabel(a.id),
+		CSRF: a.csrf, Now: a.s.cfg.Now()}
 }
 
-func formatAdminTime(t time.Time) string {
-	if t.IsZero() {
-		return "unknown"
-	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
-}
-
-func scopeChoices(checked []string) []scopeChoice {
+// scopeChoices are the scopes to choose from, described in lang.
+func scopeChoices(lang string, checked []string) []scopeChoice {
 	var out []scopeChoice
 	for i, sc := range memberAppScopes() {
 		out = append(out, scopeChoice{ID: "scope-" + strconv.Itoa(i), Name: sc,
-			Words: policy.ScopeDescription(sc), Checked: slices.Contains(checked, sc)})
+			Words: scopeWords(lang, sc), Checked: slices.Contains(checked, sc)})
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package authserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -36,9 +35,6 @@ type ClientInfo struct {
 // Confidential reports whether the client authenticates with a secret.
 func (c ClientInfo) Confidential() bool { return c.AuthMethod != "none" }
 
-// Created is the issue time as the admin area shows it.
-func (c ClientInfo) Created() string { return formatAdminTime(c.IssuedAt) }
-
 func clientInfo(c *store.Client) ClientInfo {
 	return ClientInfo{ClientID: c.ID, Name: displayName(c), Kind: c.Kind, Audience: c.Audience,
 		RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, AllowedScopes: allowedScopes(c),
@@ -54,26 +50,45 @@ type AppSpec struct {
 }
 
 // InputError is an operator input the server refuses; its message says
-// what to change.
-type InputError struct{ Msg string }
+// what to change. Msg is in English (the admin API's answer); Key, when
+// set, names the message in the catalog and Args fill its placeholders,
+// so that the admin area can say it in the operator's language.
+type InputError struct {
+	Msg  string
+	Key  string
+	Args []any
+}
 
 func (e *InputError) Error() string { return e.Msg }
+
+// inputError is the InputError saying the message key.
+func inputError(key string, args ...any) *InputError {
+	return &InputError{Msg: msg(Languages[0], key, args...), Key: key, Args: args}
+}
+
+// In is the message in lang.
+func (e *InputError) In(lang string) string {
+	if e.Key == "" {
+		return e.Msg
+	}
+	return msg(lang, e.Key, e.Args...)
+}
 
 // ErrWrongKind is returned when an operation does not apply to the kind
 // of client named (deleting a vendor, reviewing a member application).
 var ErrWrongKind = errors.New("the operation does not apply to this kind of client")
 
 // normalize validates the spec in place: trimmed name, unique redirect
-// URIs, scopes in the table's order. The message is for the operator.
-func (spec *AppSpec) normalize() string {
+// URIs, scopes in the table's order. The error is for the operator.
+func (spec *AppSpec) normalize() *InputError {
 	spec.Name = strings.TrimSpace(spec.Name)
 	switch {
 	case spec.Name == "":
-		return "Enter a name for the application."
+		return inputError("admin.invalid.name_empty")
 	case !utf8.ValidString(spec.Name) || strings.IndexFunc(spec.Name, unicode.IsControl) >= 0:
-		return "The name must not contain control characters."
+		return inputError("admin.invalid.name_control")
 	case utf8.RuneCountInString(spec.Name) > maxAppNameLen:
-		return fmt.Sprintf("The name must be at most %d characters long.", maxAppNameLen)
+		return inputError("admin.invalid.name_long", "n", maxAppNameLen)
 	}
 	var uris []string
 	for _, raw := range spec.RedirectURIs {
@@ -81,20 +96,20 @@ func (spec *AppSpec) normalize() string {
 		if raw == "" || slices.Contains(uris, raw) {
 			continue
 		}
-		if msg := checkAppRedirect(raw); msg != "" {
-			return msg
+		if ie := checkAppRedirect(raw); ie != nil {
+			return ie
 		}
 		if uris = append(uris, raw); len(uris) > maxAppRedirectURIs {
-			return fmt.Sprintf("Enter at most %d redirect URIs.", maxAppRedirectURIs)
+			return inputError("admin.invalid.redirects_many", "n", maxAppRedirectURIs)
 		}
 	}
 	if len(uris) == 0 {
-		return "Enter at least one redirect URI."
+		return inputError("admin.invalid.redirects_none")
 	}
 	spec.RedirectURIs = uris
-	scopes, msg := parseMemberScopes(spec.Scopes)
+	scopes, ie := parseMemberScopes(spec.Scopes)
 	spec.Scopes = scopes
-	return msg
+	return ie
 }
 
 // ListClients returns the stored clients, newest first. Vendor clients
@@ -131,8 +146,8 @@ type CreatedApp struct {
 // creation idempotent: another call with the same key returns the first
 // application, marked Existing.
 func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*CreatedApp, error) {
-	if msg := spec.normalize(); msg != "" {
-		return nil, &InputError{msg}
+	if ie := spec.normalize(); ie != nil {
+		return nil, ie
 	}
 	if key != "" {
 		key = hashToken("admin-app\x00" + key)
@@ -165,8 +180,8 @@ func (s *Server) UpdateApp(ctx context.Context, id string, spec AppSpec) (Client
 	if err != nil {
 		return ClientInfo{}, err
 	}
-	if msg := spec.normalize(); msg != "" {
-		return ClientInfo{}, &InputError{msg}
+	if ie := spec.normalize(); ie != nil {
+		return ClientInfo{}, ie
 	}
 	c.Name, c.RedirectURIs, c.Scopes = spec.Name, spec.RedirectURIs, spec.Scopes
 	if err := s.store.PutClient(ctx, c); err != nil {
@@ -184,7 +199,7 @@ func (s *Server) RegenerateSecret(ctx context.Context, id string) (ClientInfo, s
 		return ClientInfo{}, "", err
 	}
 	if c.Public() {
-		return ClientInfo{}, "", &InputError{"This application is public: it has no secret."}
+		return ClientInfo{}, "", inputError("admin.invalid.public_no_secret")
 	}
 	secret := newToken(prefixSecret)
 	c.SecretHash = hashSecret(secret)
@@ -224,9 +239,9 @@ func (s *Server) ReviewClient(ctx context.Context, id string, scopes []string, r
 	if err != nil {
 		return ClientInfo{}, err
 	}
-	scopes, msg := parseMemberScopes(scopes)
-	if msg != "" {
-		return ClientInfo{}, &InputError{msg}
+	scopes, ie := parseMemberScopes(scopes)
+	if ie != nil {
+		return ClientInfo{}, ie
 	}
 	c.Scopes, c.Reviewed = scopes, reviewed
 	if err := s.store.PutClient(ctx, c); err != nil {

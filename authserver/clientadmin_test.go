@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
@@ -243,7 +244,7 @@ func TestOverviewRowsFromClientInfo(t *testing.T) {
 	if !regexp.MustCompile(regexp.QuoteMeta("<code>"+app.ClientID+"</code></td>") + `<td[^>]*>confidential</td>`).MatchString(page) {
 		t.Errorf("overview lacks %s as confidential", app.ClientID)
 	}
-	for _, want := range []string{formatAdminTime(app.IssuedAt), "not reviewed",
+	for _, want := range []string{`<time datetime="` + app.IssuedAt.UTC().Format(time.RFC3339) + `"`, "not reviewed",
 		`<ul class="plain scopes"><li><code>openid</code></li></ul>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("overview lacks %q", want)

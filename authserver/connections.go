@@ -42,7 +42,7 @@ type ConnectionPage struct {
 // on the first pages.
 func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (ConnectionPage, error) {
 	if (f.Subject == "") == (f.ClientID == "") {
-		return ConnectionPage{}, &InputError{"Name either the person (subject) or the application (client_id)."}
+		return ConnectionPage{}, &InputError{Msg: "Name either the person (subject) or the application (client_id)."}
 	}
 	if len(f.Subject) > maxClientIDLen || len(f.ClientID) > maxClientIDLen {
 		return ConnectionPage{Connections: []ConnectionInfo{}}, nil
@@ -112,10 +112,7 @@ func (c ConnectionInfo) grant() GrantInfo {
 	return GrantInfo{ClientID: c.ClientID, Kind: c.Kind, Scopes: c.Scopes, Subject: c.Subject, Email: c.Email, Name: c.Name}
 }
 
-func (c ConnectionInfo) KindWords() string { return c.grant().KindWords() }
-func (c ConnectionInfo) Person() string    { return c.grant().Person() }
-func (c ConnectionInfo) Since() string     { return formatAdminTime(c.CreatedAt) }
-func (c ConnectionInfo) LastUsed() string  { return formatAdminTime(c.LastUsedAt) }
+func (c ConnectionInfo) Person() string { return c.grant().Person() }
 
 // Disconnection is what a disconnect ended.
 type Disconnection struct {
@@ -174,11 +171,11 @@ type DisconnectRequest struct {
 func (r DisconnectRequest) Check() error {
 	switch {
 	case r.GrantID != "" && r.ClientID != "":
-		return &InputError{`Name either one grant ("grant_id") or the application ("client_id") whose every grant for the person ends, not both.`}
+		return inputError("admin.invalid.disconnect_both")
 	case r.GrantID == "" && r.ClientID == "":
-		return &InputError{`Name what to end: one grant ("grant_id"), or the application ("client_id") whose every grant for the person ends.`}
+		return inputError("admin.invalid.disconnect_none")
 	case r.Subject == "":
-		return &InputError{`Name the person ("subject") whose grant or application it is, as the list of grants gives it.`}
+		return inputError("admin.invalid.disconnect_subject")
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ type GrantFilter struct {
 const DefaultGrantPage = 50
 
 // errBadCursor is a cursor this server did not give.
-var errBadCursor = &InputError{"The list position (cursor) is not one this server gave; start from the first page."}
+var errBadCursor = &InputError{Msg: "The list position (cursor) is not one this server gave; start from the first page."}
 
 // maxCursorLen bounds a cursor: it holds a client id (up to
 // maxClientIDLen) or a subject, base64 encoded.
@@ -140,7 +140,7 @@ func decodeOpaque(s string) (string, error) {
 // f.Subject and f.ClientID is set.
 func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, error) {
 	if (f.Subject == "") == (f.ClientID == "") {
-		return GrantPage{}, &InputError{"Name either the person (subject) or the application (client_id)."}
+		return GrantPage{}, &InputError{Msg: "Name either the person (subject) or the application (client_id)."}
 	}
 	if len(f.Subject) > maxClientIDLen || len(f.ClientID) > maxClientIDLen {
 		return GrantPage{Grants: []GrantInfo{}}, nil
@@ -250,9 +250,6 @@ func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (G
 	s.cfg.Logger.Info("grant disconnected", "client_id", g.ClientID, "grant_id", g.ID, "by", by)
 	return info, nil
 }
-
-// KindWords says what kind of application a client is, for people.
-func (g GrantInfo) KindWords() string { return kindWords(Languages[0], g.Kind, g.ClientID) }
 
 // kindWords says in lang what kind of application a client of kind is.
 func kindWords(lang, kind, clientID string) string {

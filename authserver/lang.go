@@ -196,6 +196,8 @@ func pageFuncs(lang string) template.FuncMap {
 		"scope":      func(scope string) string { return scopeWords(lang, scope) },
 		"kind":       func(kind, clientID string) string { return kindWords(lang, kind, clientID) },
 		"when":       func(t time.Time, now time.Time) template.HTML { return when(lang, t, now) },
+		// text is a message as plain text, for an attribute or an el.
+		"text": func(key string, args ...any) string { return msg(lang, key, args...) },
 	}
 }
 

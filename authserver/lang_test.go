@@ -226,10 +226,11 @@ func TestAccountMessagesInLanguage(t *testing.T) {
 	if !strings.Contains(page, msg("fr", "apps.notice_already")) || !strings.Contains(page, msg("fr", "apps.none", "school", issuer)) {
 		t.Errorf("French notice:\n%s", page)
 	}
-	// The admin area stays English whatever the browser asks.
+	// The admin area's error page follows the browser as well.
 	rec := f.serve("GET", sitepath.Admin+"/nope", nil, map[string]string{"Cookie": "session=owner", "Accept-Language": "de"})
-	if rec.Code != http.StatusNotFound || rec.Header().Get("Content-Language") != "en" ||
-		!strings.Contains(rec.Body.String(), `<html lang="en">`) {
-		t.Errorf("admin error page: %d %v\n%s", rec.Code, rec.Header(), rec.Body)
+	if body := rec.Body.String(); rec.Code != http.StatusNotFound || rec.Header().Get("Content-Language") != "de" ||
+		!strings.Contains(body, `<html lang="de">`) || !strings.Contains(body, msg("de", "admin.error.no_page")) ||
+		!strings.Contains(body, "<title>OAuth-Anwendungen · "+issuer+"</title>") {
+		t.Errorf("admin error page: %d %v\n%s", rec.Code, rec.Header(), body)
 	}
 }

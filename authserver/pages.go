@@ -20,11 +20,10 @@ import (
 var pageFiles embed.FS
 
 var (
-	consentTmpl = parsePage(Languages, "consent.html")
-	errorTmpl   = parsePage(Languages, "error.html")
-	accountTmpl = parsePage(Languages, "account_applications.html")
-	confirmTmpl = parsePage(Languages, "account_disconnect.html")
-	// The admin area, for the school's operators, is in English.
+	consentTmpl  = parsePage(Languages, "consent.html")
+	errorTmpl    = parsePage(Languages, "error.html")
+	accountTmpl  = parsePage(Languages, "account_applications.html")
+	confirmTmpl  = parsePage(Languages, "account_disconnect.html")
 	overviewTmpl = parseAdminPage("admin_overview.html")
 	appFormTmpl  = parseAdminPage("admin_app_form.html")
 	secretTmpl   = parseAdminPage("admin_secret.html")
@@ -62,9 +61,9 @@ func parsePage(langs []string, files ...string) pageSet {
 	return set
 }
 
-// parseAdminPage is an admin page, in English, in the admin area's frame.
-func parseAdminPage(file string) *template.Template {
-	return parsePage(Languages[:1], "admin.html", file)[Languages[0]]
+// parseAdminPage is an admin page in the admin area's frame.
+func parseAdminPage(file string) pageSet {
+	return parsePage(Languages, "admin.html", file)
 }
 
 // setPageHeaders protects the gateway's own HTML pages: no framing
@@ -107,6 +106,8 @@ type errorView struct {
 	Args    []any
 	Message string
 	Admin   bool
+	// School names the school in the admin area's error page.
+	School string
 	// Account: the person's own area, whose page it then leads back to.
 	Account     bool
 	Unavailable bool
@@ -121,12 +122,11 @@ func (errorView) Applications() string { return theAccountPaths.Applications }
 // showError answers with the error page, in the language r asks for.
 func (s *Server) showError(w http.ResponseWriter, r *http.Request, status int, v errorView) {
 	setPageHeaders(w, "")
-	// The admin area is in English, its error page too.
-	lang := Languages[0]
-	if !v.Admin {
-		lang = s.pageLang(r)
-	}
+	lang := s.pageLang(r)
 	setLanguageHeaders(w, lang)
+	if v.Admin {
+		v.School = s.schoolName()
+	}
 	if v.Key != "" {
 		v.Message = msg(lang, v.Key, v.Args...)
 	}

@@ -25,6 +25,8 @@ type Server struct {
 	cache    *tokenCache
 	metadata *metadataResolver
 	limits   limiters
+	// adminPageSize is how many rows an admin overview list shows a page.
+	adminPageSize int
 }
 
 // New builds the authorization server of a site on its store. ctx bounds
@@ -40,7 +42,8 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: store, keys: keys, vendors: vendorClients(cfg.Vendors),
-		cache: newTokenCache(16384), metadata: newMetadataResolver(cfg.MetadataDocuments, cfg.Now)}
+		cache: newTokenCache(16384), metadata: newMetadataResolver(cfg.MetadataDocuments, cfg.Now),
+		adminPageSize: defaultAdminPageSize}
 	limits := DefaultRateLimits
 	if cfg.RateLimits != nil {
 		limits = *cfg.RateLimits
