@@ -39,10 +39,24 @@ type signingKey struct {
 
 // LoadKeys reads the site's keys, creating the first one on first start.
 func LoadKeys(ctx context.Context, store store.KeyStore, now time.Time) (*Keys, error) {
+	return loadKeys(ctx, store, now, nil)
+}
+
+// siteInitializer is a store that writes a new site's first key and its
+// initial settings in one transaction (InitKeys and InitSetting, one
+// commit): a new school's first start then syncs its store once.
+type siteInitializer interface {
+	InitSite(ctx context.Context, first store.StoredKey, settings map[string][]byte) ([]store.StoredKey, error)
+}
+
+// loadKeys is LoadKeys that, on a first start, stores settings (as
+// InitSetting would) with the first key when the store can in one
+// transaction.
+func loadKeys(ctx context.Context, st store.KeyStore, now time.Time, settings map[string][]byte) (*Keys, error) {
 	// Every start but the first finds its keys: a read, with no key
 	// generated and no write (a thousand schools start with a thousand
 	// reads, not a thousand fsyncs).
-	stored, err := store.LoadKeys(ctx)
+	stored, err := st.LoadKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("loading signing keys: %w", err)
 	}
@@ -53,11 +67,16 @@ func LoadKeys(ctx context.Context, store store.KeyStore, now time.Time) (*Keys, 
 		if err != nil {
 			return nil, err
 		}
-		if stored, err = store.InitKeys(ctx, first); err != nil {
+		if init, ok := st.(siteInitializer); ok && settings != nil {
+			stored, err = init.InitSite(ctx, first, settings)
+		} else {
+			stored, err = st.InitKeys(ctx, first)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("loading signing keys: %w", err)
 		}
 	}
-	k := &Keys{store: store}
+	k := &Keys{store: st}
 	return k, k.set(stored)
 }
 

@@ -35,7 +35,7 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	keys, err := LoadKeys(ctx, store, cfg.Now())
+	keys, err := loadKeys(ctx, store, cfg.Now(), cfg.initialSettings())
 	if err != nil {
 		return nil, err
 	}
