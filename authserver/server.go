@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -25,6 +26,8 @@ type Server struct {
 	cache    *tokenCache
 	metadata *metadataResolver
 	limits   limiters
+	// docs are the encoded discovery documents (metadataDoc).
+	docs [docKinds * 2]atomic.Pointer[[]byte]
 }
 
 // New builds the authorization server of a site on its store. ctx bounds
