@@ -5,9 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // BenchmarkLookupAccessToken measures the protected-resource hot path.
@@ -101,5 +104,93 @@ func BenchmarkDispatch(b *testing.B) {
 				f.srv.ServeHTTP(w, r)
 			}
 		})
+	}
+}
+
+// statusWriter is a discardWriter that keeps the status.
+type statusWriter struct {
+	discardWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) { s.status = code }
+
+// BenchmarkTokenCPU measures the CPU of the token endpoint's answers: the
+// store does not sync its file (the fsync is the disk's time, which
+// BenchmarkCodeExchange includes), limits are off, and codes, refresh
+// tokens and requests are made outside the timer.
+func BenchmarkTokenCPU(b *testing.B) {
+	f := newFixture(b)
+	f.srv.limits = newLimiters(RateLimits{})
+	if err := boltstore.NoSync(f.store); err != nil {
+		b.Fatal(err)
+	}
+	w := &statusWriter{discardWriter: discardWriter{h: http.Header{}}}
+	serve := func(b *testing.B, form url.Values) {
+		r := httptest.NewRequest(http.MethodPost, sitepath.Token, strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		clear(w.h)
+		w.status = 0
+		b.StartTimer()
+		f.srv.ServeHTTP(w, r)
+		b.StopTimer()
+		if w.status != 0 && w.status != http.StatusOK {
+			b.Fatalf("token endpoint: %d", w.status)
+		}
+	}
+	b.Run("code-exchange", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			v, c := pkce()
+			code := f.code(authParams(c), v)
+			serve(b, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+				"redirect_uri": {memberRedirect}, "client_id": {memberClient}, "code_verifier": {v},
+				"resource": {issuer}})
+			b.StartTimer()
+		}
+	})
+	b.Run("refresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			rt := f.tokens()["refresh_token"].(string)
+			serve(b, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {memberClient}})
+			b.StartTimer()
+		}
+	})
+}
+
+// BenchmarkDocuments measures the discovery document and the JWKS, which
+// clients fetch before they authorize and verify.
+func BenchmarkDocuments(b *testing.B) {
+	f := newFixture(b)
+	f.srv.limits = newLimiters(RateLimits{})
+	for _, path := range []string{sitepath.OIDCConfig, sitepath.JWKS} {
+		b.Run(strings.TrimPrefix(path, "/"), func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodGet, path, nil)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				f.srv.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// BenchmarkIDToken measures what an exchange adds for its ID token: the
+// claims encoded and signed.
+func BenchmarkIDToken(b *testing.B) {
+	f := newFixture(b)
+	now := f.clock.Now()
+	g := &store.Grant{ID: "grant-1", ClientID: memberClient, Scopes: []string{"openid", "profile", "email"},
+		Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam Student",
+			OrgID: "demo", Roles: []string{"student"}}, AuthTime: now}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.srv.idToken(g, "n-456", now); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

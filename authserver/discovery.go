@@ -72,12 +72,47 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 	return m
 }
 
+// The discovery documents, by what they depend on: the configuration,
+// fixed for the server's life, and whether a key may sign now.
+const (
+	docProtectedResource = iota
+	docAuthorizationServer
+	docOpenIDConfiguration
+	docKinds
+)
+
+// metadataDoc returns a discovery document, encoded once per server and
+// variant instead of per request.
+func (s *Server) metadataDoc(kind int) []byte {
+	i := kind * 2
+	if s.keys.CanSign(s.cfg.Now()) {
+		i++
+	}
+	if body := s.docs[i].Load(); body != nil {
+		return *body
+	}
+	var doc map[string]any
+	switch kind {
+	case docProtectedResource:
+		doc = s.protectedResourceMetadata()
+	default:
+		doc = s.authorizationServerMetadata(kind == docOpenIDConfiguration)
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		panic(err) // strings, bools and lists of strings always encode
+	}
+	body = append(body, '\n')
+	s.docs[i].Store(&body)
+	return body
+}
+
 // serveMetadata answers a discovery document, which caches may keep a
 // while.
-func serveMetadata(w http.ResponseWriter, doc map[string]any) {
+func serveMetadata(w http.ResponseWriter, body []byte) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(doc)
+	_, _ = w.Write(body)
 }
 
 func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {

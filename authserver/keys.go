@@ -8,12 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -29,20 +30,45 @@ type Keys struct {
 	store store.KeyStore
 	mu    sync.RWMutex
 	keys  []signingKey // oldest first
+	// jwks is the key set last encoded: it changes only when a key joins
+	// or leaves it, so requests for it are answered without encoding.
+	jwks atomic.Pointer[encodedJWKS]
+}
+
+// encodedJWKS is an encoded key set and the kids it lists. A kid is the
+// key's thumbprint, so the kids name the content.
+type encodedJWKS struct {
+	kids string
+	body []byte
 }
 
 type signingKey struct {
 	store.StoredKey
 	private jwk.Key
 	public  jwk.Key
+	signer  *es256Signer
 }
 
 // LoadKeys reads the site's keys, creating the first one on first start.
 func LoadKeys(ctx context.Context, store store.KeyStore, now time.Time) (*Keys, error) {
+	return loadKeys(ctx, store, now, nil)
+}
+
+// siteInitializer is a store that writes a new site's first key and its
+// initial settings in one transaction (InitKeys and InitSetting, one
+// commit): a new school's first start then syncs its store once.
+type siteInitializer interface {
+	InitSite(ctx context.Context, first store.StoredKey, settings map[string][]byte) ([]store.StoredKey, error)
+}
+
+// loadKeys is LoadKeys that, on a first start, stores settings (as
+// InitSetting would) with the first key when the store can in one
+// transaction.
+func loadKeys(ctx context.Context, st store.KeyStore, now time.Time, settings map[string][]byte) (*Keys, error) {
 	// Every start but the first finds its keys: a read, with no key
 	// generated and no write (a thousand schools start with a thousand
 	// reads, not a thousand fsyncs).
-	stored, err := store.LoadKeys(ctx)
+	stored, err := st.LoadKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("loading signing keys: %w", err)
 	}
@@ -53,11 +79,16 @@ func LoadKeys(ctx context.Context, store store.KeyStore, now time.Time) (*Keys, 
 		if err != nil {
 			return nil, err
 		}
-		if stored, err = store.InitKeys(ctx, first); err != nil {
+		if init, ok := st.(siteInitializer); ok && settings != nil {
+			stored, err = init.InitSite(ctx, first, settings)
+		} else {
+			stored, err = st.InitKeys(ctx, first)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("loading signing keys: %w", err)
 		}
 	}
-	k := &Keys{store: store}
+	k := &Keys{store: st}
 	return k, k.set(stored)
 }
 
@@ -97,7 +128,11 @@ func parseSigningKey(sk store.StoredKey) (signingKey, error) {
 	if err != nil {
 		return signingKey{}, fmt.Errorf("deriving public key %s: %w", sk.KID, err)
 	}
-	return signingKey{StoredKey: sk, private: priv, public: pub}, nil
+	signer, err := newES256Signer(priv, sk.KID)
+	if err != nil {
+		return signingKey{}, err
+	}
+	return signingKey{StoredKey: sk, private: priv, public: pub, signer: signer}, nil
 }
 
 // newStoredKey generates an ES256 key that signs from signFrom.
@@ -169,28 +204,40 @@ func (k *Keys) signTyped(payload []byte, typ string, now time.Time) ([]byte, err
 	if sk == nil {
 		return nil, fmt.Errorf("no signing key is active")
 	}
-	hdr := jws.NewHeaders()
-	_ = hdr.Set(jws.KeyIDKey, sk.KID)
-	_ = hdr.Set(jws.TypeKey, typ)
-	return jws.Sign(payload, jws.WithKey(jwa.ES256(), sk.private, jws.WithProtectedHeaders(hdr)))
+	return sk.signer.sign(payload, typ)
 }
 
 // JWKS returns the public key set: every key not yet past its retirement
-// plus the ID-token lifetime.
+// plus the ID-token lifetime. The caller must not change it: it is shared
+// until the set changes.
 func (k *Keys) JWKS(now time.Time) ([]byte, error) {
-	set := jwk.NewSet()
+	var kids strings.Builder
+	var published []jwk.Key
 	k.mu.RLock()
 	for _, sk := range k.keys {
 		if !sk.RetiredAt.IsZero() && now.After(sk.RetiredAt.Add(idTokenTTL+time.Minute)) {
 			continue
 		}
-		if err := set.AddKey(sk.public); err != nil {
-			k.mu.RUnlock()
+		kids.WriteString(sk.KID)
+		kids.WriteByte(0)
+		published = append(published, sk.public)
+	}
+	k.mu.RUnlock()
+	if c := k.jwks.Load(); c != nil && c.kids == kids.String() {
+		return c.body, nil
+	}
+	set := jwk.NewSet()
+	for _, pub := range published {
+		if err := set.AddKey(pub); err != nil {
 			return nil, err
 		}
 	}
-	k.mu.RUnlock()
-	return json.Marshal(set)
+	body, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	k.jwks.Store(&encodedJWKS{kids: kids.String(), body: body})
+	return body, nil
 }
 
 // KIDs lists the published key ids, newest last.

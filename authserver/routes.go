@@ -66,17 +66,17 @@ var routes = [...]route{
 	{Endpoint: Endpoint{Path: sitepath.ProtectedResource, Name: "protected-resource",
 		Title: "Protected resource metadata (RFC 9728)"}, cors: true, getOnly: true,
 		serve: func(s *Server, w http.ResponseWriter, _ *http.Request) {
-			serveMetadata(w, s.protectedResourceMetadata())
+			serveMetadata(w, s.metadataDoc(docProtectedResource))
 		}},
 	{Endpoint: Endpoint{Path: sitepath.ASMetadata, Name: "authorization-server-metadata",
 		Title: "Authorization server metadata (RFC 8414)"}, cors: true, getOnly: true,
 		serve: func(s *Server, w http.ResponseWriter, _ *http.Request) {
-			serveMetadata(w, s.authorizationServerMetadata(false))
+			serveMetadata(w, s.metadataDoc(docAuthorizationServer))
 		}},
 	{Endpoint: Endpoint{Path: sitepath.OIDCConfig, Name: "openid-configuration",
 		Title: "OpenID Connect discovery"}, cors: true, getOnly: true,
 		serve: func(s *Server, w http.ResponseWriter, _ *http.Request) {
-			serveMetadata(w, s.authorizationServerMetadata(true))
+			serveMetadata(w, s.metadataDoc(docOpenIDConfiguration))
 		}},
 	{Endpoint: Endpoint{Path: sitepath.JWKS, Name: "jwks", Title: "JSON Web Key Set (ID-token keys)",
 		Metadata: "jwks_uri"}, cors: true, getOnly: true, serve: (*Server).serveJWKS},

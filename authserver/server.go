@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -27,6 +28,8 @@ type Server struct {
 	limits   limiters
 	// adminPageSize is how many rows an admin overview list shows a page.
 	adminPageSize int
+	// docs are the encoded discovery documents (metadataDoc).
+	docs [docKinds * 2]atomic.Pointer[[]byte]
 }
 
 // New builds the authorization server of a site on its store. ctx bounds
@@ -37,7 +40,7 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	keys, err := LoadKeys(ctx, store, cfg.Now())
+	keys, err := loadKeys(ctx, store, cfg.Now(), cfg.initialSettings())
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,11 @@ import (
 
 const settingMCPConnections = "mcp_connections"
 
+// initialSettings are the switches' values a site's first start stores.
+func (c *Config) initialSettings() map[string][]byte {
+	return map[string][]byte{settingMCPConnections: []byte(onOff(c.MCPConnections))}
+}
+
 // initSettings stores the Caddyfile's initial value of each switch the
 // first time a site starts; afterwards the stored value wins, so what an
 // operator switched in the admin area survives restarts.

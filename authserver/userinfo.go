@@ -2,7 +2,6 @@ package authserver
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"
@@ -24,8 +23,5 @@ func (s *Server) handleUserInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	id := store.Identity{Subject: tok.Subject, Email: tok.Email, Name: tok.Name, OrgID: tok.OrgID, Roles: tok.Roles}
 	body := claims(&id, tok.Scopes)
-	if !slices.Contains(tok.Scopes, "email") {
-		delete(body, "email")
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, &body)
 }

@@ -76,7 +76,7 @@ func (s *boltStore) write(ctx context.Context, fn func(*bolt.Tx) error) error {
 // solo runs fn alone when its shared transaction failed because of it.
 func (s *boltStore) solo(err error, fn func(*bolt.Tx) error) error {
 	if errors.Is(err, errTrySolo) {
-		return s.db.Update(fn)
+		return s.commit(fn)
 	}
 	return err
 }
@@ -105,7 +105,7 @@ func (s *boltStore) commitPending() {
 func (s *boltStore) commitBatch(batch []*commitCall) {
 	for len(batch) > 0 {
 		failed := -1
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.commit(func(tx *bolt.Tx) error {
 			for i, c := range batch {
 				if err := callSafely(c.fn, tx); err != nil {
 					failed = i

@@ -80,7 +80,7 @@ func (p *commitProbe) waitQueued(n int) {
 
 func (p *commitProbe) has(key string) bool {
 	found := false
-	_ = p.s.db.View(func(tx *bolt.Tx) error {
+	_ = p.s.view(context.Background(), func(tx *bolt.Tx) error {
 		found = tx.Bucket(bucketSettings).Get([]byte(key)) != nil
 		return nil
 	})

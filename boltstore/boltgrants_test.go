@@ -60,7 +60,7 @@ func TestBoltIndexesGrantsOfAnOlderFile(t *testing.T) {
 		t.Errorf("GrantCounts = %v, %v", counts, err)
 	}
 	var v int
-	_ = s.(*boltStore).db.View(func(tx *bolt.Tx) error {
+	_ = s.(*boltStore).view(context.Background(), func(tx *bolt.Tx) error {
 		return json.Unmarshal(tx.Bucket(bucketMeta).Get(keySchemaVersion), &v)
 	})
 	if v != schemaVersion {
@@ -149,7 +149,7 @@ func TestBoltRegroupsTheIndexesOfAVersion2File(t *testing.T) {
 	if n, err := s.DisconnectClient(ctx, "app-1", "ada"); err != nil || n != 2 {
 		t.Errorf("DisconnectClient = %d, %v", n, err)
 	}
-	_ = s.(*boltStore).db.View(func(tx *bolt.Tx) error {
+	_ = s.(*boltStore).view(context.Background(), func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketGrantCounts) != nil {
 			t.Error("the per-client counts are still in the file")
 		}
@@ -179,7 +179,7 @@ func TestBoltGrantListOfALargeClient(t *testing.T) {
 	defer s.Close()
 	const n = 100_000
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	err = s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
+	err = s.(*boltStore).commit(func(tx *bolt.Tx) error {
 		for i := range n {
 			g := &store.Grant{ID: fmt.Sprintf("g%06d", i), ClientID: "big-app", Audience: store.AudienceMember,
 				Identity: store.Identity{Subject: fmt.Sprintf("p%06d", i)}, CreatedAt: start.Add(time.Duration(i) * time.Second)}
@@ -230,7 +230,7 @@ func TestBoltGroupKeysAreExact(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	subjects := []string{"a", "a\x00", "a\x00b", "a\x01", "ab", "aé"}
-	err = s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
+	err = s.(*boltStore).commit(func(tx *bolt.Tx) error {
 		for i, sub := range subjects {
 			for _, client := range []string{"c", "c\x00"} {
 				g := &store.Grant{ID: fmt.Sprintf("g%d-%q", i, client), ClientID: client, Identity: store.Identity{Subject: sub},

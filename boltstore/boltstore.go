@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -57,6 +58,9 @@ type boltStore struct {
 	db *bolt.DB
 	// group queues the hot-path writes (see write in boltcommit.go).
 	group groupCommit
+	// fresh is a new file whose buckets are not written yet: its first
+	// commit writes them with what it stores (see commit).
+	fresh atomic.Bool
 }
 
 // update runs fn in a read-write transaction, unless ctx has ended: bbolt
@@ -65,15 +69,48 @@ func (s *boltStore) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	return s.commit(fn)
 }
 
-// view runs fn in a read-only transaction, unless ctx has ended.
+// commit runs fn in a read-write transaction and commits it. On a fresh
+// file the schema is written in the same transaction, so that a new
+// school's first start (its first key and settings) is one commit, two
+// syncs, instead of one for the schema and one for each write after it.
+func (s *boltStore) commit(fn func(*bolt.Tx) error) error {
+	if !s.fresh.Load() {
+		return s.db.Update(fn)
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := writeSchema(tx); err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		tx.OnCommit(func() { s.fresh.Store(false) })
+		return nil
+	})
+}
+
+// view runs fn in a read-only transaction, unless ctx has ended. A fresh
+// file's reads see its empty buckets in a write transaction that is rolled
+// back: nothing is written, and no read finds a bucket missing.
 func (s *boltStore) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(fn)
+	if !s.fresh.Load() {
+		return s.db.View(fn)
+	}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := writeSchema(tx); err != nil {
+		return err
+	}
+	return fn(tx)
 }
 
 // ErrLocked is a store file another process holds.
@@ -94,6 +131,10 @@ func Open(path string, timeout time.Duration) (store.Store, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	s := &boltStore{db: db}
+	if s.empty() {
+		s.fresh.Store(true)
+		return s, nil
+	}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
@@ -120,34 +161,50 @@ func (s *boltStore) current() bool {
 	return ok
 }
 
+// empty reports whether the file has no bucket at all: bbolt has just
+// created it.
+func (s *boltStore) empty() bool {
+	empty := false
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Cursor().First()
+		empty = k == nil
+		return nil
+	})
+	return empty
+}
+
 func (s *boltStore) migrate() error {
 	if s.current() {
 		return nil
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+	return s.db.Update(writeSchema)
+}
+
+// writeSchema creates the buckets this build uses and brings the data to
+// its schema version.
+func writeSchema(tx *bolt.Tx) error {
+	for _, b := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
 		}
-		meta := tx.Bucket(bucketMeta)
-		have := 0
-		if v := meta.Get(keySchemaVersion); v != nil {
-			if err := json.Unmarshal(v, &have); err != nil {
-				return fmt.Errorf("reading schema version: %w", err)
-			}
-			if have > schemaVersion {
-				return fmt.Errorf("store schema version %d is newer than this build supports (%d)", have, schemaVersion)
-			}
+	}
+	meta := tx.Bucket(bucketMeta)
+	have := 0
+	if v := meta.Get(keySchemaVersion); v != nil {
+		if err := json.Unmarshal(v, &have); err != nil {
+			return fmt.Errorf("reading schema version: %w", err)
 		}
-		if have < 3 {
-			if err := rebuildGrantIndexes(tx); err != nil {
-				return fmt.Errorf("indexing the grants: %w", err)
-			}
+		if have > schemaVersion {
+			return fmt.Errorf("store schema version %d is newer than this build supports (%d)", have, schemaVersion)
 		}
-		v, _ := json.Marshal(schemaVersion)
-		return meta.Put(keySchemaVersion, v)
-	})
+	}
+	if have < 3 {
+		if err := rebuildGrantIndexes(tx); err != nil {
+			return fmt.Errorf("indexing the grants: %w", err)
+		}
+	}
+	v, _ := json.Marshal(schemaVersion)
+	return meta.Put(keySchemaVersion, v)
 }
 
 // SaveCatalog keeps the last good catalog feed.
@@ -208,6 +265,31 @@ func (s *boltStore) LoadKeys(ctx context.Context) ([]store.StoredKey, error) {
 // transaction alone keeps a site to one first key.
 func (s *boltStore) InitKeys(ctx context.Context, first store.StoredKey) ([]store.StoredKey, error) {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		if k, _ := b.Cursor().First(); k != nil {
+			return nil
+		}
+		return putJSON(b, first.KID, first)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.LoadKeys(ctx)
+}
+
+// InitSite is InitKeys and InitSetting of each setting in one
+// transaction: a new school's first start commits once.
+func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, settings map[string][]byte) ([]store.StoredKey, error) {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		for key, value := range settings {
+			b := tx.Bucket(bucketSettings)
+			if b.Get([]byte(key)) != nil {
+				continue
+			}
+			if err := b.Put([]byte(key), value); err != nil {
+				return err
+			}
+		}
 		b := tx.Bucket(bucketKeys)
 		if k, _ := b.Cursor().First(); k != nil {
 			return nil
@@ -321,6 +403,12 @@ func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []
 // Backup writes a consistent copy of the whole file while the store
 // serves: one read transaction sees a single moment, and writers go on.
 func (s *boltStore) Backup(ctx context.Context, w io.Writer) error {
+	if s.fresh.Load() {
+		// A copy of a file without its buckets would not open as a store.
+		if err := s.update(ctx, func(*bolt.Tx) error { return nil }); err != nil {
+			return err
+		}
+	}
 	return s.view(ctx, func(tx *bolt.Tx) error {
 		_, err := tx.WriteTo(w)
 		return err

@@ -22,7 +22,7 @@ func Fill(s store.Store, clients []*store.Client, grants []*store.Grant) error {
 	if !ok {
 		return errNotBolt
 	}
-	return b.db.Update(func(tx *bolt.Tx) error {
+	return b.commit(func(tx *bolt.Tx) error {
 		for _, c := range clients {
 			if err := putJSON(tx.Bucket(bucketClients), c.ID, c); err != nil {
 				return err
@@ -46,4 +46,20 @@ func NoSync(s store.Store) error {
 	}
 	b.db.NoSync = true
 	return nil
+}
+
+// Commits returns how many read-write transactions have been committed
+// to s's file since it was created: each is two syncs of the file. A read
+// transaction's id is that of the last commit, and a new file starts at 1.
+func Commits(s store.Store) (int, error) {
+	b, ok := s.(*boltStore)
+	if !ok {
+		return 0, errNotBolt
+	}
+	tx, err := b.db.Begin(false)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return tx.ID() - 1, nil
 }

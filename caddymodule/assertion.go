@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -63,7 +64,22 @@ func (g *Gateway) defaultAssertionAudience() {
 	}
 }
 
+// The values of identity_headers.
+const (
+	identityHeadersAll       = "all"
+	identityHeadersAssertion = "assertion"
+)
+
 func (g *Gateway) validateIdentityAssertion() error {
+	switch g.IdentityHeaders {
+	case "", identityHeadersAll:
+	case identityHeadersAssertion:
+		if g.IdentityAssertion == nil {
+			return errors.New("identity_headers assertion: requires identity_assertion on, or the legacy server would receive no identity")
+		}
+	default:
+		return fmt.Errorf("identity_headers: %q must be all or assertion", g.IdentityHeaders)
+	}
 	if g.IdentityAssertion == nil {
 		return nil
 	}

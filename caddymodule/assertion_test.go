@@ -102,3 +102,51 @@ func TestIdentityAssertionAdaptedJSON(t *testing.T) {
 		}
 	}
 }
+
+// identity_headers chooses what the school forwards; assertion needs the
+// assertion on, and the error names both options.
+func TestIdentityHeadersOption(t *testing.T) {
+	tests := []struct {
+		options, want string // want: an error, or "" for none
+		only          bool
+	}{
+		{"", "", false},
+		{"identity_headers all", "", false},
+		{"identity_assertion on\n identity_headers all", "", false},
+		{"identity_assertion on\n identity_headers assertion", "", true},
+		{"identity_headers assertion", "identity_headers assertion: requires identity_assertion on", false},
+		{"identity_assertion off\n identity_headers assertion", "identity_headers assertion: requires identity_assertion on", false},
+		{"identity_assertion on\n identity_headers none", `identity_headers: "none" must be all or assertion`, false},
+		{"identity_headers", "identity_headers: expects exactly one value", false},
+		{"identity_headers all assertion", "identity_headers: expects exactly one value", false},
+	}
+	for _, tt := range tests {
+		d := caddyfile.NewTestDispenser("school_gateway http://127.0.0.1:9080 {\n" + tt.options + "\n}")
+		d.Next()
+		g := Gateway{Issuer: "https://school.example"}
+		err := g.UnmarshalCaddyfile(d)
+		if err == nil {
+			g.setDefaults()
+			err = g.Validate()
+		}
+		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.options, err, tt.want)
+			continue
+		}
+		if err == nil && g.schoolConfig().AssertionOnly != tt.only {
+			t.Errorf("%q: AssertionOnly %v, want %v", tt.options, !tt.only, tt.only)
+		}
+	}
+}
+
+// The adapted JSON carries identity_headers as written.
+func TestIdentityHeadersAdaptedJSON(t *testing.T) {
+	cfg := "http://127.0.0.1:8080 {\n\tschool_gateway http://127.0.0.1:9080 {\n\t\tidentity_assertion on\n\t\tidentity_headers assertion\n\t}\n}\n"
+	raw, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"identity_headers":"assertion"`) {
+		t.Errorf("adapted config %s", raw)
+	}
+}

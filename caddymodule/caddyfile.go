@@ -216,6 +216,7 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //		identity_assertion on|off [{
 //			audience <string>
 //		}]
+//		identity_headers all|assertion
 //		upstream [<more upstreams...>] {
 //			<reverse_proxy options: lb_policy, health_uri, transport, header_up, ...>
 //		}
@@ -268,6 +269,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return g.unmarshalRule(d)
 	case "identity_assertion":
 		return g.unmarshalIdentityAssertion(d)
+	case "identity_headers":
+		return oneArg(d, opt, &g.IdentityHeaders)
 	case "store":
 		return g.unmarshalStore(d)
 	case "upstream":

@@ -90,6 +90,12 @@ type Gateway struct {
 	// IdentityAssertion, when present, signs the caller's identity for the
 	// legacy server (X-School-Assertion). Default: nil, off.
 	IdentityAssertion *IdentityAssertion `json:"identity_assertion,omitempty"`
+	// IdentityHeaders is what a protected request carries to the legacy
+	// server: "all", the X-School-* identity headers (and the assertion
+	// when on), or "assertion", the signed assertion alone, for a legacy
+	// server that verifies it; requires identity_assertion on. Default:
+	// all.
+	IdentityHeaders string `json:"identity_headers,omitempty"`
 	// CodeTTL is how long an authorization code lives. Default: 60s.
 	CodeTTL caddy.Duration `json:"code_ttl,omitempty"`
 	// AccessTTL is how long an access token lives. Default: 1h.

@@ -119,6 +119,8 @@ func TestRecordValidator(t *testing.T) {
 		{name: "a bad rule", config: `{"upstream":"http://127.0.0.1:9080","rules":[{"path":"/admin/api/x","audience":"root"}]}`, want: "audience must be member, operator or deny"},
 		{name: "another issuer", config: `{"upstream":"http://127.0.0.1:9080","issuer":"https://other.example"}`, want: "issuer: the configuration names https://other.example"},
 		{name: "a store", config: `{"upstream":"http://127.0.0.1:9080","store":{"postgres":{"dsn":"host=/tmp","key_secret":"k"}}}`, want: "store: a school of a platform"},
+		{name: "the assertion alone", config: `{"upstream":"http://127.0.0.1:9080","identity_assertion":{},"identity_headers":"assertion"}`},
+		{name: "the assertion alone, off", config: `{"upstream":"http://127.0.0.1:9080","identity_headers":"assertion"}`, want: "identity_headers assertion: requires identity_assertion on"},
 		{name: "data in a postgres registry", config: `{"upstream":"http://127.0.0.1:9080","data":"/srv/a"}`, pg: true, want: "data: a school of a postgres registry"},
 	} {
 		validate := validateDirRecord

@@ -132,6 +132,7 @@ func (g *Gateway) schoolConfig() school.Config {
 		Language:          g.Language,
 		CatalogRefresh:    time.Duration(g.CatalogRefresh),
 		AssertionAudience: g.assertionAudience(),
+		AssertionOnly:     g.IdentityHeaders == identityHeadersAssertion,
 		Vendors:           g.vendorClients(),
 		MCPConnections:    g.MCPConnections,
 		MetadataDocuments: g.metadataDocuments(),

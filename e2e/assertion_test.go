@@ -123,3 +123,37 @@ func TestIdentityAssertion(t *testing.T) {
 		t.Errorf("admin API straight to the school with forged headers: %d %s", r.status, r.body)
 	}
 }
+
+// TestIdentityHeadersAssertion: with identity_headers assertion, what a
+// real Caddy forwards carries the assertion and no other X-School-*
+// header, client-sent ones included, and the demo school, which reads
+// the identity from the assertion, answers the member and the MCP tools.
+func TestIdentityHeadersAssertion(t *testing.T) {
+	port := freePort(t)
+	origin := fmt.Sprintf("http://127.0.0.1:%d", port)
+	sch := startVerifyingSchool(t, origin)
+	dir := t.TempDir()
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
+	clients := vendorBlock("Member App", "member-app", redirect, "member", "openid profile email account:read")
+	gw := startGateway(t, dir, siteBlock(port, sch.URL, filepath.Join(dir, "a"),
+		clients+"\t\tidentity_assertion on\n\t\tidentity_headers assertion\n"))
+	member := tokenFor(t, gw.URL, "member-app", redirect, "openid profile email account:read", "student@demo.school", "student")
+
+	r := call(t, "POST", gw.URL+"/account/graphql", member.AccessToken, viewerQuery,
+		map[string]string{"X-School-Assertion": "forged", "X-School-Subject": "operator-1", "X-School-Audience": "operator"})
+	if r.status != 200 || !strings.Contains(string(r.body), "student@demo.school") {
+		t.Fatalf("member through the gateway: %d %s", r.status, r.body)
+	}
+	var school []string
+	for name := range lastUpstreamRequest(t, sch.URL) {
+		if strings.HasPrefix(strings.ToLower(name), "x-school-") {
+			school = append(school, name)
+		}
+	}
+	if len(school) != 1 || school[0] != "X-School-Assertion" {
+		t.Errorf("forwarded X-School-* headers %q, want X-School-Assertion alone", school)
+	}
+	if out := callToolWith(t, gw.URL+"/mcp", member.AccessToken, "my_enrollments", nil); strings.HasPrefix(out, "ERROR") {
+		t.Errorf("my_enrollments (the gateway's own Account API call): %s", out)
+	}
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jwt"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // withAssertion turns the identity assertion on for audience.
@@ -130,4 +132,80 @@ func TestAccountQueryCarriesAssertion(t *testing.T) {
 			t.Errorf("without a validated token the call must fail closed: %v, upstream saw %v", err, got)
 		}
 	}
+}
+
+// schoolHeaders are the X-School-* headers of h, the assertion included.
+func schoolHeaders(h http.Header) []string {
+	var out []string
+	for k := range h {
+		if len(k) >= 9 && strings.EqualFold(k[:9], "X-School-") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// With AssertionOnly a protected request reaches the legacy server with
+// the gateway's assertion and no other X-School-* header: not the plain
+// identity headers, nor any a client sent.
+func TestAssertionOnlyForwardsTheAssertionAlone(t *testing.T) {
+	ts := newTestSite(t, withAssertion("http://127.0.0.1:9080"), func(c *Config) { c.AssertionOnly = true })
+	r := httptest.NewRequest("POST", "/account/graphql", nil)
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	r.Header.Set("X-School-Subject", "forged")
+	r.Header.Set("X-School-Audience", "operator")
+	r.Header["x-school-roles"] = []string{"admin"}
+	r.Header.Set(AssertionHeader, "forged.forged.forged")
+	if rec := ts.serve(t, r); ts.upstream.header == nil {
+		t.Fatalf("not forwarded: %d %s", rec.Code, rec.Body)
+	}
+	h := ts.upstream.header
+	if got := schoolHeaders(h); len(got) != 1 || got[0] != AssertionHeader {
+		t.Fatalf("X-School-* headers forwarded: %q, want only %s", got, AssertionHeader)
+	}
+	want, err := ts.Auth().IdentityAssertion(mustLookup(t, ts), "http://127.0.0.1:9080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Values(AssertionHeader); len(got) != 1 || got[0] != want {
+		t.Errorf("assertion %q, want the gateway's %q", got, want)
+	}
+}
+
+// The MCP member tools' Account API call carries the assertion alone too.
+func TestAssertionOnlyAccountQuery(t *testing.T) {
+	var got http.Header
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	}))
+	defer upstream.Close()
+	ts := newTestSite(t, withAssertion("http://legacy.internal"), func(c *Config) {
+		c.Upstream, c.Client, c.AssertionOnly = upstream.URL, upstream.Client(), true
+	})
+	if _, err := ts.accountQuery(t.Context(), mustLookup(t, ts), "{ viewer { id } }", nil); err != nil {
+		t.Fatal(err)
+	}
+	if names := schoolHeaders(got); len(names) != 1 || names[0] != AssertionHeader || got.Get(AssertionHeader) == "" {
+		t.Errorf("X-School-* headers sent: %q, want only %s", names, AssertionHeader)
+	}
+}
+
+// AssertionOnly without the assertion would forward no identity at all:
+// the school is not built.
+func TestAssertionOnlyRequiresAssertion(t *testing.T) {
+	cfg := testConfig(openStore(t))
+	cfg.AssertionOnly = true
+	if _, err := New(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "AssertionOnly requires AssertionAudience") {
+		t.Errorf("New: %v", err)
+	}
+}
+
+func mustLookup(t *testing.T, ts *testSite) *policy.Token {
+	t.Helper()
+	tok, err := ts.Auth().LookupAccessToken(t.Context(), ts.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

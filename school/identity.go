@@ -35,12 +35,18 @@ var identityHeaders = []struct {
 }
 
 // setIdentity sets the identity headers of a protected request, from one
-// backing array for the eight values, and tells Config.Identified.
+// backing array for the eight values, and tells Config.Identified. With
+// AssertionOnly the headers are left out: the assertion carries them.
 func (s *Site) setIdentity(r *http.Request, t *policy.Token) {
+	if s.cfg.AssertionOnly && s.cfg.Identified == nil {
+		return
+	}
 	vals := make([]string, len(identityHeaders))
 	for i, h := range identityHeaders {
 		vals[i] = h.value(t)
-		r.Header[h.name] = vals[i : i+1 : i+1]
+		if !s.cfg.AssertionOnly {
+			r.Header[h.name] = vals[i : i+1 : i+1]
+		}
 	}
 	if s.cfg.Identified != nil {
 		s.cfg.Identified(r, vals)
@@ -48,9 +54,12 @@ func (s *Site) setIdentity(r *http.Request, t *policy.Token) {
 }
 
 // identityHeaderValues returns the identity headers for a token, for
-// calls the school itself makes to the upstream.
-func identityHeaderValues(t *policy.Token) http.Header {
+// calls the school itself makes to the upstream: none with AssertionOnly.
+func (s *Site) identityHeaderValues(t *policy.Token) http.Header {
 	h := http.Header{}
+	if s.cfg.AssertionOnly {
+		return h
+	}
 	for _, ih := range identityHeaders {
 		h.Set(ih.name, ih.value(t))
 	}

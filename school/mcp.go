@@ -118,7 +118,7 @@ func (s *Site) accountQuery(ctx context.Context, tok *policy.Token, query string
 	if err != nil {
 		return nil, err
 	}
-	req.Header = identityHeaderValues(tok)
+	req.Header = s.identityHeaderValues(tok)
 	if err := s.setAssertion(req.Header, tok); err != nil {
 		return nil, err
 	}
