@@ -8,19 +8,19 @@ import (
 	"testing"
 )
 
-// The README shows searches on the demo school with their results; they
+// docs/mcp.md shows searches on the demo school with their results; they
 // must be what the demo school answers.
 func TestReadmeSearchExamples(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A call "search <query>   # comment" followed by its result lines,
-	// each "# <score>  <title>  <matched>" as the README's jq prints them.
+	// each "# <score>  <title>  <matched>" as the example's jq prints them.
 	example := regexp.MustCompile(`(?m)^search (\S+) .*\n((?:# .*\n)+)`)
 	found := example.FindAllStringSubmatch(string(readme), -1)
 	if len(found) < 2 {
-		t.Fatalf("the README shows %d search examples, want the stemmed and the corrected one", len(found))
+		t.Fatalf("docs/mcp.md shows %d search examples, want the stemmed and the corrected one", len(found))
 	}
 	f, err := Parse(demoFeed(t))
 	if err != nil {
@@ -38,7 +38,7 @@ func TestReadmeSearchExamples(t *testing.T) {
 			got = append(got, strings.TrimRight(line, " "))
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("README: search %s shows\n%s\nthe demo school answers\n%s", m[1], strings.Join(want, "\n"), strings.Join(got, "\n"))
+			t.Errorf("docs/mcp.md: search %s shows\n%s\nthe demo school answers\n%s", m[1], strings.Join(want, "\n"), strings.Join(got, "\n"))
 		}
 	}
 }
