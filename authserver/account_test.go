@@ -479,6 +479,19 @@ func TestAccountDisconnectAsksFirst(t *testing.T) {
 	if de.Code != http.StatusOK || !strings.Contains(htmlUnescape(de.Body.String()), "Study Planner trennen?") {
 		t.Errorf("the German confirmation = %d\n%s", de.Code, de.Body)
 	}
+	// Only an application of the person's own list is named: one they
+	// never connected (another person's, or one known but never allowed)
+	// is the error page in their language, as its submit would be.
+	f.grantTo("https://agent.example/client.json", "student2", "openid")
+	for _, other := range []string{"https://agent.example/client.json", "sgc_cli"} {
+		rec := f.adminPost(accountPathDisconnect, "student", url.Values{"client_id": {other}, "csrf_token": {csrf}},
+			map[string]string{"Accept-Language": "de"})
+		body := htmlUnescape(rec.Body.String())
+		if rec.Code != http.StatusNotFound || strings.Contains(body, "Doc Agent") || strings.Contains(body, "school-cli") ||
+			!strings.Contains(body, "Keine Ihrer verbundenen Anwendungen") || !strings.Contains(body, `<html lang="de"`) {
+			t.Errorf("the confirmation of %s, never connected = %d\n%s", other, rec.Code, body)
+		}
+	}
 	for _, c := range []struct {
 		name   string
 		form   url.Values
