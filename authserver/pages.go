@@ -106,7 +106,10 @@ type errorView struct {
 	Key     string
 	Args    []any
 	Message string
-	Admin   bool
+	// Detail is a technical detail for a developer, in English: shown
+	// apart from the message, marked as such, never put into it.
+	Detail string
+	Admin  bool
 	// Account: the person's own area, whose page it then leads back to.
 	Account     bool
 	Unavailable bool
