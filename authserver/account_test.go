@@ -130,11 +130,16 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 	for _, c := range []struct {
 		kind, clientID, person, name, words string
 		scopes                              []string
+		summary                             string
 	}{
-		{store.KindVendor, memberClient, "student", "Member App", "Integration set up by the school", []string{"openid", "account:read"}},
-		{store.KindApp, "app_planner", "student", "Study Planner", "Member application", []string{"openid", "account:read", "account:write"}},
-		{store.KindMetadata, "https://agent.example/client.json", "student", "Doc Agent", "Application published at agent.example", []string{"openid", "account:read"}},
-		{store.KindLoopback, "sgc_cli", "owner", "school-cli", "Command-line or desktop app on a computer", []string{"openid", "courses:read"}},
+		{store.KindVendor, memberClient, "student", "Member App", "Integration set up by the school", []string{"openid", "account:read"},
+			"Can read your courses, progress and orders"},
+		{store.KindApp, "app_planner", "student", "Study Planner", "Member application", []string{"openid", "account:read", "account:write"},
+			"Can read and change your courses, orders and registrations"},
+		{store.KindMetadata, "https://agent.example/client.json", "student", "Doc Agent", "Application published at agent.example", []string{"openid", "account:read"},
+			"Can read your courses, progress and orders"},
+		{store.KindLoopback, "sgc_cli", "owner", "school-cli", "Command-line or desktop app on a computer", []string{"openid", "courses:read"},
+			"Can read the school's data"},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			f := newFixture(t)
@@ -158,9 +163,16 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 			if strings.Contains(rows[confidential], "devices") {
 				t.Errorf("an application allowed once says devices:\n%s", rows[confidential])
 			}
+			// Words before codes: a line of summary, then every scope's
+			// meaning with its code after it, behind a details element.
+			summary, all, _ := strings.Cut(rows[c.clientID], `<details class="all-scopes">`)
+			if !strings.Contains(summary, `<span class="summary">`+c.summary+`</span>`) {
+				t.Errorf("the row's summary is not %q:\n%s", c.summary, rows[c.clientID])
+			}
 			for _, sc := range c.scopes {
-				if !strings.Contains(htmlUnescape(page), "<code>"+sc+"</code>: ") {
-					t.Errorf("scope %s is not shown in words", sc)
+				line := `<li><span class="scope-words">` + scopeWords("en", sc) + `</span> <code class="scope-code">` + sc + `</code></li>`
+				if !strings.Contains(all, line) || strings.Contains(summary, sc) {
+					t.Errorf("scope %s is not shown in words, then its code, behind the details:\n%s", sc, rows[c.clientID])
 				}
 			}
 			for i, g := range []issued{g, g2} {
@@ -458,6 +470,13 @@ func TestAccountDisconnectAsksFirst(t *testing.T) {
 	if rec.Code != http.StatusOK || !strings.Contains(body, "Disconnect Study Planner?") ||
 		!strings.Contains(body, "on every device") || !strings.Contains(body, `id="cancel" href="`+sitepath.AccountApplications+`"`) {
 		t.Fatalf("the confirmation = %d\n%s", rec.Code, body)
+	}
+	// What it loses, in words first: the scopes this person allowed it.
+	for _, want := range []string{"It will no longer be able to:",
+		`<li><span class="scope-words">` + scopeWords("en", "account:read") + `</span> <code class="scope-code">account:read</code></li>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the confirmation lacks %q\n%s", want, body)
+		}
 	}
 	checkPageHeaders(t, rec)
 	if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
