@@ -3,7 +3,11 @@
 // application and a metadata-document client with a long https
 // client_id; an application nobody allowed yet, for a first consent),
 // browser contexts signed in per language, and the check every page gets
-// in every language at 360 and 1280 px.
+// in every language at 360 and 1280 px. A language is asked for as a
+// browser set to it asks, by Accept-Language, a page at a time in one
+// signed-in context: a sign-in per language would cost more than the
+// pages' checks. applications.test.mjs checks a German browser (its
+// locale) end to end.
 //
 // axe-core runs through playwright's page.evaluate, which the DevTools
 // protocol runs beside the page's Content-Security-Policy rather than
@@ -37,8 +41,8 @@ export const OVERVIEW = '/oauth/admin/applications';
 /**
  * Starts the stack and the browser and connects the member (signed in
  * in a context of its own) to the vendor, a member application and a
- * metadata-document client. Returns { docs, stack, browser, appID,
- * agentURL, freshID, stop }.
+ * metadata-document client. Returns { docs, stack, browser, member (that
+ * context), appID, agentURL, freshID, stop }.
  */
 export async function startPagesStack(name, member) {
   const docs = await startDocServer();
@@ -82,33 +86,29 @@ export async function startPagesStack(name, member) {
     const tok = await redeemCode(stack, id, cb.code, req.verifier);
     assert.equal(tok.status, 200, JSON.stringify(tok.body));
   }
-  await context.close();
   const stop = async () => {
     await browser?.close();
     await stack?.stop();
     await docs?.close();
   };
-  return { docs, stack, browser, appID, agentURL, freshID, stop };
+  return { docs, stack, browser, member: context, appID, agentURL, freshID, stop };
 }
 
-/** A context per language of langs for person, each signed in once. */
-export async function signedInContexts(browser, origin, person, langs = Object.keys(LANGUAGES)) {
-  const out = {};
-  await Promise.all(langs.map(async (lang) => {
-    const context = await browser.newContext({ locale: LANGUAGES[lang] });
-    await signIn(context, origin, person);
-    out[lang] = context;
-  }));
-  return out;
+/** A context, signed in as person. */
+export async function signedInContext(browser, origin, person) {
+  const context = await browser.newContext();
+  await signIn(context, origin, person);
+  return context;
 }
 
 /**
- * Opens a page at a window width, in a language, and checks it is the
- * page meant. spec: name, context(lang), url(), via(page) (an action that
+ * Opens a page at a window width, asking for a language, and checks it is
+ * the page meant. spec: name, context(), url(), via(page) (an action that
  * leads to the page, a form POST), status, mark (a selector the page has).
  */
 export async function openPage(spec, width, lang = 'en') {
-  const page = await spec.context(lang).newPage();
+  const page = await spec.context().newPage();
+  await page.setExtraHTTPHeaders({ 'accept-language': `${LANGUAGES[lang]},${lang};q=0.9` });
   await page.setViewportSize({ width, height: 800 });
   let res = await page.goto(spec.url(), { waitUntil: 'load' });
   if (spec.via) {
@@ -144,14 +144,15 @@ export async function seriousViolations(page) {
  * Registers, for each page of specs, a test per language: the page is in
  * the language asked (<html lang>; a spec with translated false may still
  * answer in English), and at 360 and 1280 px it does not scroll sideways
- * (every details element opened) and axe-core finds no serious or
- * critical violation. A page's languages run side by side, each in its
- * own context.
+ * (every details element opened), passes the spec's own check, if any
+ * (atWidth(page, width, lang)), and axe-core finds no serious or
+ * critical violation. One page at a time: on a busy machine pages side
+ * by side only compete for the processor.
  */
 export function everyPageInEveryLanguage(specs) {
   describe('every page in every language at 360 and 1280 px', () => {
     for (const spec of specs) {
-      describe(spec.name, { concurrency: 3 }, () => {
+      describe(spec.name, () => {
         for (const lang of Object.keys(LANGUAGES)) {
           test(`${spec.name} in ${lang}: the language asked, no sideways scrolling, no serious axe-core violation`, () => checkPage(spec, lang));
         }
@@ -181,6 +182,7 @@ async function checkPage(spec, lang) {
       }));
       assert.equal(innerWidth, width);
       assert.ok(scrollWidth <= innerWidth, `${spec.name} in ${lang} at ${width} px lays out ${scrollWidth} px wide`);
+      await spec.atWidth?.(page, width, lang);
       assert.deepEqual(await seriousViolations(page), [], `${spec.name} in ${lang} at ${width} px`);
     }
   } finally {

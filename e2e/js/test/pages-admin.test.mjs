@@ -9,34 +9,33 @@
 
 import { before, after } from 'node:test';
 import { MEMBER, OPERATOR, VENDOR } from './harness.mjs';
-import { OVERVIEW, everyPageInEveryLanguage, signedInContexts, startPagesStack } from './pagecheck.mjs';
+import { OVERVIEW, everyPageInEveryLanguage, signedInContext, startPagesStack } from './pagecheck.mjs';
 
 // True once the admin area is translated: then its pages must be in the
 // language asked, as the member's pages are.
 const ADMIN_TRANSLATED = false;
 
 let setup; // startPagesStack's
-let owners; // by language, signed-in contexts
+let owner; // a signed-in context
 
 before(async () => {
   setup = await startPagesStack('pages-admin', MEMBER);
-  owners = await signedInContexts(setup.browser, setup.stack.origin, OPERATOR);
+  owner = await signedInContext(setup.browser, setup.stack.origin, OPERATOR);
 });
 
 after(async () => {
   await setup?.stop();
 });
 
-const owner = (lang = 'en') => owners[lang];
 
 everyPageInEveryLanguage([
-  { name: 'admin overview', context: owner, url: () => setup.stack.origin + OVERVIEW, status: 200, mark: '#metadata' },
+  { name: 'admin overview', context: () => owner, url: () => setup.stack.origin + OVERVIEW, status: 200, mark: '#metadata' },
   {
     name: 'admin people',
-    context: owner,
+    context: () => owner,
     url: () => `${setup.stack.origin}${OVERVIEW}/people?client_id=${encodeURIComponent(VENDOR.clientId)}`,
     status: 200,
     mark: 'tr.person button.disconnect',
   },
-  { name: 'admin application form', context: owner, url: () => `${setup.stack.origin}${OVERVIEW}/new`, status: 200, mark: 'textarea#redirect_uris' },
+  { name: 'admin application form', context: () => owner, url: () => `${setup.stack.origin}${OVERVIEW}/new`, status: 200, mark: 'textarea#redirect_uris' },
 ].map((spec) => ({ ...spec, translated: ADMIN_TRANSLATED })));
