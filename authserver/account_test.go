@@ -500,8 +500,11 @@ func TestAccountDisconnectAsksFirst(t *testing.T) {
 	}
 	// Only an application of the person's own list is named: one they
 	// never connected (another person's, or one known but never allowed)
-	// is the error page in their language, as its submit would be.
+	// is the error page in their language, as its submit would be, and so
+	// is one whose grants all act as an operator, which a member's list
+	// does not show.
 	f.grantTo("https://agent.example/client.json", "student2", "openid")
+	f.grantTo("sgc_cli", "student2", "openid")
 	for _, other := range []string{"https://agent.example/client.json", "sgc_cli"} {
 		rec := f.adminPost(accountPathDisconnect, "student", url.Values{"client_id": {other}, "csrf_token": {csrf}},
 			map[string]string{"Accept-Language": "de"})
@@ -510,6 +513,9 @@ func TestAccountDisconnectAsksFirst(t *testing.T) {
 			!strings.Contains(body, "Keine Ihrer verbundenen Anwendungen") || !strings.Contains(body, `<html lang="de"`) {
 			t.Errorf("the confirmation of %s, never connected = %d\n%s", other, rec.Code, body)
 		}
+	}
+	if rec := f.adminPost(accountPathDisconnect, "student2", url.Values{"client_id": {"sgc_cli"}, "csrf_token": {f.accountCSRF("student2")}}, nil); rec.Code != http.StatusNotFound {
+		t.Errorf("the confirmation of an operator's grant to a member = %d\n%s", rec.Code, rec.Body)
 	}
 	for _, c := range []struct {
 		name   string
