@@ -214,31 +214,30 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 // confirmView is the confirmation a Disconnect button leads to: it names
 // the application and what it loses, and its submit is the disconnect.
 type confirmView struct {
-	School, Person, CSRF, ClientID, ClientName string
+	School, Person, CSRF string
+	App                  ConnectionInfo
 }
 
 // Paths lets the template name the area's routes.
 func (confirmView) Paths() accountPaths { return theAccountPaths }
 
 // confirmDisconnect shows the confirmation of a disconnect; it changes
-// nothing. An application the gateway does not know gets the page that
-// says nothing was changed, as its disconnect would.
+// nothing. Only an application the person's own list shows is named: any
+// other gets the page that says nothing was changed, as its disconnect
+// would, rather than a confirmation naming an application the person
+// never connected.
 func (s *Server) confirmDisconnect(w http.ResponseWriter, r *http.Request, id *store.Identity, key []byte, clientID string) {
-	var c *store.Client
-	var err error
-	if clientID != "" && len(clientID) <= maxClientIDLen {
-		c, err = s.knownClient(r.Context(), clientID, map[string]*store.Client{})
-	}
+	c, err := s.personConnection(r.Context(), id.Subject, clientID)
 	switch {
 	case err != nil:
 		s.unavailableAccount(w, r, "account: naming the application to disconnect", err)
 		return
-	case c == nil:
+	case c == nil || (c.OperatorOnly() && !id.IsOperator()):
 		s.accountError(w, r, http.StatusNotFound, "error.no_such_app")
 		return
 	}
-	v := confirmView{School: s.schoolName(), Person: personLabel(id), ClientID: clientID,
-		ClientName: displayName(c), CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now())}
+	v := confirmView{School: s.schoolName(), Person: personLabel(id), App: *c,
+		CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now())}
 	lang := s.pageLang(r)
 	setLanguageHeaders(w, lang)
 	body, err := renderPage(confirmTmpl.in(lang), v)

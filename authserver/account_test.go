@@ -130,11 +130,16 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 	for _, c := range []struct {
 		kind, clientID, person, name, words string
 		scopes                              []string
+		summary                             string
 	}{
-		{store.KindVendor, memberClient, "student", "Member App", "Integration set up by the school", []string{"openid", "account:read"}},
-		{store.KindApp, "app_planner", "student", "Study Planner", "Member application", []string{"openid", "account:read", "account:write"}},
-		{store.KindMetadata, "https://agent.example/client.json", "student", "Doc Agent", "Application published at agent.example", []string{"openid", "account:read"}},
-		{store.KindLoopback, "sgc_cli", "owner", "school-cli", "Command-line or desktop app on a computer", []string{"openid", "courses:read"}},
+		{store.KindVendor, memberClient, "student", "Member App", "Integration set up by the school", []string{"openid", "account:read"},
+			"Can read your courses, progress and orders"},
+		{store.KindApp, "app_planner", "student", "Study Planner", "Member application", []string{"openid", "account:read", "account:write"},
+			"Can read and change your courses, orders and registrations"},
+		{store.KindMetadata, "https://agent.example/client.json", "student", "Doc Agent", "Application published at agent.example", []string{"openid", "account:read"},
+			"Can read your courses, progress and orders"},
+		{store.KindLoopback, "sgc_cli", "owner", "school-cli", "Command-line or desktop app on a computer", []string{"openid", "courses:read"},
+			"Can read the school's data"},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			f := newFixture(t)
@@ -158,9 +163,16 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 			if strings.Contains(rows[confidential], "devices") {
 				t.Errorf("an application allowed once says devices:\n%s", rows[confidential])
 			}
+			// Words before codes: a line of summary, then every scope's
+			// meaning with its code after it, behind a details element.
+			summary, all, _ := strings.Cut(rows[c.clientID], `<details class="all-scopes">`)
+			if !strings.Contains(summary, `<span class="summary">`+c.summary+`</span>`) {
+				t.Errorf("the row's summary is not %q:\n%s", c.summary, rows[c.clientID])
+			}
 			for _, sc := range c.scopes {
-				if !strings.Contains(htmlUnescape(page), "<code>"+sc+"</code>: ") {
-					t.Errorf("scope %s is not shown in words", sc)
+				line := `<li><span class="scope-words">` + scopeWords("en", sc) + `</span> <code class="scope-code">` + sc + `</code></li>`
+				if !strings.Contains(all, line) || strings.Contains(summary, sc) {
+					t.Errorf("scope %s is not shown in words, then its code, behind the details:\n%s", sc, rows[c.clientID])
 				}
 			}
 			for i, g := range []issued{g, g2} {
@@ -459,6 +471,13 @@ func TestAccountDisconnectAsksFirst(t *testing.T) {
 		!strings.Contains(body, "on every device") || !strings.Contains(body, `id="cancel" href="`+sitepath.AccountApplications+`"`) {
 		t.Fatalf("the confirmation = %d\n%s", rec.Code, body)
 	}
+	// What it loses, in words first: the scopes this person allowed it.
+	for _, want := range []string{"It will no longer be able to:",
+		`<li><span class="scope-words">` + scopeWords("en", "account:read") + `</span> <code class="scope-code">account:read</code></li>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the confirmation lacks %q\n%s", want, body)
+		}
+	}
 	checkPageHeaders(t, rec)
 	if _, err := f.srv.LookupAccessToken(context.Background(), g.access); err != nil {
 		t.Fatalf("asking for the confirmation disconnected: %v", err)
@@ -478,6 +497,25 @@ func TestAccountDisconnectAsksFirst(t *testing.T) {
 	de := f.adminPost(accountPathDisconnect, "student", ask, map[string]string{"Accept-Language": "de"})
 	if de.Code != http.StatusOK || !strings.Contains(htmlUnescape(de.Body.String()), "Study Planner trennen?") {
 		t.Errorf("the German confirmation = %d\n%s", de.Code, de.Body)
+	}
+	// Only an application of the person's own list is named: one they
+	// never connected (another person's, or one known but never allowed)
+	// is the error page in their language, as its submit would be, and so
+	// is one whose grants all act as an operator, which a member's list
+	// does not show.
+	f.grantTo("https://agent.example/client.json", "student2", "openid")
+	f.grantTo("sgc_cli", "student2", "openid")
+	for _, other := range []string{"https://agent.example/client.json", "sgc_cli"} {
+		rec := f.adminPost(accountPathDisconnect, "student", url.Values{"client_id": {other}, "csrf_token": {csrf}},
+			map[string]string{"Accept-Language": "de"})
+		body := htmlUnescape(rec.Body.String())
+		if rec.Code != http.StatusNotFound || strings.Contains(body, "Doc Agent") || strings.Contains(body, "school-cli") ||
+			!strings.Contains(body, "Keine Ihrer verbundenen Anwendungen") || !strings.Contains(body, `<html lang="de"`) {
+			t.Errorf("the confirmation of %s, never connected = %d\n%s", other, rec.Code, body)
+		}
+	}
+	if rec := f.adminPost(accountPathDisconnect, "student2", url.Values{"client_id": {"sgc_cli"}, "csrf_token": {f.accountCSRF("student2")}}, nil); rec.Code != http.StatusNotFound {
+		t.Errorf("the confirmation of an operator's grant to a member = %d\n%s", rec.Code, rec.Body)
 	}
 	for _, c := range []struct {
 		name   string

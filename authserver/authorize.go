@@ -105,7 +105,10 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 	client, err := s.client(r.Context(), clientID)
 	var me *metadataError
 	if errors.As(err, &me) {
-		s.errorPage(w, r, http.StatusBadRequest, "error.client_metadata", "detail", me.msg)
+		// The person reads why in their language; the document's fault,
+		// which only its developer can act on, follows as it is.
+		s.showError(w, r, http.StatusBadRequest, errorView{Key: "error.client_metadata",
+			Detail: "invalid_client_metadata: " + me.msg})
 		return nil, "", false
 	}
 	switch {

@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -173,6 +176,30 @@ func TestMetadataDocumentRejections(t *testing.T) {
 	rec := f.authorize(metadataAuthParams(d.URL+"/good.json", "https://"+host+"/cb", "openid"), "student")
 	if !strings.Contains(rec.Body.String(), "application/json") {
 		t.Errorf("content type not checked: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// A refused document's error page reads in the person's language; the
+// developer's English detail follows apart, marked as technical and as
+// English, never inside the translated sentence.
+func TestMetadataRejectionInGerman(t *testing.T) {
+	d := newDocServer(t)
+	host := strings.TrimPrefix(d.URL, "https://")
+	f := newFixture(t)
+	f.useMetadata(d, MetadataDocumentsConfig{AllowPrivateNetworks: true})
+	q := url.Values(metadataAuthParams(d.URL+"/missing.json", "https://"+host+"/cb", "openid"))
+	rec := f.serve("GET", sitepath.Authorize+"?"+q.Encode(), nil, map[string]string{"Cookie": "session=student", "Accept-Language": "de-CH"})
+	body := htmlUnescape(rec.Body.String())
+	sentence := regexp.MustCompile(`(?s)<p id="error" role="alert">(.*?)</p>`).FindStringSubmatch(body)
+	if rec.Code != http.StatusBadRequest || sentence == nil || !strings.HasPrefix(sentence[1], "Die veröffentlichte Beschreibung") {
+		t.Fatalf("the German error page = %d\n%s", rec.Code, body)
+	}
+	if strings.Contains(sentence[1], "invalid_client_metadata") || strings.Contains(sentence[1], "HTTP 404") {
+		t.Errorf("the translated sentence carries the English detail: %q", sentence[1])
+	}
+	detail := regexp.MustCompile(`<p class="muted" id="error-detail">Technisches Detail[^<]*<code lang="en">invalid_client_metadata: [^<]*HTTP 404[^<]*</code></p>`)
+	if !detail.MatchString(body) {
+		t.Errorf("no technical detail marked apart:\n%s", body)
 	}
 }
 

@@ -82,6 +82,31 @@ func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (Connection
 	return page, nil
 }
 
+// personConnection is subject's connection to clientID, nil when the
+// person holds no live grant of it. A person's applications are few, so
+// their list is read until it is found.
+func (s *Server) personConnection(ctx context.Context, subject, clientID string) (*ConnectionInfo, error) {
+	if clientID == "" || len(clientID) > maxClientIDLen {
+		return nil, nil
+	}
+	f := GrantFilter{Subject: subject, Limit: store.MaxGrantPage}
+	for {
+		page, err := s.ListConnections(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range page.Connections {
+			if c.ClientID == clientID {
+				return &c, nil
+			}
+		}
+		if page.Next == "" {
+			return nil, nil
+		}
+		f.Cursor = page.Next
+	}
+}
+
 func connectionInfo(c *store.Connection, client *store.Client) ConnectionInfo {
 	info := ConnectionInfo{ClientID: c.ClientID, ClientName: c.ClientID, Subject: c.Identity.Subject,
 		Email: c.Identity.Email, Name: c.Identity.Name, Grants: c.Grants, Scopes: c.Scopes,

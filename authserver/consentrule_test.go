@@ -131,7 +131,7 @@ func checkAskedAgain(t *testing.T, rec *httptest.ResponseRecorder) {
 	}
 	body := rec.Body.String()
 	for _, want := range []string{`id="approved-before"`, "You approved this before.", "you are asked every time",
-		`<code>openid</code>`, "(approved before)"} {
+		`<span class="before">(approved before)</span> <code class="scope-code">openid</code>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q:\n%s", want, body)
 		}

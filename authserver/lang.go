@@ -194,6 +194,7 @@ func pageFuncs(lang string) template.FuncMap {
 		"el":         el,
 		"link":       link,
 		"scope":      func(scope string) string { return scopeWords(lang, scope) },
+		"summary":    func(scopes []string) string { return scopeSummaryWords(lang, scopes) },
 		"kind":       func(kind, clientID string) string { return kindWords(lang, kind, clientID) },
 		"when":       func(t time.Time, now time.Time) template.HTML { return when(lang, t, now) },
 		// text is a message as plain text, for an attribute or an el.

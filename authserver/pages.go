@@ -105,7 +105,10 @@ type errorView struct {
 	Key     string
 	Args    []any
 	Message string
-	Admin   bool
+	// Detail is a technical detail for a developer, in English: shown
+	// apart from the message, marked as such, never put into it.
+	Detail string
+	Admin  bool
 	// School names the school in the admin area's error page.
 	School string
 	// Account: the person's own area, whose page it then leads back to.

@@ -401,3 +401,57 @@ describe('the owner', () => {
     assert.equal(res.status(), 403);
   });
 });
+
+describe('in German, end to end', () => {
+  test('a student allows an application on the German consent page, then disconnects it from the German page with its confirmation', async () => {
+    const created = await adminAPI(stack, '/clients', {
+      issuer: stack.origin,
+      client_name: 'Lernplaner',
+      redirect_uris: [stack.callbackURL],
+      scopes: ['openid', 'profile', 'account:read'],
+      confidential: false,
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.client_id;
+    const german = await browser.newContext({ locale: 'de-DE' });
+    try {
+      await signIn(german, stack.origin, MEMBER);
+      const tok = await connect(german, id, 'openid account:read', async (page) => {
+        assert.equal(await page.getAttribute('html', 'lang'), 'de');
+        assert.match(await page.textContent('h1'), /^Lernplaner Zugriff auf .+ erlauben\?$/);
+        assert.match(await page.textContent('#scopes'), /Ihre Einschreibungen, Ihren Kursfortschritt/);
+        assert.equal((await page.textContent('#approve')).trim(), 'Erlauben');
+      });
+      assert.equal(await accountAPI(tok.access_token), 200, 'the token of the German consent works');
+
+      const page = await german.newPage();
+      try {
+        const res = await page.goto(stack.origin + PAGE, { waitUntil: 'domcontentloaded' });
+        assert.equal(res.headers()['content-language'], 'de');
+        assert.equal(await page.getAttribute('html', 'lang'), 'de');
+        assert.equal(await page.textContent('h1'), 'Verbundene Anwendungen');
+        assert.equal(await page.textContent(`${row(id)} .summary`), 'Kann Ihre Kurse, Ihren Fortschritt und Ihre Bestellungen lesen');
+        await Promise.all([
+          page.waitForURL((u) => new URL(u).pathname === `${PAGE}/disconnect`, { waitUntil: 'domcontentloaded' }),
+          page.click(`${row(id)} button.disconnect`),
+        ]);
+        assert.equal(await page.getAttribute('html', 'lang'), 'de');
+        assert.equal(await page.textContent('h1'), 'Lernplaner trennen?');
+        assert.match(await page.textContent('#loses'), /^Lernplaner verliert sofort den Zugriff .* auf jedem Gerät/);
+        assert.match(await page.textContent('#scopes'), /Ihre Einschreibungen, Ihren Kursfortschritt/);
+        assert.equal(await accountAPI(tok.access_token), 200, 'the confirmation alone changed nothing');
+        await Promise.all([
+          page.waitForURL((u) => new URL(u).searchParams.get('done') === 'disconnected', { waitUntil: 'domcontentloaded' }),
+          page.click('#confirm'),
+        ]);
+        assert.match(await page.textContent('#notice'), /^Die Anwendung wurde getrennt\./);
+        assert.equal(await page.locator(row(id)).count(), 0, 'the application is gone from the list');
+      } finally {
+        await page.close();
+      }
+      await assertEnded(id, [tok], 'the German Disconnect');
+    } finally {
+      await german.close();
+    }
+  });
+});

@@ -206,7 +206,7 @@ test('offline_access (OpenID Connect Core §11): in the authorization server met
     },
   });
   assert.ok(params.code, `a code, got ${JSON.stringify(params)}`);
-  assert.match(consentScopes, /offline_access: Stay connected when you are not using it/);
+  assert.match(consentScopes, /Stay connected when you are not using it\s*offline_access/);
 
   const t = await client.authorizationCodeGrant(
     config,
