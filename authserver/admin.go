@@ -103,6 +103,9 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 		s.adminError(w, http.StatusForbidden, "Only the school's operators (owner, admin or operator role) can manage OAuth applications.")
 		return nil, false
 	}
+	if a := store.AuditOf(r.Context()); a != nil {
+		a.Actor, a.ActorSub = store.ActorOperator, id.Subject
+	}
 	key, err := s.adminCSRFKey(r.Context())
 	if err != nil {
 		s.unavailablePage(w, r, true, retryAdmin, "admin: loading the CSRF key", err)

@@ -58,6 +58,11 @@ type Config struct {
 	// SessionClient performs session lookups at the legacy site.
 	SessionClient *http.Client
 	Logger        *slog.Logger
+	// AuditLogger receives every audit event (audit.go); nil is Logger.
+	// The Caddy adapter names it schoolgate.audit.
+	AuditLogger *slog.Logger
+	// RequestID names the request in audit events; nil names none.
+	RequestID func(*http.Request) string
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -108,6 +113,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.AuditLogger == nil {
+		c.AuditLogger = c.Logger
 	}
 	if c.Now == nil {
 		c.Now = time.Now
