@@ -273,3 +273,34 @@ func TestAuditClientAuthFailedLoggedOnly(t *testing.T) {
 		t.Errorf("stored %+v, %v", page.Events, err)
 	}
 }
+
+// The janitor purges the events past the retention, and only those.
+func TestAuditRetentionPurged(t *testing.T) {
+	f := newFixture(t)
+	if _, _, err := f.srv.RotateKeys(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(DefaultAuditRetention - time.Hour)
+	if _, _, err := f.srv.RotateKeys(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Hour)
+	f.srv.Purge(context.Background(), time.Minute)
+	evs := f.events(store.EventKeyRotated)
+	if len(evs) != 1 || !evs[0].Time.Equal(f.clock.Now().Add(-2*time.Hour)) {
+		t.Errorf("after the purge: %+v, want the newer rotation alone", evs)
+	}
+}
+
+func TestAuditRetentionChecked(t *testing.T) {
+	for _, d := range []time.Duration{-time.Hour, time.Hour, 11 * 365 * 24 * time.Hour} {
+		if err := CheckAuditRetention(d); err == nil {
+			t.Errorf("retention %v accepted", d)
+		}
+	}
+	for _, d := range []time.Duration{0, MinAuditRetention, DefaultAuditRetention} {
+		if err := CheckAuditRetention(d); err != nil {
+			t.Errorf("retention %v: %v", d, err)
+		}
+	}
+}
