@@ -81,9 +81,9 @@ type Config struct {
 	// AuditLogger receives the audit events; nil is Logger.
 	AuditLogger *slog.Logger
 	// RequestID names a request in its audit events; nil names none.
-	RequestID func(*http.Request) string
-	RefreshGrace      time.Duration
-	NoRefreshGrace    bool
+	RequestID      func(*http.Request) string
+	RefreshGrace   time.Duration
+	NoRefreshGrace bool
 
 	// Store is the school's opened store; the school does not close it.
 	// Required.
