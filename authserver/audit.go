@@ -131,3 +131,35 @@ func clip(v string) string {
 
 // rateLimitedSeen counts rate-limit refusals for the sampling.
 var rateLimitedSeen atomic.Uint64
+
+// Audit returns a page of the school's audit events, newest first.
+func (s *Server) Audit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
+	return s.store.QueryAudit(ctx, q)
+}
+
+// ExportSubject returns everything the school's store keeps about one
+// person; store.ErrNotFound when it keeps nothing.
+func (s *Server) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
+	if subject == "" || len(subject) > maxClientIDLen {
+		return nil, store.ErrNotFound
+	}
+	return s.store.ExportSubject(ctx, subject)
+}
+
+// EraseSubject deletes everything the school's store keeps about one
+// person, in one transaction that leaves one subject_erased event naming
+// no one. Their tokens stop here at once and at the site's other
+// instances as any revocation does. store.ErrNotFound: nothing was kept
+// (an unknown person, or one erased already).
+func (s *Server) EraseSubject(ctx context.Context, subject string) (*store.Erased, error) {
+	if subject == "" || len(subject) > maxClientIDLen {
+		return nil, store.ErrNotFound
+	}
+	ctx, _ = s.auditContext(ctx)
+	n, err := s.store.EraseSubject(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.purge()
+	return n, nil
+}

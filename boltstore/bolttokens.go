@@ -31,7 +31,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*sto
 			return err
 		}
 		if outcome = store.DecideRedeem(&c); outcome == store.RedeemReplay {
-			at.Add(store.RedeemEvent(outcome, &c))
+			at.Add(store.RedeemEvent(outcome, &c, nil))
 			return revokeGrant(tx, c.GrantID)
 		}
 		g, toks, err := issue(&c)
@@ -42,7 +42,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*sto
 		if err := putJSON(codes, hash, &c); err != nil {
 			return err
 		}
-		at.Add(store.RedeemEvent(outcome, &c))
+		at.Add(store.RedeemEvent(outcome, &c, g))
 		return putGrantAndTokens(tx, g, toks)
 	})
 	if err != nil {

@@ -14,10 +14,19 @@ import (
 // exclude it by this name).
 const auditLoggerName = "schoolgate.audit"
 
-// auditLogger is Caddy's logger of the audit events.
-func auditLogger() *slog.Logger {
-	return slog.New(zapslog.NewHandler(caddy.Log().Named(auditLoggerName).Core(),
-		zapslog.WithName(auditLoggerName)))
+// auditLogger is Caddy's logger of the audit events: the logs of the
+// config that include its name (or include everything) write them.
+func auditLogger(ctx caddy.Context) *slog.Logger {
+	return slog.New(zapslog.NewHandler(ctx.Logger(auditLogModule{}).Core(), zapslog.WithName(auditLoggerName)))
+}
+
+// auditLogModule names the audit logger as Caddy's logging names a
+// module's, which is what its include and exclude options match. It is
+// never registered: it only gives the name.
+type auditLogModule struct{}
+
+func (auditLogModule) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: auditLoggerName, New: func() caddy.Module { return auditLogModule{} }}
 }
 
 // requestID is Caddy's id of the request ({http.request.uuid}), which

@@ -106,7 +106,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 	cfg := g.schoolConfig()
 	observe := newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
 	cfg.Store, cfg.Observer, cfg.Logger, cfg.Scheduler = stored.Store, observe, ctx.Slogger(), background
-	cfg.AuditLogger, cfg.RequestID = auditLogger(), requestID
+	cfg.AuditLogger, cfg.RequestID = auditLogger(ctx), requestID
 	sch, err := school.New(life, cfg)
 	var de *school.DataError
 	switch {

@@ -50,15 +50,14 @@ func (s *Site) RedeemCode(ctx context.Context, hash string, issue func(*store.Co
 			return err
 		}
 		if outcome = store.DecideRedeem(c); outcome == store.RedeemReplay {
-			at.Add(store.RedeemEvent(outcome, c))
+			at.Add(store.RedeemEvent(outcome, c, nil))
 			return s.revokeGrant(ctx, tx, c.GrantID)
 		}
 		g, toks, err := issue(c)
 		if err != nil {
 			return callbackError{err}
 		}
-		c.GrantID = g.ID
-		at.Add(store.RedeemEvent(outcome, c))
+		at.Add(store.RedeemEvent(outcome, c, g))
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE codes SET used_at = now(), grant_id = $3 WHERE site_id = $1 AND hash = $2`, s.id, hash, g.ID)
 		if err := s.queueGrant(b, g); err != nil {

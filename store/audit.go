@@ -333,14 +333,14 @@ func ErasedEvent(n *Erased) AuditEvent {
 }
 
 // RedeemEvent is the event a store records for a code's redemption: the
-// grant it issued, or on a replay the grant the replay revoked.
-func RedeemEvent(o RedeemOutcome, c *Code) AuditEvent {
-	e := AuditEvent{Type: EventCodeRedeemed, Subject: c.Identity.Subject, ClientID: c.Request.ClientID,
-		Actor: ActorClient, Target: c.GrantID, Outcome: "issued"}
-	if o == RedeemReplay {
-		e.Type, e.Outcome, e.Grants = EventCodeReplay, "grant revoked", 1
+// grant g it issued, or on a replay (g nil) the grant the replay revoked.
+func RedeemEvent(o RedeemOutcome, c *Code, g *Grant) AuditEvent {
+	if o == RedeemReplay || g == nil {
+		return AuditEvent{Type: EventCodeReplay, Subject: c.Identity.Subject, ClientID: c.Request.ClientID,
+			Actor: ActorClient, Target: c.GrantID, Outcome: "grant revoked", Grants: 1}
 	}
-	return e
+	return AuditEvent{Type: EventCodeRedeemed, Subject: g.Identity.Subject, ClientID: g.ClientID,
+		Actor: ActorClient, Target: g.ID, Outcome: "issued"}
 }
 
 // RotateEvent is the event a store records for a refresh token's
