@@ -168,7 +168,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	// The event rides with the consent remembered, or with the code
 	// should remembering fail.
-	s.record(r.Context(), consent)
+	r = r.WithContext(s.record(r.Context(), consent))
 	s.rememberConsent(r.Context(), req.ClientID, id.Subject, req.Scopes)
 	// The request was taken: should the code not be stored, the form
 	// cannot be sent again.
