@@ -8,6 +8,17 @@ package boltstore
 // event's key. A query for one person or one application walks its index
 // back from the newest and reads a page's events, however many the site
 // keeps.
+//
+// The write that stores an event does not index it: the indexes catch up
+// in batches (indexAudit), from the last event indexed (keyAuditIndexed)
+// to the end of the bucket, before a query or an export, inside an
+// erasure's transaction, and on the janitor's purge. An event's
+// transaction thus touches the end of the time-ordered bucket alone, not a
+// page of each index: what a code exchange or a refresh pays for its
+// event. For the catching up to miss none, keys grow in the order events
+// commit: an event that commits after a later one (its time is taken
+// before its transaction) is keyed at the latest time stored, a few
+// milliseconds from its own, which it keeps.
 
 import (
 	"bytes"
@@ -26,10 +37,16 @@ var (
 	bucketAudit          = []byte("audit")
 	bucketAuditBySubject = []byte("audit_by_subject")
 	bucketAuditByClient  = []byte("audit_by_client")
+
+	keyAuditIndexed = []byte("audit_indexed") // in bucketMeta
 )
 
-// purgeAuditBatch bounds the events one purge transaction deletes.
-const purgeAuditBatch = 5000
+// purgeAuditBatch bounds the events one purge transaction deletes, and
+// indexAuditBatch those one catching up indexes.
+const (
+	purgeAuditBatch = 5000
+	indexAuditBatch = 20000
+)
 
 // updateAudit runs fn in a read-write transaction that also stores the
 // audit events of the context and those fn adds.
@@ -74,23 +91,82 @@ func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
 		if err != nil {
 			return err
 		}
-		k := eventKey(evs[i].Time, seq)
+		at := uint64(evs[i].Time.UnixNano())
+		if last, _ := b.Cursor().Last(); last != nil {
+			at = max(at, binary.BigEndian.Uint64(last))
+		}
+		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, at), seq)
 		evs[i].ID = hex.EncodeToString(k)
 		if err := putJSON(b, string(k), &evs[i]); err != nil {
-			return err
-		}
-		if err := indexEvent(tx, k, &evs[i], true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func eventKey(t time.Time, seq uint64) []byte {
-	k := make([]byte, 16)
-	binary.BigEndian.PutUint64(k, uint64(t.UnixNano()))
-	binary.BigEndian.PutUint64(k[8:], seq)
-	return k
+// indexPending indexes up to max of the events stored after the last one
+// indexed and reports whether any remain.
+func indexPending(tx *bolt.Tx, max int) (more bool, err error) {
+	meta := tx.Bucket(bucketMeta)
+	var keys [][]byte
+	var vals [][]byte
+	c := tx.Bucket(bucketAudit).Cursor()
+	k, v := firstUnindexed(c, meta.Get(keyAuditIndexed))
+	for ; k != nil; k, v = c.Next() {
+		if len(keys) == max {
+			more = true
+			break
+		}
+		keys, vals = append(keys, append([]byte(nil), k...)), append(vals, append([]byte(nil), v...))
+	}
+	for i, k := range keys {
+		var e store.AuditEvent
+		if err := json.Unmarshal(vals[i], &e); err != nil {
+			return false, err
+		}
+		if err := indexEvent(tx, k, &e, true); err != nil {
+			return false, err
+		}
+	}
+	if len(keys) > 0 {
+		return more, meta.Put(keyAuditIndexed, keys[len(keys)-1])
+	}
+	return more, nil
+}
+
+// firstUnindexed positions c on the first event after mark, the last one
+// indexed (which a purge may have deleted since).
+func firstUnindexed(c *bolt.Cursor, mark []byte) ([]byte, []byte) {
+	if mark == nil {
+		return c.First()
+	}
+	k, v := c.Seek(mark)
+	if k != nil && bytes.Equal(k, mark) {
+		return c.Next()
+	}
+	return k, v
+}
+
+// indexAudit brings the indexes up to date, a batch a transaction, unless
+// they are: a read that finds nothing to index writes nothing.
+func (s *boltStore) indexAudit(ctx context.Context) error {
+	for {
+		behind := false
+		if err := s.view(ctx, func(tx *bolt.Tx) error {
+			k, _ := firstUnindexed(tx.Bucket(bucketAudit).Cursor(), tx.Bucket(bucketMeta).Get(keyAuditIndexed))
+			behind = k != nil
+			return nil
+		}); err != nil || !behind {
+			return err
+		}
+		more := false
+		if err := s.db.Update(func(tx *bolt.Tx) (err error) {
+			more, err = indexPending(tx, indexAuditBatch)
+			return err
+		}); err != nil || !more {
+			return err
+		}
+	}
 }
 
 // timeKey is the start of the keys at t.
@@ -157,6 +233,11 @@ func (s *boltStore) QueryAudit(ctx context.Context, q store.AuditQuery) (store.A
 		}
 		start = c
 	}
+	if q.Subject != "" || q.ClientID != "" {
+		if err := s.indexAudit(ctx); err != nil {
+			return page, err
+		}
+	}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		page.Events = nil
 		events := tx.Bucket(bucketAudit)
@@ -212,6 +293,9 @@ func scanBack(c *bolt.Cursor, prefix, start []byte, fn func(k []byte) (bool, err
 // PurgeAudit implements store.AuditStore, a batch of events per
 // transaction.
 func (s *boltStore) PurgeAudit(ctx context.Context, before time.Time) (int, error) {
+	if err := s.indexAudit(ctx); err != nil {
+		return 0, err
+	}
 	total := 0
 	end := timeKey(before)
 	for {
@@ -324,6 +408,9 @@ func (s *boltStore) ExportSubject(ctx context.Context, subject string) (*store.S
 	if subject == "" {
 		return nil, store.ErrNotFound
 	}
+	if err := s.indexAudit(ctx); err != nil {
+		return nil, err
+	}
 	d := &store.SubjectData{Subject: subject}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		r, err := findSubject(tx, subject)
@@ -366,6 +453,13 @@ func (s *boltStore) EraseSubject(ctx context.Context, subject string) (*store.Er
 	var n store.Erased
 	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		n = store.Erased{}
+		// Every event naming the person is in the index before it is read.
+		for more := true; more; {
+			var err error
+			if more, err = indexPending(tx, indexAuditBatch); err != nil {
+				return err
+			}
+		}
 		r, err := findSubject(tx, subject)
 		if err != nil {
 			return err
