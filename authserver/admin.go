@@ -104,6 +104,9 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 		s.adminError(w, r, http.StatusForbidden, "admin.error.not_operator")
 		return nil, false
 	}
+	if a := store.AuditOf(r.Context()); a != nil {
+		a.Actor, a.ActorSub = store.ActorOperator, id.Subject
+	}
 	key, err := s.adminCSRFKey(r.Context())
 	if err != nil {
 		s.unavailablePage(w, r, true, retryAdmin, "admin: loading the CSRF key", err)

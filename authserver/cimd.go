@@ -86,6 +86,8 @@ func newMetadataResolver(cfg MetadataDocumentsConfig, now func() time.Time) *met
 func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, error) {
 	doc, err := s.metadata.resolve(ctx, id)
 	if err != nil {
+		s.logOnly(ctx, store.AuditEvent{Type: eventMetadataRefused, ClientID: clip(id), Actor: store.ActorClient,
+			Outcome: clip(err.Error())})
 		return nil, err
 	}
 	stored, err := s.store.GetClient(ctx, id)
@@ -94,6 +96,8 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 		c := &store.Client{ID: id, Name: doc.name, Kind: store.KindMetadata, Audience: store.AudienceMember,
 			RedirectURIs: doc.redirectURIs, Scopes: DefaultMemberScopes, AuthMethod: "none",
 			IssuedAt: s.cfg.Now().UTC()}
+		ctx := s.record(ctx, store.AuditEvent{Type: store.EventClientCreated, ClientID: c.ID, Actor: store.ActorClient,
+			Detail: c.Kind})
 		got, existing, err := s.store.CreateClient(ctx, c, maxMetadataClients)
 		switch {
 		case errors.Is(err, store.ErrClientLimit):

@@ -160,6 +160,11 @@ func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*Crea
 		secret = newToken(prefixSecret)
 		c.SecretHash, c.AuthMethod = hashSecret(secret), "client_secret_post"
 	}
+	detail := "public"
+	if spec.Confidential {
+		detail = "confidential"
+	}
+	ctx = s.record(ctx, store.AuditEvent{Type: store.EventMemberAppCreate, ClientID: c.ID, Detail: detail})
 	got, existing, err := s.store.CreateClient(ctx, c, 0)
 	if err != nil {
 		return nil, err
@@ -203,6 +208,7 @@ func (s *Server) RegenerateSecret(ctx context.Context, id string) (ClientInfo, s
 	}
 	secret := newToken(prefixSecret)
 	c.SecretHash = hashSecret(secret)
+	ctx = s.record(ctx, store.AuditEvent{Type: store.EventSecretRotated, ClientID: c.ID})
 	if err := s.store.PutClient(ctx, c); err != nil {
 		return ClientInfo{}, "", err
 	}
@@ -218,6 +224,7 @@ func (s *Server) DeleteClient(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	ctx = s.record(ctx, store.AuditEvent{Type: store.EventClientDeleted, ClientID: c.ID, Detail: c.Kind})
 	n, err := s.store.DeleteClient(ctx, c.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		// Deleted meanwhile by another request: its grants may remain.

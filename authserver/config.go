@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -39,6 +40,9 @@ type Config struct {
 	// a client that lost the answer must authorize again.
 	NoRefreshGrace bool
 	ConsentTTL     time.Duration
+	// AuditRetention is how long audit events are kept before the
+	// janitor purges them (CheckAuditRetention).
+	AuditRetention time.Duration
 	// KeyPublishDelay is how long a rotated key is published before it signs.
 	KeyPublishDelay time.Duration
 
@@ -58,6 +62,11 @@ type Config struct {
 	// SessionClient performs session lookups at the legacy site.
 	SessionClient *http.Client
 	Logger        *slog.Logger
+	// AuditLogger receives every audit event (audit.go); nil is Logger.
+	// The Caddy adapter names it schoolgate.audit.
+	AuditLogger *slog.Logger
+	// RequestID names the request in audit events; nil names none.
+	RequestID func(*http.Request) string
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 }
@@ -83,7 +92,24 @@ const (
 	DefaultRefreshGrace    = 10 * time.Second
 	DefaultConsentTTL      = 10 * time.Minute
 	DefaultKeyPublishDelay = time.Hour
+	DefaultAuditRetention  = 180 * 24 * time.Hour
 )
+
+// Bounds of AuditRetention: a day, so that last night's incident can be
+// looked into, and ten years.
+const (
+	MinAuditRetention = 24 * time.Hour
+	MaxAuditRetention = 10 * 365 * 24 * time.Hour
+)
+
+// CheckAuditRetention refuses a retention outside its bounds; zero is the
+// default.
+func CheckAuditRetention(d time.Duration) error {
+	if d != 0 && (d < MinAuditRetention || d > MaxAuditRetention) {
+		return fmt.Errorf("%v is outside %v to %v (zero keeps the default, %v)", d, MinAuditRetention, MaxAuditRetention, DefaultAuditRetention)
+	}
+	return nil
+}
 
 func (c *Config) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
@@ -100,6 +126,7 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.ConsentTTL, DefaultConsentTTL)
 	def(&c.KeyPublishDelay, DefaultKeyPublishDelay)
+	def(&c.AuditRetention, DefaultAuditRetention)
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
@@ -108,6 +135,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.AuditLogger == nil {
+		c.AuditLogger = c.Logger
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -164,6 +164,7 @@ func (s *Server) DisconnectClient(ctx context.Context, clientID, subject, by str
 	if clientID == "" || len(clientID) > maxClientIDLen || subject == "" || len(subject) > maxClientIDLen {
 		return Disconnection{}, store.ErrNotFound
 	}
+	ctx = s.record(ctx, s.disconnectEvent(ctx, by, store.AuditEvent{Subject: subject, ClientID: clientID}))
 	n, err := s.store.DisconnectClient(ctx, clientID, subject)
 	if err != nil {
 		return Disconnection{}, err

@@ -153,11 +153,22 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &p.Request
+	consent := store.AuditEvent{Type: store.EventConsentGranted, Subject: id.Subject, ClientID: req.ClientID,
+		Actor: store.ActorMember, Detail: strings.Join(req.Scopes, " ")}
 	if r.PostForm.Get("decision") != "approve" {
+		// Nothing is stored for a denial but its event; the pending
+		// request was taken above.
+		consent.Type, consent.Outcome = store.EventConsentDenied, "denied"
+		if err := s.store.RecordAudit(s.record(r.Context(), consent)); err != nil {
+			s.cfg.Logger.Warn("recording a denied consent", "error", err)
+		}
 		s.redirectTo(w, r, req.RedirectURI, http.StatusSeeOther, url.Values{
 			"error": {"access_denied"}, "error_description": {"the person denied the request"}, "state": {req.State}})
 		return
 	}
+	// The event rides with the consent remembered, or with the code
+	// should remembering fail.
+	r = r.WithContext(s.record(r.Context(), consent))
 	s.rememberConsent(r.Context(), req.ClientID, id.Subject, req.Scopes)
 	// The request was taken: should the code not be stored, the form
 	// cannot be sent again.

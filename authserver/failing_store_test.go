@@ -321,3 +321,38 @@ func TestFailingStoreFailsEveryMethod(t *testing.T) {
 		})
 	}
 }
+
+func (f *failingStore) QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
+	if err := f.failing("QueryAudit"); err != nil {
+		return store.AuditPage{}, err
+	}
+	return f.Store.QueryAudit(ctx, q)
+}
+
+func (f *failingStore) PurgeAudit(ctx context.Context, before time.Time) (int, error) {
+	if err := f.failing("PurgeAudit"); err != nil {
+		return 0, err
+	}
+	return f.Store.PurgeAudit(ctx, before)
+}
+
+func (f *failingStore) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
+	if err := f.failing("ExportSubject"); err != nil {
+		return nil, err
+	}
+	return f.Store.ExportSubject(ctx, subject)
+}
+
+func (f *failingStore) EraseSubject(ctx context.Context, subject string) (*store.Erased, error) {
+	if err := f.failing("EraseSubject"); err != nil {
+		return nil, err
+	}
+	return f.Store.EraseSubject(ctx, subject)
+}
+
+func (f *failingStore) RecordAudit(ctx context.Context) error {
+	if err := f.failing("RecordAudit"); err != nil {
+		return err
+	}
+	return f.Store.RecordAudit(ctx)
+}

@@ -40,8 +40,18 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) 
 }
 
 // authenticateClient applies the client's registered method: none for
-// public clients, client_secret_post for confidential ones.
+// public clients, client_secret_post for confidential ones. A failure is
+// an audit event, logged.
 func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Client, *oauthError) {
+	c, e := s.checkClient(r, form)
+	if e != nil && e.Code == "invalid_client" {
+		s.logOnly(r.Context(), store.AuditEvent{Type: eventClientAuthFailed, ClientID: clip(form.Get("client_id")),
+			Actor: store.ActorClient, Outcome: e.Description})
+	}
+	return c, e
+}
+
+func (s *Server) checkClient(r *http.Request, form url.Values) (*store.Client, *oauthError) {
 	if _, _, ok := r.BasicAuth(); ok {
 		e := errInvalidClient("client_secret_basic is not supported; send client_id and client_secret in the body")
 		e.Challenge = `Basic realm="token", charset="UTF-8"`

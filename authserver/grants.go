@@ -232,6 +232,7 @@ func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (G
 	if id == "" || len(id) > 128 || subject == "" || len(subject) > maxClientIDLen {
 		return GrantInfo{}, store.ErrNotFound
 	}
+	ctx = s.record(ctx, s.disconnectEvent(ctx, by, store.AuditEvent{Subject: subject, Target: id}))
 	g, err := s.store.DisconnectGrant(ctx, id, subject)
 	if err != nil {
 		return GrantInfo{}, err

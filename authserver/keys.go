@@ -167,6 +167,9 @@ func (k *Keys) Rotate(ctx context.Context, now time.Time, publishDelay time.Dura
 	if err != nil {
 		return "", err
 	}
+	if a := store.AuditOf(ctx); a != nil {
+		a.Record(store.AuditEvent{Type: store.EventKeyRotated, Target: sk.KID})
+	}
 	if err := k.store.RotateKey(ctx, sk); err != nil {
 		return "", fmt.Errorf("storing signing key: %w", err)
 	}
@@ -255,6 +258,7 @@ func (k *Keys) KIDs() []string {
 // publish delay; the current key signs until then.
 func (s *Server) RotateKeys(ctx context.Context) (kid string, signFrom time.Time, err error) {
 	now := s.cfg.Now()
+	ctx, _ = s.auditContext(ctx)
 	kid, err = s.keys.Rotate(ctx, now, s.cfg.KeyPublishDelay)
 	return kid, now.Add(s.cfg.KeyPublishDelay), err
 }

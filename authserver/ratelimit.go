@@ -11,6 +11,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Abuse limits on the endpoints anyone can call. Each limit is a token
@@ -154,6 +156,10 @@ func (s *Server) limitedKey(w http.ResponseWriter, r *http.Request, l *limiter, 
 		return false
 	}
 	s.cfg.Observer.Refused(routeFor(r.URL.Path).metricName(), "rate_limited")
+	if rateLimitedSeen.Add(1)%rateLimitSample == 1 {
+		s.logOnly(r.Context(), store.AuditEvent{Type: eventRateLimited, Outcome: "refused",
+			Detail: fmt.Sprintf("%s; one refusal in %d is logged", r.URL.Path, rateLimitSample)})
+	}
 	secs := int(math.Ceil(wait.Seconds()))
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, secs)))
 	msg := fmt.Sprintf("too many requests; retry after %d s", max(1, secs))

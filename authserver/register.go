@@ -242,6 +242,8 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	// The store decides idempotency and the cap in one transaction, so
 	// registrations racing on other instances neither duplicate a client
 	// nor pass the cap.
+	ctx = s.record(ctx, store.AuditEvent{Type: store.EventClientCreated, ClientID: c.ID, Actor: store.ActorClient,
+		Detail: c.Kind})
 	got, existing, err := s.store.CreateClient(ctx, c, maxLoopbackClients)
 	switch {
 	case errors.Is(err, store.ErrClientLimit):

@@ -36,7 +36,12 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, s.unavailable("revocation", err))
 		return
 	case t.ClientID == client.ID:
-		if err := s.store.RevokeToken(r.Context(), hash); err != nil {
+		e := store.AuditEvent{Type: store.EventTokenRevoked, Subject: g.Identity.Subject, ClientID: client.ID,
+			Actor: store.ActorClient, Target: g.ID, Outcome: "token revoked", Detail: t.Kind}
+		if store.DecideRevoke(t) == store.RevokeWholeGrant {
+			e.Outcome = "grant revoked"
+		}
+		if err := s.store.RevokeToken(s.record(r.Context(), e), hash); err != nil {
 			s.refuse(w, r, s.unavailable("revocation", err))
 			return
 		}

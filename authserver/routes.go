@@ -171,6 +171,7 @@ func Endpoints() []Endpoint { return slices.Clone(endpoints) }
 // ServeHTTP serves every path sitepath.IsAuthServer reports; unknown ones
 // get a JSON 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = s.withAudit(r)
 	rt := routeFor(r.URL.Path)
 	if rt.cors {
 		setCORS(w)

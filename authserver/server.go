@@ -60,6 +60,9 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 }
 
 func (c *Config) validate() error {
+	if err := CheckAuditRetention(c.AuditRetention); err != nil {
+		return fmt.Errorf("audit retention: %v", err)
+	}
 	issuer, err := policy.ParseOrigin(c.Issuer)
 	if err != nil {
 		return fmt.Errorf("issuer: %v", err)
@@ -105,5 +108,8 @@ func (s *Server) purgeExpired(ctx context.Context, every time.Duration) {
 	// Keep records a while past expiry so replays are recognised.
 	if err := s.store.PurgeExpired(ctx, s.cfg.Now().Add(-time.Hour)); err != nil {
 		s.cfg.Logger.Warn("purging expired records", "error", err)
+	}
+	if _, err := s.store.PurgeAudit(ctx, s.cfg.Now().Add(-s.cfg.AuditRetention)); err != nil {
+		s.cfg.Logger.Warn("purging audit events past their retention", "error", err)
 	}
 }

@@ -55,6 +55,7 @@ func (s *Server) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
 // applications themselves are kept for when it is switched on again.
 func (s *Server) SetMCPConnections(ctx context.Context, on bool) error {
 	v := []byte(onOff(on))
+	ctx = s.record(ctx, store.AuditEvent{Type: store.EventMCPConnections, Detail: onOff(on)})
 	if on {
 		return s.store.PutSetting(ctx, settingMCPConnections, v)
 	}

@@ -35,7 +35,7 @@ func (s *boltStore) PutClient(ctx context.Context, c *store.Client) error {
 // are capped), so the scan costs little and runs only on creation.
 func (s *boltStore) CreateClient(ctx context.Context, c *store.Client, limit int) (*store.Client, bool, error) {
 	var got *store.Client
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		got = nil
 		b := tx.Bucket(bucketClients)
 		n := 0
@@ -53,8 +53,11 @@ func (s *boltStore) CreateClient(ctx context.Context, c *store.Client, limit int
 			return nil
 		})
 		switch {
-		case err != nil || got != nil:
+		case err != nil:
 			return err
+		case got != nil:
+			at.Discard()
+			return nil
 		case limit > 0 && n >= limit:
 			return store.ErrClientLimit
 		}
@@ -72,7 +75,7 @@ func (s *boltStore) CreateClient(ctx context.Context, c *store.Client, limit int
 // DeleteClient implements store.ClientStore.
 func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
 	n := 0
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		b := tx.Bucket(bucketClients)
 		if b.Get([]byte(id)) == nil {
 			return store.ErrNotFound
@@ -82,6 +85,7 @@ func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
 		}
 		var err error
 		n, err = revokeClientGrants(tx, id)
+		at.Ended(n)
 		return err
 	})
 	return n, err

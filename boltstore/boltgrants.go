@@ -304,12 +304,16 @@ func (s *boltStore) GrantCounts(ctx context.Context) (map[string]store.GrantCoun
 // DisconnectGrant implements store.GrantStore.
 func (s *boltStore) DisconnectGrant(ctx context.Context, id, subject string) (*store.Grant, error) {
 	var found store.Grant
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		if err := getJSON(tx.Bucket(bucketGrants), id, &found); err != nil {
 			return err
 		}
 		if subject == "" || found.Identity.Subject != subject {
 			return store.ErrNotFound
+		}
+		at.OfClient(found.ClientID)
+		if !found.Revoked {
+			at.Ended(1)
 		}
 		if err := revokeGrant(tx, id); err != nil {
 			return err
@@ -330,7 +334,7 @@ func (s *boltStore) DisconnectClient(ctx context.Context, clientID, subject stri
 		return 0, store.ErrNotFound
 	}
 	n := 0
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		prefix := groupPrefix(clientID, subject)
 		var ids []string
 		c := tx.Bucket(bucketGrantsByClient).Cursor()
@@ -350,6 +354,7 @@ func (s *boltStore) DisconnectClient(ctx context.Context, clientID, subject stri
 			}
 		}
 		n = len(ids)
+		at.Ended(n)
 		return consents.Delete(key)
 	})
 	if err != nil {

@@ -48,7 +48,7 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
 		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog,
-		bucketGrantsBySubject, bucketGrantsByClient}
+		bucketGrantsBySubject, bucketGrantsByClient, bucketAudit, bucketAuditBySubject, bucketAuditByClient}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -64,12 +64,10 @@ type boltStore struct {
 }
 
 // update runs fn in a read-write transaction, unless ctx has ended: bbolt
-// takes no context, so a cancelled caller is refused before it acts.
+// takes no context, so a cancelled caller is refused before it acts. The
+// transaction stores the audit events recorded on ctx (boltaudit.go).
 func (s *boltStore) update(ctx context.Context, fn func(*bolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.commit(fn)
+	return s.updateAudit(ctx, func(tx *bolt.Tx, _ *store.AuditTx) error { return fn(tx) })
 }
 
 // commit runs fn in a read-write transaction and commits it. On a fresh
@@ -369,8 +367,9 @@ func (s *boltStore) InitSetting(ctx context.Context, key string, value []byte) (
 // PutSettingRevoking implements store.SettingStore.
 func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []byte, kind string) (int, error) {
 	n := 0
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		n = 0
+		defer func() { at.Ended(n) }()
 		if err := tx.Bucket(bucketSettings).Put([]byte(key), value); err != nil {
 			return err
 		}

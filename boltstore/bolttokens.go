@@ -16,7 +16,7 @@ import (
 
 // PutCode stores an authorization code under its hash.
 func (s *boltStore) PutCode(ctx context.Context, hash string, c *store.Code) error {
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.writeAudit(ctx, func(tx *bolt.Tx, _ *store.AuditTx) error {
 		return putJSON(tx.Bucket(bucketCodes), hash, c)
 	})
 }
@@ -24,13 +24,14 @@ func (s *boltStore) PutCode(ctx context.Context, hash string, c *store.Code) err
 // RedeemCode implements store.Store.
 func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*store.Code) (*store.Grant, []store.IssuedToken, error)) error {
 	var outcome store.RedeemOutcome
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.writeAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		codes := tx.Bucket(bucketCodes)
 		var c store.Code
 		if err := getJSON(codes, hash, &c); err != nil {
 			return err
 		}
 		if outcome = store.DecideRedeem(&c); outcome == store.RedeemReplay {
+			at.Add(store.RedeemEvent(outcome, &c, nil))
 			return revokeGrant(tx, c.GrantID)
 		}
 		g, toks, err := issue(&c)
@@ -41,6 +42,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*sto
 		if err := putJSON(codes, hash, &c); err != nil {
 			return err
 		}
+		at.Add(store.RedeemEvent(outcome, &c, g))
 		return putGrantAndTokens(tx, g, toks)
 	})
 	if err != nil {
@@ -107,7 +109,7 @@ func (s *boltStore) GetToken(ctx context.Context, hash string) (*store.Token, *s
 // RotateRefresh implements store.Store.
 func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
 	var outcome store.RotateOutcome
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.writeAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		tb := tx.Bucket(bucketTokens)
 		var t store.Token
 		var g store.Grant
@@ -118,12 +120,14 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 			return err
 		}
 		if outcome = store.DecideRotate(&t, now, grace); outcome == store.RotateReplay {
+			at.Add(store.RotateEvent(outcome, &g, now))
 			return revokeGrant(tx, g.ID)
 		}
 		toks, err := rotate(&t, &g)
 		if err != nil {
 			return err
 		}
+		at.Add(store.RotateEvent(outcome, &g, now))
 		if outcome == store.RotateFirst {
 			t.RotatedAt = now
 			if err := putJSON(tb, hash, &t); err != nil {
@@ -167,9 +171,10 @@ func (s *boltStore) RevokeGrant(ctx context.Context, id string) error {
 // RevokeClientGrants implements store.Store, through the client's index.
 func (s *boltStore) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
 	n := 0
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		var err error
 		n, err = revokeClientGrants(tx, clientID)
+		at.Ended(n)
 		return err
 	})
 	return n, err

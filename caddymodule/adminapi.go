@@ -45,17 +45,17 @@ func (adminAPI) CaddyModule() caddy.ModuleInfo {
 // Routes returns the admin routes.
 func (adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
-		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(handleSites)},
-		{Pattern: "/schoolgate/health", Handler: caddy.AdminHandlerFunc(handleHealth)},
-		{Pattern: "/schoolgate/keys/rotate", Handler: caddy.AdminHandlerFunc(handleRotate)},
-		{Pattern: "/schoolgate/catalog/refresh", Handler: caddy.AdminHandlerFunc(handleCatalogRefresh)},
-		{Pattern: "/schoolgate/mcp-connections", Handler: caddy.AdminHandlerFunc(handleMCPConnections)},
-		{Pattern: "/schoolgate/clients", Handler: caddy.AdminHandlerFunc(handleClients)},
-		{Pattern: "/schoolgate/clients/delete", Handler: caddy.AdminHandlerFunc(handleClientDelete)},
-		{Pattern: "/schoolgate/clients/review", Handler: caddy.AdminHandlerFunc(handleClientReview)},
-		{Pattern: "/schoolgate/backup", Handler: caddy.AdminHandlerFunc(handleBackup)},
-		{Pattern: "/schoolgate/schools", Handler: caddy.AdminHandlerFunc(handleSchools)},
-		{Pattern: "/schoolgate/schools/remove", Handler: caddy.AdminHandlerFunc(handleSchoolRemove)},
+		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(audited(handleSites))},
+		{Pattern: "/schoolgate/health", Handler: caddy.AdminHandlerFunc(audited(handleHealth))},
+		{Pattern: "/schoolgate/keys/rotate", Handler: caddy.AdminHandlerFunc(audited(handleRotate))},
+		{Pattern: "/schoolgate/catalog/refresh", Handler: caddy.AdminHandlerFunc(audited(handleCatalogRefresh))},
+		{Pattern: "/schoolgate/mcp-connections", Handler: caddy.AdminHandlerFunc(audited(handleMCPConnections))},
+		{Pattern: "/schoolgate/clients", Handler: caddy.AdminHandlerFunc(audited(handleClients))},
+		{Pattern: "/schoolgate/clients/delete", Handler: caddy.AdminHandlerFunc(audited(handleClientDelete))},
+		{Pattern: "/schoolgate/clients/review", Handler: caddy.AdminHandlerFunc(audited(handleClientReview))},
+		{Pattern: "/schoolgate/backup", Handler: caddy.AdminHandlerFunc(audited(handleBackup))},
+		{Pattern: "/schoolgate/schools", Handler: caddy.AdminHandlerFunc(audited(handleSchools))},
+		{Pattern: "/schoolgate/schools/remove", Handler: caddy.AdminHandlerFunc(audited(handleSchoolRemove))},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
@@ -46,6 +47,7 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		access_token_ttl 15m
 		refresh_token_ttl 48h
 		refresh_grace 5s
+		audit_retention 720h
 	}`)
 	d.Next()
 	var g Gateway
@@ -80,6 +82,7 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		{"access", time.Duration(g.AccessTTL), 15 * time.Minute},
 		{"refresh ttl", time.Duration(g.RefreshTTL), 48 * time.Hour},
 		{"grace", time.Duration(g.RefreshGrace), 5 * time.Second},
+		{"audit_retention", g.schoolConfig().AuditRetention, 720 * time.Hour},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -152,6 +155,8 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{"login_url", func(g *Gateway) { g.LoginURL = "//evil.example/login" }, "login_url"},
 		{"admin_prefix", func(g *Gateway) { g.AdminPrefix = "admin" }, "admin_prefix"},
 		{"language", func(g *Gateway) { g.Language = "fr" }, ""},
+		{"audit_retention", func(g *Gateway) { g.AuditRetention = caddy.Duration(time.Hour) }, "audit_retention"},
+		{"audit_retention negative", func(g *Gateway) { g.AuditRetention = caddy.Duration(-time.Hour) }, "audit_retention"},
 		{"language unknown", func(g *Gateway) { g.Language = "nl" }, `language: "nl" is not one of the pages' languages (en, de, fr, it, es, pt)`},
 		{"language with a region", func(g *Gateway) { g.Language = "de-CH" }, "language:"},
 		{"language in capitals", func(g *Gateway) { g.Language = "DE" }, "language:"},

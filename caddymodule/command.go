@@ -113,6 +113,7 @@ func schoolgateCommands(root *cobra.Command) {
 		root.AddCommand(call.command())
 	}
 	root.AddCommand(grantCommands()...)
+	root.AddCommand(auditCommands()...)
 	root.AddCommand(storeCommands()...)
 	root.AddCommand(schoolsCommand())
 }

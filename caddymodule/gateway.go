@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -102,6 +103,9 @@ type Gateway struct {
 	AccessTTL caddy.Duration `json:"access_token_ttl,omitempty"`
 	// RefreshTTL is how long a refresh token lives. Default: 720h.
 	RefreshTTL caddy.Duration `json:"refresh_token_ttl,omitempty"`
+	// AuditRetention is how long the school's audit events are kept
+	// (docs/privacy.md). Default: 4320h (180 days); at least 24h.
+	AuditRetention caddy.Duration `json:"audit_retention,omitempty"`
 	// RefreshGrace is how long a rotated refresh token may still be
 	// presented (a client retrying a lost answer) before reuse revokes
 	// the grant. Default: 10s.
@@ -241,6 +245,9 @@ func (g *Gateway) Validate() error {
 	}
 	if err := g.validateVendors(); err != nil {
 		return err
+	}
+	if err := authserver.CheckAuditRetention(time.Duration(g.AuditRetention)); err != nil {
+		return fmt.Errorf("audit_retention: %v", err)
 	}
 	if err := g.validateIdentityAssertion(); err != nil {
 		return err

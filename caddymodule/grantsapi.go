@@ -41,8 +41,8 @@ func (grantsAPI) CaddyModule() caddy.ModuleInfo {
 // Routes returns the admin routes.
 func (grantsAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
-		{Pattern: "/schoolgate/grants", Handler: caddy.AdminHandlerFunc(handleGrants)},
-		{Pattern: "/schoolgate/grants/revoke", Handler: caddy.AdminHandlerFunc(handleGrantRevoke)},
+		{Pattern: "/schoolgate/grants", Handler: caddy.AdminHandlerFunc(audited(handleGrants))},
+		{Pattern: "/schoolgate/grants/revoke", Handler: caddy.AdminHandlerFunc(audited(handleGrantRevoke))},
 	}
 }
 

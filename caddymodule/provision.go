@@ -106,6 +106,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 	cfg := g.schoolConfig()
 	observe := newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
 	cfg.Store, cfg.Observer, cfg.Logger, cfg.Scheduler = stored.Store, observe, ctx.Slogger(), background
+	cfg.AuditLogger, cfg.RequestID = auditLogger(ctx), requestID
 	sch, err := school.New(life, cfg)
 	var de *school.DataError
 	switch {
@@ -140,6 +141,7 @@ func (g *Gateway) schoolConfig() school.Config {
 		CodeTTL:           time.Duration(g.CodeTTL),
 		AccessTTL:         time.Duration(g.AccessTTL),
 		RefreshTTL:        time.Duration(g.RefreshTTL),
+		AuditRetention:    time.Duration(g.AuditRetention),
 		RefreshGrace:      time.Duration(g.RefreshGrace),
 		NoRefreshGrace:    g.NoRefreshGrace,
 		AdminOpenAPI:      g.adminOpenAPI,

@@ -13,7 +13,7 @@ func (s *Site) PutPending(ctx context.Context, p *store.PendingAuth) error {
 	if err != nil {
 		return err
 	}
-	return s.run(ctx, "storing a pending request", func(ctx context.Context, q querier) error {
+	return s.write(ctx, "storing a pending request", func(ctx context.Context, q querier) error {
 		_, err := q.Exec(ctx, `INSERT INTO pending (site_id, id, expires_at, data) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (site_id, id) DO UPDATE SET expires_at = EXCLUDED.expires_at, data = EXCLUDED.data`,
 			s.id, p.ID, p.ExpiresAt, data)
@@ -25,7 +25,7 @@ func (s *Site) PutPending(ctx context.Context, p *store.PendingAuth) error {
 // returns the row is what makes a second take find nothing.
 func (s *Site) TakePending(ctx context.Context, id string) (*store.PendingAuth, error) {
 	var p *store.PendingAuth
-	err := s.run(ctx, "taking a pending request", func(ctx context.Context, q querier) error {
+	err := s.write(ctx, "taking a pending request", func(ctx context.Context, q querier) error {
 		var data []byte
 		err := q.QueryRow(ctx, `DELETE FROM pending WHERE site_id = $1 AND id = $2 RETURNING data`, s.id, id).Scan(&data)
 		if err != nil {
@@ -55,7 +55,7 @@ func (s *Site) GetConsent(ctx context.Context, clientID, subject string) (*store
 
 // PutConsent implements store.AuthorizationStore.
 func (s *Site) PutConsent(ctx context.Context, clientID, subject string, c *store.Consent) error {
-	return s.run(ctx, "storing a consent", func(ctx context.Context, q querier) error {
+	return s.write(ctx, "storing a consent", func(ctx context.Context, q querier) error {
 		return s.putConsent(ctx, q, clientID, subject, c)
 	})
 }

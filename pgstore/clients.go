@@ -31,7 +31,7 @@ func (s *Site) getClient(ctx context.Context, q querier, id string) (*store.Clie
 
 // PutClient implements store.ClientStore.
 func (s *Site) PutClient(ctx context.Context, c *store.Client) error {
-	return s.run(ctx, "storing a client", func(ctx context.Context, q querier) error {
+	return s.write(ctx, "storing a client", func(ctx context.Context, q querier) error {
 		_, err := s.putClient(ctx, q, c, true)
 		return err
 	})
@@ -60,8 +60,13 @@ func (s *Site) putClient(ctx context.Context, q querier, c *store.Client, replac
 // other instance registers a client of the kind, hence the lock.
 func (s *Site) CreateClient(ctx context.Context, c *store.Client, limit int) (*store.Client, bool, error) {
 	var got *store.Client
-	err := s.tx(ctx, "creating a client", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "creating a client", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		got = nil
+		defer func() {
+			if got != nil {
+				at.Discard()
+			}
+		}()
 		if err := s.lock(ctx, tx, "clients", c.Kind); err != nil {
 			return err
 		}
@@ -122,7 +127,7 @@ func (s *Site) underLimit(ctx context.Context, q querier, kind string, limit int
 // the client's tokens hear of it as a change of tokens.
 func (s *Site) DeleteClient(ctx context.Context, id string) (int, error) {
 	var n int64
-	err := s.tx(ctx, "deleting a client", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "deleting a client", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM clients WHERE site_id = $1 AND id = $2`, s.id, id)
 		if err != nil {
 			return err
@@ -136,6 +141,7 @@ func (s *Site) DeleteClient(ctx context.Context, id string) (int, error) {
 			return err
 		}
 		n = tag.RowsAffected()
+		at.Ended(int(n))
 		return s.announce(ctx, tx, store.ChangeTokens)
 	})
 	return int(n), err

@@ -13,7 +13,7 @@ import (
 // (a retried request) replaces its payload and never its redemption: a
 // used code stays used.
 func (s *Site) PutCode(ctx context.Context, hash string, c *store.Code) error {
-	return s.run(ctx, "storing a code", func(ctx context.Context, q querier) error {
+	return s.write(ctx, "storing a code", func(ctx context.Context, q querier) error {
 		b := &pgx.Batch{}
 		if err := s.queueCode(b, hash, c); err != nil {
 			return err
@@ -44,18 +44,20 @@ func (s *Site) queueCode(b *pgx.Batch, hash string, c *store.Code) error {
 // used and revoke what it issued.
 func (s *Site) RedeemCode(ctx context.Context, hash string, issue func(*store.Code) (*store.Grant, []store.IssuedToken, error)) error {
 	var outcome store.RedeemOutcome
-	err := s.tx(ctx, "redeeming a code", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "redeeming a code", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		c, err := s.lockCode(ctx, tx, hash)
 		if err != nil {
 			return err
 		}
 		if outcome = store.DecideRedeem(c); outcome == store.RedeemReplay {
+			at.Add(store.RedeemEvent(outcome, c, nil))
 			return s.revokeGrant(ctx, tx, c.GrantID)
 		}
 		g, toks, err := issue(c)
 		if err != nil {
 			return callbackError{err}
 		}
+		at.Add(store.RedeemEvent(outcome, c, g))
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE codes SET used_at = now(), grant_id = $3 WHERE site_id = $1 AND hash = $2`, s.id, hash, g.ID)
 		if err := s.queueGrant(b, g); err != nil {

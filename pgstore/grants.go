@@ -177,7 +177,7 @@ func (s *Site) GrantCounts(ctx context.Context) (map[string]store.GrantCount, er
 // before the revocation or finds the grant revoked.
 func (s *Site) DisconnectGrant(ctx context.Context, id, subject string) (*store.Grant, error) {
 	var g *store.Grant
-	err := s.tx(ctx, "disconnecting a grant", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "disconnecting a grant", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		var data []byte
 		var revoked bool
 		var refreshed *time.Time
@@ -189,6 +189,10 @@ func (s *Site) DisconnectGrant(ctx context.Context, id, subject string) (*store.
 		}
 		if g, err = decodeGrant(data, revoked, refreshed); err != nil {
 			return err
+		}
+		at.OfClient(g.ClientID)
+		if !revoked {
+			at.Ended(1)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM consents WHERE site_id = $1 AND client_id = $2 AND subject = $3`,
 			s.id, g.ClientID, subject); err != nil {
@@ -212,7 +216,7 @@ func (s *Site) DisconnectClient(ctx context.Context, clientID, subject string) (
 		return 0, store.ErrNotFound
 	}
 	var n int64
-	err := s.tx(ctx, "disconnecting an application", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "disconnecting an application", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		n = 0
 		rows, err := tx.Query(ctx, `SELECT id FROM grants
 			WHERE site_id = $1 AND client_id COLLATE "C" = $2 AND (data->'identity'->>'sub') COLLATE "C" = $3
@@ -241,6 +245,7 @@ func (s *Site) DisconnectClient(ctx context.Context, clientID, subject string) (
 			return err
 		}
 		n = tag.RowsAffected()
+		at.Ended(int(n))
 		return s.announceIf(ctx, tx, n, store.ChangeTokens)
 	})
 	return int(n), err

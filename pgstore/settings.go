@@ -64,7 +64,7 @@ func (s *Site) InitSetting(ctx context.Context, key string, value []byte) ([]byt
 // PutSettingRevoking implements store.SettingStore.
 func (s *Site) PutSettingRevoking(ctx context.Context, key string, value []byte, kind string) (int, error) {
 	var n int64
-	err := s.tx(ctx, "storing a setting and revoking grants", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "storing a setting and revoking grants", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		if err := s.putSetting(ctx, tx, key, value); err != nil {
 			return err
 		}
@@ -75,6 +75,7 @@ func (s *Site) PutSettingRevoking(ctx context.Context, key string, value []byte,
 			return err
 		}
 		n = tag.RowsAffected()
+		at.Ended(int(n))
 		if err := s.announce(ctx, tx, store.ChangeSettings); err != nil {
 			return err
 		}

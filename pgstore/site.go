@@ -155,9 +155,10 @@ func (s *Site) run(ctx context.Context, op string, fn func(context.Context, quer
 	return retry(ctx, op, callTimeout, func(ctx context.Context) error { return fn(ctx, s.pool.db) })
 }
 
-// tx runs fn in a transaction, committed when fn returns nil.
+// tx runs fn in a transaction, committed when fn returns nil, which also
+// stores the audit events recorded on ctx (audit.go): every caller writes.
 func (s *Site) tx(ctx context.Context, op string, fn func(context.Context, pgx.Tx) error) error {
-	return s.txFor(ctx, op, callTimeout, pgx.TxOptions{}, fn)
+	return s.txAudit(ctx, op, func(ctx context.Context, tx pgx.Tx, _ *store.AuditTx) error { return fn(ctx, tx) })
 }
 
 // txFor is tx with a deadline and transaction options of its own.

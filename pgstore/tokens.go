@@ -44,7 +44,7 @@ func (s *Site) GetToken(ctx context.Context, hash string) (*store.Token, *store.
 // each other's RotatedAt.
 func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
 	var outcome store.RotateOutcome
-	err := s.tx(ctx, "rotating a refresh token", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "rotating a refresh token", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		t, err := s.lockToken(ctx, tx, hash)
 		if err != nil {
 			return err
@@ -54,12 +54,14 @@ func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, gr
 			return err
 		}
 		if outcome = store.DecideRotate(t, now, grace); outcome == store.RotateReplay {
+			at.Add(store.RotateEvent(outcome, g, now))
 			return s.revokeGrant(ctx, tx, g.ID)
 		}
 		toks, err := rotate(t, g)
 		if err != nil {
 			return callbackError{err}
 		}
+		at.Add(store.RotateEvent(outcome, g, now))
 		b := &pgx.Batch{}
 		if outcome == store.RotateFirst {
 			b.Queue(`UPDATE tokens SET rotated_at = $3 WHERE site_id = $1 AND hash = $2`, s.id, hash, now)
@@ -149,13 +151,14 @@ func (s *Site) revokeGrant(ctx context.Context, tx pgx.Tx, id string) error {
 // client's live grants, which locks none of their tokens.
 func (s *Site) RevokeClientGrants(ctx context.Context, clientID string) (int, error) {
 	var n int64
-	err := s.tx(ctx, "revoking a client's grants", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.txAudit(ctx, "revoking a client's grants", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		tag, err := tx.Exec(ctx, `UPDATE grants SET revoked_at = now()
 			WHERE site_id = $1 AND client_id = $2 AND revoked_at IS NULL`, s.id, clientID)
 		if err != nil {
 			return err
 		}
 		n = tag.RowsAffected()
+		at.Ended(int(n))
 		return s.announceIf(ctx, tx, n, store.ChangeTokens)
 	})
 	return int(n), err

@@ -80,8 +80,15 @@ type Config struct {
 	CodeTTL           time.Duration
 	AccessTTL         time.Duration
 	RefreshTTL        time.Duration
-	RefreshGrace      time.Duration
-	NoRefreshGrace    bool
+	// AuditRetention is how long audit events are kept; zero is
+	// authserver.DefaultAuditRetention.
+	AuditRetention time.Duration
+	// AuditLogger receives the audit events; nil is Logger.
+	AuditLogger *slog.Logger
+	// RequestID names a request in its audit events; nil names none.
+	RequestID      func(*http.Request) string
+	RefreshGrace   time.Duration
+	NoRefreshGrace bool
 
 	// Store is the school's opened store; the school does not close it.
 	// Required.
@@ -217,6 +224,9 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		CodeTTL:           cfg.CodeTTL,
 		AccessTTL:         cfg.AccessTTL,
 		RefreshTTL:        cfg.RefreshTTL,
+		AuditRetention:    cfg.AuditRetention,
+		AuditLogger:       cfg.AuditLogger,
+		RequestID:         cfg.RequestID,
 		RefreshGrace:      cfg.RefreshGrace,
 		NoRefreshGrace:    cfg.NoRefreshGrace,
 		SessionClient:     s.client,

@@ -63,6 +63,9 @@ type IssuedToken struct {
 //     by a read and then a write: several gateway instances may share the
 //     store, and another may write in between.
 //   - Tokens, codes and secrets are kept and looked up by their hashes.
+//   - Every method that writes stores, in its transaction, the audit
+//     events recorded on its context's Audit, and those it decides itself
+//     (audit.go); a method that fails stores none.
 type Store interface {
 	KeyStore
 	ClientStore
@@ -71,6 +74,7 @@ type Store interface {
 	GrantStore
 	SettingStore
 	CatalogStore
+	AuditStore
 	Close() error
 }
 

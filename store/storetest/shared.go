@@ -25,6 +25,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		{"OneClientPerRegistration", testOneClientPerRegistration},
 		{"ClientCapAcrossInstances", testClientCapAcross},
 		{"RevocationSeenByOther", testRevocationSeen},
+		{"ErasureSeenByOther", testErasureSeen},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := open(t)
@@ -133,4 +134,28 @@ func testRevocationSeen(t *testing.T, a, b store.Store) {
 	if err != nil || !(tok.Revoked || g.Revoked) {
 		t.Errorf("refresh token at b = %+v, %+v, %v; want revoked", tok, g, err)
 	}
+}
+
+// testErasureSeen: a person erased at one instance has no token, consent
+// or export left at the other, and erasing there again finds nothing.
+func testErasureSeen(t *testing.T, a, b store.Store) {
+	ctx := context.Background()
+	_, p := personOf(t, a, "ada")
+	if revoked(t, b, p.access) {
+		t.Fatal("a fresh token reads as revoked")
+	}
+	if _, err := a.EraseSubject(ctx, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.GetToken(ctx, p.access); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the other instance still reads ada's token: %v", err)
+	}
+	err := b.RotateRefresh(ctx, p.refresh, epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
+		return nil, nil
+	})
+	wantErr(t, "a refresh at the other instance", err, store.ErrNotFound)
+	_, err = b.ExportSubject(ctx, "ada")
+	wantErr(t, "export at the other instance", err, store.ErrNotFound)
+	_, err = b.EraseSubject(ctx, "ada")
+	wantErr(t, "erasure again at the other instance", err, store.ErrNotFound)
 }

@@ -50,6 +50,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Catalog", testCatalog},
 		{"CancelledContext", testCancelledContext},
 		{"CallbacksRerun", testCallbacksRerun},
+		{"AuditInTransaction", testAuditInTransaction},
+		{"AuditStoreDecided", testAuditStoreDecided},
+		{"AuditQuery", testAuditQuery},
+		{"PurgeAudit", testPurgeAudit},
+		{"ExportSubject", testExportSubject},
+		{"EraseSubject", testEraseSubject},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

@@ -1,0 +1,517 @@
+package boltstore
+
+// The audit trail in the bbolt store. An event is kept in bucketAudit
+// under its key: the time (Unix nanoseconds, big-endian) and a sequence
+// number, so the bucket is in order of time and a cursor is a key. Two
+// indexes point at it: by person (the subject concerned and the operator
+// who acted) and by client, each key the owner (length-prefixed) then the
+// event's key. A query for one person or one application walks its index
+// back from the newest and reads a page's events, however many the site
+// keeps.
+//
+// The write that stores an event does not index it: the indexes catch up
+// in batches (indexAudit), from the last event indexed (keyAuditIndexed)
+// to the end of the bucket, before a query or an export, inside an
+// erasure's transaction, and on the janitor's purge. An event's
+// transaction thus touches the end of the time-ordered bucket alone, not a
+// page of each index: what a code exchange or a refresh pays for its
+// event. For the catching up to miss none, keys grow in the order events
+// commit: an event that commits after a later one (its time is taken
+// before its transaction) is keyed at the latest time stored, a few
+// milliseconds from its own, which it keeps.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
+)
+
+var (
+	bucketAudit          = []byte("audit")
+	bucketAuditBySubject = []byte("audit_by_subject")
+	bucketAuditByClient  = []byte("audit_by_client")
+
+	keyAuditIndexed = []byte("audit_indexed") // in bucketMeta
+)
+
+// purgeAuditBatch bounds the events one purge transaction deletes, and
+// indexAuditBatch those one catching up indexes.
+const (
+	purgeAuditBatch = 5000
+	indexAuditBatch = 20000
+)
+
+// updateAudit runs fn in a read-write transaction that also stores the
+// audit events of the context and those fn adds.
+func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.AuditTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var at *store.AuditTx
+	err := s.commit(auditing(ctx, &at, fn))
+	if err == nil {
+		at.Committed()
+	}
+	return err
+}
+
+// writeAudit is updateAudit through the group commit.
+func (s *boltStore) writeAudit(ctx context.Context, fn func(*bolt.Tx, *store.AuditTx) error) error {
+	var at *store.AuditTx
+	err := s.write(ctx, auditing(ctx, &at, fn))
+	if err == nil {
+		at.Committed()
+	}
+	return err
+}
+
+// auditing wraps fn so that each run of it begins its events anew and
+// stores them before the commit.
+func auditing(ctx context.Context, at **store.AuditTx, fn func(*bolt.Tx, *store.AuditTx) error) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		*at = store.BeginAudit(ctx)
+		if err := fn(tx, *at); err != nil {
+			return err
+		}
+		return putEvents(tx, (*at).Events)
+	}
+}
+
+func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
+	b := tx.Bucket(bucketAudit)
+	for i := range evs {
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		at := uint64(evs[i].Time.UnixNano())
+		if last, _ := b.Cursor().Last(); last != nil {
+			at = max(at, binary.BigEndian.Uint64(last))
+		}
+		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, at), seq)
+		evs[i].ID = hex.EncodeToString(k)
+		if err := putJSON(b, string(k), &evs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexPending indexes up to max of the events stored after the last one
+// indexed and reports whether any remain.
+func indexPending(tx *bolt.Tx, max int) (more bool, err error) {
+	meta := tx.Bucket(bucketMeta)
+	var keys [][]byte
+	var vals [][]byte
+	c := tx.Bucket(bucketAudit).Cursor()
+	k, v := firstUnindexed(c, meta.Get(keyAuditIndexed))
+	for ; k != nil; k, v = c.Next() {
+		if len(keys) == max {
+			more = true
+			break
+		}
+		keys, vals = append(keys, append([]byte(nil), k...)), append(vals, append([]byte(nil), v...))
+	}
+	for i, k := range keys {
+		var e store.AuditEvent
+		if err := json.Unmarshal(vals[i], &e); err != nil {
+			return false, err
+		}
+		if err := indexEvent(tx, k, &e, true); err != nil {
+			return false, err
+		}
+	}
+	if len(keys) > 0 {
+		return more, meta.Put(keyAuditIndexed, keys[len(keys)-1])
+	}
+	return more, nil
+}
+
+// firstUnindexed positions c on the first event after mark, the last one
+// indexed (which a purge may have deleted since).
+func firstUnindexed(c *bolt.Cursor, mark []byte) ([]byte, []byte) {
+	if mark == nil {
+		return c.First()
+	}
+	k, v := c.Seek(mark)
+	if k != nil && bytes.Equal(k, mark) {
+		return c.Next()
+	}
+	return k, v
+}
+
+// indexAudit brings the indexes up to date, a batch a transaction, unless
+// they are: a read that finds nothing to index writes nothing.
+func (s *boltStore) indexAudit(ctx context.Context) error {
+	for {
+		behind := false
+		if err := s.view(ctx, func(tx *bolt.Tx) error {
+			k, _ := firstUnindexed(tx.Bucket(bucketAudit).Cursor(), tx.Bucket(bucketMeta).Get(keyAuditIndexed))
+			behind = k != nil
+			return nil
+		}); err != nil || !behind {
+			return err
+		}
+		more := false
+		if err := s.commit(func(tx *bolt.Tx) (err error) {
+			more, err = indexPending(tx, indexAuditBatch)
+			return err
+		}); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// timeKey is the start of the keys at t.
+func timeKey(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())) }
+
+// ownerKey is the prefix of an owner's keys in an index.
+func ownerKey(owner string) []byte {
+	return append(binary.BigEndian.AppendUint16(nil, uint16(len(owner))), owner...)
+}
+
+// indexEvent adds (or removes) the event's index keys.
+func indexEvent(tx *bolt.Tx, k []byte, e *store.AuditEvent, add bool) error {
+	type entry struct {
+		b     *bolt.Bucket
+		owner string
+	}
+	entries := []entry{{tx.Bucket(bucketAuditBySubject), e.Subject}, {tx.Bucket(bucketAuditByClient), e.ClientID}}
+	if e.ActorSub != e.Subject {
+		entries = append(entries, entry{tx.Bucket(bucketAuditBySubject), e.ActorSub})
+	}
+	for _, en := range entries {
+		if en.owner == "" {
+			continue
+		}
+		ik := append(ownerKey(en.owner), k...)
+		var err error
+		if add {
+			err = en.b.Put(ik, nil)
+		} else {
+			err = en.b.Delete(ik)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteEvent removes an event and its index keys.
+func deleteEvent(tx *bolt.Tx, k []byte) error {
+	b := tx.Bucket(bucketAudit)
+	var e store.AuditEvent
+	if err := getJSON(b, string(k), &e); err != nil {
+		return err
+	}
+	if err := indexEvent(tx, k, &e, false); err != nil {
+		return err
+	}
+	return b.Delete(k)
+}
+
+// QueryAudit implements store.AuditStore.
+func (s *boltStore) QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
+	var page store.AuditPage
+	limit := store.AuditLimit(q.Limit)
+	start := bytes.Repeat([]byte{0xff}, 16)
+	if !q.Until.IsZero() {
+		start = timeKey(q.Until)
+	}
+	if q.Cursor != "" {
+		c, err := hex.DecodeString(q.Cursor)
+		if err != nil || len(c) != 16 {
+			return page, store.ErrBadCursor
+		}
+		start = c
+	}
+	if q.Subject != "" || q.ClientID != "" {
+		if err := s.indexAudit(ctx); err != nil {
+			return page, err
+		}
+	}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		page.Events = nil
+		events := tx.Bucket(bucketAudit)
+		var prefix []byte
+		cur := events.Cursor()
+		switch {
+		case q.Subject != "":
+			prefix, cur = ownerKey(q.Subject), tx.Bucket(bucketAuditBySubject).Cursor()
+		case q.ClientID != "":
+			prefix, cur = ownerKey(q.ClientID), tx.Bucket(bucketAuditByClient).Cursor()
+		}
+		since := timeKey(q.Since)
+		return scanBack(cur, prefix, append(append([]byte(nil), prefix...), start...), func(k []byte) (bool, error) {
+			if !q.Since.IsZero() && bytes.Compare(k[:8], since) < 0 {
+				return false, nil
+			}
+			var e store.AuditEvent
+			if err := getJSON(events, string(k), &e); err != nil {
+				return false, err
+			}
+			if !q.Matches(&e) {
+				return true, nil
+			}
+			page.Events = append(page.Events, e)
+			if len(page.Events) == limit {
+				page.Next = hex.EncodeToString(k)
+				return false, nil
+			}
+			return true, nil
+		})
+	})
+	return page, err
+}
+
+// scanBack calls fn with the event key of each key of c under prefix and
+// before start, newest first, while fn says go on.
+func scanBack(c *bolt.Cursor, prefix, start []byte, fn func(k []byte) (bool, error)) error {
+	k, _ := c.Seek(start)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+		more, err := fn(append([]byte(nil), k[len(prefix):]...))
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// PurgeAudit implements store.AuditStore, a batch of events per
+// transaction.
+func (s *boltStore) PurgeAudit(ctx context.Context, before time.Time) (int, error) {
+	if err := s.indexAudit(ctx); err != nil {
+		return 0, err
+	}
+	total := 0
+	end := timeKey(before)
+	for {
+		n := 0
+		err := s.update(ctx, func(tx *bolt.Tx) error {
+			n = 0
+			var dead [][]byte
+			c := tx.Bucket(bucketAudit).Cursor()
+			for k, _ := c.First(); k != nil && bytes.Compare(k[:8], end) < 0 && len(dead) < purgeAuditBatch; k, _ = c.Next() {
+				dead = append(dead, append([]byte(nil), k...))
+			}
+			for _, k := range dead {
+				if err := deleteEvent(tx, k); err != nil {
+					return err
+				}
+			}
+			n = len(dead)
+			return nil
+		})
+		total += n
+		if err != nil || n < purgeAuditBatch {
+			return total, err
+		}
+	}
+}
+
+// subjectEventKeys returns the keys of the events naming subject, newest
+// first.
+func subjectEventKeys(tx *bolt.Tx, subject string) ([][]byte, error) {
+	var keys [][]byte
+	prefix := ownerKey(subject)
+	err := scanBack(tx.Bucket(bucketAuditBySubject).Cursor(), prefix, append(prefix, bytes.Repeat([]byte{0xff}, 16)...),
+		func(k []byte) (bool, error) { keys = append(keys, k); return true, nil })
+	return keys, err
+}
+
+// subjectRows is what the store keeps of one person, found by reading
+// every grant, token, code and pending request: exports and erasures are
+// rare, and the revoked grants are in no index.
+type subjectRows struct {
+	consents [][]byte
+	grants   []*store.Grant
+	tokens   [][]byte
+	codes    [][]byte
+	pending  [][]byte
+	events   [][]byte
+}
+
+func findSubject(tx *bolt.Tx, subject string) (*subjectRows, error) {
+	r := &subjectRows{}
+	suffix := []byte("\x00" + subject)
+	if err := tx.Bucket(bucketConsents).ForEach(func(k, _ []byte) error {
+		if bytes.HasSuffix(k, suffix) {
+			r.consents = append(r.consents, append([]byte(nil), k...))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	if err := tx.Bucket(bucketGrants).ForEach(func(_, v []byte) error {
+		var g store.Grant
+		if err := json.Unmarshal(v, &g); err != nil {
+			return err
+		}
+		if g.Identity.Subject == subject {
+			r.grants = append(r.grants, &g)
+			ids[g.ID] = true
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.tokens, err = keysWhere(tx.Bucket(bucketTokens), func(v []byte) bool {
+		var t store.Token
+		return json.Unmarshal(v, &t) == nil && ids[t.GrantID]
+	}); err != nil {
+		return nil, err
+	}
+	if r.codes, err = keysWhere(tx.Bucket(bucketCodes), func(v []byte) bool {
+		var c store.Code
+		return json.Unmarshal(v, &c) == nil && c.Identity.Subject == subject
+	}); err != nil {
+		return nil, err
+	}
+	if r.pending, err = keysWhere(tx.Bucket(bucketPending), func(v []byte) bool {
+		var p store.PendingAuth
+		return json.Unmarshal(v, &p) == nil && p.Identity.Subject == subject
+	}); err != nil {
+		return nil, err
+	}
+	r.events, err = subjectEventKeys(tx, subject)
+	return r, err
+}
+
+func keysWhere(b *bolt.Bucket, match func(v []byte) bool) ([][]byte, error) {
+	var keys [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if match(v) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	return keys, err
+}
+
+// ExportSubject implements store.AuditStore.
+func (s *boltStore) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
+	if subject == "" {
+		return nil, store.ErrNotFound
+	}
+	if err := s.indexAudit(ctx); err != nil {
+		return nil, err
+	}
+	d := &store.SubjectData{Subject: subject}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		r, err := findSubject(tx, subject)
+		if err != nil {
+			return err
+		}
+		for _, k := range r.consents {
+			var c store.Consent
+			if err := getJSON(tx.Bucket(bucketConsents), string(k), &c); err != nil {
+				return err
+			}
+			client, _, _ := bytes.Cut(k, []byte{0})
+			d.Consents = append(d.Consents, store.SubjectConsent{ClientID: string(client), Consent: c})
+		}
+		d.Grants = r.grants
+		d.Tokens, d.Codes, d.Pending = len(r.tokens), len(r.codes), len(r.pending)
+		for _, k := range r.events {
+			var e store.AuditEvent
+			if err := getJSON(tx.Bucket(bucketAudit), string(k), &e); err != nil {
+				return err
+			}
+			d.Events = append(d.Events, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.Empty() {
+		return nil, store.ErrNotFound
+	}
+	return d, nil
+}
+
+// EraseSubject implements store.AuditStore.
+func (s *boltStore) EraseSubject(ctx context.Context, subject string) (*store.Erased, error) {
+	if subject == "" {
+		return nil, store.ErrNotFound
+	}
+	var n store.Erased
+	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
+		n = store.Erased{}
+		// Every event naming the person is in the index before it is read.
+		for more := true; more; {
+			var err error
+			if more, err = indexPending(tx, indexAuditBatch); err != nil {
+				return err
+			}
+		}
+		r, err := findSubject(tx, subject)
+		if err != nil {
+			return err
+		}
+		for _, del := range []struct {
+			b    []byte
+			keys [][]byte
+		}{{bucketConsents, r.consents}, {bucketTokens, r.tokens}, {bucketCodes, r.codes}, {bucketPending, r.pending}} {
+			for _, k := range del.keys {
+				if err := tx.Bucket(del.b).Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+		for _, g := range r.grants {
+			if !g.Revoked {
+				n.Revoked++
+				if err := unindexGrant(tx, g); err != nil {
+					return err
+				}
+			}
+			if err := tx.Bucket(bucketGrants).Delete([]byte(g.ID)); err != nil {
+				return err
+			}
+		}
+		for _, k := range r.events {
+			if err := deleteEvent(tx, k); err != nil {
+				return err
+			}
+		}
+		n.Consents, n.Grants, n.Tokens = len(r.consents), len(r.grants), len(r.tokens)
+		n.Codes, n.Pending, n.Events = len(r.codes), len(r.pending), len(r.events)
+		if n.Empty() {
+			return store.ErrNotFound
+		}
+		// The erasure's own event names no one, nor do any the request
+		// recorded for it.
+		for i := range at.Events {
+			if at.Events[i].Names(subject) {
+				at.Events[i].Subject, at.Events[i].ActorSub = "", ""
+			}
+		}
+		at.Add(store.ErasedEvent(&n))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// RecordAudit implements store.AuditStore.
+func (s *boltStore) RecordAudit(ctx context.Context) error {
+	return s.update(ctx, func(*bolt.Tx) error { return nil })
+}
