@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -40,3 +41,47 @@ func catalogOr(lang, prefix, value string) string {
 	return value
 }
 
+// Each application on the person's page shows its recent activity for
+// them: when and from where it was last used, and its latest events.
+const (
+	// accountActivityEvents is how many of the person's latest events
+	// one query reads for the whole page, grouped by application: an
+	// application quiet for that long shows none.
+	accountActivityEvents = 100
+	// accountActivityShown is how many events a row lists.
+	accountActivityShown = 3
+)
+
+// addActivity sets the recent activity of the person's applications in
+// apps from one query of their latest events. The activity is an aid, not
+// the page's purpose: when the store cannot answer, the page goes without
+// it and the failure is logged.
+func (s *Server) addActivity(ctx context.Context, lang, subject string, apps []accountApp) {
+	if len(apps) == 0 {
+		return
+	}
+	page, err := s.Audit(ctx, store.AuditQuery{Subject: subject, Limit: accountActivityEvents})
+	if err != nil {
+		s.cfg.Logger.Error("account: reading the applications' activity", "error", err)
+		return
+	}
+	row := make(map[string]*accountApp, len(apps))
+	for i := range apps {
+		row[apps[i].ClientID] = &apps[i]
+	}
+	for i := range page.Events {
+		e := &page.Events[i]
+		// The query also finds what an operator did as themselves in
+		// the admin area; the person's page is about them.
+		app := row[e.ClientID]
+		if app == nil || e.Subject != subject {
+			continue
+		}
+		if app.From == "" {
+			app.From = e.ClientIP
+		}
+		if len(app.Activity) < accountActivityShown {
+			app.Activity = append(app.Activity, activityIn(lang, e))
+		}
+	}
+}
