@@ -38,11 +38,21 @@ type accountView struct {
 	// Now is when the page is rendered, which times are relative to.
 	Now time.Time
 	// Apps are the person's connections, one per application.
-	Apps []ConnectionInfo
+	Apps []accountApp
 	// Next is the link to the following page, empty on the last one.
 	Next string
 	// More: this is not the first page.
 	More bool
+}
+
+// accountApp is one application on the person's page, with its recent
+// activity for them.
+type accountApp struct {
+	ConnectionInfo
+	// From is the address of the latest event that has one; Activity
+	// the latest few events, newest first. Both empty when none is kept.
+	From     string
+	Activity []activityEvent
 }
 
 // Paths lets the template name the area's routes.
@@ -151,12 +161,13 @@ func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 		if c.OperatorOnly() && !id.IsOperator() {
 			continue
 		}
-		v.Apps = append(v.Apps, c)
+		v.Apps = append(v.Apps, accountApp{ConnectionInfo: c})
 	}
 	if page.Next != "" {
 		v.Next = sitepath.AccountApplications + "?" + url.Values{"after": {page.Next}}.Encode()
 	}
 	lang := s.pageLang(r)
+	s.addActivity(r.Context(), lang, id.Subject, v.Apps)
 	setLanguageHeaders(w, lang)
 	body, err := renderPage(accountTmpl.in(lang), v)
 	if err != nil {

@@ -24,6 +24,8 @@ const (
 	// The people connected to one application, and ending one's grant.
 	adminPathPeople     = sitepath.AdminApplications + "/people"
 	adminPathDisconnect = sitepath.AdminApplications + "/people/disconnect"
+	// The audit trail of one application or one person.
+	adminPathActivity = sitepath.AdminApplications + "/activity"
 )
 
 // adminCtx is one admin request by a signed-in operator.
@@ -56,6 +58,7 @@ var adminRoutes = map[string]adminRoute{
 	// Vendors' connections exist whatever the switch, so these do too.
 	adminPathPeople:     {get: (*adminCtx).people, always: true},
 	adminPathDisconnect: {post: (*adminCtx).disconnectPerson, always: true},
+	adminPathActivity:   {get: (*adminCtx).activity, always: true},
 }
 
 // handleAdmin serves everything under sitepath.Admin: the gate admits a

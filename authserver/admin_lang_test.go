@@ -97,6 +97,11 @@ func TestAdminPagesInEachLanguage(t *testing.T) {
 			{adminPathPeople + "?client_id=" + memberClient + "&done=disconnected", msg(lang, "admin.people_title", "name", "Member App"), 200, []string{
 				msg(lang, "admin.people_count", "n", `<strong id="people-count">1</strong>`), msg(lang, "admin.people_intro"),
 				msg(lang, "admin.notice.disconnected"), msg(lang, "admin.disconnect"), msg(lang, "time.just_now")}},
+			{adminPathActivity + "?client_id=" + memberClient, msg(lang, "admin.activity_app_title", "name", "Member App"), 200, []string{
+				msg(lang, "admin.activity_intro"), msg(lang, "event.code_redeemed"), msg(lang, "actor.client"),
+				msg(lang, "outcome.issued"), msg(lang, "admin.col_address"), msg(lang, "admin.see_who")}},
+			{adminPathActivity + "?subject=member-1", msg(lang, "admin.activity_person_title"), 200, []string{
+				msg(lang, "admin.activity_subject", "subject", `<code id="subject">member-1</code>`), msg(lang, "event.code_redeemed")}},
 		}
 		for _, p := range pages {
 			rec := get(p.target)

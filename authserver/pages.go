@@ -30,6 +30,7 @@ var (
 	deleteTmpl   = parseAdminPage("admin_delete.html")
 	reviewTmpl   = parseAdminPage("admin_review.html")
 	peopleTmpl   = parseAdminPage("admin_people.html")
+	activityTmpl = parseAdminPage("admin_activity.html")
 )
 
 // pageSet is one page in each of its languages: each is parsed with

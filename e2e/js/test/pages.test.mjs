@@ -8,7 +8,8 @@
 // (pagecheck.mjs). The consent title fits four lines on a phone in every
 // language, the keyboard reaches Disconnect with a visible focus ring,
 // and a self-registered application's consent page warns that the school
-// did not review it, naming the host it comes from. Pages are found by
+// did not review it, naming the host it comes from; each connected
+// application shows its recent activity in words. Pages are found by
 // id, class and data attributes, not by their English words. The
 // Disconnect confirmation and the error page get the same checks in
 // pages-confirm.test.mjs, the admin area's pages in pages-admin.test.mjs
@@ -22,7 +23,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { authorizationRequest, repoRoot, MEMBER, OPERATOR } from './harness.mjs';
+import { authorizationRequest, repoRoot, MEMBER, OPERATOR, VENDOR } from './harness.mjs';
 import {
   APPLICATIONS,
   WIDTHS,
@@ -70,6 +71,22 @@ const PAGES = [
 ].map((spec) => ({ ...spec, translated: true }));
 
 everyPageInEveryLanguage(PAGES);
+
+test('each connected application shows its recent activity in words: last used from where, its latest events', async () => {
+  const page = await openPage(PAGES[1], WIDTHS[1]);
+  try {
+    for (const id of [VENDOR.clientId, setup.appID, setup.agentURL]) {
+      const row = `tr.grant[data-client-id="${id}"]`;
+      assert.match(await page.textContent(`${row} .used-from`), /^from \S+$/, id);
+      const events = await page.locator(`${row} details.activity li.event`).allTextContents();
+      assert.ok(events.length >= 1 && events.length <= 3, `${id}: ${events}`);
+      // The newest is the code's redemption, by the application.
+      assert.match(events[0], /^Application signed in, (just now|\d+ minutes? ago) from \S+$/, `${id}: ${events}`);
+    }
+  } finally {
+    await page.close();
+  }
+});
 
 test('a self-registered application\'s consent page warns that the school did not review it, naming its host', async () => {
   const { stack } = setup;
