@@ -44,6 +44,7 @@ type config struct {
 func main() {
 	serve := flag.String("serve", "", "internal: run as the bench's 'upstream' or 'noop-mcp' server on -addr")
 	addr := flag.String("addr", "", "internal: listen address of -serve")
+	assertionIssuer := flag.String("assertion-issuer", "", "internal: with -serve upstream, the school whose requests must carry its verified X-School-Assertion")
 	cfg := config{}
 	flag.IntVar(&cfg.rounds, "rounds", 5, "rounds of each compared pair (A B A B ...)")
 	flag.DurationVar(&cfg.duration, "duration", 4*time.Second, "length of one target's run in a round")
@@ -69,7 +70,7 @@ func main() {
 	var err error
 	switch *serve {
 	case "upstream":
-		err = serveUpstream(*addr, cfg.courses)
+		err = serveUpstream(*addr, cfg.courses, *assertionIssuer)
 	case "noop-mcp":
 		err = serveNoopMCP(*addr)
 	case "":

@@ -335,6 +335,7 @@ func (b *bench) forwardAuthScenario() error {
 		target{name: "gateway (member token)", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
 		}},
+		b.assertionTarget(),
 		target{name: "forward_auth → " + p.what + " (JWT bearer)", peer: p.pid, req: func(ctx context.Context, _ int) error {
 			tok, err := ids.get(ctx)
 			if err != nil {
@@ -349,7 +350,8 @@ func (b *bench) forwardAuthScenario() error {
 		return err
 	}
 	fmt.Fprintf(&b.notes, "\nprotected, peers: p99 gateway %s, forward_auth → oauth2-proxy %s (%.2f× the gateway's), plain %s\n",
-		ms(p99(runs[0])), ms(p99(runs[1])), p99(runs[1])/p99(runs[0]), ms(p99(runs[2])))
+		ms(p99(runs[0])), ms(p99(runs[2])), p99(runs[2])/p99(runs[0]), ms(p99(runs[3])))
+	b.assertionNote("protected, peers", runs[1], runs[3])
 	return nil
 }
 
