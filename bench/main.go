@@ -10,9 +10,11 @@
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
 // legacy server (with a generated catalog) and an mcp-go no-op server,
-// and runs one Caddy with three sites: the gateway in front of the
-// legacy server, a plain reverse_proxy to the same server with the same
-// transport settings, and a plain reverse_proxy to the no-op MCP server.
+// and runs one Caddy with its sites: the gateway in front of the legacy
+// server (and, for the protected request, a second school forwarding only
+// the signed identity assertion), plain reverse_proxy to the same server
+// with the same transport settings, and plain reverse_proxy to the no-op
+// MCP server.
 // Targets that are compared run interleaved (A B A B ...) for several
 // rounds; the medians and their ratios are printed, with the Caddy
 // process's CPU time per request. See BENCHMARKS.md.
