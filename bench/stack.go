@@ -29,7 +29,7 @@ type stack struct {
 	others               []*exec.Cmd
 	// assertion is the origin of a second school forwarding only the
 	// signed identity assertion (identity_headers assertion), "" when no
-	// protected scenario runs.
+	// protected scenario runs or with -build.
 	assertion string
 	// pgGateway is the origin of a second school kept in PostgreSQL
 	// (store.go), "" when the store scenario does not run.
@@ -99,7 +99,9 @@ func startStack(cfg config) (*stack, error) {
 	s.gateway, s.plain, s.noop = "http://"+addrs[2], "http://"+addrs[3], "http://"+addrs[4]
 	s.adminAddr = addrs[5]
 	s.plainHeaders = "http://" + addrs[6]
-	if cfg.runs("protected") || cfg.runsPeer(scenarioForwardAuth) {
+	// Not with -build: an older Caddy may not know identity_headers, and
+	// the Caddyfile would not load.
+	if cfg.build == "" && (cfg.runs("protected") || cfg.runsPeer(scenarioForwardAuth)) {
 		a, err := freeAddr()
 		if err != nil {
 			return s, err
