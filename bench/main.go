@@ -10,9 +10,11 @@
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
 // legacy server (with a generated catalog) and an mcp-go no-op server,
-// and runs one Caddy with three sites: the gateway in front of the
-// legacy server, a plain reverse_proxy to the same server with the same
-// transport settings, and a plain reverse_proxy to the no-op MCP server.
+// and runs one Caddy with its sites: the gateway in front of the legacy
+// server (and, for the protected request, a second school forwarding only
+// the signed identity assertion), plain reverse_proxy to the same server
+// with the same transport settings, and plain reverse_proxy to the no-op
+// MCP server.
 // Targets that are compared run interleaved (A B A B ...) for several
 // rounds; the medians and their ratios are printed, with the Caddy
 // process's CPU time per request. See BENCHMARKS.md.
@@ -44,6 +46,7 @@ type config struct {
 func main() {
 	serve := flag.String("serve", "", "internal: run as the bench's 'upstream' or 'noop-mcp' server on -addr")
 	addr := flag.String("addr", "", "internal: listen address of -serve")
+	assertionIssuer := flag.String("assertion-issuer", "", "internal: with -serve upstream, the school whose requests must carry its verified X-School-Assertion")
 	cfg := config{}
 	flag.IntVar(&cfg.rounds, "rounds", 5, "rounds of each compared pair (A B A B ...)")
 	flag.DurationVar(&cfg.duration, "duration", 4*time.Second, "length of one target's run in a round")
@@ -69,7 +72,7 @@ func main() {
 	var err error
 	switch *serve {
 	case "upstream":
-		err = serveUpstream(*addr, cfg.courses)
+		err = serveUpstream(*addr, cfg.courses, *assertionIssuer)
 	case "noop-mcp":
 		err = serveNoopMCP(*addr)
 	case "":

@@ -31,6 +31,10 @@ type bench struct {
 	out    *strings.Builder
 	notes  strings.Builder // printed after the table
 	grants int             // grants issued so far (live: none is revoked)
+
+	// assertionMember is a member token of the school with identity_headers
+	// assertion (tokens are bound to their school's origin).
+	assertionMember tokens
 }
 
 func run(cfg config) error {
@@ -103,7 +107,22 @@ func (b *bench) setup() error {
 	}
 	b.member, err = b.oauth.exchange(ctx, code)
 	b.grants++
-	return err
+	if err != nil || b.stack.assertion == "" {
+		return err
+	}
+	b.assertionMember, err = memberToken(ctx, &oauthClient{origin: b.stack.assertion, http: b.client})
+	if err != nil {
+		return fmt.Errorf("the school with identity_headers assertion: %v", err)
+	}
+	return nil
+}
+
+func memberToken(ctx context.Context, o *oauthClient) (tokens, error) {
+	code, err := o.authorize(ctx)
+	if err != nil {
+		return tokens{}, err
+	}
+	return o.exchange(ctx, code)
 }
 
 // compare runs the targets interleaved for cfg.rounds rounds and
@@ -206,10 +225,11 @@ func (b *bench) get(ctx context.Context, url, want string) error {
 const viewerQuery = `{"query":"{ viewer { id email enrolledCourses(first: 5) { nodes { slug } } } }"}`
 
 // protected: the Account API through the gateway with a member token,
+// with the eight identity headers and with the signed assertion alone,
 // against plain reverse_proxy to the same upstream.
 func (b *bench) protected() error {
 	gw, plain := b.stack.gateway+"/account/graphql", b.stack.plain+"/account/graphql"
-	return b.compare("protected /account/graphql",
+	runs, err := b.compareRuns("protected /account/graphql", b.withAssertion(
 		target{name: "gateway (member token)", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
 		}},
@@ -218,7 +238,44 @@ func (b *bench) protected() error {
 		}},
 		target{name: "plain reverse_proxy", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
-		}})
+		}})...)
+	if err != nil {
+		return err
+	}
+	b.assertionNote("protected", runs)
+	return nil
+}
+
+// withAssertion is the targets with the assertion school's second, after
+// the gateway's, when that school runs.
+func (b *bench) withAssertion(gateway target, others ...target) []target {
+	ts := []target{gateway}
+	if b.stack.assertion != "" {
+		ts = append(ts, b.assertionTarget())
+	}
+	return append(ts, others...)
+}
+
+// assertionTarget is the protected request through the school with
+// identity_headers assertion; the upstream answers it only when
+// X-School-Assertion verified and came alone (assertion.go), and marks
+// the answer.
+func (b *bench) assertionTarget() target {
+	url := b.stack.assertion + "/account/graphql"
+	return target{name: "gateway, identity_headers assertion (member token)", req: func(ctx context.Context, _ int) error {
+		return b.post(ctx, url, b.assertionMember.Access, viewerQuery, nil, `"identity":"assertion"`)
+	}}
+}
+
+// assertionNote states the target of the one-header option, from one
+// interleaved run of withAssertion's targets, plain reverse_proxy last.
+func (b *bench) assertionNote(scenario string, runs [][]stats) {
+	if b.stack.assertion == "" {
+		fmt.Fprintf(&b.notes, "\n%s: no target with identity_headers assertion with -build (an older Caddy may not know it)\n", scenario)
+		return
+	}
+	fmt.Fprintf(&b.notes, "\n%s: gateway with identity_headers assertion ÷ plain reverse_proxy in this run: %.2f× (target ≥ 0.95×)\n",
+		scenario, median(runs[1], stats.rps)/median(runs[len(runs)-1], stats.rps))
 }
 
 var mcpHeaders = map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}

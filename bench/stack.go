@@ -27,6 +27,10 @@ type stack struct {
 	adminAddr            string // Caddy's admin endpoint (pprof)
 	caddy                *exec.Cmd
 	others               []*exec.Cmd
+	// assertion is the origin of a second school forwarding only the
+	// signed identity assertion (identity_headers assertion), "" when no
+	// protected scenario runs or with -build.
+	assertion string
 	// pgGateway is the origin of a second school kept in PostgreSQL
 	// (store.go), "" when the store scenario does not run.
 	pgGateway  string
@@ -95,12 +99,21 @@ func startStack(cfg config) (*stack, error) {
 	s.gateway, s.plain, s.noop = "http://"+addrs[2], "http://"+addrs[3], "http://"+addrs[4]
 	s.adminAddr = addrs[5]
 	s.plainHeaders = "http://" + addrs[6]
+	// Not with -build: an older Caddy may not know identity_headers, and
+	// the Caddyfile would not load.
+	if cfg.build == "" && (cfg.runs("protected") || cfg.runsPeer(scenarioForwardAuth)) {
+		a, err := freeAddr()
+		if err != nil {
+			return s, err
+		}
+		s.assertion = "http://" + a
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return s, err
 	}
 	for _, a := range [][]string{
-		{"-serve", "upstream", "-addr", s.upstreamAddr, "-courses", fmt.Sprint(cfg.courses)},
+		{"-serve", "upstream", "-addr", s.upstreamAddr, "-courses", fmt.Sprint(cfg.courses), "-assertion-issuer", s.assertion},
 		{"-serve", "noop-mcp", "-addr", noopAddr},
 	} {
 		cmd := exec.Command(self, a...)
@@ -146,8 +159,9 @@ func startStack(cfg config) (*stack, error) {
 	return s, nil
 }
 
-// caddyfile: the gateway, and plain reverse_proxy sites with the transport
-// the gateway's directive uses for its upstream.
+// caddyfile: the gateway (and the school with identity_headers assertion
+// when it runs), and plain reverse_proxy sites with the transport the
+// gateway's directive uses for its upstream.
 func (s *stack) caddyfile(noopAddr string) string {
 	transport := `transport http {
 			dial_timeout 5s
@@ -186,8 +200,8 @@ func (s *stack) caddyfile(noopAddr string) string {
 		header_up X-School-Audience member
 	}
 }
-%[10]s`, s.dir, s.upstreamAddr, s.plain, s.noop, transport, noopAddr, s.adminAddr, s.plainHeaders,
-		s.gatewaySite(s.gateway, s.dir+"/data"), s.peerSites(transport))
+%[10]s%[11]s`, s.dir, s.upstreamAddr, s.plain, s.noop, transport, noopAddr, s.adminAddr, s.plainHeaders,
+		s.gatewaySite(s.gateway, s.dir+"/data"), s.peerSites(transport), s.assertionSite())
 }
 
 // peerSites is the forward_auth site when that peer runs, else nothing.
@@ -201,11 +215,28 @@ func (s *stack) peerSites(transport string) string {
 // gatewaySite is the site block of the bench's school at origin, its
 // data in dir.
 func (s *stack) gatewaySite(origin, dir string) string {
+	return s.schoolSite(origin, dir, fmt.Sprintf("catalog http://%s/catalog.json refresh 1h", s.upstreamAddr))
+}
+
+// assertionSite is the second school when it runs: the protected request
+// with the signed assertion as its one identity header. It has no
+// catalog (the protected request needs none), so that it adds little to
+// what the other scenarios measure of Caddy.
+func (s *stack) assertionSite() string {
+	if s.assertion == "" {
+		return ""
+	}
+	return s.schoolSite(s.assertion, s.dir+"/data-assertion", "identity_assertion on\n\t\tidentity_headers assertion")
+}
+
+// schoolSite is a site block of a school of the bench's vendor client at
+// origin, its data in dir, with options (lines of school_gateway).
+func (s *stack) schoolSite(origin, dir, options string) string {
 	return fmt.Sprintf(`%[1]s {
 	school_gateway http://%[2]s {
 		issuer %[1]s
 		data %[3]s
-		catalog http://%[2]s/catalog.json refresh 1h
+		%[7]s
 		code_ttl 10m
 		# One load generator on one address stands for many clients.
 		rate_limit off
@@ -217,7 +248,7 @@ func (s *stack) gatewaySite(origin, dir string) string {
 		}
 	}
 }
-`, origin, s.upstreamAddr, dir, benchClientID, benchRedirect, benchScope)
+`, origin, s.upstreamAddr, dir, benchClientID, benchRedirect, benchScope, options)
 }
 
 func (s *stack) startCaddy() error {

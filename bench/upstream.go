@@ -25,7 +25,8 @@ var member = map[string]any{"sub": "member-1", "email": "student@bench.example",
 var accountAnswer = []byte(`{"data":{"viewer":{"id":"member-1","email":"student@bench.example",` +
 	`"enrolledCourses":{"nodes":[{"slug":"course-00001","expireDate":null,"hasLifetimeAccess":true}]}}}}`)
 
-func serveUpstream(addr string, courses int) error {
+func serveUpstream(addr string, courses int, assertionIssuer string) error {
+	asserted := newAssertionCheck(assertionIssuer, "http://"+addr)
 	feed, err := catalogFeed(courses)
 	if err != nil {
 		return err
@@ -43,9 +44,17 @@ func serveUpstream(addr string, courses int) error {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(feed)
 	})
-	mux.HandleFunc("/account/graphql", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/account/graphql", func(w http.ResponseWriter, r *http.Request) {
+		answer := accountAnswer
+		if asserted.applies(r) {
+			if err := asserted.check(r); err != nil {
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+			answer = assertedAnswer
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(accountAnswer)
+		_, _ = w.Write(answer)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
