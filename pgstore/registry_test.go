@@ -99,7 +99,21 @@ func TestRegistryPolls(t *testing.T) {
 	b := openRegistry(t, dsn, nil)
 	seen := watchSchools(t, b)
 	seen.await(t, "", 5*time.Second)
-	time.Sleep(3 * pollEvery) // the poll has read the version once
+	// The poll must have read the version once (a first read only
+	// learns it); waiting for that instead of sleeping keeps the test
+	// true on a loaded machine.
+	h := b.pool.hub
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(pollEvery / 4) {
+		h.mu.Lock()
+		known := h.schools.known
+		h.mu.Unlock()
+		if known {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the poll never read the registry's version")
+		}
+	}
 	for len(seen) > 0 {
 		<-seen
 	}
