@@ -10,18 +10,19 @@ package boltstore
 // keeps.
 //
 // The write that stores an event does not index it, nor put it in
-// bucketAudit: it lands in a small bucket of its own (bucketAuditNew),
-// which the write that finds auditNewBatch events waiting moves to the end
-// of bucketAudit. The indexes catch up in batches (indexAudit), from the
-// last event indexed (keyAuditIndexed) to the end of bucketAudit, after
-// moving what waits in bucketAuditNew: before a query or an export,
+// bucketAudit: it lands in a small bucket of its own (bucketAuditNew), one
+// page, which the write that finds auditNewBatch events waiting moves to
+// the end of bucketAudit. The indexes catch up in batches (indexAudit),
+// from the last event indexed (keyAuditIndexed) to the end of bucketAudit,
+// after moving what waits in bucketAuditNew: before a query or an export,
 // inside an erasure's transaction, and on the janitor's purge. An event's
-// transaction thus touches a page or two of a bucket that stays small, not
-// the end of a tree of every event kept nor a page of each index: what a
-// code exchange or a refresh pays for its event. For the catching up to
-// miss none, keys grow in the order events commit: an event that commits
-// after a later one (its time is taken before its transaction) is keyed at
-// the latest time stored, a few milliseconds from its own, which it keeps.
+// transaction thus writes one page more, and an eighth of the end of the
+// tree of every event kept, not that end each time (a leaf and its
+// branches) nor a page of each index: what a code exchange or a refresh
+// pays for its event. For the catching up to miss none, keys grow in the
+// order events commit: an event that commits after a later one (its time is
+// taken before its transaction) is keyed at the latest time stored, a few
+// milliseconds from its own, which it keeps.
 
 import (
 	"bytes"
@@ -51,7 +52,7 @@ var (
 const (
 	purgeAuditBatch = 5000
 	indexAuditBatch = 20000
-	auditNewBatch   = 64
+	auditNewBatch   = 8
 )
 
 // updateAudit runs fn in a read-write transaction that also stores the
@@ -97,6 +98,8 @@ func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
 		return nil
 	}
 	b := tx.Bucket(bucketAuditNew)
+	// Its few events fill one page rather than split it in two.
+	b.FillPercent = 1
 	last, _ := b.Cursor().Last()
 	if last == nil {
 		last, _ = tx.Bucket(bucketAudit).Cursor().Last()
