@@ -164,3 +164,50 @@ func TestAuditNewMigrated(t *testing.T) {
 		t.Errorf("the new event's key %s is not after the old %s", page.Events[0].ID, page.Events[1].ID)
 	}
 }
+
+// A transaction that stores one event writes about one page more than one
+// that stores nothing of the audit trail (bbolt writes each dirty page with
+// a call of its own): the page where events wait, and now and then the end
+// of the bucket of events, not that end (a leaf and its branches) each
+// time.
+func TestAuditEventPages(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "s.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.(*boltStore)
+	s.db.NoSync = true
+	ctx := context.Background()
+	event := store.AuditEvent{Type: store.EventTokenRefreshed, Subject: "member-1", ClientID: "member-app",
+		Actor: store.ActorClient, Target: "000660eea828e800JCqnNyxNtXX7rOFWZjdGVQ", Outcome: "issued",
+		RequestID: "4f1c2a9e7b", ClientIP: "192.0.2.1"}
+	record := func() {
+		a := &store.Audit{}
+		a.Record(event)
+		if err := st.RecordAudit(store.WithAudit(ctx, a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := func() int64 { stats := s.db.Stats(); return stats.TxStats.GetWrite() }
+	for range 5000 { // a bucket of events two branches deep
+		record()
+	}
+	const n = 800
+	w := writes()
+	for range n {
+		record()
+	}
+	perEvent := float64(writes()-w) / n
+	w = writes()
+	for range n {
+		if err := s.update(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put([]byte("x"), []byte("y")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perMeta := float64(writes()-w) / n
+	if perEvent-perMeta > 1.5 {
+		t.Errorf("storing an event writes %.2f pages, %.2f more than a write of one key elsewhere; want at most 1.5 more",
+			perEvent, perEvent-perMeta)
+	}
+}
