@@ -9,15 +9,19 @@ package boltstore
 // back from the newest and reads a page's events, however many the site
 // keeps.
 //
-// The write that stores an event does not index it: the indexes catch up
-// in batches (indexAudit), from the last event indexed (keyAuditIndexed)
-// to the end of the bucket, before a query or an export, inside an
-// erasure's transaction, and on the janitor's purge. An event's
-// transaction thus touches the end of the time-ordered bucket alone, not a
-// page of each index: what a code exchange or a refresh pays for its
-// event. For the catching up to miss none, keys grow in the order events
-// commit: an event that commits after a later one (its time is taken
-// before its transaction) is keyed at the latest time stored, a few
+// The write that stores an event does not index it, nor put it in
+// bucketAudit: it lands in a small bucket of its own (bucketAuditNew), one
+// page, which the write that finds auditNewBatch events waiting moves to
+// the end of bucketAudit. The indexes catch up in batches (indexAudit),
+// from the last event indexed (keyAuditIndexed) to the end of bucketAudit,
+// after moving what waits in bucketAuditNew: before a query or an export,
+// inside an erasure's transaction, and on the janitor's purge. An event's
+// transaction thus writes one page more, and an eighth of the end of the
+// tree of every event kept, not that end each time (a leaf and its
+// branches) nor a page of each index: what a code exchange or a refresh
+// pays for its event. For the catching up to miss none, keys grow in the
+// order events commit: an event that commits after a later one (its time is
+// taken before its transaction) is keyed at the latest time stored, a few
 // milliseconds from its own, which it keeps.
 
 import (
@@ -35,17 +39,20 @@ import (
 
 var (
 	bucketAudit          = []byte("audit")
+	bucketAuditNew       = []byte("audit_new")
 	bucketAuditBySubject = []byte("audit_by_subject")
 	bucketAuditByClient  = []byte("audit_by_client")
 
 	keyAuditIndexed = []byte("audit_indexed") // in bucketMeta
 )
 
-// purgeAuditBatch bounds the events one purge transaction deletes, and
-// indexAuditBatch those one catching up indexes.
+// purgeAuditBatch bounds the events one purge transaction deletes,
+// indexAuditBatch those one catching up indexes, and auditNewBatch those
+// bucketAuditNew holds before a write moves them.
 const (
 	purgeAuditBatch = 5000
 	indexAuditBatch = 20000
+	auditNewBatch   = 8
 )
 
 // updateAudit runs fn in a read-write transaction that also stores the
@@ -84,20 +91,56 @@ func auditing(ctx context.Context, at **store.AuditTx, fn func(*bolt.Tx, *store.
 	}
 }
 
+// putEvents stores evs in bucketAuditNew, and moves the events there to
+// bucketAudit once auditNewBatch are waiting.
 func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
-	b := tx.Bucket(bucketAudit)
+	if len(evs) == 0 {
+		return nil
+	}
+	b := tx.Bucket(bucketAuditNew)
+	// Its few events fill one page rather than split it in two.
+	b.FillPercent = 1
+	last, _ := b.Cursor().Last()
+	if last == nil {
+		last, _ = tx.Bucket(bucketAudit).Cursor().Last()
+	}
+	var seq uint64
 	for i := range evs {
-		seq, err := b.NextSequence()
-		if err != nil {
+		var err error
+		if seq, err = b.NextSequence(); err != nil {
 			return err
 		}
 		at := uint64(evs[i].Time.UnixNano())
-		if last, _ := b.Cursor().Last(); last != nil {
+		if last != nil {
 			at = max(at, binary.BigEndian.Uint64(last))
 		}
-		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, at), seq)
+		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), at), seq)
 		evs[i].ID = hex.EncodeToString(k)
 		if err := putJSON(b, string(k), &evs[i]); err != nil {
+			return err
+		}
+		last = k
+	}
+	if first, _ := b.Cursor().First(); seq-binary.BigEndian.Uint64(first[8:]) < auditNewBatch-1 {
+		return nil
+	}
+	return moveNew(tx)
+}
+
+// moveNew moves the events of bucketAuditNew to the end of bucketAudit,
+// where they wait to be indexed.
+func moveNew(tx *bolt.Tx) error {
+	fresh, events := tx.Bucket(bucketAuditNew), tx.Bucket(bucketAudit)
+	var keys [][]byte
+	c := fresh.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := events.Put(append([]byte(nil), k...), append([]byte(nil), v...)); err != nil {
+			return err
+		}
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	for _, k := range keys {
+		if err := fresh.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -107,6 +150,9 @@ func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
 // indexPending indexes up to max of the events stored after the last one
 // indexed and reports whether any remain.
 func indexPending(tx *bolt.Tx, max int) (more bool, err error) {
+	if err := moveNew(tx); err != nil {
+		return false, err
+	}
 	meta := tx.Bucket(bucketMeta)
 	var keys [][]byte
 	var vals [][]byte
@@ -154,7 +200,8 @@ func (s *boltStore) indexAudit(ctx context.Context) error {
 		behind := false
 		if err := s.view(ctx, func(tx *bolt.Tx) error {
 			k, _ := firstUnindexed(tx.Bucket(bucketAudit).Cursor(), tx.Bucket(bucketMeta).Get(keyAuditIndexed))
-			behind = k != nil
+			fresh, _ := tx.Bucket(bucketAuditNew).Cursor().First()
+			behind = k != nil || fresh != nil
 			return nil
 		}); err != nil || !behind {
 			return err
@@ -233,10 +280,8 @@ func (s *boltStore) QueryAudit(ctx context.Context, q store.AuditQuery) (store.A
 		}
 		start = c
 	}
-	if q.Subject != "" || q.ClientID != "" {
-		if err := s.indexAudit(ctx); err != nil {
-			return page, err
-		}
+	if err := s.indexAudit(ctx); err != nil {
+		return page, err
 	}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		page.Events = nil

@@ -48,7 +48,8 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
 		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog,
-		bucketGrantsBySubject, bucketGrantsByClient, bucketAudit, bucketAuditBySubject, bucketAuditByClient}
+		bucketGrantsBySubject, bucketGrantsByClient, bucketAudit, bucketAuditNew,
+		bucketAuditBySubject, bucketAuditByClient}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -183,6 +184,13 @@ func (s *boltStore) migrate() error {
 func writeSchema(tx *bolt.Tx) error {
 	for _, b := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	// Keys in bucketAuditNew go on from the sequence of those kept in
+	// bucketAudit before it existed.
+	if n, a := tx.Bucket(bucketAuditNew), tx.Bucket(bucketAudit); n.Sequence() < a.Sequence() {
+		if err := n.SetSequence(a.Sequence()); err != nil {
 			return err
 		}
 	}
