@@ -39,6 +39,7 @@ var (
 	bucketAuditByClient  = []byte("audit_by_client")
 
 	keyAuditIndexed = []byte("audit_indexed") // in bucketMeta
+	keyAuditLast    = []byte("audit_last")    // in bucketMeta: lastEventKey
 )
 
 // purgeAuditBatch bounds the events one purge transaction deletes, and
@@ -92,7 +93,7 @@ func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
 			return err
 		}
 		at := uint64(evs[i].Time.UnixNano())
-		if last, _ := b.Cursor().Last(); last != nil {
+		if last := lastEventKey(tx); last != nil {
 			at = max(at, binary.BigEndian.Uint64(last))
 		}
 		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, at), seq)
@@ -100,8 +101,25 @@ func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
 		if err := putJSON(b, string(k), &evs[i]); err != nil {
 			return err
 		}
+		if err := tx.Bucket(bucketMeta).Put(keyAuditLast, k); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// lastEventKey is the key of the newest event ever stored, which a new
+// one's time must not precede. It is kept in bucketMeta rather than read
+// with Cursor.Last: after a transaction deleted many events (an erasure),
+// Last on their bucket can loop forever over the emptied pages before the
+// commit rebalances them. A file written before the key existed falls
+// back to Last once; EraseSubject reads it before deleting anything.
+func lastEventKey(tx *bolt.Tx) []byte {
+	if k := tx.Bucket(bucketMeta).Get(keyAuditLast); k != nil {
+		return k
+	}
+	k, _ := tx.Bucket(bucketAudit).Cursor().Last()
+	return k
 }
 
 // indexPending indexes up to max of the events stored after the last one
@@ -463,6 +481,13 @@ func (s *boltStore) EraseSubject(ctx context.Context, subject string) (*store.Er
 		r, err := findSubject(tx, subject)
 		if err != nil {
 			return err
+		}
+		// The key of the newest event, read before the deletions (see
+		// lastEventKey).
+		if last := lastEventKey(tx); last != nil {
+			if err := tx.Bucket(bucketMeta).Put(keyAuditLast, append([]byte(nil), last...)); err != nil {
+				return err
+			}
 		}
 		for _, del := range []struct {
 			b    []byte
