@@ -44,6 +44,7 @@ var (
 	bucketAuditByClient  = []byte("audit_by_client")
 
 	keyAuditIndexed = []byte("audit_indexed") // in bucketMeta
+	keyAuditLast    = []byte("audit_last")    // in bucketMeta: lastEventKey
 )
 
 // purgeAuditBatch bounds the events one purge transaction deletes,
@@ -100,9 +101,10 @@ func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
 	b := tx.Bucket(bucketAuditNew)
 	// Its few events fill one page rather than split it in two.
 	b.FillPercent = 1
+	// bucketAuditNew is one page, whose Last is safe (see lastEventKey).
 	last, _ := b.Cursor().Last()
 	if last == nil {
-		last, _ = tx.Bucket(bucketAudit).Cursor().Last()
+		last = lastEventKey(tx)
 	}
 	var seq uint64
 	for i := range evs {
@@ -144,7 +146,27 @@ func moveNew(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	return nil
+	if len(keys) == 0 {
+		return nil
+	}
+	// Once the waiting events are moved, the newest of them is what the
+	// next event's time must not precede (lastEventKey).
+	return tx.Bucket(bucketMeta).Put(keyAuditLast, keys[len(keys)-1])
+}
+
+// lastEventKey is the key of the newest event ever moved to bucketAudit,
+// which a new one's time must not precede. It is kept in bucketMeta (by
+// moveNew, and by EraseSubject before it deletes) rather than read
+// with Cursor.Last: after a transaction deleted many events (an erasure),
+// Last on their bucket can loop forever over the emptied pages before the
+// commit rebalances them. A file written before the key existed falls
+// back to Last once; EraseSubject reads it before deleting anything.
+func lastEventKey(tx *bolt.Tx) []byte {
+	if k := tx.Bucket(bucketMeta).Get(keyAuditLast); k != nil {
+		return k
+	}
+	k, _ := tx.Bucket(bucketAudit).Cursor().Last()
+	return k
 }
 
 // indexPending indexes up to max of the events stored after the last one
@@ -508,6 +530,13 @@ func (s *boltStore) EraseSubject(ctx context.Context, subject string) (*store.Er
 		r, err := findSubject(tx, subject)
 		if err != nil {
 			return err
+		}
+		// The key of the newest event, read before the deletions (see
+		// lastEventKey).
+		if last := lastEventKey(tx); last != nil {
+			if err := tx.Bucket(bucketMeta).Put(keyAuditLast, append([]byte(nil), last...)); err != nil {
+				return err
+			}
 		}
 		for _, del := range []struct {
 			b    []byte

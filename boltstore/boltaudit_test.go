@@ -211,3 +211,60 @@ func TestAuditEventPages(t *testing.T) {
 			perEvent, perEvent-perMeta)
 	}
 }
+
+// TestEraseManyEventsDoesNotHang: an erasure deletes every event naming
+// the person and then stores its own, in one transaction. bbolt's
+// Cursor.Last on a bucket whose pages that transaction emptied can loop
+// for ever, holding the write lock, so the new event's key must not come
+// from it (lastEventKey). Then the store writes on as before.
+func TestEraseManyEventsDoesNotHang(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "s.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closed at the end only: Close waits for a hung erasure's transaction.
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for batch := range 10 {
+		a := &store.Audit{}
+		for i := range 500 {
+			a.Record(store.AuditEvent{Time: at.Add(time.Duration(batch*500+i) * time.Millisecond),
+				Type: store.EventTokenRefreshed, Subject: "ada", ClientID: "app", Target: "grant-1"})
+		}
+		if err := st.RecordAudit(store.WithAudit(context.Background(), a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.EraseSubject(context.Background(), "ada")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("EraseSubject: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("EraseSubject of 5,000 events did not return within 30 s")
+	}
+	a := &store.Audit{}
+	a.Record(store.AuditEvent{Time: at, Type: store.EventKeyRotated, Target: "k2"})
+	if err := st.RecordAudit(store.WithAudit(context.Background(), a)); err != nil {
+		t.Fatal(err)
+	}
+	page, err := st.QueryAudit(context.Background(), store.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range page.Events {
+		types = append(types, e.Type)
+	}
+	if len(types) != 2 || types[0] != store.EventKeyRotated || types[1] != store.EventSubjectErased {
+		t.Errorf("events after the erasure: %v, want [%s %s] (the newest first, never before the erasure)",
+			types, store.EventKeyRotated, store.EventSubjectErased)
+	}
+	if err := st.Close(); err != nil {
+		t.Error(err)
+	}
+}
