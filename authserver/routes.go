@@ -171,8 +171,13 @@ func Endpoints() []Endpoint { return slices.Clone(endpoints) }
 // ServeHTTP serves every path sitepath.IsAuthServer reports; unknown ones
 // get a JSON 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r = s.withAudit(r)
 	rt := routeFor(r.URL.Path)
+	// The GET-only routes serve documents and assets: they change nothing
+	// and record nothing, so they skip the audit context (an Audit and a
+	// request copy each).
+	if !rt.getOnly {
+		r = s.withAudit(r)
+	}
 	if rt.cors {
 		setCORS(w)
 		if r.Method == http.MethodOptions {
