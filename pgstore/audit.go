@@ -77,11 +77,21 @@ func auditCursor(at time.Time, id int64) string {
 	return strconv.FormatInt(at.UnixMicro(), 10) + "." + strconv.FormatInt(id, 10)
 }
 
+// The times a cursor may name: 0001-01-01 to 9999-12-31, in Unix
+// microseconds.
+const (
+	minCursorMicros = -62135596800000000
+	maxCursorMicros = 253402300799999999
+)
+
 func parseAuditCursor(c string) (time.Time, int64, error) {
 	a, b, ok := strings.Cut(c, ".")
 	micros, err1 := strconv.ParseInt(a, 10, 64)
 	id, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
+	// A cursor this store wrote is a time PostgreSQL can hold (years 1 to
+	// 9999 here) and an event's id; anything else is a forged or mangled
+	// link, refused as such rather than failing the query.
+	if !ok || err1 != nil || err2 != nil || id < 1 || micros < minCursorMicros || micros > maxCursorMicros {
 		return time.Time{}, 0, store.ErrBadCursor
 	}
 	return time.UnixMicro(micros), id, nil

@@ -196,8 +196,10 @@ func testAuditQuery(t *testing.T, s store.Store) {
 	if err != nil || len(page.Events) != 3 || page.Next == "" {
 		t.Fatalf("a page of 3: %d events, next %q, %v", len(page.Events), page.Next, err)
 	}
-	_, err = s.QueryAudit(context.Background(), store.AuditQuery{Cursor: "not a cursor"})
-	wantErr(t, "a bad cursor", err, store.ErrBadCursor)
+	for _, c := range []string{"not a cursor", "9000000000000000000.1", "-9223372036854775808.1", "1.0", "1.-5"} {
+		_, err = s.QueryAudit(context.Background(), store.AuditQuery{Cursor: c})
+		wantErr(t, "the cursor "+c, err, store.ErrBadCursor)
+	}
 }
 
 // testPurgeAudit: the retention deletes what is older than its bound and
