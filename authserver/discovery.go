@@ -34,7 +34,7 @@ func (s *Server) protectedResourceMetadata() map[string]any {
 	}
 }
 
-func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
+func (s *Server) authorizationServerMetadata(oidc, canSign bool) map[string]any {
 	m := map[string]any{
 		"issuer":                                         s.cfg.Issuer,
 		"response_types_supported":                       []string{"code"},
@@ -59,7 +59,7 @@ func (s *Server) authorizationServerMetadata(oidc bool) map[string]any {
 	}
 	// The ID-token fields appear only while a published key may
 	// sign, so a client falls back to UserInfo when they are absent.
-	if s.keys.CanSign(s.cfg.Now()) {
+	if canSign {
 		m["id_token_signing_alg_values_supported"] = []string{"ES256"}
 	} else {
 		delete(m, "jwks_uri")
@@ -84,8 +84,11 @@ const (
 // metadataDoc returns a discovery document, encoded once per server and
 // variant instead of per request.
 func (s *Server) metadataDoc(kind int) []byte {
+	// Decided once: the variant the document is cached under is the one
+	// it is built as, even when a key starts signing in between.
+	canSign := s.keys.CanSign(s.cfg.Now())
 	i := kind * 2
-	if s.keys.CanSign(s.cfg.Now()) {
+	if canSign {
 		i++
 	}
 	if body := s.docs[i].Load(); body != nil {
@@ -96,7 +99,7 @@ func (s *Server) metadataDoc(kind int) []byte {
 	case docProtectedResource:
 		doc = s.protectedResourceMetadata()
 	default:
-		doc = s.authorizationServerMetadata(kind == docOpenIDConfiguration)
+		doc = s.authorizationServerMetadata(kind == docOpenIDConfiguration, canSign)
 	}
 	body, err := json.Marshal(doc)
 	if err != nil {

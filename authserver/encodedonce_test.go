@@ -40,7 +40,7 @@ func TestJWKSEncodedOncePerKeySet(t *testing.T) {
 func TestDiscoveryEncodedOnce(t *testing.T) {
 	f := newFixture(t)
 	get := func() string { return f.serve("GET", sitepath.OIDCConfig, nil, nil).Body.String() }
-	want, _ := json.Marshal(f.srv.authorizationServerMetadata(true))
+	want, _ := json.Marshal(f.srv.authorizationServerMetadata(true, f.srv.keys.CanSign(f.clock.Now())))
 	if got := get(); got != string(want)+"\n" || got != get() {
 		t.Fatalf("discovery %s, want %s", got, want)
 	}
