@@ -38,7 +38,7 @@ func (s *Server) withAudit(r *http.Request) *http.Request {
 	}
 	a := &store.Audit{ClientIP: s.clientAddr(r), Now: s.cfg.Now, Log: s.logAudit}
 	if s.cfg.RequestID != nil {
-		a.RequestID = s.cfg.RequestID(r)
+		a.NewRequestID = func() string { return s.cfg.RequestID(r) }
 	}
 	return r.WithContext(store.WithAudit(r.Context(), a))
 }
@@ -115,7 +115,7 @@ func (s *Server) logAudit(e store.AuditEvent) {
 // request's context.
 func (s *Server) logOnly(ctx context.Context, e store.AuditEvent) {
 	if a := store.AuditOf(ctx); a != nil {
-		e.RequestID, e.ClientIP = a.RequestID, a.ClientIP
+		e.RequestID, e.ClientIP = a.ID(), a.ClientIP
 	}
 	e.Time = s.cfg.Now()
 	s.logAudit(e)

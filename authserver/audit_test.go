@@ -3,7 +3,9 @@ package authserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -302,5 +304,26 @@ func TestAuditRetentionChecked(t *testing.T) {
 		if err := CheckAuditRetention(d); err != nil {
 			t.Errorf("retention %v: %v", d, err)
 		}
+	}
+}
+
+// TestAuditRequestIDMadeOnUse: the adapter's request id (a random UUID in
+// Caddy) is made only for a request whose events need it, and then named
+// in every event of that request.
+func TestAuditRequestIDMadeOnUse(t *testing.T) {
+	f := newFixture(t)
+	var made int
+	f.srv.cfg.RequestID = func(*http.Request) string { made++; return fmt.Sprintf("req-%d", made) }
+	for _, path := range []string{sitepath.OIDCConfig, sitepath.JWKS, sitepath.UserInfo} {
+		f.serve("GET", path, nil, nil)
+	}
+	if made != 0 {
+		t.Fatalf("%d request ids made for requests that record nothing", made)
+	}
+	_, c := pkce()
+	f.consent(f.authorize(authParams(c), "student"), "student", "approve")
+	consent, code := f.oneEvent(store.EventConsentGranted), f.oneEvent(store.EventCodeIssued)
+	if consent.RequestID == "" || consent.RequestID != code.RequestID {
+		t.Errorf("one request's events name requests %q and %q", consent.RequestID, code.RequestID)
 	}
 }

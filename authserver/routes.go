@@ -172,18 +172,18 @@ func Endpoints() []Endpoint { return slices.Clone(endpoints) }
 // get a JSON 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := routeFor(r.URL.Path)
-	// The GET-only routes serve documents and assets: they change nothing
-	// and record nothing, so they skip the audit context (an Audit and a
-	// request copy each).
-	if !rt.getOnly {
-		r = s.withAudit(r)
-	}
 	if rt.cors {
 		setCORS(w)
 		if r.Method == http.MethodOptions {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+	}
+	// The GET-only routes serve documents and assets: they change nothing
+	// and record nothing, so they skip the audit context (an Audit and a
+	// request copy each), as preflights do above.
+	if !rt.getOnly {
+		r = s.withAudit(r)
 	}
 	if rt.limit != unlimited && s.limited(w, r, s.limits.of(rt.limit), rt.pages) {
 		return

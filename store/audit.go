@@ -89,8 +89,13 @@ func (e *AuditEvent) Names(subject string) bool {
 // and not yet seen stored. It belongs to one request, used by one
 // goroutine at a time.
 type Audit struct {
-	RequestID string
-	ClientIP  string
+	// RequestID names the request in its events; NewRequestID, when set,
+	// gives it on first use instead, for a request id that costs
+	// something to make (Caddy's is a random UUID) and most requests,
+	// recording nothing, never need.
+	RequestID    string
+	NewRequestID func() string
+	ClientIP     string
 	// Actor and ActorSub stamp events recorded without an actor: who
 	// the request acts for, once it is known (an operator signed in to
 	// the admin area, the admin API).
@@ -124,6 +129,14 @@ func (a *Audit) Record(e AuditEvent) {
 	a.pending = append(a.pending, a.stamp(e))
 }
 
+// ID is the request's id, made on first use by NewRequestID.
+func (a *Audit) ID() string {
+	if a.RequestID == "" && a.NewRequestID != nil {
+		a.RequestID, a.NewRequestID = a.NewRequestID(), nil
+	}
+	return a.RequestID
+}
+
 func (a *Audit) stamp(e AuditEvent) AuditEvent {
 	if a == nil {
 		if e.Time.IsZero() {
@@ -139,7 +152,7 @@ func (a *Audit) stamp(e AuditEvent) AuditEvent {
 		}
 	}
 	if e.RequestID == "" {
-		e.RequestID = a.RequestID
+		e.RequestID = a.ID()
 	}
 	if e.ClientIP == "" {
 		e.ClientIP = a.ClientIP
