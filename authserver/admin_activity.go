@@ -18,10 +18,6 @@ import (
 // variable for the tests).
 var activityPageSize = 50
 
-// maxSubjectLen bounds a subject in a link: the legacy site's ids are
-// short, and a longer one is a forged link.
-const maxSubjectLen = 1024
-
 type adminActivityView struct {
 	adminPage
 	// ClientID and Subject are what the view is of; Name and Kind the
@@ -39,7 +35,7 @@ func (a *adminCtx) activity() {
 	ctx := a.r.Context()
 	q := a.r.URL.Query()
 	clientID, subject, cursor := q.Get("client_id"), q.Get("subject"), q.Get("after")
-	if (clientID == "" && subject == "") || len(clientID) > maxClientIDLen || len(subject) > maxSubjectLen {
+	if (clientID == "" && subject == "") || len(clientID) > maxClientIDLen || len(subject) > maxClientIDLen {
 		a.fail(http.StatusBadRequest, "admin.error.bad_activity_link")
 		return
 	}
