@@ -250,8 +250,17 @@ func TestAdminOverviewPaged(t *testing.T) {
 		t.Error("the last page links to a next one")
 	}
 
-	for _, bad := range []string{"connected_page=3", "connected_page=0", "connected_page=-1", "connected_page=x",
-		"metadata_page=2.0", "apps_page=2", "loopback_page=" + strings.Repeat("9", 40)} {
+	// A page past the end (a link from before rows went away) is the last.
+	for _, stale := range []string{"connected_page=3", "connected_page=" + strings.Repeat("9", 15)} {
+		rec := f.serve("GET", sitepath.AdminApplications+"?"+stale, nil, map[string]string{"Cookie": "session=owner"})
+		body := html.UnescapeString(rec.Body.String())
+		if rec.Code != http.StatusOK || !strings.Contains(body, msg("en", "admin.page_of", "page", 2, "pages", 2)) ||
+			!strings.Contains(body, `id="connected-prev"`) {
+			t.Errorf("%s: %d, want the last page\n%s", stale, rec.Code, body)
+		}
+	}
+	for _, bad := range []string{"connected_page=0", "connected_page=-1", "connected_page=x",
+		"metadata_page=2.0", "loopback_page=" + strings.Repeat("9", 40)} {
 		rec := f.serve("GET", sitepath.AdminApplications+"?"+bad, nil,
 			map[string]string{"Cookie": "session=owner", "Accept-Language": "de"})
 		body := html.UnescapeString(rec.Body.String())

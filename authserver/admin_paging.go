@@ -45,13 +45,16 @@ func paginate[T any](p listPager, name string, list []T) ([]T, pager, *badPage) 
 	page := 1
 	if raw := p.query.Get(name + "_page"); raw != "" {
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > pages {
+		if err != nil || n < 1 {
 			if len(raw) > 20 {
 				raw = raw[:20] + "…"
 			}
 			return nil, pager{}, &badPage{strconv.Quote(raw)}
 		}
-		page = n
+		// A page past the end is a link from before rows went away (a
+		// deletion, a disconnection): it shows the last page, rather
+		// than refusing the whole overview for one list grown shorter.
+		page = min(n, pages)
 	}
 	pg := pager{List: name, Page: page, Pages: pages}
 	if page > 1 {
