@@ -20,10 +20,7 @@ func TestAuditRoute(t *testing.T) {
 		t.Fatalf("the routes are not registered with Caddy's admin API: %v", err)
 	}
 	ts := newTestSite(t, nil)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
-	prev := activeApp
-	activeApp = func() (any, error) { return app, nil }
-	defer func() { activeApp = prev }()
+	runningAs(t, &App{sites: map[string]*site{ts.g.Issuer: ts.site}})
 	const school = "issuer=https%3A%2F%2Fschool.example"
 	for _, tt := range []struct {
 		name, query string
@@ -64,10 +61,7 @@ func TestAuditRoute(t *testing.T) {
 // erasure's event naming the admin API, not the person.
 func TestSubjectRoutes(t *testing.T) {
 	ts := newTestSite(t, nil)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
-	prev := activeApp
-	activeApp = func() (any, error) { return app, nil }
-	defer func() { activeApp = prev }()
+	runningAs(t, &App{sites: map[string]*site{ts.g.Issuer: ts.site}})
 	export := func(subject string) (int, string) {
 		return callAdmin(t, handleSubjectExport, httptest.NewRequest("GET",
 			"/schoolgate/subject?issuer=https%3A%2F%2Fschool.example&subject="+subject, nil))

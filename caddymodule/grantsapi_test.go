@@ -51,10 +51,7 @@ func TestGrantsRoutes(t *testing.T) {
 	second, others := "sgat_"+strings.Repeat("u", 43), "sgat_"+strings.Repeat("v", 43)
 	storeGrant(t, ts.site.stored.Store, "grant-2", "member-app", "member-1", second)
 	storeGrant(t, ts.site.stored.Store, "grant-3", "member-app", "member-2", others)
-	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}}
-	prev := activeApp
-	activeApp = func() (any, error) { return app, nil }
-	defer func() { activeApp = prev }()
+	runningAs(t, &App{sites: map[string]*site{ts.g.Issuer: ts.site}})
 	const school = "https%3A%2F%2Fschool.example"
 	for _, tt := range []struct {
 		name, target string
