@@ -503,13 +503,7 @@ func (s *boltStore) ExportSubject(ctx context.Context, subject string) (*store.S
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if d.Empty() {
-		return nil, store.ErrNotFound
-	}
-	return d, nil
+	return store.FoundSubject(d, err)
 }
 
 // EraseSubject implements store.AuditStore.
@@ -566,18 +560,7 @@ func (s *boltStore) EraseSubject(ctx context.Context, subject string) (*store.Er
 		}
 		n.Consents, n.Grants, n.Tokens = len(r.consents), len(r.grants), len(r.tokens)
 		n.Codes, n.Pending, n.Events = len(r.codes), len(r.pending), len(r.events)
-		if n.Empty() {
-			return store.ErrNotFound
-		}
-		// The erasure's own event names no one, nor do any the request
-		// recorded for it.
-		for i := range at.Events {
-			if at.Events[i].Names(subject) {
-				at.Events[i].Subject, at.Events[i].ActorSub = "", ""
-			}
-		}
-		at.Add(store.ErasedEvent(&n))
-		return nil
+		return at.Erased(subject, &n)
 	})
 	if err != nil {
 		return nil, err

@@ -269,13 +269,7 @@ func (s *Site) ExportSubject(ctx context.Context, subject string) (*store.Subjec
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return nil, err
-	}
-	if d.Empty() {
-		return nil, store.ErrNotFound
-	}
-	return d, nil
+	return store.FoundSubject(d, err)
 }
 
 // EraseSubject implements store.AuditStore in one transaction. Codes go
@@ -314,15 +308,9 @@ func (s *Site) EraseSubject(ctx context.Context, subject string) (*store.Erased,
 				return err
 			}
 		}
-		if n.Empty() {
-			return store.ErrNotFound
+		if err := at.Erased(subject, &n); err != nil {
+			return err
 		}
-		for i := range at.Events {
-			if at.Events[i].Names(subject) {
-				at.Events[i].Subject, at.Events[i].ActorSub = "", ""
-			}
-		}
-		at.Add(store.ErasedEvent(&n))
 		return s.announceIf(ctx, tx, int64(n.Grants), store.ChangeTokens)
 	})
 	if err != nil {

@@ -339,10 +339,33 @@ type Erased struct {
 // Empty reports whether nothing was erased.
 func (e *Erased) Empty() bool { return *e == Erased{} }
 
-// ErasedEvent is the one event an erasure leaves: counts, no one named.
-func ErasedEvent(n *Erased) AuditEvent {
-	return AuditEvent{Type: EventSubjectErased, Actor: ActorAdminAPI, Outcome: "erased",
-		Grants: n.Grants}
+// Erased ends an erasure of subject that deleted n, inside its
+// transaction: ErrNotFound when nothing was stored of them, else the
+// request's events stop naming them and the erasure's own event, counts
+// and no one named, is added.
+func (t *AuditTx) Erased(subject string, n *Erased) error {
+	if n.Empty() {
+		return ErrNotFound
+	}
+	for i := range t.Events {
+		if t.Events[i].Names(subject) {
+			t.Events[i].Subject, t.Events[i].ActorSub = "", ""
+		}
+	}
+	t.Add(AuditEvent{Type: EventSubjectErased, Actor: ActorAdminAPI, Outcome: "erased", Grants: n.Grants})
+	return nil
+}
+
+// FoundSubject is an export's answer from what it read: ErrNotFound when
+// nothing of the person is stored.
+func FoundSubject(d *SubjectData, err error) (*SubjectData, error) {
+	if err != nil {
+		return nil, err
+	}
+	if d == nil || d.Empty() {
+		return nil, ErrNotFound
+	}
+	return d, nil
 }
 
 // RedeemEvent is the event a store records for a code's redemption: the
