@@ -287,13 +287,20 @@ func deleteEvent(tx *bolt.Tx, k []byte) error {
 	return b.Delete(k)
 }
 
+// untilSlack is how far past a query's Until its scan starts: more than
+// a transaction's commit may lag behind the time its event was stamped.
+const untilSlack = time.Minute
+
 // QueryAudit implements store.AuditStore.
 func (s *boltStore) QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
 	var page store.AuditPage
 	limit := store.AuditLimit(q.Limit)
 	start := bytes.Repeat([]byte{0xff}, 16)
 	if !q.Until.IsZero() {
-		start = timeKey(q.Until)
+		// An event's key is its time or, when it committed after a later
+		// one, that one's: the scan starts a little past Until and
+		// q.Matches keeps only what is not after it.
+		start = timeKey(q.Until.Add(untilSlack))
 	}
 	if q.Cursor != "" {
 		c, err := hex.DecodeString(q.Cursor)

@@ -268,3 +268,28 @@ func TestEraseManyEventsDoesNotHang(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAuditUntilFindsLateCommits: an event stamped before a later one but
+// committed after it is keyed at the later one's time; a query up to a
+// time between the two still finds it.
+func TestAuditUntilFindsLateCommits(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "s.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for _, sec := range []int{5, 1} {
+		a := &store.Audit{}
+		a.Record(store.AuditEvent{Time: at.Add(time.Duration(sec) * time.Second), Type: store.EventKeyRotated, Subject: "ada"})
+		if err := st.RecordAudit(store.WithAudit(context.Background(), a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []store.AuditQuery{{Until: at.Add(3 * time.Second)}, {Subject: "ada", Until: at.Add(3 * time.Second)}} {
+		page, err := st.QueryAudit(context.Background(), q)
+		if err != nil || len(page.Events) != 1 || !page.Events[0].Time.Equal(at.Add(time.Second)) {
+			t.Errorf("query %+v: %+v, %v; want the event of 10:00:01", q, page.Events, err)
+		}
+	}
+}
