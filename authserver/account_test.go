@@ -312,7 +312,7 @@ func TestAccountRefusals(t *testing.T) {
 	// access had ended already.
 	f.grantTo(confidential, "student", "openid")
 	ended := f.grantTo(memberClient, "student", "openid")
-	if err := f.store.RevokeToken(context.Background(), hashToken(ended.refresh)); err != nil {
+	if err := f.store.RevokeToken(context.Background(), tokenKey(ended.refresh)); err != nil {
 		t.Fatal(err)
 	}
 	if res := f.disconnectForm("student", memberClient, csrf, nil); res.Header.Get("Location") != sitepath.AccountApplications+"?done=already" {

@@ -234,10 +234,10 @@ func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 // tells the person how to try again should the store fail.
 func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *store.AuthRequest, id *store.Identity, status int, retry string) {
 	now := s.cfg.Now()
-	raw := newToken(prefixCode)
+	raw := newTimedToken(prefixCode, now)
 	ctx := s.record(r.Context(), store.AuditEvent{Type: store.EventCodeIssued, Subject: id.Subject,
 		ClientID: req.ClientID, Actor: store.ActorMember, Detail: strings.Join(req.Scopes, " ")})
-	err := s.store.PutCode(ctx, hashToken(raw), &store.Code{
+	err := s.store.PutCode(ctx, tokenKey(raw), &store.Code{
 		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
 	})
 	if err != nil {

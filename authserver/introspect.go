@@ -28,7 +28,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inactive := map[string]any{"active": false}
-	t, g, err := s.store.GetToken(r.Context(), hashToken(raw))
+	t, g, err := s.store.GetToken(r.Context(), tokenKey(raw))
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		// "active": false would make the client drop a token that may be
 		// fine; it is told to ask again instead.

@@ -26,7 +26,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, errInvalidRequest("token is required"))
 		return
 	}
-	hash := hashToken(raw)
+	hash := tokenKey(raw)
 	t, g, err := s.store.GetToken(r.Context(), hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

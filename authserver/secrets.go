@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,55 @@ func randomString() string {
 }
 
 func newToken(prefix string) string { return prefix + randomString() }
+
+// Codes, access and refresh tokens start with their issue time: the
+// prefix, 16 hex digits of Unix microseconds, then 256 random bits. The
+// time is not a secret (expires_in tells as much) and adds nothing to
+// what must be guessed; it is there so that the key a store keeps a
+// token under (tokenKey) sorts as the issue time. A bbolt commit of many
+// exchanges then appends their tokens to a few pages at the end of the
+// bucket instead of rewriting a random page for each, and a rotation or
+// redemption finds its record among those issued at the same time.
+const timedLen = 16 + 43
+
+// newTimedToken is a code or token issued at now.
+func newTimedToken(prefix string, now time.Time) string {
+	var t [8]byte
+	binary.BigEndian.PutUint64(t[:], uint64(now.UnixMicro()))
+	return prefix + hex.EncodeToString(t[:]) + randomString()
+}
+
+// tokenKey is the store key of a code or token: its issue time as the
+// token carries it, then the hash; tokens issued before they carried a
+// time (and anything else presented) are kept under the hash alone, so
+// both kinds keep working. A presented time is not trusted for anything:
+// the key matches a stored one only if the hash does too.
+func tokenKey(raw string) string {
+	return keyWithHash(raw, hashToken(raw))
+}
+
+// keyWithHash is tokenKey for a hash the caller already has.
+func keyWithHash(raw, hash string) string {
+	if t, ok := issueTime(raw); ok {
+		return t + hash
+	}
+	return hash
+}
+
+// issueTime is the hex time at the start of a timed token's body.
+func issueTime(raw string) (string, bool) {
+	i := strings.IndexByte(raw, '_')
+	if i < 0 || len(raw)-i-1 != timedLen {
+		return "", false
+	}
+	t := raw[i+1 : i+1+16]
+	for j := 0; j < len(t); j++ {
+		if c := t[j]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return "", false
+		}
+	}
+	return t, true
+}
 
 // newGrantID is a grant's id: its creation time to the microsecond in
 // hex, which sorts as the time does, then 128 random bits. Ids in time

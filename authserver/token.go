@@ -118,7 +118,7 @@ func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form ur
 	var fail *oauthError
 	var grant *store.Grant
 	var nonce string
-	err := s.store.RedeemCode(ctx, hashToken(code), func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
+	err := s.store.RedeemCode(ctx, tokenKey(code), func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		resp, fail = nil, nil
 		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], now); fail != nil {
 			return nil, nil, fail
@@ -192,14 +192,14 @@ func (s *Server) checkCode(c *store.Code, client *store.Client, redirectURI, ver
 
 // mintTokens creates a new access and refresh token for a grant.
 func (s *Server) mintTokens(g *store.Grant, scopes []string, now time.Time) (*tokenResponse, []store.IssuedToken) {
-	access, refresh := newToken(prefixAccess), newToken(prefixRefresh)
+	access, refresh := newTimedToken(prefixAccess, now), newTimedToken(prefixRefresh, now)
 	resp := &tokenResponse{AccessToken: access, TokenType: "Bearer",
 		ExpiresIn: int64(s.cfg.AccessTTL / time.Second), Scope: strings.Join(scopes, " "),
 		RefreshToken: refresh}
 	return resp, []store.IssuedToken{
-		{Hash: hashToken(access), Token: &store.Token{Kind: store.TokenAccess, GrantID: g.ID, ClientID: g.ClientID,
+		{Hash: tokenKey(access), Token: &store.Token{Kind: store.TokenAccess, GrantID: g.ID, ClientID: g.ClientID,
 			Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL)}},
-		{Hash: hashToken(refresh), Token: &store.Token{Kind: store.TokenRefresh, GrantID: g.ID, ClientID: g.ClientID,
+		{Hash: tokenKey(refresh), Token: &store.Token{Kind: store.TokenRefresh, GrantID: g.ID, ClientID: g.ClientID,
 			Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}},
 	}
 }
@@ -213,7 +213,7 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
-	err := s.store.RotateRefresh(ctx, hashToken(raw), now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
+	err := s.store.RotateRefresh(ctx, tokenKey(raw), now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		resp, fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {

@@ -73,7 +73,7 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 	}
 	s.cfg.Observer.TokenLookup(false)
 	gen := s.cache.gen.Load()
-	t, g, err := s.store.GetToken(ctx, hex.EncodeToString(digest[:]))
+	t, g, err := s.store.GetToken(ctx, keyWithHash(raw, hex.EncodeToString(digest[:])))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrInvalidToken
 	}

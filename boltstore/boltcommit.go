@@ -106,6 +106,7 @@ func (s *boltStore) commitBatch(batch []*commitCall) {
 	for len(batch) > 0 {
 		failed := -1
 		err := s.commit(func(tx *bolt.Tx) error {
+			fillAppended(tx)
 			for i, c := range batch {
 				if err := callSafely(c.fn, tx); err != nil {
 					failed = i
