@@ -478,6 +478,9 @@ func (b *bench) tokenRound(t *tokenSite, profile bool) error {
 	if err != nil {
 		return fmt.Errorf("code exchange: %v", err)
 	}
+	if profile && b.cfg.profile == "token" {
+		go b.stack.cpuProfile(2*time.Second, "bench-token-refresh.pprof")
+	}
 	f, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
 		tok, ok := issued.take()
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,5 +292,54 @@ func TestAuditUntilFindsLateCommits(t *testing.T) {
 		if err != nil || len(page.Events) != 1 || !page.Events[0].Time.Equal(at.Add(time.Second)) {
 			t.Errorf("query %+v: %+v, %v; want the event of 10:00:01", q, page.Events, err)
 		}
+	}
+}
+
+// Events waiting to be moved are few, but not always small: a metadata
+// document's client id is a URL of up to 2 KB, and eight such events
+// take several pages. Events stored after the move in the same
+// transaction (a group commit holds many requests) must not find those
+// pages emptied: bbolt's Last can loop forever over them.
+func TestEventsAfterAMoveOfLargeOnes(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "s.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closed at the end only: Close waits for a hung transaction.
+	s := st.(*boltStore)
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	big := "https://app.example/" + strings.Repeat("m", 2000)
+	event := func(i int) []store.AuditEvent {
+		return []store.AuditEvent{{Time: at.Add(time.Duration(i) * time.Millisecond), Type: store.EventCodeIssued,
+			Subject: "ada", ClientID: big, Detail: strings.Repeat("d", 200)}}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.commit(func(tx *bolt.Tx) error {
+			for i := range 3 * auditNewBatch {
+				if err := putEvents(tx, event(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("storing events after a move of large ones did not return within 20 s")
+	}
+	page, err := st.QueryAudit(context.Background(), store.AuditQuery{Subject: "ada", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 3*auditNewBatch {
+		t.Errorf("%d events found, want %d", len(page.Events), 3*auditNewBatch)
+	}
+	if err := st.Close(); err != nil {
+		t.Error(err)
 	}
 }
