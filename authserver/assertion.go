@@ -19,10 +19,7 @@ const AssertionTTL = 5 * time.Minute
 
 // assertionClaims is what the legacy server learns from an assertion: the
 // X-School-* headers, signed. TokenAudience is the X-School-Audience
-// value (member or operator), which aud cannot carry. Nothing else: the
-// assertion travels on every protected request, and Caddy's proxy copies,
-// writes and log-encodes it each time, so a claim no verifier needs (iat:
-// exp alone bounds its life) is left out.
+// value (member or operator), which aud cannot carry.
 type assertionClaims struct {
 	Issuer        string   `json:"iss"`
 	Audience      string   `json:"aud"`
@@ -34,6 +31,7 @@ type assertionClaims struct {
 	Scope         string   `json:"scope"`
 	ClientID      string   `json:"client_id"`
 	TokenAudience string   `json:"token_audience"`
+	IssuedAt      int64    `json:"iat"`
 	Expires       int64    `json:"exp"`
 }
 
@@ -62,7 +60,7 @@ func (s *Server) signAssertion(t *policy.Token, audience string) (string, time.T
 	payload, err := json.Marshal(assertionClaims{
 		Issuer: s.cfg.Issuer, Audience: audience, Subject: t.Subject, Email: t.Email, Name: t.Name,
 		OrgID: t.OrgID, Roles: roles, Scope: strings.Join(t.Scopes, " "), ClientID: t.ClientID,
-		TokenAudience: t.Audience, Expires: exp.Unix(),
+		TokenAudience: t.Audience, IssuedAt: now.Unix(), Expires: exp.Unix(),
 	})
 	if err != nil {
 		return "", time.Time{}, err

@@ -69,7 +69,7 @@ func TestIdentityAssertionClaims(t *testing.T) {
 		"iss": issuer, "aud": legacyAudience, "sub": "member-1", "email": "student@demo.school",
 		"name": "Sam Student", "org_id": "demo", "roles": []any{"student"},
 		"scope": "openid profile email account:read", "client_id": memberClient, "token_audience": "member",
-		"exp": float64(now + 300),
+		"iat": float64(now), "exp": float64(now + 300),
 	}
 	for k, v := range want {
 		if got, _ := json.Marshal(claims[k]); string(got) != mustJSON(t, v) {
@@ -123,8 +123,7 @@ func TestIdentityAssertionIsNotAnIDToken(t *testing.T) {
 	}
 }
 
-// exp is the earlier of the access token's expiry and 5 minutes after
-// signing.
+// exp is the earlier of the access token's expiry and iat + 5 minutes.
 func TestIdentityAssertionExpiry(t *testing.T) {
 	f := newFixture(t)
 	now := f.clock.Now()
@@ -147,7 +146,7 @@ func TestIdentityAssertionExpiry(t *testing.T) {
 			}
 			claims := verifyWithJWKS(t, f, a, legacyAudience)
 			if exp := int64(claims["exp"].(float64)); exp != now.Add(tt.want).Unix() {
-				t.Errorf("exp = signing + %ds, want signing + %v", exp-now.Unix(), tt.want)
+				t.Errorf("exp = iat + %ds, want iat + %v", exp-now.Unix(), tt.want)
 			}
 		})
 	}

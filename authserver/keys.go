@@ -2,11 +2,9 @@ package authserver
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -38,7 +36,7 @@ type Keys struct {
 }
 
 // encodedJWKS is an encoded key set and the kids it lists. A kid is the
-// key's thumbprint or its start, so the kids name the content.
+// key's thumbprint, so the kids name the content.
 type encodedJWKS struct {
 	kids string
 	body []byte
@@ -147,13 +145,10 @@ func newStoredKey(now, signFrom time.Time) (store.StoredKey, error) {
 	if err != nil {
 		return store.StoredKey{}, err
 	}
-	kid, err := compactKID(priv)
-	if err != nil {
+	if err := jwk.AssignKeyID(priv); err != nil {
 		return store.StoredKey{}, err
 	}
-	if err := priv.Set(jwk.KeyIDKey, kid); err != nil {
-		return store.StoredKey{}, err
-	}
+	kid, _ := priv.KeyID()
 	_ = priv.Set(jwk.AlgorithmKey, jwa.ES256())
 	_ = priv.Set(jwk.KeyUsageKey, "sig")
 	blob, err := json.Marshal(priv)
@@ -161,25 +156,6 @@ func newStoredKey(now, signFrom time.Time) (store.StoredKey, error) {
 		return store.StoredKey{}, err
 	}
 	return store.StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}, nil
-}
-
-// kidBytes is how much of a key's RFC 7638 thumbprint names it: 48 bits,
-// 8 base64url characters. A kid only tells apart the keys of one site's
-// JWKS, a handful over its life, and every identity assertion carries it
-// to the legacy server on each protected request, so it is kept short.
-// Keys made before kept the whole thumbprint (43 characters), and keep it
-// while they are published: a kid does not change under the tokens it
-// signed.
-const kidBytes = 6
-
-// compactKID is the kid of a new key: the start of its thumbprint, so
-// that the kids of a key set still name its content.
-func compactKID(key jwk.Key) (string, error) {
-	thumb, err := key.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(thumb[:kidBytes]), nil
 }
 
 // Rotate publishes a new key now; it starts signing after publishDelay,

@@ -82,7 +82,7 @@ func claims(edit func(map[string]any)) map[string]any {
 	c := map[string]any{"iss": testIssuer, "aud": testAudience, "sub": "member-1",
 		"email": "student@demo.school", "name": "Sam Student", "org_id": "demo", "roles": []string{"student"},
 		"scope": "openid account:read", "client_id": "member-app", "token_audience": "member",
-		"exp": now.Add(5 * time.Minute).Unix()}
+		"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix()}
 	if edit != nil {
 		edit(c)
 	}
@@ -161,7 +161,7 @@ func TestAssertionRequired(t *testing.T) {
 		{"unsigned (alg none)", "POST", "/account/graphql", http.Header{assertionHeader: {unsigned}}, 401, ""},
 		{"expired", "POST", "/account/graphql",
 			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(func(c map[string]any) {
-				c["exp"] = time.Now().Add(-5 * time.Minute).Unix()
+				c["iat"], c["exp"] = time.Now().Add(-10*time.Minute).Unix(), time.Now().Add(-5*time.Minute).Unix()
 			}))}}, 401, ""},
 		{"without exp", "POST", "/account/graphql",
 			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(func(c map[string]any) { delete(c, "exp") }))}}, 401, ""},

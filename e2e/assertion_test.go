@@ -46,7 +46,7 @@ func forgedAssertion(t *testing.T, origin, audience, kid string) string {
 	now := time.Now()
 	payload, _ := json.Marshal(map[string]any{"iss": origin, "aud": audience, "sub": "member-1",
 		"email": "student@demo.school", "roles": []string{"student"}, "scope": "openid account:read",
-		"client_id": "member-app", "token_audience": "member", "exp": now.Add(time.Minute).Unix()})
+		"client_id": "member-app", "token_audience": "member", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix()})
 	hdr := jws.NewHeaders()
 	_ = hdr.Set(jws.KeyIDKey, kid)
 	_ = hdr.Set(jws.TypeKey, "school-assertion+jwt")
