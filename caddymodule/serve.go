@@ -53,9 +53,10 @@ var identityPlaceholders = []string{
 }
 
 // setPlaceholders is the school's Identified: one provider that answers
-// the placeholders from the identity headers' values when asked, instead
-// of eight map insertions per request that nothing may read.
-func setPlaceholders(r *http.Request, vals []string) {
+// the placeholders from the identity when asked, instead of eight map
+// insertions per request that nothing may read; a value is worked out
+// only for a placeholder used.
+func setPlaceholders(r *http.Request, id school.Identity) {
 	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if !ok {
 		return
@@ -63,7 +64,7 @@ func setPlaceholders(r *http.Request, vals []string) {
 	repl.Map(func(key string) (any, bool) {
 		for i, p := range identityPlaceholders {
 			if p == key {
-				return vals[i], true
+				return id.Value(i), true
 			}
 		}
 		return nil, false

@@ -197,6 +197,10 @@ func TestBearerToken(t *testing.T) {
 		{"quote", []string{`Bearer "abc"`}, "", "", errMalformed},
 		{"two headers", []string{"Bearer a", "Bearer b"}, "", "", errSeveral},
 		{"in query", nil, "access_token=sgat_x", "", errTokenInURL},
+		{"in query, beside a header", []string{"Bearer sgat_x"}, "a=1&access_token=sgat_x", "", errTokenInURL},
+		{"in query, escaped name", []string{"Bearer sgat_x"}, "access%5Ftoken=sgat_x", "", errTokenInURL},
+		{"in query, no value", []string{"Bearer sgat_x"}, "access_token", "", errTokenInURL},
+		{"another query", []string{"Bearer sgat_x"}, "a=access_token", "sgat_x", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,16 +7,18 @@ import (
 
 // BenchmarkProtectedRequest measures the gateway's work on an allowed
 // request to /account/graphql (canonical path, token check on a warm
-// validation cache, identity headers), with the identity assertion off
-// and on. signatures/op counts the assertions signed: at steady state a
-// token is signed once per validation (every 5 s), never per request.
+// validation cache, identity headers), with the identity assertion off,
+// on, and on alone (identity_headers assertion). signatures/op counts the
+// assertions signed: at steady state a token is signed once per
+// validation (every 5 s), never per request.
 func BenchmarkProtectedRequest(b *testing.B) {
 	for _, bc := range []struct {
 		name, audience string
-	}{{"assertion-off", ""}, {"assertion-on", "http://127.0.0.1:9080"}} {
+		only           bool
+	}{{"assertion-off", "", false}, {"assertion-on", "http://127.0.0.1:9080", false}, {"assertion-only", "http://127.0.0.1:9080", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			// No observer: the test's counts would allocate.
-			ts := newTestSite(b, withAssertion(bc.audience), func(c *Config) { c.Observer = nil })
+			ts := newTestSite(b, withAssertion(bc.audience), func(c *Config) { c.Observer, c.AssertionOnly = nil, bc.only })
 			r := httptest.NewRequest("POST", "/account/graphql", nil)
 			auth := []string{"Bearer " + ts.token}
 			w := httptest.NewRecorder()

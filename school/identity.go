@@ -34,22 +34,27 @@ var identityHeaders = []struct {
 	{"X-School-Audience", func(t *policy.Token) string { return t.Audience }},
 }
 
+// Identity is the identity of a protected request about to be forwarded:
+// the values of its identity headers, worked out when asked, so that with
+// AssertionOnly, where no header needs them, a request computes none.
+type Identity struct{ tok *policy.Token }
+
+// Value is the value of IdentityHeaders[i].
+func (id Identity) Value(i int) string { return identityHeaders[i].value(id.tok) }
+
 // setIdentity sets the identity headers of a protected request, from one
 // backing array for the eight values, and tells Config.Identified. With
 // AssertionOnly the headers are left out: the assertion carries them.
 func (s *Site) setIdentity(r *http.Request, t *policy.Token) {
-	if s.cfg.AssertionOnly && s.cfg.Identified == nil {
-		return
-	}
-	vals := make([]string, len(identityHeaders))
-	for i, h := range identityHeaders {
-		vals[i] = h.value(t)
-		if !s.cfg.AssertionOnly {
+	if !s.cfg.AssertionOnly {
+		vals := make([]string, len(identityHeaders))
+		for i, h := range identityHeaders {
+			vals[i] = h.value(t)
 			r.Header[h.name] = vals[i : i+1 : i+1]
 		}
 	}
 	if s.cfg.Identified != nil {
-		s.cfg.Identified(r, vals)
+		s.cfg.Identified(r, Identity{t})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
-	"slices"
 	"testing"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -15,7 +14,11 @@ func TestSetIdentity(t *testing.T) {
 		Roles: []string{"student", "admin"}, Scopes: []string{"openid", "account:read"}, ClientID: "c1",
 		Audience: policy.AudienceMember}
 	var told []string
-	s := &Site{cfg: Config{Identified: func(r *http.Request, vals []string) { told = slices.Clone(vals) }}}
+	s := &Site{cfg: Config{Identified: func(r *http.Request, id Identity) {
+		for i := range IdentityHeaders {
+			told = append(told, id.Value(i))
+		}
+	}}}
 	r := httptest.NewRequest("POST", "/account/graphql", nil)
 	r.Header.Set("X-School-Subject", "forged")
 	s.setIdentity(r, tok)

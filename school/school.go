@@ -100,10 +100,10 @@ type Config struct {
 	// request's RemoteAddr.
 	ClientIP func(*http.Request) string
 	// Identified, when set, is called with a protected request about to be
-	// forwarded and the values of its identity headers, in the order of
+	// forwarded and its identity, whose values are those of
 	// IdentityHeaders (caddymodule makes them placeholders). It must not
-	// keep values past the request.
-	Identified func(r *http.Request, values []string)
+	// keep the identity past the request.
+	Identified func(r *http.Request, id Identity)
 	// Observer counts the school's events. Default: none.
 	Observer Observer
 	// Logger receives the school's operational messages. Default:
