@@ -266,8 +266,18 @@ func TestSiteOfAnySpelling(t *testing.T) {
 // would.
 func makeSchoolDir(t *testing.T, dir string) {
 	t.Helper()
-	s, err := boltstore.Open(filepath.Join(dir, "school.db"), time.Second)
+	makeSchoolFile(t, filepath.Join(dir, "school.db"))
+}
+
+// makeSchoolFile leaves a bbolt file at path: a new store's file has its
+// name from its first commit on.
+func makeSchoolFile(t *testing.T, path string) {
+	t.Helper()
+	s, err := boltstore.Open(path, time.Second)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := boltstore.Fill(s, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
