@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +64,12 @@ type boltStore struct {
 	// fresh is a new file whose buckets are not written yet: its first
 	// commit writes them with what it stores (see commit).
 	fresh atomic.Bool
+	// first serializes the calls that find the file fresh; aside is the
+	// file made beside its path until that commit puts it in place
+	// (newfile.go), and noSync is whether bbolt syncs after it.
+	first  sync.Mutex
+	aside  *aside
+	noSync bool
 }
 
 // update runs fn in a read-write transaction, unless ctx has ended: bbolt
@@ -73,22 +81,46 @@ func (s *boltStore) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 // commit runs fn in a read-write transaction and commits it. On a fresh
 // file the schema is written in the same transaction, so that a new
-// school's first start (its first key and settings) is one commit, two
-// syncs, instead of one for the schema and one for each write after it.
+// school's first start (its first key and settings) is one commit.
 func (s *boltStore) commit(fn func(*bolt.Tx) error) error {
 	if !s.fresh.Load() {
 		return s.db.Update(fn)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.commitFirst(fn)
+}
+
+// commitFirst is a fresh file's first commit: the schema and fn's
+// changes. A file made aside is put in its place before any other commit
+// (and is then synced by bbolt as always); the writes that find the file
+// fresh meanwhile wait for it.
+func (s *boltStore) commitFirst(fn func(*bolt.Tx) error) error {
+	s.first.Lock()
+	defer s.first.Unlock()
+	if !s.fresh.Load() {
+		return s.db.Update(fn)
+	}
+	if s.aside != nil && s.aside.err != nil {
+		return s.aside.err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := writeSchema(tx); err != nil {
 			return err
 		}
-		if err := fn(tx); err != nil {
+		return fn(tx)
+	})
+	if err != nil {
+		return err
+	}
+	if s.aside != nil {
+		if err := s.aside.place(); err != nil {
+			s.aside.err = err
 			return err
 		}
-		tx.OnCommit(func() { s.fresh.Store(false) })
-		return nil
-	})
+		s.aside = nil
+		s.db.NoSync, s.db.NoGrowSync = s.noSync, false
+	}
+	s.fresh.Store(false)
+	return nil
 }
 
 // view runs fn in a read-only transaction, unless ctx has ended. A fresh
@@ -117,10 +149,23 @@ var ErrLocked = errors.New("the file is locked by another process")
 
 // Open opens (creating if needed) the store file at path. The timeout
 // bounds the wait for the file lock, which another process or a config
-// that was not cleaned up may hold.
+// that was not cleaned up may hold. A new file is made beside path and
+// has its name from its first commit on (newfile.go).
 func Open(path string, timeout time.Duration) (store.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		s, err := openNew(path, timeout)
+		if errors.Is(err, ErrLocked) {
+			return nil, fmt.Errorf("opening %s: %w", path, ErrLocked)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating %s: %w", path, err)
+		}
+		if s != nil {
+			return s, nil
+		}
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
 	if err != nil {
@@ -232,8 +277,16 @@ func (s *boltStore) LoadCatalog(ctx context.Context) ([]byte, error) {
 	return out, err
 }
 
-// Close closes the file.
-func (s *boltStore) Close() error { return s.db.Close() }
+// Close closes the file. A file made aside and never committed is
+// removed: no store file was made.
+func (s *boltStore) Close() error {
+	s.first.Lock()
+	defer s.first.Unlock()
+	if s.aside != nil {
+		_ = os.Remove(s.aside.f.Name())
+	}
+	return s.db.Close()
+}
 
 func getJSON(b *bolt.Bucket, key string, v any) error {
 	raw := b.Get([]byte(key))

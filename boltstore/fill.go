@@ -44,12 +44,15 @@ func NoSync(s store.Store) error {
 	if !ok {
 		return errNotBolt
 	}
-	b.db.NoSync = true
+	b.first.Lock()
+	defer b.first.Unlock()
+	b.db.NoSync, b.noSync = true, true
 	return nil
 }
 
 // Commits returns how many read-write transactions have been committed
-// to s's file since it was created: each is two syncs of the file. A read
+// to s's file since it was created: each is two syncs of the file (the
+// first, of a file made aside, two syncs of it and its directory). A read
 // transaction's id is that of the last commit, and a new file starts at 1.
 func Commits(s store.Store) (int, error) {
 	b, ok := s.(*boltStore)

@@ -114,9 +114,10 @@ func (a *App) registerPlatform(ctx caddy.Context, h *Platform) (*platform, error
 }
 
 // startParallel is how many schools are built at once. A new school's
-// build waits mostly on its file's syncs, which the disk overlaps across
-// files: one at a time, a thousand new schools waited for four thousand
-// syncs in a row.
+// build waits mostly on its file's syncs (two: boltstore's newfile.go),
+// which the disk overlaps across files: one at a time, a thousand new
+// schools waited for four thousand syncs in a row, as many as bbolt then
+// made of a new file.
 const startParallel = 16
 
 // Start builds the config's schools, up to startParallel at once, then

@@ -40,7 +40,7 @@ func runGateways(t *testing.T, dataHome string, gateways ...map[string]any) erro
 }
 
 // runCaddyfile runs an adapted Caddyfile as runGateways does.
-func runCaddyfile(t *testing.T, dataHome, caddyfile string) error {
+func runCaddyfile(t testing.TB, dataHome, caddyfile string) error {
 	t.Helper()
 	raw, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
 	if err != nil {
@@ -56,7 +56,7 @@ func runCaddyfile(t *testing.T, dataHome, caddyfile string) error {
 // runConfig runs cfg with no admin endpoint, no log, its servers on a
 // loopback port of their own without automatic HTTPS, and Caddy's data
 // directory under dataHome.
-func runConfig(t *testing.T, dataHome string, cfg map[string]any) error {
+func runConfig(t testing.TB, dataHome string, cfg map[string]any) error {
 	t.Helper()
 	t.Setenv("XDG_DATA_HOME", dataHome)
 	cfg["admin"] = map[string]any{"disabled": true}
@@ -266,8 +266,18 @@ func TestSiteOfAnySpelling(t *testing.T) {
 // would.
 func makeSchoolDir(t *testing.T, dir string) {
 	t.Helper()
-	s, err := boltstore.Open(filepath.Join(dir, "school.db"), time.Second)
+	makeSchoolFile(t, filepath.Join(dir, "school.db"))
+}
+
+// makeSchoolFile leaves a bbolt file at path: a new store's file has its
+// name from its first commit on.
+func makeSchoolFile(t *testing.T, path string) {
+	t.Helper()
+	s, err := boltstore.Open(path, time.Second)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := boltstore.Fill(s, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

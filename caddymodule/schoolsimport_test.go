@@ -37,11 +37,7 @@ func newImportFixture(t *testing.T) *importFixture {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		db, err := boltstore.Open(filepath.Join(dir, "school.db"), time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.Close()
+		makeSchoolFile(t, filepath.Join(dir, "school.db"))
 	}
 	cfg := `{
 	admin off

@@ -11,9 +11,10 @@ import (
 )
 
 // A new school's first start commits once: its schema, first signing key
-// and initial settings in one transaction, two syncs of a new file. A
-// restart commits nothing. A thousand new schools start with a thousand
-// commits, not three thousand.
+// and initial settings in one transaction, in a file made aside and put in
+// its place with two syncs (boltstore's newfile.go). A restart commits
+// nothing. A thousand new schools start with a thousand commits, not
+// three thousand.
 func TestStartCommits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "school.db")
 	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example",

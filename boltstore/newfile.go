@@ -1,0 +1,168 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A new store file is made beside its path and takes its name whole.
+//
+// bbolt syncs a file it creates four times by the end of its first
+// commit: once creating it (its first pages), once growing it, and twice
+// in the commit, the new pages before the meta page that points at them,
+// so that a crash between the two leaves the old meta page, which points
+// at none of them. A thousand new schools wait for four thousand syncs.
+//
+// Nothing of that order is needed for a file no one can open before it is
+// complete. So the file is made at path+".new" (newSuffix), locked as
+// bbolt locks its files so that two processes do not make it at once; it
+// starts from bbolt's first pages of an empty file (newImage), and bbolt
+// syncs nothing while the first commit is made there. Then the whole file
+// is synced once, linked to its name, and the directory synced: two
+// syncs, after which bbolt syncs every commit as always. A power loss at
+// any moment leaves no file at the path (a link not on disk yet) or one
+// holding the whole first commit (the link is made only after the file's
+// sync); a .new file left behind is made anew by the next start. (The
+// data directory Open makes is not synced in its parent: on a journaling
+// file system, ext4 or XFS, the sync of the directory commits the journal
+// up to the link, the directory's making included.)
+//
+// The other ways weighed: bbolt's NoSync with one sync after the first
+// commit can leave a valid meta page pointing at pages never written
+// (nothing orders them on disk); NoGrowSync in place is documented by
+// bbolt as unsafe on ext3/ext4 (a size not on disk behind a meta page
+// that needs it); and a larger first file saves only the grow's sync,
+// leaving three.
+//
+// Making the file aside needs a file lock of its own and bbolt's first
+// pages made without a disk (newfile_linux.go); elsewhere a new file is
+// made in place, as bbolt makes it (newfile_other.go).
+
+// newSuffix names the file a new store is made in before it has its name.
+const newSuffix = ".new"
+
+// aside is a store file being made beside its path.
+type aside struct {
+	// f is bbolt's handle of the .new file, which holds its lock.
+	f    *os.File
+	path string
+	// err is why putting the file in place failed. The store commits
+	// nothing after it: a failed sync may have dropped the pages it was
+	// to write, and one that seems to succeed later proves nothing.
+	err error
+}
+
+// openNew makes the store of a path that has no file yet. It returns nil
+// and no error where files are made in place, and when the file appeared
+// while this process waited for another one making it: the caller then
+// opens the path as it is.
+func openNew(path string, timeout time.Duration) (*boltStore, error) {
+	f, err := lockedNewFile(path+newSuffix, timeout)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		_ = os.Remove(f.Name())
+		f.Close()
+		return nil, nil
+	}
+	// Whatever a process that died making the file left in it goes.
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if img := newImage(); img != nil {
+		if _, err := f.WriteAt(img, 0); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	db, err := bolt.Open(f.Name(), 0o600, &bolt.Options{NoSync: true, NoGrowSync: true, InitialMmapSize: newFileSize,
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) { return f, nil }})
+	if err != nil {
+		return nil, err // bbolt closed f
+	}
+	s := &boltStore{db: db, aside: &aside{f: f, path: path}}
+	s.fresh.Store(true)
+	return s, nil
+}
+
+// place puts the file made aside in its place, its first commit made:
+// the file synced, linked to its name (never over a file that appeared
+// there meanwhile) and the directory synced.
+func (a *aside) place() error {
+	if err := a.f.Truncate(mappedSize(a.f)); err != nil {
+		return fmt.Errorf("creating %s: %w", a.path, err)
+	}
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("creating %s: %w", a.path, err)
+	}
+	if err := link(a.f.Name(), a.path); err != nil {
+		return fmt.Errorf("creating %s: %w", a.path, err)
+	}
+	if err := syncDir(filepath.Dir(a.path)); err != nil {
+		return fmt.Errorf("creating %s: %w", a.path, err)
+	}
+	return nil
+}
+
+// link gives the file at from the name to, unless a file has it; from
+// loses its name. A file system without hard links renames it instead:
+// only a process that ignores the .new file's lock could have made a file
+// at to meanwhile.
+func link(from, to string) error {
+	err := hardLink(from, to)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("another process made the file meanwhile: %w", err)
+	case err != nil:
+		return os.Rename(from, to)
+	}
+	_ = os.Remove(from)
+	return nil
+}
+
+// hardLink is os.Link, a variable for the test of a file system without
+// hard links.
+var hardLink = os.Link
+
+// newFileSize is what a new file is made at least. bbolt would make it
+// 32 KB when its first commit grows it, and 64 KB at the first write
+// after the start that needs more (a catalog feed of a few dozen courses
+// does), each growth a sync more. Made aside, the size costs no sync (the
+// file is synced once anyway, and the file system keeps the pages never
+// written as holes), and bbolt maps it whole from the start instead of
+// mapping it again as the first commits fill it.
+const newFileSize = 64 << 10
+
+// mappedSize is the size a new file is given: newFileSize, or the next
+// doubling of it that holds what the first commit wrote, as bbolt grows
+// a small file.
+func mappedSize(f *os.File) int64 {
+	size := int64(newFileSize)
+	if st, err := f.Stat(); err == nil {
+		for size < st.Size() {
+			size *= 2
+		}
+	}
+	return size
+}
+
+// syncDir syncs the directory dir, so that a name made in it is on disk.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
