@@ -39,7 +39,7 @@ func (f *fixture) oneEvent(typ string) store.AuditEvent {
 // auditLog makes the server's audit log a buffer the test reads.
 func (f *fixture) auditLog() *lockedBuffer {
 	b := &lockedBuffer{}
-	f.srv.cfg.AuditLogger = slog.New(slog.NewTextHandler(b, nil))
+	f.srv.cfg.AuditLogger = slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return b
 }
 
@@ -325,5 +325,34 @@ func TestAuditRequestIDMadeOnUse(t *testing.T) {
 	consent, code := f.oneEvent(store.EventConsentGranted), f.oneEvent(store.EventCodeIssued)
 	if consent.RequestID == "" || consent.RequestID != code.RequestID {
 		t.Errorf("one request's events name requests %q and %q", consent.RequestID, code.RequestID)
+	}
+}
+
+// Routine token traffic is stored but logged at DEBUG: a log at INFO has
+// the consent and a refresh token's reuse, not a line per code or token.
+func TestAuditRoutineEventsLoggedAtDebug(t *testing.T) {
+	f := newFixture(t)
+	b := &lockedBuffer{}
+	f.srv.cfg.AuditLogger = slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	first := f.tokens()
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {first["refresh_token"].(string)},
+		"client_id": {memberClient}}
+	if status, m := f.token(form); status != 200 {
+		t.Fatalf("refresh: %d %v", status, m)
+	}
+	f.clock.Advance(time.Hour)
+	if status, _ := f.token(form); status != 400 {
+		t.Fatalf("reuse: %d", status)
+	}
+	for typ, logged := range map[string]bool{
+		store.EventConsentGranted: true, store.EventRefreshReuse: true,
+		store.EventCodeIssued: false, store.EventCodeRedeemed: false, store.EventTokenRefreshed: false,
+	} {
+		if len(f.events(typ)) != 1 {
+			t.Errorf("%s: %d stored, want 1", typ, len(f.events(typ)))
+		}
+		if got := strings.Contains(b.String(), "event="+typ); got != logged {
+			t.Errorf("%s logged at INFO: %v, want %v:\n%s", typ, got, logged, b)
+		}
 	}
 }
