@@ -19,43 +19,48 @@ func TestParseDemoCatalog(t *testing.T) {
 	}
 }
 
+// parseRejectCases are feeds Parse refuses, each with a part of its
+// error; TestParseMatchesOldParse checks the whole message is unchanged.
+const schoolMember = `"school":{"name":"S"}`
+
+var parseRejectCases = []struct {
+	name string
+	raw  string
+	want string // substring of the error
+}{
+	{"empty", "  ", "empty"},
+	{"array", `[]`, "must be a JSON object"},
+	{"null", `null`, "must be a JSON object"},
+	{"syntax", "{\n\"school\": {\"name\": \"S\"},\n  \"courses\": [,]}", "line 3"},
+	{"trailing garbage", `{` + schoolMember + `} x`, "not valid JSON"},
+	{"second object", `{` + schoolMember + `}{}`, "not valid JSON"},
+	{"no school name", `{"school":{"description":"d"}}`, "school.name is required"},
+	{"school not object", `{"school":"S"}`, "school: must be a JSON object"},
+	{"courses not array", `{` + schoolMember + `,"courses":{}}`, "courses: must be an array"},
+	{"course not object", `{` + schoolMember + `,"courses":[1]}`, "courses[0]: must be a JSON object"},
+	{"title wrong type", `{` + schoolMember + `,"courses":[{"slug":"a","title":5}]}`, `courses[0] "a": title: expected a string, got number`},
+	{"amount wrong type", `{` + schoolMember + `,"courses":[{"slug":"a","title":"A","price":{"amount":"9","currency":"EUR"}}]}`, "price.amount: expected a number, got string"},
+	{"amount overflow", `{` + schoolMember + `,"courses":[{"slug":"a","title":"A","price":{"amount":1e400,"currency":"EUR"}}]}`, "out of range"},
+	{"missing slug", `{` + schoolMember + `,"courses":[{"title":"A"}]}`, "courses[0]: slug is required"},
+	{"unsafe slug", `{` + schoolMember + `,"courses":[{"slug":"a b","title":"A"}]}`, "not URL-safe"},
+	{"slug starting with dash", `{` + schoolMember + `,"events":[{"slug":"-a","title":"A","starts_at":"2027-01-01T10:00:00Z"}]}`, "not URL-safe"},
+	{"duplicate slug", `{` + schoolMember + `,"courses":[{"slug":"a","title":"A"},{"slug":"b","title":"B"},{"slug":"c","title":"C"},{"slug":"a","title":"A2"}]}`, `courses[3] "a": duplicate slug (also courses[0])`},
+	{"missing title", `{` + schoolMember + `,"digital_products":[{"slug":"p","title":"  "}]}`, `digital_products[0] "p": title is required`},
+	{"missing plan name", `{` + schoolMember + `,"membership_plans":[{"slug":"m"}]}`, `membership_plans[0] "m": name is required`},
+	{"negative price", `{` + schoolMember + `,"courses":[{"slug":"a","title":"A","price":{"amount":-1,"currency":"EUR"}}]}`, "price.amount must be a finite number >= 0"},
+	{"lowercase currency", `{` + schoolMember + `,"courses":[{"slug":"a","title":"A","price":{"amount":1,"currency":"eur"}}]}`, `price.currency "eur"`},
+	{"missing currency", `{` + schoolMember + `,"membership_plans":[{"slug":"m","name":"M","price":{"amount":1}}]}`, "price.currency"},
+	{"missing starts_at", `{` + schoolMember + `,"events":[{"slug":"e","title":"E"}]}`, "starts_at is required"},
+	{"bad starts_at", `{` + schoolMember + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01 10:00"}]}`, "not an RFC 3339"},
+	{"date-only starts_at", `{` + schoolMember + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01"}]}`, "not an RFC 3339"},
+	{"bad ends_at", `{` + schoolMember + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01T10:00:00Z","ends_at":"soon"}]}`, "ends_at"},
+	{"ends before start", `{` + schoolMember + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01T10:00:00Z","ends_at":"2027-01-01T11:00:00+02:00"}]}`, "ends_at is before starts_at"},
+	{"language not a tag", `{` + schoolMember + `,"language":"English (UK)"}`, `language "English (UK)" is not a BCP 47 language tag`},
+	{"language not a string", `{` + schoolMember + `,"language":["de"]}`, "language: expected a string"},
+}
+
 func TestParseRejects(t *testing.T) {
-	const school = `"school":{"name":"S"}`
-	tests := []struct {
-		name string
-		raw  string
-		want string // substring of the error
-	}{
-		{"empty", "  ", "empty"},
-		{"array", `[]`, "must be a JSON object"},
-		{"null", `null`, "must be a JSON object"},
-		{"syntax", "{\n\"school\": {\"name\": \"S\"},\n  \"courses\": [,]}", "line 3"},
-		{"trailing garbage", `{` + school + `} x`, "not valid JSON"},
-		{"second object", `{` + school + `}{}`, "not valid JSON"},
-		{"no school name", `{"school":{"description":"d"}}`, "school.name is required"},
-		{"school not object", `{"school":"S"}`, "school: must be a JSON object"},
-		{"courses not array", `{` + school + `,"courses":{}}`, "courses: must be an array"},
-		{"course not object", `{` + school + `,"courses":[1]}`, "courses[0]: must be a JSON object"},
-		{"title wrong type", `{` + school + `,"courses":[{"slug":"a","title":5}]}`, `courses[0] "a": title: expected a string, got number`},
-		{"amount wrong type", `{` + school + `,"courses":[{"slug":"a","title":"A","price":{"amount":"9","currency":"EUR"}}]}`, "price.amount: expected a number, got string"},
-		{"amount overflow", `{` + school + `,"courses":[{"slug":"a","title":"A","price":{"amount":1e400,"currency":"EUR"}}]}`, "out of range"},
-		{"missing slug", `{` + school + `,"courses":[{"title":"A"}]}`, "courses[0]: slug is required"},
-		{"unsafe slug", `{` + school + `,"courses":[{"slug":"a b","title":"A"}]}`, "not URL-safe"},
-		{"slug starting with dash", `{` + school + `,"events":[{"slug":"-a","title":"A","starts_at":"2027-01-01T10:00:00Z"}]}`, "not URL-safe"},
-		{"duplicate slug", `{` + school + `,"courses":[{"slug":"a","title":"A"},{"slug":"b","title":"B"},{"slug":"c","title":"C"},{"slug":"a","title":"A2"}]}`, `courses[3] "a": duplicate slug (also courses[0])`},
-		{"missing title", `{` + school + `,"digital_products":[{"slug":"p","title":"  "}]}`, `digital_products[0] "p": title is required`},
-		{"missing plan name", `{` + school + `,"membership_plans":[{"slug":"m"}]}`, `membership_plans[0] "m": name is required`},
-		{"negative price", `{` + school + `,"courses":[{"slug":"a","title":"A","price":{"amount":-1,"currency":"EUR"}}]}`, "price.amount must be a finite number >= 0"},
-		{"lowercase currency", `{` + school + `,"courses":[{"slug":"a","title":"A","price":{"amount":1,"currency":"eur"}}]}`, `price.currency "eur"`},
-		{"missing currency", `{` + school + `,"membership_plans":[{"slug":"m","name":"M","price":{"amount":1}}]}`, "price.currency"},
-		{"missing starts_at", `{` + school + `,"events":[{"slug":"e","title":"E"}]}`, "starts_at is required"},
-		{"bad starts_at", `{` + school + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01 10:00"}]}`, "not an RFC 3339"},
-		{"date-only starts_at", `{` + school + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01"}]}`, "not an RFC 3339"},
-		{"bad ends_at", `{` + school + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01T10:00:00Z","ends_at":"soon"}]}`, "ends_at"},
-		{"ends before start", `{` + school + `,"events":[{"slug":"e","title":"E","starts_at":"2027-01-01T10:00:00Z","ends_at":"2027-01-01T11:00:00+02:00"}]}`, "ends_at is before starts_at"},
-		{"language not a tag", `{` + school + `,"language":"English (UK)"}`, `language "English (UK)" is not a BCP 47 language tag`},
-		{"language not a string", `{` + school + `,"language":["de"]}`, "language: expected a string"},
-	}
+	tests := parseRejectCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := Parse([]byte(tt.raw))
@@ -231,6 +236,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"school":null}`))
 	f.Add([]byte(`{} []`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkSameParse(t, raw)
 		feed, err := Parse(raw)
 		if err != nil {
 			return
