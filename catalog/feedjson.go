@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,57 +32,79 @@ var (
 // UnmarshalJSON decodes the feed and names the list item in any error, so
 // an operator learns which course of thousands is broken.
 func (f *Feed) UnmarshalJSON(b []byte) error {
-	obj, err := jsonObject(b)
-	if err != nil {
-		return fmt.Errorf("catalog feed %v", err)
+	if !json.Valid(b) {
+		return fmt.Errorf("catalog feed %v", errNotObject)
 	}
 	var out Feed
-	for _, key := range sortedKeys(obj) {
-		raw := obj[key]
-		switch key {
-		case "school":
-			if err := json.Unmarshal(raw, &out.School); err != nil {
-				return fmt.Errorf("school: %v", err)
-			}
-		case "language":
-			if json.Unmarshal(raw, &out.Language) != nil {
-				return errors.New("language: expected a string such as \"en\" or \"de\"")
-			}
-		case "courses":
-			err = decodeList(raw, key, &out.Courses)
-		case "events":
-			err = decodeList(raw, key, &out.Events)
-		case "membership_plans":
-			err = decodeList(raw, key, &out.MembershipPlans)
-		case "digital_products":
-			err = decodeList(raw, key, &out.DigitalProducts)
-		default:
-			if out.Extra == nil {
-				out.Extra = make(map[string]json.RawMessage)
-			}
-			out.Extra[key] = raw
-		}
-		if err != nil {
-			return err
-		}
+	if err := decodeFeed(new(decoder), bytes.TrimSpace(b), &out); err != nil {
+		return err
 	}
 	*f = out
 	return nil
 }
 
-func decodeList[T any](raw json.RawMessage, name string, dst *[]T) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return fmt.Errorf("%s: must be an array", name)
+// decodeFeed decodes the feed obj, which json.Valid has accepted.
+func decodeFeed(d *decoder, obj []byte, f *Feed) error {
+	if _, err := decodeObject(d, obj, f, &feedObject); err != nil {
+		if err == errNotObject {
+			return fmt.Errorf("catalog feed %v", err)
+		}
+		return err
 	}
-	if items == nil {
+	return nil
+}
+
+var feedObject = object[Feed]{
+	fields: []field[Feed]{
+		{"courses", func(d *decoder, f *Feed, raw []byte) error {
+			return decodeList(d, raw, "courses", &f.Courses, &courseObject)
+		}},
+		{"digital_products", func(d *decoder, f *Feed, raw []byte) error {
+			return decodeList(d, raw, "digital_products", &f.DigitalProducts, &productObject)
+		}},
+		{"events", func(d *decoder, f *Feed, raw []byte) error {
+			return decodeList(d, raw, "events", &f.Events, &eventObject)
+		}},
+		{"language", func(d *decoder, f *Feed, raw []byte) error {
+			if decodeString(d, raw, &f.Language) != nil {
+				return errors.New("language: expected a string such as \"en\" or \"de\"")
+			}
+			return nil
+		}},
+		{"membership_plans", func(d *decoder, f *Feed, raw []byte) error {
+			return decodeList(d, raw, "membership_plans", &f.MembershipPlans, &planObject)
+		}},
+		{"school", func(d *decoder, f *Feed, raw []byte) error {
+			if err := decodeItem(d, raw, &f.School, &schoolObject); err != nil {
+				return fmt.Errorf("school: %v", err)
+			}
+			return nil
+		}},
+	},
+	extra: func(f *Feed) *map[string]json.RawMessage { return &f.Extra },
+}
+
+// decodeList decodes a list of the feed; null leaves it nil.
+func decodeList[T any](d *decoder, raw []byte, name string, dst *[]T, o *object[T]) error {
+	if string(raw) == "null" {
 		return nil
 	}
-	out := make([]T, len(items))
-	for i, item := range items {
-		if err := json.Unmarshal(item, &out[i]); err != nil {
-			return fmt.Errorf("%s: %v", itemLabel(name, i, slugOf(item)), err)
+	if raw[0] != '[' {
+		return fmt.Errorf("%s: must be an array", name)
+	}
+	out := make([]T, arrayLen(raw))
+	var err error
+	i := 0
+	arrayItems(raw, func(item []byte) bool {
+		if e := decodeItem(d, item, &out[i], o); e != nil {
+			err = fmt.Errorf("%s: %v", itemLabel(name, i, slugOf(item)), e)
+			return false
 		}
+		i++
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	*dst = out
 	return nil
@@ -105,14 +128,7 @@ func (f Feed) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON keeps unknown keys in Extra.
 func (s *School) UnmarshalJSON(b []byte) error {
-	var v schoolFields
-	extra, err := decodeObject(b, &v, schoolKeys)
-	if err != nil {
-		return err
-	}
-	v.Extra = extra
-	*s = School(v)
-	return nil
+	return unmarshalObject(b, s, &schoolObject)
 }
 
 // MarshalJSON writes the known fields, then Extra.
@@ -122,14 +138,7 @@ func (s School) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON keeps unknown keys in Extra.
 func (c *Course) UnmarshalJSON(b []byte) error {
-	var v courseFields
-	extra, err := decodeObject(b, &v, courseKeys)
-	if err != nil {
-		return err
-	}
-	v.Extra = extra
-	*c = Course(v)
-	return nil
+	return unmarshalObject(b, c, &courseObject)
 }
 
 // MarshalJSON writes the known fields, then Extra.
@@ -139,14 +148,7 @@ func (c Course) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON keeps unknown keys in Extra.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	var v eventFields
-	extra, err := decodeObject(b, &v, eventKeys)
-	if err != nil {
-		return err
-	}
-	v.Extra = extra
-	*e = Event(v)
-	return nil
+	return unmarshalObject(b, e, &eventObject)
 }
 
 // MarshalJSON writes the known fields, then Extra.
@@ -156,14 +158,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON keeps unknown keys in Extra.
 func (p *MembershipPlan) UnmarshalJSON(b []byte) error {
-	var v planFields
-	extra, err := decodeObject(b, &v, planKeys)
-	if err != nil {
-		return err
-	}
-	v.Extra = extra
-	*p = MembershipPlan(v)
-	return nil
+	return unmarshalObject(b, p, &planObject)
 }
 
 // MarshalJSON writes the known fields, then Extra.
@@ -173,17 +168,60 @@ func (p MembershipPlan) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON keeps unknown keys in Extra.
 func (d *DigitalProduct) UnmarshalJSON(b []byte) error {
-	var v productFields
-	extra, err := decodeObject(b, &v, productKeys)
-	if err != nil {
-		return err
-	}
-	v.Extra = extra
-	*d = DigitalProduct(v)
-	return nil
+	return unmarshalObject(b, d, &productObject)
 }
 
 // MarshalJSON writes the known fields, then Extra.
 func (d DigitalProduct) MarshalJSON() ([]byte, error) {
 	return encodeObject(productFields(d), d.Extra, productKeys)
+}
+
+var schoolObject = object[School]{
+	fields: []field[School]{
+		{"description", func(d *decoder, s *School, raw []byte) error { return decodeString(d, raw, &s.Description) }},
+		{"name", func(d *decoder, s *School, raw []byte) error { return decodeString(d, raw, &s.Name) }},
+	},
+	extra: func(s *School) *map[string]json.RawMessage { return &s.Extra },
+}
+
+var courseObject = object[Course]{
+	fields: []field[Course]{
+		{"lecturers", func(d *decoder, c *Course, raw []byte) error { return decodeStrings(d, raw, &c.Lecturers) }},
+		{"price", func(d *decoder, c *Course, raw []byte) error { return decodePrice(d, raw, &c.Price) }},
+		{"slug", func(d *decoder, c *Course, raw []byte) error { return decodeString(d, raw, &c.Slug) }},
+		{"summary", func(d *decoder, c *Course, raw []byte) error { return decodeString(d, raw, &c.Summary) }},
+		{"tags", func(d *decoder, c *Course, raw []byte) error { return decodeStrings(d, raw, &c.Tags) }},
+		{"title", func(d *decoder, c *Course, raw []byte) error { return decodeString(d, raw, &c.Title) }},
+	},
+	extra: func(c *Course) *map[string]json.RawMessage { return &c.Extra },
+}
+
+var eventObject = object[Event]{
+	fields: []field[Event]{
+		{"ends_at", func(d *decoder, e *Event, raw []byte) error { return decodeString(d, raw, &e.EndsAt) }},
+		{"price", func(d *decoder, e *Event, raw []byte) error { return decodePrice(d, raw, &e.Price) }},
+		{"slug", func(d *decoder, e *Event, raw []byte) error { return decodeString(d, raw, &e.Slug) }},
+		{"starts_at", func(d *decoder, e *Event, raw []byte) error { return decodeString(d, raw, &e.StartsAt) }},
+		{"title", func(d *decoder, e *Event, raw []byte) error { return decodeString(d, raw, &e.Title) }},
+	},
+	extra: func(e *Event) *map[string]json.RawMessage { return &e.Extra },
+}
+
+var planObject = object[MembershipPlan]{
+	fields: []field[MembershipPlan]{
+		{"interval", func(d *decoder, p *MembershipPlan, raw []byte) error { return decodeString(d, raw, &p.Interval) }},
+		{"name", func(d *decoder, p *MembershipPlan, raw []byte) error { return decodeString(d, raw, &p.Name) }},
+		{"price", func(d *decoder, p *MembershipPlan, raw []byte) error { return decodePrice(d, raw, &p.Price) }},
+		{"slug", func(d *decoder, p *MembershipPlan, raw []byte) error { return decodeString(d, raw, &p.Slug) }},
+	},
+	extra: func(p *MembershipPlan) *map[string]json.RawMessage { return &p.Extra },
+}
+
+var productObject = object[DigitalProduct]{
+	fields: []field[DigitalProduct]{
+		{"price", func(d *decoder, p *DigitalProduct, raw []byte) error { return decodePrice(d, raw, &p.Price) }},
+		{"slug", func(d *decoder, p *DigitalProduct, raw []byte) error { return decodeString(d, raw, &p.Slug) }},
+		{"title", func(d *decoder, p *DigitalProduct, raw []byte) error { return decodeString(d, raw, &p.Title) }},
+	},
+	extra: func(p *DigitalProduct) *map[string]json.RawMessage { return &p.Extra },
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -27,31 +28,170 @@ func objectFields(t reflect.Type) map[string]int {
 	return m
 }
 
-// decodeObject fills the struct dst points to from the JSON object raw and
-// returns the keys that are not fields of it.
-func decodeObject(raw []byte, dst any, fields map[string]int) (map[string]json.RawMessage, error) {
-	obj, err := jsonObject(raw)
-	if err != nil {
-		return nil, err
+// decoder is the scratch of one decoding: the members of the objects
+// being decoded, innermost last.
+type decoder struct {
+	members []member
+}
+
+// object says how to decode a type: its fields, sorted by name so that the
+// error reported is the same on every run, and where its extra keys go.
+type object[T any] struct {
+	fields []field[T]
+	extra  func(*T) *map[string]json.RawMessage
+}
+
+type field[T any] struct {
+	name   string
+	decode func(d *decoder, v *T, raw []byte) error
+}
+
+var errNotObject = errors.New("must be a JSON object")
+
+// decodeObject fills v from the JSON object obj: each field from the last
+// member of its exact name, as a map of the object would hold it, and the
+// other members into Extra. On an error it returns the field's name.
+func decodeObject[T any](d *decoder, obj []byte, v *T, o *object[T]) (string, error) {
+	start := len(d.members)
+	all, ok := appendMembers(d.members, obj)
+	if !ok {
+		return "", errNotObject
 	}
-	v := reflect.ValueOf(dst).Elem()
+	members := all[start:]
+	d.members = all
+	var last [8]int // 1 + index in members of each field's last member
 	var extra map[string]json.RawMessage
-	// Sorted keys make the reported error the same on every run.
-	for _, key := range sortedKeys(obj) {
-		val := obj[key]
-		i, known := fields[key]
-		if !known {
-			if extra == nil {
-				extra = make(map[string]json.RawMessage)
-			}
-			extra[key] = val
+	for j, m := range members {
+		if i := fieldIndex(o.fields, m.key); i >= 0 {
+			last[i] = j + 1
 			continue
 		}
-		if err := json.Unmarshal(val, v.Field(i).Addr().Interface()); err != nil {
-			return nil, fieldError(key, err)
+		if extra == nil {
+			extra = make(map[string]json.RawMessage)
+		}
+		extra[string(m.key)] = bytes.Clone(m.val)
+	}
+	*o.extra(v) = extra
+	for i, f := range o.fields {
+		if last[i] == 0 {
+			continue
+		}
+		if err := f.decode(d, v, members[last[i]-1].val); err != nil {
+			d.members = d.members[:start]
+			return f.name, err
 		}
 	}
-	return extra, nil
+	d.members = d.members[:start]
+	return "", nil
+}
+
+func fieldIndex[T any](fields []field[T], key []byte) int {
+	for i, f := range fields {
+		if f.name == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// decodeItem decodes one object of the feed and words its error as
+// decodeObject always has.
+func decodeItem[T any](d *decoder, obj []byte, v *T, o *object[T]) error {
+	name, err := decodeObject(d, obj, v, o)
+	if err != nil && name != "" {
+		return fieldError(name, err)
+	}
+	return err
+}
+
+// unmarshalObject is UnmarshalJSON for the types of the feed: b may come
+// from anywhere, so it is checked first.
+func unmarshalObject[T any](b []byte, v *T, o *object[T]) error {
+	if !json.Valid(b) {
+		return errNotObject
+	}
+	var out T
+	if err := decodeItem(new(decoder), bytes.TrimSpace(b), &out, o); err != nil {
+		return err
+	}
+	*v = out
+	return nil
+}
+
+// The decoders of the fields take what a generated feed holds themselves;
+// anything else (escapes, nulls, wrong types) they leave to encoding/json,
+// which decodes and refuses it as it always has.
+
+func decodeString(_ *decoder, raw []byte, dst *string) error {
+	if s, ok := plainString(raw); ok {
+		*dst = string(s)
+		return nil
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+func decodeStrings(_ *decoder, raw []byte, dst *[]string) error {
+	if raw[0] == '[' {
+		n, plain := 0, true
+		arrayItems(raw, func(item []byte) bool {
+			_, plain = plainString(item)
+			n++
+			return plain
+		})
+		if plain {
+			out := make([]string, 0, n)
+			arrayItems(raw, func(item []byte) bool {
+				s, _ := plainString(item)
+				out = append(out, string(s))
+				return true
+			})
+			*dst = out
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+func decodePrice(_ *decoder, raw []byte, dst **Price) error {
+	if p, ok := plainPrice(raw); ok {
+		*dst = p
+		return nil
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// plainPrice decodes a price whose members are an amount that is a number
+// in range and a currency that is a plain string, each at most once.
+func plainPrice(raw []byte) (*Price, bool) {
+	var buf [2]member
+	members, ok := appendMembers(buf[:0], raw)
+	if !ok {
+		return nil, false
+	}
+	var p Price
+	var haveAmount, haveCurrency bool
+	for _, m := range members {
+		switch string(m.key) {
+		case "amount":
+			if haveAmount || m.val[0] != '-' && (m.val[0] < '0' || m.val[0] > '9') {
+				return nil, false
+			}
+			f, err := strconv.ParseFloat(string(m.val), 64)
+			if err != nil {
+				return nil, false
+			}
+			p.Amount, haveAmount = f, true
+		case "currency":
+			s, ok := plainString(m.val)
+			if haveCurrency || !ok {
+				return nil, false
+			}
+			p.Currency, haveCurrency = string(s), true
+		default:
+			return nil, false
+		}
+	}
+	return &p, true
 }
 
 // encodeObject writes known as a JSON object followed by the extra keys in
@@ -83,16 +223,6 @@ func encodeObject(known any, extra map[string]json.RawMessage, fields map[string
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
-}
-
-// jsonObject decodes raw as a JSON object; null and other values are
-// refused because every place the feed has an object requires one.
-func jsonObject(raw []byte) (map[string]json.RawMessage, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, errors.New("must be a JSON object")
-	}
-	return obj, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

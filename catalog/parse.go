@@ -26,11 +26,15 @@ func Parse(raw []byte) (*Feed, error) {
 	if trimmed[0] != '{' {
 		return nil, errors.New("catalog feed must be a JSON object")
 	}
-	// json.Unmarshal checks the whole input first, so trailing garbage after
-	// the object is a syntax error rather than silently ignored.
+	// The whole input is checked first, so trailing garbage after the
+	// object is a syntax error rather than silently ignored, and the
+	// decoder then goes over the feed once, knowing it well formed.
+	if !json.Valid(raw) {
+		return nil, describeJSONError(raw, json.Unmarshal(raw, new(json.RawMessage)))
+	}
 	var f Feed
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, describeJSONError(raw, err)
+	if err := decodeFeed(new(decoder), trimmed, &f); err != nil {
+		return nil, fmt.Errorf("catalog feed: %v", err)
 	}
 	if err := f.Validate(); err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,6 +29,18 @@ func checkSameParse(t *testing.T, raw []byte) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("feed\n%#v\nwant\n%#v\ninput %q", got, want, raw)
+	}
+	// Feed's UnmarshalJSON decodes as Parse does, without Validate.
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) && json.Valid(raw) {
+		var f Feed
+		gotErr := json.Unmarshal(raw, &f)
+		want, wantErr := oldFeed(bytes.TrimSpace(raw))
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("UnmarshalJSON: error %v, want %v\ninput %q", gotErr, wantErr, raw)
+		}
+		if gotErr == nil && !reflect.DeepEqual(&f, want) {
+			t.Fatalf("UnmarshalJSON: feed\n%#v\nwant\n%#v\ninput %q", &f, want, raw)
+		}
 	}
 }
 
