@@ -74,13 +74,16 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd returns the index after the string that starts at b[i].
+// stringEnd returns the index after the string that starts at b[i]: the
+// first quote not escaped, that is after an even number of backslashes.
 func stringEnd(b []byte, i int) int {
 	for i++; ; i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
+		i += bytes.IndexByte(b[i:], '"')
+		n := 0
+		for b[i-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
 			return i + 1
 		}
 	}
