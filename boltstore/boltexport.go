@@ -19,6 +19,9 @@ import (
 // refused with a word to stop it first.
 func Export(path string) (*store.Dump, error) {
 	if _, err := os.Stat(path); err != nil {
+		if Making(path) {
+			return nil, fmt.Errorf("opening %s: a running gateway is making the file: stop Caddy first", path)
+		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})

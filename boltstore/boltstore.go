@@ -155,6 +155,7 @@ func Open(path string, timeout time.Duration) (store.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
+	dropStaleNewName(path)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		s, err := openNew(path, timeout)
 		if errors.Is(err, ErrLocked) {

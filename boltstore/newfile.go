@@ -100,7 +100,11 @@ func openNew(path string, timeout time.Duration) (*boltStore, error) {
 // the file synced, linked to its name (never over a file that appeared
 // there meanwhile) and the directory synced.
 func (a *aside) place() error {
-	if err := a.f.Truncate(mappedSize(a.f)); err != nil {
+	size, err := mappedSize(a.f)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", a.path, err)
+	}
+	if err := a.f.Truncate(size); err != nil {
 		return fmt.Errorf("creating %s: %w", a.path, err)
 	}
 	if err := a.f.Sync(); err != nil {
@@ -124,11 +128,28 @@ func link(from, to string) error {
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("another process made the file meanwhile: %w", err)
-	case err != nil:
+	case err != nil && linksUnsupported(err):
 		return os.Rename(from, to)
+	case err != nil:
+		// Any other failure (no space, I/O) is not a reason to rename,
+		// which would replace a file made at to meanwhile.
+		return err
 	}
 	_ = os.Remove(from)
 	return nil
+}
+
+// dropStaleNewName removes the .new name of a file that has its own name
+// too: a crash between the link and the removal in place left it, and a
+// file moved away later must not be found under it and made anew.
+func dropStaleNewName(path string) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	if nst, err := os.Stat(path + newSuffix); err == nil && os.SameFile(st, nst) {
+		_ = os.Remove(path + newSuffix)
+	}
 }
 
 // hardLink is os.Link, a variable for the test of a file system without
@@ -147,14 +168,16 @@ const newFileSize = 64 << 10
 // mappedSize is the size a new file is given: newFileSize, or the next
 // doubling of it that holds what the first commit wrote, as bbolt grows
 // a small file.
-func mappedSize(f *os.File) int64 {
-	size := int64(newFileSize)
-	if st, err := f.Stat(); err == nil {
-		for size < st.Size() {
-			size *= 2
-		}
+func mappedSize(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
 	}
-	return size
+	size := int64(newFileSize)
+	for size < st.Size() {
+		size *= 2
+	}
+	return size, nil
 }
 
 // syncDir syncs the directory dir, so that a name made in it is on disk.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,11 +28,31 @@ func lockedNewFile(name string, timeout time.Duration) (*os.File, error) {
 		// The process that held the lock may have put its file in place
 		// (the .new name gone) before letting go: lock the file named now.
 		st, err := os.Stat(name)
-		if fst, ferr := f.Stat(); err == nil && ferr == nil && os.SameFile(st, fst) {
-			return f, nil
+		fst, ferr := f.Stat()
+		if err == nil && ferr == nil && os.SameFile(st, fst) {
+			if !linked(fst) {
+				return f, nil
+			}
+			// A crash between the link that gave a made file its name and
+			// the removal of this one left the name behind: it is a second
+			// name of a school's file, maybe moved away since, never a file
+			// to make anew. The name goes; the file stays whole.
+			_ = os.Remove(name)
 		}
 		f.Close()
 	}
+}
+
+// linked reports whether the file has more than one name.
+func linked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink > 1
+}
+
+// linksUnsupported reports whether a link failed because the file system
+// has no hard links, where a rename is the way to name the file.
+func linksUnsupported(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP)
 }
 
 // flockRetry is how often a held lock is tried again, as bbolt does.
@@ -87,4 +108,19 @@ func makeImage() ([]byte, error) {
 		return nil, err
 	}
 	return pages, nil
+}
+
+// Making reports whether a process is making the store file of path and
+// has not given it its name yet: its .new file exists and is locked.
+func Making(path string) bool {
+	f, err := os.Open(path + newSuffix)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
 }

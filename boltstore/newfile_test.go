@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -231,4 +232,112 @@ func TestNewFilePlacing(t *testing.T) {
 			t.Errorf("the file at its name %v, aside %v", exists(t, path), exists(t, path+newSuffix))
 		}
 	})
+}
+
+// A link that fails for another reason than a file system without hard
+// links (no space, I/O) fails the first commit: renaming instead would
+// replace a file made at the path meanwhile.
+func TestNewFileLinkFailing(t *testing.T) {
+	hardLink = func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.ENOSPC} }
+	t.Cleanup(func() { hardLink = os.Link })
+	path := filepath.Join(t.TempDir(), "school.db")
+	s := open(t, path, time.Second)
+	defer s.Close()
+	if err := initSite(s, "a"); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("the first commit: %v, want ENOSPC", err)
+	}
+	if exists(t, path) {
+		t.Error("the file was renamed into place after a failed link")
+	}
+}
+
+// A crash between the link that names a made file and the removal of its
+// .new name leaves that name behind, a second name of the school's file.
+// It is dropped on the next open; and if the school's file was moved away
+// meanwhile (an import with --move, an operator's mv), the next new store
+// at the old path is made in a file of its own, never in the moved one.
+func TestNewFileStaleName(t *testing.T) {
+	keysOf := func(path string) []string {
+		t.Helper()
+		s := open(t, path, time.Second)
+		defer s.Close()
+		keys, err := s.LoadKeys(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		for _, k := range keys {
+			kids = append(kids, k.KID)
+		}
+		return kids
+	}
+	made := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "school.db")
+		s := open(t, path, time.Second)
+		if err := initSite(s, "a"); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := os.Link(path, path+newSuffix); err != nil { // the crash's leftover
+			t.Fatal(err)
+		}
+		return path
+	}
+	t.Run("dropped on open", func(t *testing.T) {
+		path := made(t)
+		if kids := keysOf(path); len(kids) != 1 || kids[0] != "a" {
+			t.Errorf("keys %v, want [a]", kids)
+		}
+		if exists(t, path+newSuffix) {
+			t.Error("the stale name is still there")
+		}
+	})
+	t.Run("the file moved away", func(t *testing.T) {
+		path := made(t)
+		moved := path + ".moved"
+		if err := os.Rename(path, moved); err != nil {
+			t.Fatal(err)
+		}
+		s := open(t, path, time.Second)
+		if err := initSite(s, "b"); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if kids := keysOf(moved); len(kids) != 1 || kids[0] != "a" {
+			t.Errorf("the moved file's keys %v, want [a]", kids)
+		}
+		if kids := keysOf(path); len(kids) != 1 || kids[0] != "b" {
+			t.Errorf("the new file's keys %v, want [b]", kids)
+		}
+	})
+}
+
+// While a running store has not given its file its name, the file is
+// reported as being made (an export or a move waits for Caddy to stop)
+// rather than as missing; once named, it is not.
+func TestNewFileMaking(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "school.db")
+	if Making(path) {
+		t.Fatal("Making of a path with nothing at it")
+	}
+	s := open(t, path, time.Second)
+	if !Making(path) {
+		t.Error("Making of a store not yet committed: false")
+	}
+	if _, err := Export(path); err == nil || !strings.Contains(err.Error(), "making the file") {
+		t.Errorf("Export while the file is made: %v", err)
+	}
+	if err := initSite(s, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if Making(path) {
+		t.Error("Making after the first commit: true")
+	}
+	s.Close()
+	if err := os.WriteFile(path+newSuffix, []byte("left by a crash"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if Making(path) {
+		t.Error("Making of an unlocked leftover: true")
+	}
 }

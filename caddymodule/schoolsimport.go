@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/registry"
 )
@@ -563,6 +564,11 @@ func (s *importedSchool) write(ctx context.Context, reg registry.Registry) error
 func moveSchoolFile(from, to string) (undo func() error, err error) {
 	src, dst := filepath.Join(from, "school.db"), filepath.Join(to, "school.db")
 	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		if boltstore.Making(src) {
+			// Its school runs and has not committed yet: moving nothing
+			// now would leave it to make its file here later.
+			return nil, fmt.Errorf("%s is held by a running Caddy: stop it first", src)
+		}
 		return func() error { return nil }, nil
 	}
 	if err := checkUnheld(src); err != nil {
