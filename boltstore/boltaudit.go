@@ -432,7 +432,7 @@ func findSubject(tx *bolt.Tx, subject string) (*subjectRows, error) {
 	ids := map[string]bool{}
 	if err := tx.Bucket(bucketGrants).ForEach(func(_, v []byte) error {
 		var g store.Grant
-		if err := json.Unmarshal(v, &g); err != nil {
+		if err := decodeGrant(v, &g); err != nil {
 			return err
 		}
 		if g.Identity.Subject == subject {
@@ -446,7 +446,7 @@ func findSubject(tx *bolt.Tx, subject string) (*subjectRows, error) {
 	var err error
 	if r.tokens, err = keysWhere(tx.Bucket(bucketTokens), func(v []byte) bool {
 		var t store.Token
-		return json.Unmarshal(v, &t) == nil && ids[t.GrantID]
+		return decodeToken(v, &t) == nil && ids[t.GrantID]
 	}); err != nil {
 		return nil, err
 	}

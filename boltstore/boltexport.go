@@ -94,10 +94,20 @@ func exportBuckets(tx *bolt.Tx, d *store.Dump) error {
 			return decodeInto(v, func(c *store.Code) { d.Codes = append(d.Codes, store.DumpCode{Hash: k, Code: c}) })
 		}},
 		{bucketGrants, func(_ string, v []byte) error {
-			return decodeInto(v, func(g *store.Grant) { d.Grants = append(d.Grants, g) })
+			g := new(store.Grant)
+			if err := decodeGrant(v, g); err != nil {
+				return err
+			}
+			d.Grants = append(d.Grants, g)
+			return nil
 		}},
 		{bucketTokens, func(k string, v []byte) error {
-			return decodeInto(v, func(t *store.Token) { d.Tokens = append(d.Tokens, store.IssuedToken{Hash: k, Token: t}) })
+			t := new(store.Token)
+			if err := decodeToken(v, t); err != nil {
+				return err
+			}
+			d.Tokens = append(d.Tokens, store.IssuedToken{Hash: k, Token: t})
+			return nil
 		}},
 		{bucketSettings, func(k string, v []byte) error {
 			d.Settings[k] = append([]byte(nil), v...)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -172,7 +171,7 @@ func rebuildGrantIndexes(tx *bolt.Tx) error {
 	}
 	return tx.Bucket(bucketGrants).ForEach(func(_, v []byte) error {
 		var g store.Grant
-		if err := json.Unmarshal(v, &g); err != nil {
+		if err := decodeGrant(v, &g); err != nil {
 			return err
 		}
 		if g.Revoked {
@@ -208,7 +207,7 @@ func (s *boltStore) ListGrants(ctx context.Context, q store.GrantQuery) ([]*stor
 				return err
 			}
 			var g store.Grant
-			if err := getJSON(grants, grantIDAt(k, end), &g); err != nil {
+			if err := getGrant(grants, grantIDAt(k, end), &g); err != nil {
 				return err
 			}
 			out = append(out, &g)
@@ -252,7 +251,7 @@ func (s *boltStore) ListConnections(ctx context.Context, q store.ConnectionQuery
 				group = append(group[:0], k[:end]...)
 			}
 			var g store.Grant
-			if err := getJSON(grants, grantIDAt(k, end), &g); err != nil {
+			if err := getGrant(grants, grantIDAt(k, end), &g); err != nil {
 				return err
 			}
 			conn.Add(&g)
@@ -305,7 +304,7 @@ func (s *boltStore) GrantCounts(ctx context.Context) (map[string]store.GrantCoun
 func (s *boltStore) DisconnectGrant(ctx context.Context, id, subject string) (*store.Grant, error) {
 	var found store.Grant
 	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
-		if err := getJSON(tx.Bucket(bucketGrants), id, &found); err != nil {
+		if err := getGrant(tx.Bucket(bucketGrants), id, &found); err != nil {
 			return err
 		}
 		if subject == "" || found.Identity.Subject != subject {
@@ -388,5 +387,5 @@ func revokeClientGrants(tx *bolt.Tx, clientID string) (int, error) {
 // touchRefreshed records a rotation's time on its grant.
 func touchRefreshed(tx *bolt.Tx, g *store.Grant, now time.Time) error {
 	g.RefreshedAt = now
-	return putJSON(tx.Bucket(bucketGrants), g.ID, g)
+	return putGrant(tx.Bucket(bucketGrants), g.ID, g)
 }

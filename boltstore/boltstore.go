@@ -34,7 +34,12 @@ import (
 // are read from the client index instead. A build of version 2 would write
 // keys of the old layout, so it is refused the file; the migration indexes
 // every live grant anew.
-const schemaVersion = 3
+//
+// Version 4 writes tokens and grants in a binary form (records.go). A
+// build of version 3 would fail to read them, so it is refused the file;
+// this build reads the JSON records of earlier ones, so nothing is
+// rewritten.
+const schemaVersion = 4
 
 var (
 	bucketMeta     = []byte("meta")

@@ -70,7 +70,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*sto
 
 func putGrantAndTokens(tx *bolt.Tx, g *store.Grant, toks []store.IssuedToken) error {
 	if g != nil {
-		if err := putJSON(tx.Bucket(bucketGrants), g.ID, g); err != nil {
+		if err := putGrant(tx.Bucket(bucketGrants), g.ID, g); err != nil {
 			return err
 		}
 		if !g.Revoked {
@@ -81,7 +81,7 @@ func putGrantAndTokens(tx *bolt.Tx, g *store.Grant, toks []store.IssuedToken) er
 	}
 	tb := tx.Bucket(bucketTokens)
 	for _, t := range toks {
-		if err := putJSON(tb, t.Hash, t.Token); err != nil {
+		if err := putToken(tb, t.Hash, t.Token); err != nil {
 			return err
 		}
 	}
@@ -91,7 +91,7 @@ func putGrantAndTokens(tx *bolt.Tx, g *store.Grant, toks []store.IssuedToken) er
 func revokeGrant(tx *bolt.Tx, id string) error {
 	b := tx.Bucket(bucketGrants)
 	var g store.Grant
-	if err := getJSON(b, id, &g); err != nil {
+	if err := getGrant(b, id, &g); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -104,7 +104,7 @@ func revokeGrant(tx *bolt.Tx, id string) error {
 		return err
 	}
 	g.Revoked = true
-	return putJSON(b, id, &g)
+	return putGrant(b, id, &g)
 }
 
 // GetToken implements store.Store.
@@ -112,10 +112,10 @@ func (s *boltStore) GetToken(ctx context.Context, hash string) (*store.Token, *s
 	var t store.Token
 	var g store.Grant
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		if err := getJSON(tx.Bucket(bucketTokens), hash, &t); err != nil {
+		if err := getToken(tx.Bucket(bucketTokens), hash, &t); err != nil {
 			return err
 		}
-		return getJSON(tx.Bucket(bucketGrants), t.GrantID, &g)
+		return getGrant(tx.Bucket(bucketGrants), t.GrantID, &g)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -130,10 +130,10 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 		tb := tx.Bucket(bucketTokens)
 		var t store.Token
 		var g store.Grant
-		if err := getJSON(tb, hash, &t); err != nil {
+		if err := getToken(tb, hash, &t); err != nil {
 			return err
 		}
-		if err := getJSON(tx.Bucket(bucketGrants), t.GrantID, &g); err != nil {
+		if err := getGrant(tx.Bucket(bucketGrants), t.GrantID, &g); err != nil {
 			return err
 		}
 		if outcome = store.DecideRotate(&t, now, grace); outcome == store.RotateReplay {
@@ -147,7 +147,7 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 		at.Add(store.RotateEvent(outcome, &g, now))
 		if outcome == store.RotateFirst {
 			t.RotatedAt = now
-			if err := putJSON(tb, hash, &t); err != nil {
+			if err := putToken(tb, hash, &t); err != nil {
 				return err
 			}
 		}
@@ -169,14 +169,14 @@ func (s *boltStore) RevokeToken(ctx context.Context, hash string) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTokens)
 		var t store.Token
-		if err := getJSON(tb, hash, &t); err != nil {
+		if err := getToken(tb, hash, &t); err != nil {
 			return err
 		}
 		if store.DecideRevoke(&t) == store.RevokeWholeGrant {
 			return revokeGrant(tx, t.GrantID)
 		}
 		t.Revoked = true
-		return putJSON(tb, hash, &t)
+		return putToken(tb, hash, &t)
 	})
 }
 
@@ -216,7 +216,7 @@ func (s *boltStore) PurgeExpired(ctx context.Context, before time.Time) error {
 		}
 		if err := purge(tx.Bucket(bucketTokens), func(v []byte) bool {
 			var t store.Token
-			_ = json.Unmarshal(v, &t)
+			_ = decodeToken(v, &t)
 			return t.ExpiresAt.Before(before)
 		}); err != nil {
 			return err
@@ -232,7 +232,7 @@ func purgeGrants(tx *bolt.Tx) error {
 	tb := tx.Bucket(bucketTokens)
 	err := tb.ForEach(func(_, v []byte) error {
 		var t store.Token
-		if err := json.Unmarshal(v, &t); err != nil {
+		if err := decodeToken(v, &t); err != nil {
 			return err
 		}
 		live[t.GrantID] = true
@@ -247,7 +247,7 @@ func purgeGrants(tx *bolt.Tx) error {
 	gb := tx.Bucket(bucketGrants)
 	err = gb.ForEach(func(k, v []byte) error {
 		var g store.Grant
-		if err := json.Unmarshal(v, &g); err != nil {
+		if err := decodeGrant(v, &g); err != nil {
 			return err
 		}
 		if g.Revoked || !live[string(k)] {
@@ -263,7 +263,7 @@ func purgeGrants(tx *bolt.Tx) error {
 	}
 	if err := purge(tb, func(v []byte) bool {
 		var t store.Token
-		_ = json.Unmarshal(v, &t)
+		_ = decodeToken(v, &t)
 		return dead[t.GrantID]
 	}); err != nil {
 		return err
