@@ -280,3 +280,39 @@ func normalize(v reflect.Value) {
 		}
 	}
 }
+
+// BenchmarkRecords compares the binary form with JSON on a refresh's
+// records: a token and its grant, each encoded and decoded.
+func BenchmarkRecords(b *testing.B) {
+	now := time.Date(2026, 11, 26, 9, 0, 0, 123456789, time.UTC)
+	tok := &store.Token{Kind: store.TokenRefresh, GrantID: "01JDG7Y3K2M4N5P6Q7R8S9T0VW", ClientID: "member-app",
+		Scopes: []string{"openid", "profile", "email", "courses:read"}, IssuedAt: now, ExpiresAt: now.Add(720 * time.Hour)}
+	g := &store.Grant{ID: "01JDG7Y3K2M4N5P6Q7R8S9T0VW", ClientID: "member-app", Audience: store.AudienceMember,
+		Scopes: tok.Scopes, Resource: "https://demo.school/",
+		Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam Student",
+			OrgID: "demo", Roles: []string{"student"}}, AuthTime: now, CreatedAt: now}
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rt, _ := json.Marshal(tok)
+			rg, _ := json.Marshal(g)
+			var t2 store.Token
+			var g2 store.Grant
+			if json.Unmarshal(rt, &t2) != nil || json.Unmarshal(rg, &g2) != nil {
+				b.Fatal("decoding")
+			}
+		}
+	})
+	b.Run("binary", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rt := appendToken(make([]byte, 0, tokenSize(tok)), tok)
+			rg := appendGrant(make([]byte, 0, grantSize(g)), g)
+			var t2 store.Token
+			var g2 store.Grant
+			if decodeToken(rt, &t2) != nil || decodeGrant(rg, &g2) != nil {
+				b.Fatal("decoding")
+			}
+		}
+	})
+}
