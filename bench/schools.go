@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schoolgate/schoolgate/catalog/catalogtest"
 	"github.com/schoolgate/schoolgate/internal/procstat"
 )
 
@@ -54,7 +55,7 @@ func runSchools(sizes []int) error {
 	if r.caddyBin, err = buildCaddy(dir, ""); err != nil {
 		return err
 	}
-	feed, err := catalogFeed(40)
+	feed, err := catalogtest.Feed(40)
 	if err != nil {
 		return err
 	}

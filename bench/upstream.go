@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/schoolgate/schoolgate/catalog/catalogtest"
 )
 
 // The bench's own legacy server: as small as a real one could be, so that
@@ -27,7 +27,7 @@ var accountAnswer = []byte(`{"data":{"viewer":{"id":"member-1","email":"student@
 
 func serveUpstream(addr string, courses int, assertionIssuer string) error {
 	asserted := newAssertionCheck(assertionIssuer, "http://"+addr)
-	feed, err := catalogFeed(courses)
+	feed, err := catalogtest.Feed(courses)
 	if err != nil {
 		return err
 	}
@@ -61,46 +61,6 @@ func serveUpstream(addr string, courses int, assertionIssuer string) error {
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
 	return (&http.Server{Addr: addr, Handler: mux}).ListenAndServe()
-}
-
-// catalogFeed generates a catalog of n courses with varied words, plus a
-// few events and plans, in the feed format of the backend contract.
-func catalogFeed(n int) ([]byte, error) {
-	subjects := []string{"Portrait", "Landscape", "Street", "Wildlife", "Macro", "Night", "Studio", "Film",
-		"Drone", "Wedding", "Food", "Architecture", "Fashion", "Sports", "Travel", "Astro"}
-	skills := []string{"lighting", "composition", "editing", "retouching", "exposure", "colour grading",
-		"posing", "storytelling", "printing", "gear"}
-	levels := []string{"Fundamentals", "Masterclass", "Workshop", "Bootcamp", "Essentials"}
-	type price struct {
-		Amount   float64 `json:"amount"`
-		Currency string  `json:"currency"`
-	}
-	type course struct {
-		Slug      string   `json:"slug"`
-		Title     string   `json:"title"`
-		Summary   string   `json:"summary"`
-		Price     price    `json:"price"`
-		Lecturers []string `json:"lecturers"`
-		Tags      []string `json:"tags"`
-	}
-	cs := make([]course, n)
-	for i := range cs {
-		sub, sk, lv := subjects[i%len(subjects)], skills[(i/len(subjects))%len(skills)], levels[i%len(levels)]
-		cs[i] = course{Slug: fmt.Sprintf("course-%05d", i+1),
-			Title:     fmt.Sprintf("%s photography %s %s %d", sub, sk, lv, i+1),
-			Summary:   fmt.Sprintf("Learn %s for %s photography, step by step.", sk, strings.ToLower(sub)),
-			Price:     price{Amount: float64(19 + i%200), Currency: "EUR"},
-			Lecturers: []string{fmt.Sprintf("Lecturer %d", i%97)},
-			Tags:      []string{strings.ToLower(sub), sk}}
-	}
-	return json.Marshal(map[string]any{
-		"school":  map[string]string{"name": "Bench School", "description": "A generated school for benchmarks."},
-		"courses": cs,
-		"events": []map[string]any{{"slug": "meetup", "title": "Photo walk", "starts_at": "2027-01-10T10:00:00Z",
-			"ends_at": "2027-01-10T12:00:00Z", "price": price{10, "EUR"}}},
-		"membership_plans": []map[string]any{{"slug": "monthly", "name": "Monthly", "price": price{29, "EUR"}, "interval": "month"}},
-		"digital_products": []map[string]any{{"slug": "presets", "title": "Lightroom presets", "price": price{15, "EUR"}}},
-	})
 }
 
 // serveNoopMCP is the baseline for /mcp: mcp-go's stateless Streamable
