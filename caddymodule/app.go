@@ -22,6 +22,14 @@ func init() {
 // school's background work (expiry purges, catalog refresh) runs with its
 // state, which may outlive a config (sitepool.go).
 type App struct {
+	// FairShare is how the instance is shared between schools while it
+	// is contended (globaloption.go). Default: on, with its defaults.
+	FairShare *FairShare `json:"fair_share,omitempty"`
+	// MetricsPerSchool is which schools have metric series of their own:
+	// none, all, or "top <n>" by traffic. Default: all for site blocks
+	// only, else top 50.
+	MetricsPerSchool string `json:"metrics_per_school,omitempty"`
+
 	mu sync.Mutex
 	// gateways are the config's schools in the order they were
 	// provisioned, which Start builds in; issuers and dataFiles index
@@ -56,7 +64,13 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-var _ caddy.App = (*App)(nil)
+var (
+	_ caddy.App       = (*App)(nil)
+	_ caddy.Validator = (*App)(nil)
+)
+
+// Validate checks the app's own options.
+func (a *App) Validate() error { return a.validateGlobal() }
 
 // register adds a provisioned school to the config, refusing a second
 // site block of its issuer and a bbolt file another school of the config

@@ -213,6 +213,12 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //		}
 //		rule <method|*> <path> member|operator|deny [<scope...>]
 //		rate_limit off | <name> <events>/<s|m|h> [<burst>]
+//		weight <n>
+//		budget {
+//			requests           <events>/<s|m|h> [<burst>]
+//			mcp_anonymous      <events>/<s|m|h> [<burst>]
+//			legacy_concurrency <n>
+//		}
 //		identity_assertion on|off [{
 //			audience <string>
 //		}]
@@ -259,6 +265,10 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return oneArg(d, opt, &g.AdminOpenAPI)
 	case "rate_limit":
 		return g.unmarshalRateLimit(d)
+	case "weight":
+		return g.unmarshalWeight(d)
+	case "budget":
+		return g.unmarshalBudget(d)
 	case "vendor":
 		return g.unmarshalVendor(d)
 	case "mcp_connections":

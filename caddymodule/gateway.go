@@ -114,6 +114,13 @@ type Gateway struct {
 	// that revokes its grant, with no window for a retry (Caddyfile:
 	// refresh_grace 0). Default: false.
 	NoRefreshGrace bool `json:"no_refresh_grace,omitempty"`
+	// Weight is the school's share of the instance while it is
+	// contended, against the other schools' weights (fair share).
+	// Default: 1.
+	Weight int `json:"weight,omitempty"`
+	// Budget is the school's own limits (budget.go). Default: none but
+	// the legacy server's default concurrency.
+	Budget *Budget `json:"budget,omitempty"`
 
 	// key names the school's state in the site pool (sitepool.go).
 	key string
@@ -227,6 +234,9 @@ func (g *Gateway) Validate() error {
 		return err
 	}
 	if err := g.validateRateLimits(); err != nil {
+		return err
+	}
+	if err := g.validateBudget(); err != nil {
 		return err
 	}
 	if err := checkBaseURL("issuer", g.Issuer, false); err != nil {

@@ -138,6 +138,8 @@ func (g *Gateway) schoolConfig() school.Config {
 		MCPConnections:    g.MCPConnections,
 		MetadataDocuments: g.metadataDocuments(),
 		RateLimits:        g.authserverLimits(),
+		Weight:            max(g.Weight, 1),
+		Budget:            g.schoolBudget(),
 		CodeTTL:           time.Duration(g.CodeTTL),
 		AccessTTL:         time.Duration(g.AccessTTL),
 		RefreshTTL:        time.Duration(g.RefreshTTL),

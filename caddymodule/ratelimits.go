@@ -3,8 +3,6 @@ package caddymodule
 import (
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -102,22 +100,14 @@ func (g *Gateway) unmarshalRateLimit(d *caddyfile.Dispenser) error {
 	if _, ok := rateLimitNames[args[0]]; !ok {
 		return d.Errf("rate_limit: unknown limit %q (known: register, new_clients, authorize, token, token_client, revoke)", args[0])
 	}
-	n, unit, ok := strings.Cut(args[1], "/")
-	events, err := strconv.Atoi(n)
-	period := map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour}[unit]
-	if !ok || err != nil || events <= 0 || period == 0 {
-		return d.Errf("rate_limit %s: %q is not <events>/<s|m|h>, e.g. 30/m", args[0], args[1])
-	}
-	burst := events
-	if len(args) == 3 {
-		if burst, err = strconv.Atoi(args[2]); err != nil || burst < 1 {
-			return d.Errf("rate_limit %s: burst %q is not a positive number", args[0], args[2])
-		}
+	rl, err := parseRate(d, "rate_limit "+args[0], args[1:])
+	if err != nil {
+		return err
 	}
 	if g.RateLimits.Limits == nil {
 		g.RateLimits.Limits = map[string]RateLimit{}
 	}
-	g.RateLimits.Limits[args[0]] = RateLimit{Events: events, Period: caddy.Duration(period), Burst: burst}
+	g.RateLimits.Limits[args[0]] = rl
 	return nil
 }
 

@@ -90,6 +90,12 @@ type Config struct {
 	RefreshGrace   time.Duration
 	NoRefreshGrace bool
 
+	// Weight is the school's share of the instance while it is
+	// contended, against the other schools' weights. Default: 1.
+	Weight int
+	// Budget is the school's own limits, whatever its neighbours do.
+	Budget Budget
+
 	// Store is the school's opened store; the school does not close it.
 	// Required.
 	Store store.Store
@@ -348,3 +354,20 @@ func (nopObserver) TokenLookup(bool)         {}
 func (nopObserver) GrantDisconnected(string) {}
 func (nopObserver) ProtectedOutcome(string)  {}
 func (nopObserver) MCPCaller(string)         {}
+
+// Budget is a school's own limits. A zero Limit is no limit.
+type Budget struct {
+	// Requests limits all the school's requests but its discovery
+	// documents and JWKS.
+	Requests authserver.Limit
+	// MCPAnonymous limits the school's anonymous /mcp calls, all callers
+	// together.
+	MCPAnonymous authserver.Limit
+	// LegacyConcurrency bounds the requests waiting on the legacy server
+	// at once; zero is DefaultLegacyConcurrency.
+	LegacyConcurrency int
+}
+
+// DefaultLegacyConcurrency is how many requests of one school may wait on
+// its legacy server at once unless its budget says otherwise.
+const DefaultLegacyConcurrency = 256
