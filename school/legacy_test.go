@@ -103,9 +103,12 @@ func (o *syncObserver) count(cause string) int {
 	return o.counts[cause]
 }
 
+// legacySite is a school with budget b whose requests wait at most 10 ms
+// for a place, so that tests of refusals are quick.
 func legacySite(t *testing.T, b Budget) (*testSite, *syncObserver) {
 	obs := &syncObserver{counts: map[string]int{}}
 	ts := newTestSite(t, func(c *Config) { c.Budget = b; c.Observer = obs })
+	ts.legacy.wait = 10 * time.Millisecond
 	return ts, obs
 }
 
@@ -350,5 +353,34 @@ func TestLegacyFailedSchool(t *testing.T) {
 	checkRefusal(t, rec, "/courses/light", http.StatusGatewayTimeout)
 	if obs.count(CauseLegacyTimeout) != 1 {
 		t.Errorf("counted %v", obs.counts)
+	}
+}
+
+// A request that finds no place waits for one a moment, and takes the
+// first freed rather than being refused.
+func TestLegacyWaitsForAPlace(t *testing.T) {
+	legacy := newHungLegacy(t, 5*time.Second)
+	ts, obs := legacySite(t, Budget{LegacyConcurrency: 1})
+	ts.legacy.wait = 5 * time.Second
+	next := newProxyTo(t, legacy.URL, 0)
+	first := make(chan int)
+	go func() {
+		rec := httptest.NewRecorder()
+		_ = ts.Serve(rec, ts.request("/courses/first"), next)
+		first <- rec.Code
+	}()
+	<-legacy.arrived
+	second := make(chan int)
+	go func() {
+		rec := httptest.NewRecorder()
+		_ = ts.Serve(rec, ts.request("/courses/second"), next)
+		second <- rec.Code
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ts.legacy.queued.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	legacy.releaseAll() // the first is answered, the second takes its place
+	if a, b := <-first, <-second; a != 200 || b != 200 || obs.count(CauseLegacyBusy) != 0 {
+		t.Errorf("first %d, second %d, counted %v", a, b, obs.counts)
 	}
 }
