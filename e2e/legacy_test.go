@@ -117,8 +117,8 @@ func checkLegacyRefusal(t *testing.T, r response, status int, protected bool) {
 
 // A school whose legacy server accepts and never answers holds at most
 // its budget's legacy_concurrency requests, each at most legacy_timeout;
-// more are refused at once without reaching the legacy server, and a
-// school beside it serves as before.
+// more are refused after a second's wait for a place, without reaching
+// the legacy server, and a school beside it serves as before.
 func TestLegacyHungIsBounded(t *testing.T) {
 	sch := startSchool(t)
 	hung := startHungLegacy(t)
@@ -133,7 +133,7 @@ func TestLegacyHungIsBounded(t *testing.T) {
 
 	// School A's legacy server hangs from now on.
 	hungA := strings.ReplaceAll(blockA, "school_gateway "+sch.URL, "school_gateway "+hung.URL)
-	hungA = strings.Replace(hungA, "\t\tmcp_connections on\n", "\t\tmcp_connections on\n\t\tbudget {\n\t\t\tlegacy_concurrency 4\n\t\t\tlegacy_timeout 1s\n\t\t}\n", 1)
+	hungA = strings.Replace(hungA, "\t\tmcp_connections on\n", "\t\tmcp_connections on\n\t\tbudget {\n\t\t\tlegacy_concurrency 4\n\t\t\tlegacy_timeout 5s\n\t\t}\n", 1)
 	gw.reload(hungA, blockB)
 	waitHTTP(t, gw.URL+"/.well-known/jwks.json")
 	a, b := gw.URL, fmt.Sprintf("http://127.0.0.1:%d", portB)
@@ -153,7 +153,8 @@ func TestLegacyHungIsBounded(t *testing.T) {
 	for range 4 {
 		checkLegacyRefusal(t, <-held, http.StatusGatewayTimeout, false)
 	}
-	// The places are free again: the next waits its second, and is 504.
+	// The places are free again: the next waits its legacy_timeout, and
+	// is 504.
 	checkLegacyRefusal(t, call(t, "POST", a+"/account/graphql", member.AccessToken, viewerQuery, nil), http.StatusGatewayTimeout, true)
 	var beyond []string
 	for len(hung.arrived) > 0 {
