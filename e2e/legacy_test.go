@@ -176,15 +176,22 @@ func TestLegacyHungIsBounded(t *testing.T) {
 	}
 }
 
-// Two schools in front of one legacy server share one pooled proxy and
-// its transport; each keeps its own bound, so only the one flooding it is
-// refused.
-func TestLegacySharedProxyBoundPerSchool(t *testing.T) {
+// sharedLegacy is one legacy server for several schools: a request for a
+// path under /hang waits until free (telling its arrival on hung), any
+// other is answered "page".
+type sharedLegacy struct {
+	URL  string
+	hung chan string
+	free func()
+}
+
+func startSharedLegacy(t *testing.T) *sharedLegacy {
+	t.Helper()
 	release := make(chan struct{})
-	hung := make(chan string, 64)
-	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	l := &sharedLegacy{hung: make(chan string, 64)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/hang") {
-			hung <- r.Host
+			l.hung <- r.Host
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -192,10 +199,58 @@ func TestLegacySharedProxyBoundPerSchool(t *testing.T) {
 		}
 		io.WriteString(w, "page")
 	}))
-	defer legacy.Close()
 	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	defer free()
+	l.URL, l.free = srv.URL, func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() {
+		l.free()
+		srv.Close()
+	})
+	return l
+}
+
+// floodShared fills school a's bound of n places with requests that hang,
+// then checks that a's next is refused while b's reaches the legacy
+// server and b's pages are served; get fetches a URL.
+func floodShared(t *testing.T, legacy *sharedLegacy, n int, a, b string, get func(string) response) {
+	t.Helper()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer legacy.free()
+	for range n {
+		wg.Go(func() { get(a + "/hang") })
+	}
+	for range n {
+		select {
+		case <-legacy.hung:
+		case <-time.After(10 * time.Second):
+			t.Fatal("school a's requests did not reach the legacy server")
+		}
+	}
+	checkLegacyRefusal(t, get(a+"/hang"), http.StatusServiceUnavailable, false)
+	// B's own place: its request reaches the legacy server, through the
+	// same proxy whose connections A's requests hold.
+	wg.Go(func() {
+		if r := get(b + "/hang"); r.status != 200 || string(r.body) != "page" {
+			t.Errorf("school b's request: %d %s", r.status, r.body)
+		}
+	})
+	select {
+	case <-legacy.hung:
+	case <-time.After(10 * time.Second):
+		t.Fatal("school b's request did not reach the legacy server while a's bound is full")
+	}
+	for i := range 10 {
+		if r := get(b + "/page"); r.status != 200 || string(r.body) != "page" {
+			t.Fatalf("school b, request %d: %d %s", i, r.status, r.body)
+		}
+	}
+}
+
+// Two site blocks in front of one legacy server share one pooled proxy
+// and its transport; each keeps its own bound, so only the one flooding
+// it is refused.
+func TestLegacySharedProxyBoundPerSchool(t *testing.T) {
+	legacy := startSharedLegacy(t)
 	dir := t.TempDir()
 	portA, portB := freePort(t), freePort(t)
 	budget := "\t\tbudget {\n\t\t\tlegacy_concurrency 4\n\t\t}\n"
@@ -204,35 +259,31 @@ func TestLegacySharedProxyBoundPerSchool(t *testing.T) {
 	gw := startGateway(t, dir, siteBlock(portA, legacy.URL, filepath.Join(dir, "a"), budget),
 		siteBlock(portB, legacy.URL, filepath.Join(dir, "b"), budget))
 	a, b := gw.URL, fmt.Sprintf("http://127.0.0.1:%d", portB)
-
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() { get(t, a+"/hang") })
-	}
-	for range 4 {
-		<-hung
-	}
-	checkLegacyRefusal(t, call(t, "GET", a+"/hang", "", "", nil), http.StatusServiceUnavailable, false)
-	// B's own place: its request reaches the legacy server, through the
-	// same proxy whose connections A's requests hold.
-	wg.Go(func() {
-		if status, _, body := get(t, b+"/hang"); status != 200 || string(body) != "page" {
-			t.Errorf("school B's request: %d %s", status, body)
-		}
-	})
-	select {
-	case <-hung:
-	case <-time.After(10 * time.Second):
-		t.Fatal("school B's request did not reach the legacy server while A's bound is full")
-	}
-	for i := range 10 {
-		if status, _, body := get(t, b+"/page"); status != 200 || string(body) != "page" {
-			t.Fatalf("school B, request %d: %d %s", i, status, body)
-		}
-	}
-	free()
-	wg.Wait()
+	floodShared(t, legacy, 4, a, b, func(u string) response { return call(t, "GET", u, "", "", nil) })
 	if status, _, _ := get(t, a+"/page"); status != 200 {
-		t.Errorf("school A once its places are free: %d", status)
+		t.Errorf("school a once its places are free: %d", status)
 	}
+}
+
+// The same behind school_platform: two schools of a registry with one
+// legacy server, one proxy from the pool, a bound each.
+func TestLegacyPlatformBoundPerSchool(t *testing.T) {
+	legacy := startSharedLegacy(t)
+	dir := t.TempDir()
+	regDir := filepath.Join(dir, "registry")
+	reg := openRegistryDir(t, regDir)
+	port := freePort(t)
+	origin := func(name string) string { return fmt.Sprintf("http://%s.test:%d", name, port) }
+	for _, name := range []string{"a", "b"} {
+		putSchool(t, reg, origin(name), legacy.URL, false, `,"budget":{"legacy_concurrency":3}`)
+	}
+	startPlatform(t, dir, "", fmt.Sprintf("http://:%d {\n\tschool_platform {\n\t\tregistry dir %s\n\t}\n}\n", port, regDir))
+	c := platformClient(fmt.Sprintf("127.0.0.1:%d", port))
+	for _, name := range []string{"a", "b"} {
+		waitFor(t, "school "+name+" to serve", func() bool {
+			r, err := tryFetch(c, origin(name)+"/.well-known/oauth-authorization-server")
+			return err == nil && r.status == 200
+		})
+	}
+	floodShared(t, legacy, 3, origin("a"), origin("b"), func(u string) response { return fetch(t, c, u) })
 }
