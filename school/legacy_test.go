@@ -384,3 +384,20 @@ func TestLegacyWaitsForAPlace(t *testing.T) {
 		t.Errorf("first %d, second %d, counted %v", a, b, obs.counts)
 	}
 }
+
+// BenchmarkLegacyForward is what the bound costs a request on its way to
+// the legacy server: a place taken and given back, from every core at
+// once.
+func BenchmarkLegacyForward(b *testing.B) {
+	l := NewLegacy(Budget{}, nil)
+	var next Handler = errNext{} // boxed once, not per call
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w, r := httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/courses/light", nil)
+		for pb.Next() {
+			if err := l.Forward(w, r, next); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
