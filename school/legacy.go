@@ -48,7 +48,8 @@ const (
 	// BenchmarkLegacyNeighbour): refused at once, the clients without a
 	// place spun on 503s and left the school beside 0.01× of its
 	// throughput; made to wait a second, they are parked as the held ones
-	// are, and it kept 1.04×. A second is also what a burst over the
+	// are, and it kept 0.62–0.90× (BENCHMARKS.md), no less than with no
+	// bound at all. A second is also what a burst over the
 	// bound in front of a legacy server that is merely slow needs to find
 	// places freed.
 	legacyQueueWait = time.Second
