@@ -23,8 +23,10 @@ type lazyDoc struct {
 	once        sync.Once
 	render      func() ([]byte, error)
 	contentType string
-	doc         *document
-	err         error
+	// cache is the document's Cache-Control (cachePublic, cacheNoStore).
+	cache string
+	doc   *document
+	err   error
 }
 
 // get renders the document the first time and returns it, or the error
@@ -68,8 +70,10 @@ func (s *Set) Owns(path string) bool {
 	return ok
 }
 
-// ServeHTTP answers GET and HEAD for the documents with the stored body.
-// Any other method gets 405; a path that is not a document gets 404.
+// ServeHTTP answers GET and HEAD for the documents with the stored body,
+// public for five minutes, or kept by no cache when it lacks what the site
+// could not read yet. Any other method gets 405; a path that is not a
+// document gets 404.
 func (s *Set) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
@@ -97,7 +101,7 @@ func (s *Set) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Set("ETag", d.etag)
-	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("Cache-Control", l.cache)
 	if noneMatch(r.Header.Values("If-None-Match"), d.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
