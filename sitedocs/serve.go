@@ -16,7 +16,15 @@ import (
 // when one Caddy serves a thousand schools. It is safe for concurrent use.
 type Set struct {
 	docs map[string]*lazyDoc
+	// catalogUnread and adminUnread are Site.CatalogUnread and
+	// Site.AdminOpenAPIUnread as the set was built with.
+	catalogUnread, adminUnread bool
 }
+
+// Unread reports what the documents were rendered without because the
+// site could not read it yet (Site.CatalogUnread, with no feed given to
+// Build, and Site.AdminOpenAPIUnread): the site rebuilds them once it has.
+func (s *Set) Unread() (catalog, adminOpenAPI bool) { return s.catalogUnread, s.adminUnread }
 
 // lazyDoc is a document rendered once, when first served.
 type lazyDoc struct {

@@ -106,7 +106,8 @@ func Build(s Site, feed *catalog.Feed, now time.Time) (*Set, error) {
 			return nil, fmt.Errorf("%s: %w", sitepath.OpenAPI, err)
 		}
 	}
-	set := &Set{docs: make(map[string]*lazyDoc, len(documents))}
+	set := &Set{docs: make(map[string]*lazyDoc, len(documents)),
+		catalogUnread: site.CatalogUnread, adminUnread: site.AdminOpenAPIUnread}
 	for _, d := range documents {
 		set.docs[d.path] = &lazyDoc{render: d.render, contentType: d.contentType, cache: d.cache}
 	}
