@@ -194,6 +194,9 @@ type Site struct {
 	docs atomic.Pointer[sitedocs.Set]
 	// adminOpenAPI is the school's admin API description (admin.go).
 	adminOpenAPI atomic.Pointer[[]byte]
+	// adminFirst is closed once the first fetch of AdminOpenAPIURL has
+	// been tried; nil when none is awaited (admin.go).
+	adminFirst atomic.Pointer[chan struct{}]
 	// refreshed is when the catalog feed was last fetched and imported.
 	refreshed atomic.Pointer[time.Time]
 	// catalogErr is why the last import of the feed failed; nil after a

@@ -53,9 +53,13 @@ func documentPaths(Site) obj {
 				{"schema", str("")}, {"description", "An ETag from an earlier response"}}},
 			responses: obj{
 				{"200", response("The document").
-					with("headers", obj{{"ETag", ref("headers", "ETag")}, {"Cache-Control", ref("headers", "PublicCache")}}).
+					with("headers", obj{{"ETag", ref("headers", "ETag")}, {"Cache-Control", ref("headers", "DocumentCache")}}).
 					with("content", content(d.contentType, str("")))},
 				{"304", response("Not modified").with("headers", obj{{"ETag", ref("headers", "ETag")}})},
+				{"503", response("`temporarily_unavailable`: the school is starting and is still loading its catalog "+
+					"(for this document also its admin API description); ask again after Retry-After").
+					with("headers", obj{{"Retry-After", ref("headers", "RetryAfter")}, {"Cache-Control", ref("headers", "NoStore")}}).
+					with("content", jsonContent(schemaRef("OAuthError")))},
 			},
 		}))
 	}
