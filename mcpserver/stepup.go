@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -43,7 +44,7 @@ type rpcCall struct {
 // directions, and the catalog tools need no token at all.
 func scopeChallenge(ctx context.Context, body []byte, resourceMetadata string) *policy.Challenge {
 	tok := callerFrom(ctx)
-	if tok == nil {
+	if tok == nil || !mayNameMemberTool(body) {
 		return nil
 	}
 	var call rpcCall
@@ -62,6 +63,33 @@ func scopeChallenge(ctx context.Context, body []byte, resourceMetadata string) *
 		ch.ResourceMetadata = resourceMetadata
 	}
 	return ch
+}
+
+// memberToolNames are the member tools' names as they appear in a body.
+var memberToolNames = func() [][]byte {
+	var out [][]byte
+	for i := range toolTable {
+		if toolTable[i].member != nil {
+			out = append(out, []byte(toolTable[i].def.name))
+		}
+	}
+	return out
+}()
+
+// mayNameMemberTool reports whether body could name a member tool, so
+// that the calls of the other tools, most of a member's, are not read
+// twice. A JSON string without escapes is its own bytes: a body without
+// a backslash names a member tool only if the name is in it.
+func mayNameMemberTool(body []byte) bool {
+	if bytes.IndexByte(body, '\\') >= 0 {
+		return true
+	}
+	for _, name := range memberToolNames {
+		if bytes.Contains(body, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // isNull reports an absent member or a JSON null: mcp-go reads both as

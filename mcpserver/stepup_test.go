@@ -55,6 +55,7 @@ func TestScopeChallenge(t *testing.T) {
 		// the edge, and the two agree on the tool (TestChallengeReadsAsDispatched).
 		{"keys in another case", "noread", `{"JSONRPC":"2.0","ID":1,"METHOD":"tools/call","PARAMS":{"NAME":"my_enrollments"}}`, lacksRead},
 		{"a repeated name, the last one counts", "noread", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_catalog","name":"my_enrollments"}}`, lacksRead},
+		{"a name spelled with an escape", "noread", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"my\u005fenrollments"}}`, lacksRead},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +137,7 @@ func TestChallengeReadsAsDispatched(t *testing.T) {
 	for _, body := range []string{
 		`{"JSONRPC":"2.0","ID":1,"METHOD":"tools/call","PARAMS":{"NAME":"my_enrollments"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_catalog","name":"my_enrollments"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"my\u005fenrollments"}}`,
 	} {
 		if resp := h.post("noread", body, nil); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("%s: status %d without account:read, want 403", body, resp.StatusCode)
