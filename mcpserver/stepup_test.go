@@ -209,3 +209,52 @@ func TestMemberHandlersHoldTheirScopes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScopeChallenge: for any body, the edge challenges a token without
+// account:read exactly when mcp-go, reading the same body with its own
+// types, would dispatch a tools/call of a member tool.
+func FuzzScopeChallenge(f *testing.F) {
+	for _, seed := range []string{
+		callBody(toolMyEnrollments, map[string]any{}),
+		callBody(toolAccountQuery, map[string]any{"query": mutation}),
+		callBody(toolSearchCatalog, map[string]any{"query": "x"}),
+		`{"JSONRPC":"2.0","ID":1,"METHOD":"tools/call","PARAMS":{"NAME":"my_enrollments"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"my\u005fenrollments"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"my_enrollments"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{},"params":{"name":"my_enrollments"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`[]`, ``, `null`,
+	} {
+		f.Add([]byte(seed))
+	}
+	ctx := WithIdentity(context.Background(), testTokens["noread"])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ch := scopeChallenge(ctx, body, testMetadata)
+		if ch != nil && (ch.Status != http.StatusForbidden || ch.Error != "insufficient_scope" || ch.ResourceMetadata != testMetadata) {
+			t.Fatalf("challenge %+v", ch)
+		}
+		if dispatched := dispatchesMemberTool(body); (ch != nil) != dispatched {
+			t.Fatalf("%q: challenged %v, mcp-go dispatches a member tool %v", body, ch != nil, dispatched)
+		}
+	})
+}
+
+// dispatchesMemberTool reads body as mcp-go's HandleMessage does before it
+// runs a tools/call: version 2.0, an id, no result, and the request
+// decoded into its own CallToolRequest.
+func dispatchesMemberTool(body []byte) bool {
+	var base struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		ID      any    `json:"id,omitempty"`
+		Result  any    `json:"result,omitempty"`
+	}
+	if json.Unmarshal(body, &base) != nil || base.JSONRPC != "2.0" || base.ID == nil || base.Result != nil || base.Method != "tools/call" {
+		return false
+	}
+	var req mcp.CallToolRequest
+	if json.Unmarshal(body, &req) != nil {
+		return false
+	}
+	return isMemberTool(req.Params.Name)
+}
