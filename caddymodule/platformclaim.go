@@ -120,13 +120,17 @@ func (p *platform) reclaimLocked(issuers []string) {
 	}
 }
 
-// reclaimAll renews those of p's schools whose claimant changed while
-// its table was being read. The caller holds p.writeMu.
+// reclaimAll settles the claims of p's first table with the config's
+// other platforms: it renews those of p's schools whose claimant changed
+// while the table was being read, and tells the platforms ranked after p
+// of every issuer p has. The caller holds p.writeMu.
 func (p *platform) reclaimAll() {
 	if len(p.app.platformsNow()) < 2 {
 		return
 	}
-	p.reclaimLocked(slices.Collect(maps.Keys(p.tables.state.Load().schools)))
+	issuers := slices.Collect(maps.Keys(p.tables.state.Load().schools))
+	p.reclaimLocked(issuers)
+	p.claimsChanged(issuers)
 }
 
 // claimFile records that e opens the bbolt file at path, refusing one

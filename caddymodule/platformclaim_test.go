@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -326,5 +328,42 @@ func TestPlatformsRankedByKey(t *testing.T) {
 		if fmt.Sprint(got) != "[a b c]" {
 			t.Errorf("provisioned in the order %v: ranked %v", order, got)
 		}
+	}
+}
+
+// Another process on the same registry dir is not seen by the config;
+// what keeps a school from being served by both from one file is bbolt's
+// lock on it: while the other holds the file, the school fails here
+// (503, "locked by another process") and is built again in the
+// background, which serves it once the other let go of it.
+func TestPlatformSchoolHeldByAnotherProcess(t *testing.T) {
+	prev := lockTimedOut.Load()
+	t.Cleanup(func() { lockTimedOut.Store(prev) })
+	now := time.Now()
+	lockTimedOut.Store(&now) // a lock is checked once rather than waited for
+	const issuer = "https://shared.example"
+	tp := newTestPlatform(t, 10)
+	tp.put(t, issuer, nil, "")
+	if err := os.MkdirAll(tp.dataDir(issuer), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other, err := boltstore.Open(tp.dataFile(issuer), time.Second) // as the other process holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := tp.do(t, "https://shared.example"+discoveryPath); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("a school whose file another process holds: %d %s", rec.Code, rec.Body)
+	}
+	if reason := tp.failure(issuer); !strings.Contains(reason, "locked by another process") {
+		t.Errorf("the reason: %q", reason)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e := tp.school(issuer); !e.rebuild(e.failed.Load()) {
+		t.Fatal("the school was not built once the other process let go of its file")
+	}
+	if got := issuerOf(tp.do(t, "https://shared.example"+discoveryPath)); got != issuer {
+		t.Errorf("once built: %q", got)
 	}
 }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -237,7 +235,6 @@ func (p *platform) connect() error {
 		p.apply(c)
 	}
 	p.reclaimAll()
-	p.claimsChanged(slices.Collect(maps.Keys(p.tables.state.Load().schools)))
 	p.handOver()
 	return nil
 }
