@@ -78,7 +78,7 @@ func TestUsageServed(t *testing.T) {
 	allowed.Header.Set("Authorization", "Bearer "+ts.token)
 	ts.serve(t, allowed)
 	ts.serve(t, httptest.NewRequest("POST", "/account/graphql", nil)) // no token: 401
-	ts.serve(t, httptest.NewRequest("GET", "/somewhere", nil))         // the legacy site's
+	ts.serve(t, httptest.NewRequest("GET", "/somewhere", nil))        // the legacy site's
 	u, err := ts.Usage(ctx)
 	if err != nil {
 		t.Fatal(err)
