@@ -249,6 +249,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		Observer:          s.observe,
 		Logger:            s.log,
 		Now:               s.now,
+		Usage:             s.Usage,
 	}, cfg.Store)
 	if err != nil {
 		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}
