@@ -39,8 +39,8 @@ const (
 // the views read the last hour of minutes and the last day of hours;
 // the half hour and the hour more take the flush of an instance that
 // comes late (its flush failed and is retried, or its clock is behind)
-// without losing it. So a school keeps at most 90 minute buckets and
-// 25 hour buckets, however long it runs.
+// without losing it. So a school keeps at most 91 minute buckets and
+// 26 hour buckets (both ends counted), however long it runs.
 const (
 	UsageMinutesKept = 90 * time.Minute
 	UsageHoursKept   = 25 * time.Hour

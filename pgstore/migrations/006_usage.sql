@@ -4,8 +4,8 @@
 -- so that the rows are the school's figures across instances. causes
 -- holds the refusals by cause name, latency the durations' histogram
 -- by bin number (store.Latency); zeros are left out of both. An addition
--- deletes the rows past their retention, so a school has at most 90
--- minute rows and 25 hour rows. Nothing here names a person.
+-- deletes the rows past their retention, so a school has at most 91
+-- minute rows and 26 hour rows. Nothing here names a person.
 CREATE TABLE usage_buckets (
 	site_id bigint NOT NULL REFERENCES sites (id) ON DELETE CASCADE,
 	-- The bucket's span in seconds: 60 or 3600.
