@@ -88,7 +88,11 @@ func (s *Site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, ch := policy.Check(r.Context(), s.as, r, policy.Requirement{}, s.as.Issuer())
 	if ch != nil {
-		s.observe.MCPCaller("refused")
+		caller := "refused"
+		if ch.Status == http.StatusServiceUnavailable {
+			caller = callerUnavailable // the token was not judged: the store failed
+		}
+		s.observe.MCPCaller(caller)
 		ch.ResourceMetadata = s.as.ResourceMetadataURL()
 		ch.Write(w)
 		return

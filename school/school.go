@@ -206,6 +206,9 @@ type Site struct {
 	// loop and an operator's refresh rebuild concurrently, and a build
 	// from older inputs must not be stored over one from newer inputs.
 	rebuild sync.Mutex
+	// usage is what the school served, on its way to the store
+	// (usagesite.go).
+	usage usage
 }
 
 // New builds the school: its authorization server (which reads or makes
@@ -217,8 +220,9 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	s := &Site{cfg: cfg, observe: cfg.Observer, client: cfg.Client, log: cfg.Logger, now: cfg.Now,
+	s := &Site{cfg: cfg, client: cfg.Client, log: cfg.Logger, now: cfg.Now,
 		policy: &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}}
+	s.observe = &usageObserver{Observer: cfg.Observer, u: &s.usage.rec, now: cfg.Now}
 	s.since = s.now().UTC()
 	var err error
 	s.as, err = authserver.New(ctx, authserver.Config{
@@ -245,6 +249,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		Observer:          s.observe,
 		Logger:            s.log,
 		Now:               s.now,
+		Usage:             s.Usage,
 	}, cfg.Store)
 	if err != nil {
 		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}
@@ -325,6 +330,7 @@ func (s *Site) schedule(ctx context.Context) {
 	})
 	s.scheduleCatalog(ctx)
 	s.scheduleAdminOpenAPI(ctx)
+	s.scheduleUsage(ctx)
 }
 
 // Issuer is the school's origin.
