@@ -26,6 +26,8 @@ const (
 	adminPathDisconnect = sitepath.AdminApplications + "/people/disconnect"
 	// The audit trail of one application or one person.
 	adminPathActivity = sitepath.AdminApplications + "/activity"
+	// The school's usage.
+	adminPathUsage = sitepath.Admin + "/usage"
 )
 
 // adminCtx is one admin request by a signed-in operator.
@@ -59,6 +61,7 @@ var adminRoutes = map[string]adminRoute{
 	adminPathPeople:     {get: (*adminCtx).people, always: true},
 	adminPathDisconnect: {post: (*adminCtx).disconnectPerson, always: true},
 	adminPathActivity:   {get: (*adminCtx).activity, always: true},
+	adminPathUsage:      {get: (*adminCtx).usage, always: true},
 }
 
 // handleAdmin serves everything under sitepath.Admin: the gate admits a

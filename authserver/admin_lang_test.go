@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
@@ -66,6 +67,11 @@ func TestAdminPagesInEachLanguage(t *testing.T) {
 	accepts := map[string]string{"en": "", "de": "de-CH", "fr": "fr-FR,fr;q=0.9,en;q=0.5",
 		"it": "it", "es": "es-419,es;q=0.9", "pt": "pt-BR"}
 	md := "https://agent.example/client.json"
+	served := store.UsageDelta{Minute: f.clock.Now(), LastActive: f.clock.Now()}
+	served.Latency[store.LatencyBin(3*time.Millisecond)] = 1234
+	if err := f.store.AddUsage(context.Background(), []store.UsageDelta{served}); err != nil {
+		t.Fatal(err)
+	}
 	for _, lang := range Languages {
 		get := func(target string) *httptest.ResponseRecorder {
 			hdr := map[string]string{"Cookie": "session=owner"}
@@ -79,7 +85,7 @@ func TestAdminPagesInEachLanguage(t *testing.T) {
 			status        int
 			want          []string
 		}{
-			{sitepath.AdminApplications + "?done=saved", msg(lang, "admin.overview"), 200, []string{
+			{sitepath.AdminApplications + "?done=saved", msg(lang, "admin.overview"), 200, []string{msg(lang, "admin.usage_link"),
 				msg(lang, "admin.connected_heading"), msg(lang, "admin.apps_heading"), msg(lang, "admin.metadata_heading"),
 				msg(lang, "admin.loopback_heading"), msg(lang, "admin.notice.saved"), msg(lang, "admin.confidential"),
 				msg(lang, "admin.not_reviewed"), msg(lang, "kind.vendor"), msg(lang, "time.just_now"),
@@ -102,6 +108,10 @@ func TestAdminPagesInEachLanguage(t *testing.T) {
 				msg(lang, "outcome.issued"), msg(lang, "admin.col_address"), msg(lang, "admin.see_who")}},
 			{adminPathActivity + "?subject=member-1", msg(lang, "admin.activity_person_title"), 200, []string{
 				msg(lang, "admin.activity_subject", "subject", `<code id="subject">member-1</code>`), msg(lang, "event.code_redeemed")}},
+			{adminPathUsage, msg(lang, "admin.usage_title"), 200, []string{
+				msg(lang, "admin.usage_intro"), msg(lang, "admin.usage_window.5m"), msg(lang, "admin.usage_window.24h"),
+				msg(lang, "admin.usage_requests"), msg(lang, "admin.usage_status_503"), msg(lang, "cause.fair_share"),
+				msg(lang, "admin.usage_p99"), msg(lang, "time.just_now"), msg(lang, "admin.all_apps")}},
 		}
 		for _, p := range pages {
 			rec := get(p.target)

@@ -25,7 +25,7 @@ type adminPage struct {
 func (adminPage) Paths() adminPaths { return theAdminPaths }
 
 type adminPaths struct {
-	Overview, Switch, New, Edit, Secret, Delete, Review, People, Disconnect, Activity string
+	Overview, Switch, New, Edit, Secret, Delete, Review, People, Disconnect, Activity, Usage string
 	// Authorize is where the area's applications are sent to authorize.
 	Authorize string
 }
@@ -33,7 +33,7 @@ type adminPaths struct {
 var theAdminPaths = adminPaths{
 	Overview: sitepath.AdminApplications, Switch: adminPathSwitch, New: adminPathNew,
 	Edit: adminPathEdit, Secret: adminPathSecret, Delete: adminPathDelete, Review: adminPathReview,
-	People: adminPathPeople, Disconnect: adminPathDisconnect, Activity: adminPathActivity,
+	People: adminPathPeople, Disconnect: adminPathDisconnect, Activity: adminPathActivity, Usage: adminPathUsage,
 	Authorize: sitepath.Authorize,
 }
 

@@ -1,10 +1,13 @@
 package authserver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Config is one site's authorization server configuration.
@@ -69,6 +72,10 @@ type Config struct {
 	RequestID func(*http.Request) string
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+	// Usage reads the school's usage for the admin area's page: what the
+	// store holds and what this instance has not stored yet. nil reads
+	// the store alone.
+	Usage func(ctx context.Context) (*store.Usage, error)
 }
 
 // VendorClient is a client configured by the operator.

@@ -356,3 +356,17 @@ func (f *failingStore) RecordAudit(ctx context.Context) error {
 	}
 	return f.Store.RecordAudit(ctx)
 }
+
+func (f *failingStore) AddUsage(ctx context.Context, d []store.UsageDelta) error {
+	if err := f.failing("AddUsage"); err != nil {
+		return err
+	}
+	return f.Store.AddUsage(ctx, d)
+}
+
+func (f *failingStore) LoadUsage(ctx context.Context) (*store.Usage, error) {
+	if err := f.failing("LoadUsage"); err != nil {
+		return nil, err
+	}
+	return f.Store.LoadUsage(ctx)
+}

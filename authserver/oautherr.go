@@ -93,9 +93,15 @@ func errorText(desc string) string {
 }
 
 // refuse answers an OAuth error and counts it under the name of the
-// request's route.
+// request's route. A 429 is a limit, counted rate_limited as the route
+// limits' are, whatever its error code: temporarily_unavailable counted
+// is the store failing.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *oauthError) {
-	s.cfg.Observer.Refused(routeFor(r.URL.Path).metricName(), e.Code)
+	code := e.Code
+	if e.Status == http.StatusTooManyRequests {
+		code = "rate_limited"
+	}
+	s.cfg.Observer.Refused(routeFor(r.URL.Path).metricName(), code)
 	writeOAuthError(w, e)
 }
 

@@ -31,6 +31,7 @@ var (
 	reviewTmpl   = parseAdminPage("admin_review.html")
 	peopleTmpl   = parseAdminPage("admin_people.html")
 	activityTmpl = parseAdminPage("admin_activity.html")
+	usageTmpl    = parseAdminPage("admin_usage.html")
 )
 
 // pageSet is one page in each of its languages: each is parsed with

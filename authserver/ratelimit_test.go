@@ -130,3 +130,19 @@ func TestDefaultRateLimitsLeaveNormalUseAlone(t *testing.T) {
 		}
 	}
 }
+
+// The per-address bound on new clients is a 429 like the other limits,
+// and counted as one: rate_limited, never temporarily_unavailable, which
+// names the store failing.
+func TestNewClientsCountedRateLimited(t *testing.T) {
+	f := limitedFixture(t, RateLimits{NewClients: Per(1, time.Hour, 1)})
+	obs := &refusals{}
+	f.srv.cfg.Observer = obs
+	for port := range 2 {
+		body := `{"client_name":"cli","redirect_uris":["http://127.0.0.1:` + strconv.Itoa(port+1) + `/cb"]}`
+		f.serve("POST", sitepath.Register, strings.NewReader(body), map[string]string{"Content-Type": "application/json"})
+	}
+	if obs.last != "register rate_limited" {
+		t.Errorf("the second new client is counted %q, want register rate_limited", obs.last)
+	}
+}

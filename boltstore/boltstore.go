@@ -56,7 +56,7 @@ var (
 	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
 		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog,
 		bucketGrantsBySubject, bucketGrantsByClient, bucketAudit, bucketAuditNew,
-		bucketAuditBySubject, bucketAuditByClient}
+		bucketAuditBySubject, bucketAuditByClient, bucketUsage}
 
 	keySchemaVersion = []byte("schema_version")
 )

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -47,10 +48,11 @@ type App struct {
 	// proxyCtx is the parent of the platform proxies' own contexts
 	// (proxyBase).
 	proxyCtx *caddy.Context
-	// platforms are the config's school_platform registries in the
-	// order they were provisioned, which Start reads them in;
-	// platformKeys index them by registry. platformList is platforms for
-	// the certificate permission, read on a TLS handshake without a lock.
+	// platforms are the config's school_platform registries ranked by
+	// their key (PlatformRegistry.key), which Start reads them in;
+	// platformKeys index them by key. platformList is platforms for the
+	// certificate permission and the claims of issuers, read without a
+	// lock.
 	platforms    []*platform
 	platformKeys map[string]*platform
 	platformList atomic.Pointer[[]*platform]
@@ -111,9 +113,8 @@ func (a *App) registerPlatform(ctx caddy.Context, h *Platform) (*platform, error
 		a.platformKeys = map[string]*platform{}
 	}
 	if p, ok := a.platformKeys[key]; ok {
-		if p.max != h.MaxActive {
-			return nil, fmt.Errorf("max_active: registry %s is named by two school_platform handlers with max_active %d and %d; "+
-				"its schools are one platform, give it one", h.Registry.describe(), p.max, h.MaxActive)
+		if err := p.sameSettings(h); err != nil {
+			return nil, err
 		}
 		p.users++
 		return p, nil
@@ -121,7 +122,11 @@ func (a *App) registerPlatform(ctx caddy.Context, h *Platform) (*platform, error
 	p := newPlatform(ctx, a, h)
 	p.users = 1
 	a.platformKeys[key] = p
-	a.platforms = append(a.platforms, p)
+	// Ranked by key, not in the order Caddy provisions them (its servers
+	// are a map): the rank decides which platform serves an issuer that
+	// two have a record of, the same way at every start.
+	i, _ := slices.BinarySearchFunc(a.platforms, key, func(q *platform, k string) int { return strings.Compare(q.regKey, k) })
+	a.platforms = slices.Insert(a.platforms, i, p)
 	list := slices.Clone(a.platforms)
 	a.platformList.Store(&list)
 	return p, nil
@@ -258,8 +263,7 @@ func (a *App) failedSite(issuer string) *failedSite {
 	return a.failed[issuer]
 }
 
-// platformsNow are the config's platforms, in the order they were
-// provisioned.
+// platformsNow are the config's platforms, ranked by key.
 func (a *App) platformsNow() []*platform {
 	if list := a.platformList.Load(); list != nil {
 		return *list

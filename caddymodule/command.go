@@ -85,6 +85,8 @@ func schoolgateCommands(root *cobra.Command) {
 				return map[string]any{"issuer": args[0], "file": file}, err
 			},
 			flags: func(c *cobra.Command) { c.Flags().Bool("all", false, "every school, one file each in the directory") }},
+		{use: "usage", short: "Show a school's usage: requests, tokens issued, refusals by cause, p50/p99 of the last 5 minutes, hour and day, last active",
+			method: http.MethodGet, path: func(issuer string) string { return "/schoolgate/usage" + withIssuer(issuer) }},
 		{use: "clients", short: "List the school's stored clients", method: http.MethodGet,
 			path: func(issuer string) string { return "/schoolgate/clients" + withIssuer(issuer) }},
 		{use: "create-client", short: "Create a member application (needs MCP connections on)", method: http.MethodPost,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,7 @@ func buildTestSite(tb testing.TB, g *Gateway, stored *siteStore) *site {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &site{Site: s, gateway: g, observe: observe, stored: stored}
+	return &site{Site: s, gateway: g, observe: observe, stored: stored, log: slog.Default()}
 }
 
 // mintMemberToken stores a member grant and access token as a code

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Metrics per site, in Caddy's metrics registry (served where Caddy
@@ -119,7 +120,9 @@ func (o siteObserver) MCPCaller(caller string) {
 	}
 }
 
-func (o siteObserver) Refusal(cause string) { o.m.refusals.WithLabelValues(o.site, cause).Inc() }
+func (o siteObserver) Refusal(cause store.Cause) {
+	o.m.refusals.WithLabelValues(o.site, cause.String()).Inc()
+}
 
 // observerRef is a site's observer. A reload that keeps the site (its
 // configuration unchanged) points it at the new config's metrics registry,
@@ -141,7 +144,7 @@ func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(
 func (r *observerRef) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
 func (r *observerRef) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOutcome(outcome) }
 func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }
-func (r *observerRef) Refusal(cause string)            { r.p.Load().Refusal(cause) }
+func (r *observerRef) Refusal(cause store.Cause)       { r.p.Load().Refusal(cause) }
 
 // forget deletes every series of a site: a platform's school removed from
 // its registry, whose series would otherwise stay as long as the config

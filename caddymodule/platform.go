@@ -1,9 +1,6 @@
 package caddymodule
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -112,14 +109,6 @@ func (h *Platform) Validate() error {
 		return r.Postgres.check("registry postgres")
 	}
 	return nil
-}
-
-// registryKey names the registry within a config: the handlers that name
-// one registry share its platform.
-func (r PlatformRegistry) key() string {
-	raw, _ := json.Marshal(r)
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])
 }
 
 // describe names the registry for the operator, without the DSN.

@@ -234,6 +234,7 @@ func (p *platform) connect() error {
 	for _, c := range pending {
 		p.apply(c)
 	}
+	p.reclaimAll()
 	p.handOver()
 	return nil
 }
@@ -348,6 +349,7 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 	if old != nil {
 		old.retire(rec == nil)
 	}
+	p.claimsChanged([]string{issuer})
 	what := "changed"
 	switch {
 	case rec == nil:
@@ -392,12 +394,21 @@ func (p *platform) resync() error {
 		}
 	}
 	p.tables.set(next)
+	changed := make([]string, 0, len(retired)+len(removed))
 	for _, old := range retired {
 		old.retire(false)
+		changed = append(changed, old.rec.Issuer)
 	}
 	for _, old := range removed {
 		old.retire(true)
+		changed = append(changed, old.rec.Issuer)
 	}
+	for issuer := range next.schools {
+		if t.schools[issuer] == nil {
+			changed = append(changed, issuer)
+		}
+	}
+	p.claimsChanged(changed)
 	p.registryErr.Store(nil)
 	return nil
 }
@@ -489,13 +500,13 @@ func (p *platform) stop() error {
 }
 
 // newSchool is the platform's school of rec. A record of an issuer that a
-// site block of the config serves fails at once, without a build
-// (siteBlockConflict), so that the admin API and the health check report
-// it before any request.
+// site block of the config serves, or another platform of it
+// (conflictOf), fails at once, without a build, so that the admin API
+// and the health check report it before any request.
 func (p *platform) newSchool(rec registry.Record) *platformSchool {
 	e := &platformSchool{p: p, rec: rec}
 	if !rec.Disabled {
-		if err := p.siteBlockConflict(rec.Issuer, ""); err != nil {
+		if err := p.conflictOf(e); err != nil {
 			e.mu.Lock()
 			e.fail(err)
 			e.mu.Unlock()
@@ -526,11 +537,15 @@ func (p *platform) siteBlockConflict(issuer, path string) error {
 }
 
 // claimData records the bbolt file a school (configured by g) is about to
-// open, refusing one that another school of the platform, or a site
-// block, has.
+// open, refusing one that another school of the config's platforms, or a
+// site block, has; and refuses a school that a site block or a platform
+// ranked before this one serves (platformclaim.go).
 func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 	if err := p.siteBlockConflict(e.rec.Issuer, ""); err != nil {
 		return err
+	}
+	if q := p.claimant(e.rec.Issuer); q != nil {
+		return p.claimed(q, e.rec.Issuer)
 	}
 	if g.Store != nil {
 		return nil
@@ -539,14 +554,7 @@ func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 	if err := p.siteBlockConflict(e.rec.Issuer, path); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if other := p.dataFiles[path]; other != nil && other != e && other.rec.Issuer != e.rec.Issuer && !other.retired.Load() {
-		return failedLoading("its data directory is another school's",
-			fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory", path, other.rec.Issuer, e.rec.Issuer))
-	}
-	p.dataFiles[path], e.dataPath = e, path
-	return nil
+	return p.claimFile(e, path)
 }
 
 // forgetMetrics deletes the series of a school removed from the registry,
@@ -603,7 +611,7 @@ func (r PlatformRegistry) open(ctx context.Context, cc caddy.Context) (*openedRe
 		key = "postgres " + dsn
 		build = func() (caddy.Destructor, error) { return openPostgresRegistry(ctx, pg, dsn) }
 	} else {
-		key = "dir " + r.Dir
+		key = r.key() // one Dir per directory, however it is written
 		build = func() (caddy.Destructor, error) {
 			// A new platform starts from an empty registry, as a school
 			// starts from an empty data directory: both are created.

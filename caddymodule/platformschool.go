@@ -55,6 +55,10 @@ type platformSchool struct {
 	// dataPath is the bbolt file the school claimed (platform.claimData),
 	// "" before or in a database; under p.mu.
 	dataPath string
+	// claimedBy is the platform that served the issuer instead when the
+	// school was made (conflictOf), nil if none; set before the school
+	// is in a table, never after.
+	claimedBy *platform
 }
 
 // platformFailure is a school that could not be built, and the handler

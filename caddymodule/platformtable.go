@@ -37,11 +37,13 @@ func (t *hostTable) clone() *hostTable {
 		schools: maps.Clone(t.schools)}
 }
 
-// lookup finds the school of r's host. A Host header mostly is its key
-// already (lower case, no default port): the first lookup finds it without
-// putting the header in its one spelling, which the second does.
+// lookup finds the school of r's host and scheme (requestHTTPS: the
+// connection's, or the one a trusted proxy reports). A Host header mostly
+// is its key already (lower case, no default port): the first lookup
+// finds it without putting the header in its one spelling, which the
+// second does.
 func (t *hostTable) lookup(r *http.Request) *platformSchool {
-	tls := r.TLS != nil
+	tls := requestHTTPS(r)
 	hosts := t.http
 	if tls {
 		hosts = t.https

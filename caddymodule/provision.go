@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -39,6 +40,8 @@ type site struct {
 	observe *observerRef
 	// stored is the store and how to release it (see storepool.go).
 	stored *siteStore
+	// log is the logger of the config that built the school.
+	log *slog.Logger
 }
 
 // Provision checks the school's configuration and registers the school
@@ -115,7 +118,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 	case err != nil:
 		return fail(err)
 	}
-	return &site{Site: sch, gateway: g, observe: observe, stored: stored}, cancel, nil
+	return &site{Site: sch, gateway: g, observe: observe, stored: stored, log: cfg.Logger}, cancel, nil
 }
 
 // schoolConfig is the school's configuration, without what is opened or

@@ -20,10 +20,18 @@ type pooledSite struct {
 	stop context.CancelFunc
 }
 
-// Destruct ends the school's background work and lets go of its store,
+// Destruct ends the school's background work, stores what its usage
+// counted and has not stored yet (so that a school let go of, reloaded
+// or stopped with Caddy keeps its figures), and lets go of its store,
 // once no config has the school.
 func (p pooledSite) Destruct() error {
 	p.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	defer cancel()
+	if err := p.s.FlushUsage(ctx); err != nil {
+		p.s.log.Warn("storing the school's usage when letting go of it failed; the last minute's counts are lost",
+			"issuer", p.s.Issuer(), "error", err)
+	}
 	return p.s.stored.release()
 }
 

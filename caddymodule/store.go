@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/schoolgate/schoolgate/pgstore"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // StoreConfig keeps a site somewhere other than a bbolt file under Data,
@@ -62,6 +63,8 @@ type storeOptions interface {
 	validate() error
 	// open opens the issuer's site in the store.
 	open(ctx context.Context, issuer string) (*siteStore, error)
+	// loadUsage reads the issuer's usage without opening its site.
+	loadUsage(ctx context.Context, issuer string) (*store.Usage, error)
 }
 
 // optionsOf is p as storeOptions: nil when p is nil, not an interface

@@ -160,6 +160,21 @@ func openPostgres(ctx context.Context, cfg *PostgresStore, issuer string) (*site
 	return &siteStore{Store: site, where: "postgres", release: release}, nil
 }
 
+// loadUsage reads the issuer's usage on the pool of its DSN, without
+// the key secret (usageapi.go).
+func (pg *PostgresStore) loadUsage(ctx context.Context, issuer string) (*store.Usage, error) {
+	dsn, _, err := pg.resolvedAs("store postgres")
+	if err != nil {
+		return nil, err
+	}
+	pool, release, err := acquirePool(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store postgres: %v", err)
+	}
+	defer func() { _ = release() }()
+	return pool.LoadUsage(ctx, issuer)
+}
+
 // acquirePool returns the pool of dsn (a resolved DSN), connecting it if
 // no site or registry uses it yet, and how to let go of it.
 func acquirePool(ctx context.Context, dsn string) (*pgstore.Pool, func() error, error) {

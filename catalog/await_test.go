@@ -108,3 +108,34 @@ func returnsAtOnce(f func()) bool {
 		return false
 	}
 }
+
+// FirstImport is what a reader that waits on more than the catalog
+// selects on: nil when no first import is awaited, open while it is, and
+// closed once it has been tried, failed or not.
+func TestManagerFirstImport(t *testing.T) {
+	m := NewManager(testOrigin, &memStore{})
+	if m.FirstImport() != nil {
+		t.Fatal("a manager with no feed coming awaits an import")
+	}
+	m.ExpectImport()
+	ch := m.FirstImport()
+	if ch == nil {
+		t.Fatal("an expected import is not awaited")
+	}
+	select {
+	case <-ch:
+		t.Fatal("closed before the import was tried")
+	default:
+	}
+	if err := m.Import(context.Background(), []byte(feedBad)); err == nil {
+		t.Fatal("the bad feed was imported")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("still open after a failed first import")
+	}
+	if m.FirstImport() != nil {
+		t.Fatal("an import that was tried is still awaited")
+	}
+}

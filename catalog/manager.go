@@ -114,6 +114,16 @@ func (m *Manager) importTried() {
 	}
 }
 
+// FirstImport returns a channel closed once the first import of an
+// expected feed has been tried, whatever its outcome; nil when none is
+// awaited (none was expected, or it has been tried).
+func (m *Manager) FirstImport() <-chan struct{} {
+	if ch := m.firstImport.Load(); ch != nil {
+		return *ch
+	}
+	return nil
+}
+
 // Await returns the catalog like Current. While there is none and the
 // first import of an expected feed has not been tried yet, it waits for
 // that import, for at most max or until ctx ends, and returns what the

@@ -103,7 +103,9 @@ func TestCatalogRefreshThroughAdminAPI(t *testing.T) {
 // TestFirstSearchWaitsForTheFirstImport: a school started on an empty data
 // directory answers an agent's first search_catalog, sent while the first
 // import of its feed is still under way, with that feed's results instead
-// of telling it to come back in a minute.
+// of telling it to come back in a minute; and its first llms.txt with the
+// feed's courses, cacheable, instead of an empty school cached for five
+// minutes.
 func TestFirstSearchWaitsForTheFirstImport(t *testing.T) {
 	sch := startSchool(t)
 	requested := make(chan struct{}, 1)
@@ -142,9 +144,14 @@ func TestFirstSearchWaitsForTheFirstImport(t *testing.T) {
 	}
 	got := make(chan string, 1)
 	go func() { got <- callTool(t, gw.URL+"/mcp", "search_catalog", map[string]any{"query": "photography"}) }()
+	// The content index agents read first waits for the catalog too.
+	llms := make(chan response, 1)
+	go func() { llms <- fetch(t, http.DefaultClient, gw.URL+"/llms.txt") }()
 	select {
 	case answer := <-got:
 		t.Fatalf("search_catalog answered before the feed was in: %s", answer)
+	case r := <-llms:
+		t.Fatalf("llms.txt answered before the feed was in: %d %v\n%s", r.status, r.header, r.body)
 	case <-time.After(500 * time.Millisecond):
 	}
 	release <- struct{}{}
@@ -156,6 +163,17 @@ func TestFirstSearchWaitsForTheFirstImport(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("search_catalog never answered")
 	}
+	demo := readDemoFeed(t, sch.URL+"/catalog.json")
+	select {
+	case r := <-llms:
+		if r.status != http.StatusOK || r.header.Get("Cache-Control") != "public, max-age=300" ||
+			!strings.Contains(string(r.body), gw.URL+"/courses/"+demo.slugs[0]+")") {
+			t.Fatalf("the first llms.txt did not wait for the first import: %d %v\n%s", r.status, r.header, r.body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("llms.txt never answered")
+	}
+	checkWholeDocuments(t, http.DefaultClient, gw.URL, demo)
 
 	// The MCP server built for that first request named the school by its
 	// origin; once the feed says what the school is called, agents are

@@ -260,6 +260,15 @@ func TestOfficialGoSDK(t *testing.T) {
 		})
 	})
 
+	// Step-up (MCP authorization, scope challenge handling): a member
+	// token granted without account:read still lists the member tools,
+	// and a call of one is answered 403 with the Account API's challenge
+	// naming the scope, on which the SDK's handler authorizes again for
+	// its scopes and that one and repeats the call, which then succeeds.
+	t.Run("step-up", func(t *testing.T) {
+		stepUp(ctx, t, gw.URL, "go-sdk-app", redirect)
+	})
+
 	// A client that registers itself under a name of its own with a
 	// loopback redirect gets an operator client, which may not hold the
 	// member scopes /mcp asks for: the SDK's flow ends with the
@@ -325,4 +334,96 @@ func serveMetadataDocument(t *testing.T, path, redirect string) string {
 	}
 	t.Setenv("SSL_CERT_FILE", ca)
 	return srv.URL + path
+}
+
+// stepUp is the scope challenge of a member tool's call, first as raw
+// HTTP with a token that lacks account:read, then through the Go SDK's
+// authorization-code handler, which answers it by itself.
+func stepUp(ctx context.Context, t *testing.T, origin, clientID, redirect string) {
+	mcpURL := origin + "/mcp"
+	metadata := origin + "/.well-known/oauth-protected-resource"
+	wantChallenge := `Bearer error="insufficient_scope", error_description="the access token lacks the scope account:read", scope="account:read", resource_metadata="` + metadata + `"`
+	rpc := func(token, body string) response {
+		return call(t, http.MethodPost, mcpURL, token, body, map[string]string{"Accept": "application/json, text/event-stream"})
+	}
+	const enrollments = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"my_enrollments","arguments":{}}}`
+
+	noRead := tokenFor(t, origin, clientID, redirect, "openid profile", "student@demo.school", "student")
+	if got := noRead.Extra("scope"); got != "openid profile" {
+		t.Fatalf("granted %q, want openid profile", got)
+	}
+	r := rpc(noRead.AccessToken, enrollments)
+	if r.status != http.StatusForbidden || r.header.Get("WWW-Authenticate") != wantChallenge || strings.Contains(string(r.body), "jsonrpc") {
+		t.Fatalf("my_enrollments without account:read: %d %q %s\nwant 403 %q and no JSON-RPC answer", r.status, r.header.Get("WWW-Authenticate"), r.body, wantChallenge)
+	}
+	if account := call(t, http.MethodPost, origin+"/account/graphql", noRead.AccessToken, viewerQuery, nil); account.header.Get("WWW-Authenticate") != wantChallenge {
+		t.Errorf("the Account API challenges the same token with %q", account.header.Get("WWW-Authenticate"))
+	}
+	r = rpc(noRead.AccessToken, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"my_enrollments"`) ||
+		!strings.Contains(string(r.body), "Needs a member sign-in with scope account:read.") {
+		t.Errorf("tools/list without account:read: %d %.400s", r.status, r.body)
+	}
+	if r = rpc(noRead.AccessToken, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_catalog","arguments":{"query":"portraits"}}}`); r.status != http.StatusOK {
+		t.Errorf("search_catalog without account:read: %d %s", r.status, r.body)
+	}
+	if r = rpc("", enrollments); r.status != http.StatusOK || !strings.Contains(string(r.body), "needs a signed-in member") {
+		t.Errorf("anonymous my_enrollments: %d %.300s", r.status, r.body)
+	}
+
+	// The SDK: its first authorization leaves account:read out (the
+	// application asks for less than the resource offers, through the
+	// handler's ScopeFilter); the step-up then asks for what the
+	// challenge names beside what it was granted.
+	var scopes []string
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			ClientName: "Go SDK App", RedirectURIs: []string{redirect}, GrantTypes: []string{"authorization_code", "refresh_token"},
+		}},
+		RequestRefreshToken: true,
+		ScopeFilter: func(discovered []string) []string {
+			if len(scopes) == 0 {
+				return slices.DeleteFunc(slices.Clone(discovered), func(s string) bool { return s == "account:read" })
+			}
+			return discovered
+		},
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			u, err := url.Parse(args.URL)
+			if err != nil {
+				return nil, err
+			}
+			scopes = append(scopes, u.Query().Get("scope"))
+			q := newBrowser(t, redirect).signInAndApprove(origin, args.URL, "student@demo.school", "student").Query()
+			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		},
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, resp := challenged(ctx, t, mcpURL)
+	if err := h.Authorize(ctx, req, resp); err != nil {
+		t.Fatalf("the first authorization: %v", err)
+	}
+	if len(scopes) != 1 || slices.Contains(strings.Fields(scopes[0]), "account:read") {
+		t.Fatalf("first authorization asked for %q, want no account:read", scopes)
+	}
+	s := sdkConnect(ctx, t, mcpURL, h)
+	want := slices.Sorted(slices.Values(append(slices.Clone(sdkPublicTools), sdkMemberTools...)))
+	if got := sdkToolNames(ctx, t, s); !slices.Equal(got, want) {
+		t.Errorf("tools without account:read: %v, want %v", got, want)
+	}
+	res, text := sdkCall(ctx, t, s, "my_enrollments", nil)
+	if res.IsError || !strings.Contains(text, "portrait-photography") {
+		t.Fatalf("my_enrollments after the step-up: error %v, text %.300s", res.IsError, text)
+	}
+	if len(scopes) != 2 {
+		t.Fatalf("authorizations %q, want the first and one step-up", scopes)
+	}
+	got := strings.Fields(scopes[1])
+	for _, sc := range append(strings.Fields(scopes[0]), "account:read") {
+		if !slices.Contains(got, sc) {
+			t.Errorf("the step-up asked for %q: it lacks %s (the first round's scopes and the challenge's)", scopes[1], sc)
+		}
+	}
 }

@@ -267,6 +267,22 @@ func TestPlatformPostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("a school's first requests, at A and B at once, are for its documents", func(t *testing.T) {
+		feed := readDemoFeed(t, p.upstream+"/catalog.json")
+		p.put(t, "docs", false, fmt.Sprintf(`,"catalog":%q`, p.upstream+"/catalog.json"))
+		p.waitAtBoth(t, "the school with a catalog to be listed", func(i int) (bool, string) {
+			st := platformSites(t, p.admins[i])[platformOrigin("docs")].State
+			return st == "idle", st
+		})
+		// Both build it and wait for its catalog: one imports the feed,
+		// the other imports it too or reads what the first stored.
+		var wg sync.WaitGroup
+		for i := range p.addrs {
+			wg.Go(func() { checkWholeDocuments(t, platformClient(p.addrs[i]), platformOrigin("docs"), feed) })
+		}
+		wg.Wait()
+	})
+
 	t.Run("changed, disabled, removed and unknown at both", func(t *testing.T) {
 		ctx := t.Context()
 		p.waitAtBoth(t, "www.s3.test to be no school's", p.noSchoolAt("www.s3.test"))
@@ -516,7 +532,8 @@ func (l *platformLoad) protected(ctx context.Context, p *pgPlatform, i int, o *o
 // TestPlatformPostgresMaxActive: with max_active 2 and five schools in
 // use, each school is let go of and built again between its requests, at
 // A and B, and its keys come back from the database: a token minted
-// before is accepted, refreshed, and the key set is the one it had.
+// before is accepted, refreshed, and the key set is the one it had; its
+// documents, asked for first, are whole and cacheable.
 func TestPlatformPostgresMaxActive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two Caddy processes on PostgreSQL")
@@ -524,8 +541,9 @@ func TestPlatformPostgresMaxActive(t *testing.T) {
 	p := startPgPlatform(t, 2)
 	ctx := t.Context()
 	names := []string{"m1", "m2", "m3", "m4", "m5"}
+	feed := readDemoFeed(t, p.upstream+"/catalog.json")
 	for _, name := range names {
-		p.put(t, name, false, "")
+		p.put(t, name, false, fmt.Sprintf(`,"catalog":%q`, p.upstream+"/catalog.json"))
 	}
 	for _, name := range names {
 		p.waitAtBoth(t, name+" to serve", p.servedAs(name, name+".test"))
@@ -554,6 +572,12 @@ func TestPlatformPostgresMaxActive(t *testing.T) {
 				if st := sites[platformOrigin(name)].State; st != "idle" || active > 2 {
 					t.Errorf("round %d, before %s at %s: it is %s, %d schools active", round, name, instance[i], st, active)
 				}
+			}
+			// Its first request built again is for its documents: whole
+			// and cacheable at once, from the catalog its store kept (or,
+			// let go of before its first import, after that import).
+			for i := range p.addrs {
+				checkWholeDocuments(t, platformClient(p.addrs[i]), platformOrigin(name), feed)
 			}
 			for i := range p.addrs {
 				if r := p.protected(ctx, o, i, pairs[name].Access); r.status != http.StatusOK {

@@ -136,6 +136,7 @@ func TestPlatformDir(t *testing.T) {
 	origin := func(name string) string { return fmt.Sprintf("http://%s.test:%d", name, port) }
 	putSchool(t, reg, origin("a"), sch.URL, false, "")
 	putSchool(t, reg, origin("b"), sch.URL, false, "")
+	putSchool(t, reg, origin("d"), sch.URL, false, fmt.Sprintf(`,"catalog":%q`, sch.URL+"/catalog.json"))
 	admin := startPlatform(t, dir, "", fmt.Sprintf("http://:%d {\n\tschool_platform {\n\t\tregistry dir %s\n\t\tmax_active 10\n\t}\n}\n", port, regDir))
 	c := platformClient(fmt.Sprintf("127.0.0.1:%d", port))
 	discovery := func(name string) response {
@@ -149,6 +150,14 @@ func TestPlatformDir(t *testing.T) {
 	}
 	waitFor(t, "school a to serve", issuerIs("a"))
 	waitFor(t, "school b to serve", issuerIs("b"))
+
+	// A school with a catalog that no request has built: its first
+	// request, for a document, waits for the first import of its feed
+	// rather than answering an empty school, public for five minutes.
+	if d := platformSites(t, admin)[origin("d")]; d.State != "idle" {
+		t.Fatalf("the school with a catalog is %q before its first request, want idle", d.State)
+	}
+	checkWholeDocuments(t, c, origin("d"), readDemoFeed(t, sch.URL+"/catalog.json"))
 
 	// A host of no school: a plain 404, nothing of a school.
 	r := discovery("nobody")
@@ -176,11 +185,13 @@ func TestPlatformDir(t *testing.T) {
 	}
 	// Disabled and removed: 404 from then on.
 	putSchool(t, reg, origin("c"), sch.URL, true, "")
-	if err := reg.Remove(context.Background(), origin("b")); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"b", "d"} {
+		if err := reg.Remove(context.Background(), origin(name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitFor(t, "the disabled and removed schools to answer 404", func() bool {
-		return discovery("b").status == 404 && discovery("c").status == 404
+		return discovery("b").status == 404 && discovery("c").status == 404 && discovery("d").status == 404
 	})
 
 	sites := platformSites(t, admin)

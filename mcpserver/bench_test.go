@@ -55,3 +55,25 @@ func BenchmarkSearchCatalogCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScopeChallenge measures what the edge adds to a request with
+// a token: reading the tools/call's name (and, for account_query, whether
+// its query is a mutation) and checking the token's scopes.
+func BenchmarkScopeChallenge(b *testing.B) {
+	ctx := WithIdentity(context.Background(), testTokens["member"])
+	for _, c := range []struct{ name, body string }{
+		{"search_catalog", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_catalog","arguments":{"query":"portrait lighting","limit":10}}}`},
+		{"my_enrollments", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"my_enrollments","arguments":{"first":20}}}`},
+		{"account_query", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"account_query","arguments":{"query":"query($n: Int) { viewer { email enrolledCourses(first: $n) { nodes { slug } } } }","variables":{"n":5}}}}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			body := []byte(c.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if ch := scopeChallenge(ctx, body, testMetadata); ch != nil {
+					b.Fatal(ch.Description)
+				}
+			}
+		})
+	}
+}

@@ -27,10 +27,13 @@ const (
 )
 
 // edge is the HTTP layer in front of mcp-go: DNS-rebinding protection,
-// CORS, the body cap and the methods a stateless server answers.
+// CORS, the body cap, the methods a stateless server answers, and the
+// scope challenge of a member tool's call (stepup.go).
 type edge struct {
 	site siteOrigin
-	next http.Handler
+	// resourceMetadata is the RFC 9728 document a challenge points to.
+	resourceMetadata string
+	next             http.Handler
 }
 
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -62,6 +65,10 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if isBatch(raw) {
 			writeRPCError(w, http.StatusBadRequest, codeInvalidRequest,
 				"JSON-RPC batches are not part of the MCP protocol; send one message per request")
+			return
+		}
+		if ch := scopeChallenge(r.Context(), raw, e.resourceMetadata); ch != nil {
+			ch.Write(w)
 			return
 		}
 		e.next.ServeHTTP(w, r)

@@ -33,9 +33,10 @@ const (
 // Tokens the stub gateway accepts, standing in for the school's
 // token validation.
 var testTokens = map[string]*policy.Token{
-	"member": {Subject: "m-1", Email: "mia@example.com", Name: "Mia", ClientID: "app", Scopes: []string{"openid", "account:read"}},
-	"writer": {Subject: "m-2", Email: "wes@example.com", ClientID: "app", Scopes: []string{"account:read", "account:write"}},
-	"noread": {Subject: "m-3", Email: "nora@example.com", ClientID: "app", Scopes: []string{"openid", "profile"}},
+	"member":   {Subject: "m-1", Email: "mia@example.com", Name: "Mia", ClientID: "app", Audience: policy.AudienceMember, Scopes: []string{"openid", "account:read"}},
+	"writer":   {Subject: "m-2", Email: "wes@example.com", ClientID: "app", Audience: policy.AudienceMember, Scopes: []string{"account:read", "account:write"}},
+	"noread":   {Subject: "m-3", Email: "nora@example.com", ClientID: "app", Audience: policy.AudienceMember, Scopes: []string{"openid", "profile"}},
+	"operator": {Subject: "o-1", Email: "otto@example.com", ClientID: "cli", Audience: policy.AudienceOperator, Scopes: []string{"openid", "courses:read"}},
 }
 
 func demoIndex(t testing.TB) *catalog.Index {

@@ -156,6 +156,7 @@ func TestToolsListDependsOnIdentity(t *testing.T) {
 		{"anonymous", "", public},
 		{"member", "member", member},
 		{"member without account:read still sees them", "noread", member},
+		{"operator, who acts for no member", "operator", public},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,5 +124,5 @@ func (s *mcpServer) handler() http.Handler {
 		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(s.opts.Logger.With("component", "mcp-transport")),
 	)
-	return &edge{site: s.site, next: transport}
+	return &edge{site: s.site, resourceMetadata: s.opts.ResourceMetadataURL, next: transport}
 }

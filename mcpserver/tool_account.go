@@ -17,7 +17,7 @@ var accountQueryTool = toolDef{
 	description: "Run a GraphQL query against the signed-in member's own Account API at this school and return the raw GraphQL response ({\"data\": ..., \"errors\": [...]}). " +
 		"The root field viewer is the member: viewer { id email enrolledCourses(first: 20) { nodes { slug expireDate hasLifetimeAccess lastWatchedLecture { lectureId positionSeconds } } } }; the API also covers the member's orders and event registrations. " +
 		"Queries only: mutations are refused unless the member granted the account:write scope, subscriptions always. Send exactly one operation; pass values through variables rather than string concatenation. " +
-		"For enrollments, my_enrollments is simpler. Needs a member sign-in with scope account:read.",
+		"For enrollments, my_enrollments is simpler.",
 	input: closedObject(schema{
 		"query": str("One GraphQL operation, e.g. \"query($n: Int) { viewer { email enrolledCourses(first: $n) { nodes { slug } } } }\"."),
 		"variables": schema{"type": "object", "additionalProperties": true,
@@ -31,6 +31,28 @@ var accountQueryTool = toolDef{
 type accountQueryArgs struct {
 	Query     string         `json:"query"`
 	Variables map[string]any `json:"variables"`
+}
+
+// accountWrite is what a mutation needs: every scope, not only the one
+// a reader lacks, so that one challenge names the whole call. Shared,
+// never modified.
+var accountWrite = []string{"account:read", "account:write"}
+
+// accountQueryScopes are the scopes one account_query call needs: a
+// mutation also needs account:write. Arguments that are not a readable
+// operation need account:read only; the handler refuses them with a tool
+// error that says what to fix.
+func accountQueryScopes(args json.RawMessage) []string {
+	var in struct {
+		Query string `json:"query"`
+	}
+	if json.Unmarshal(args, &in) != nil || in.Query == "" {
+		return accountRead
+	}
+	if op, err := operationOf(in.Query); err == nil && op == ast.Mutation {
+		return accountWrite
+	}
+	return accountRead
 }
 
 func (s *mcpServer) accountQuery(ctx context.Context, id *policy.Token, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

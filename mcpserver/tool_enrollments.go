@@ -26,7 +26,7 @@ var myEnrollmentsTool = toolDef{
 	title: "My enrollments",
 	description: "List the courses the signed-in member is enrolled in at this school, with access and progress: " +
 		"slug, expireDate (when access ends), hasLifetimeAccess (true when access never ends), lastWatchedLecture (lectureId and positionSeconds, the playback position to resume from), " +
-		"and, when the course is in the public catalog, its title and url. Needs a member sign-in with scope account:read.",
+		"and, when the course is in the public catalog, its title and url.",
 	input: closedObject(schema{
 		"first": schema{"type": "integer", "minimum": 1, "maximum": maxEnrollments, "default": defaultEnrollments,
 			"description": "How many enrollments to return, 1 to 100; default 20."},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -35,10 +36,23 @@ type tool struct {
 	// brief is what the instructions say of the tool after its name: a
 	// verb phrase for a public tool ("finds courses"), the words in
 	// parentheses for a member tool.
-	brief  string
-	public func(*mcpServer, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
-	member func(*mcpServer, context.Context, *policy.Token, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	brief string
+	// scopes are what every call of a member tool needs of the member's
+	// token. The tool's description, the challenge a call without them
+	// gets (stepup.go) and the documents all say them from here.
+	scopes []string
+	// callScopes, when set, are what one call needs given its raw
+	// arguments: scopes, and more for some arguments (a mutation through
+	// account_query also needs account:write). Arguments it cannot read
+	// need scopes; the handler refuses them itself.
+	callScopes func(args json.RawMessage) []string
+	public     func(*mcpServer, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	member     func(*mcpServer, context.Context, *policy.Token, mcp.CallToolRequest) (*mcp.CallToolResult, error)
 }
+
+// accountRead is what the member tools need: the Account API's own scope.
+// Shared, never modified.
+var accountRead = []string{"account:read"}
 
 // toolTable is every tool, in the order the instructions and the
 // documents give them (tools/list sorts them by name).
@@ -49,9 +63,9 @@ var toolTable = [...]tool{
 	{def: listEventsTool, brief: "lists dated events such as workshops and webinars", public: (*mcpServer).listEvents},
 	{def: listPlansTool, brief: "lists the subscription plans", public: (*mcpServer).listPlans},
 	{def: myEnrollmentsTool, brief: "the signed-in member's courses, access and progress",
-		member: (*mcpServer).myEnrollments},
+		scopes: accountRead, member: (*mcpServer).myEnrollments},
 	{def: accountQueryTool, brief: "read-only GraphQL against the member's own Account API",
-		member: (*mcpServer).accountQuery},
+		scopes: accountRead, callScopes: accountQueryScopes, member: (*mcpServer).accountQuery},
 }
 
 func (s *mcpServer) addTools(core *server.MCPServer) {
@@ -64,7 +78,7 @@ func (s *mcpServer) addTools(core *server.MCPServer) {
 // handler is the tool's handler serving s.
 func (t *tool) handler(s *mcpServer) server.ToolHandlerFunc {
 	if t.member != nil {
-		return s.memberOnly(t.def.name, func(ctx context.Context, id *policy.Token, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.memberOnly(t, func(ctx context.Context, id *policy.Token, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return t.member(s, ctx, id, req)
 		})
 	}
@@ -73,14 +87,29 @@ func (t *tool) handler(s *mcpServer) server.ToolHandlerFunc {
 	}
 }
 
-// isMemberTool reports whether the tool of that name needs a member.
-func isMemberTool(name string) bool {
+// toolNamed returns the tool of that name, or nil.
+func toolNamed(name string) *tool {
 	for i := range toolTable {
 		if toolTable[i].def.name == name {
-			return toolTable[i].member != nil
+			return &toolTable[i]
 		}
 	}
-	return false
+	return nil
+}
+
+// isMemberTool reports whether the tool of that name needs a member.
+func isMemberTool(name string) bool {
+	t := toolNamed(name)
+	return t != nil && t.member != nil
+}
+
+// scopesFor are the scopes a call of the tool with these raw arguments
+// needs: none for a public tool.
+func (t *tool) scopesFor(args json.RawMessage) []string {
+	if t.callScopes != nil {
+		return t.callScopes(args)
+	}
+	return t.scopes
 }
 
 // ToolInfo is a tool as the documents list it.
@@ -88,13 +117,15 @@ type ToolInfo struct {
 	Name, Title string
 	// Member tools need a signed-in member; the others are public.
 	Member bool
+	// Scopes are what every call of a member tool needs of the token.
+	Scopes []string
 }
 
 // Tools are the MCP server's tools, in the order the documents give them.
 func Tools() []ToolInfo {
 	out := make([]ToolInfo, len(toolTable))
 	for i, t := range toolTable {
-		out[i] = ToolInfo{Name: t.def.name, Title: t.def.title, Member: t.member != nil}
+		out[i] = ToolInfo{Name: t.def.name, Title: t.def.title, Member: t.member != nil, Scopes: slices.Clone(t.scopes)}
 	}
 	return out
 }
@@ -105,11 +136,22 @@ func Tools() []ToolInfo {
 // are shared and never written.
 var declaredTools = sync.OnceValue(func() []mcp.Tool {
 	out := make([]mcp.Tool, len(toolTable))
-	for i, t := range toolTable {
-		out[i] = t.def.tool()
+	for i := range toolTable {
+		out[i] = toolTable[i].declaration()
 	}
 	return out
 })
+
+// declaration is the tool as tools/list gives it: a member tool's
+// description ends with the scopes it needs, so an agent that holds a
+// token without them knows what to ask for before it calls.
+func (t *tool) declaration() mcp.Tool {
+	d := t.def
+	if t.member != nil {
+		d.description += " Needs a member sign-in with scope " + strings.Join(t.scopes, " ") + "."
+	}
+	return d.tool()
+}
 
 // hideMemberTools removes the member tools from an anonymous tools/list.
 // It is a list hook rather than mcp-go's WithToolFilter because a filter
@@ -129,16 +171,22 @@ func hideMemberTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *m
 	res.Tools = visible
 }
 
-// memberOnly answers an anonymous call with sign-in directions, and a call
-// without account:read the way the Account API itself would refuse it.
-func (s *mcpServer) memberOnly(name string, next func(context.Context, *policy.Token, mcp.CallToolRequest) (*mcp.CallToolResult, error)) server.ToolHandlerFunc {
+// memberOnly answers an anonymous call with sign-in directions. A token
+// without the tool's scopes is answered at the edge with the challenge
+// (stepup.go) and never gets here; the check below stays so that the
+// handler holds its rule whatever reaches it.
+func (s *mcpServer) memberOnly(t *tool, next func(context.Context, *policy.Token, mcp.CallToolRequest) (*mcp.CallToolResult, error)) server.ToolHandlerFunc {
+	name := t.def.name
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := IdentityFrom(ctx)
 		if id == nil {
 			return mcp.NewToolResultError(s.signInNeeded(name)), nil
 		}
-		if !id.HasScope("account:read") {
-			return mcp.NewToolResultError(fmt.Sprintf("%s needs the account:read scope, which this access token was not granted; sign in again requesting scope account:read.", name)), nil
+		for _, scope := range t.scopes {
+			if !id.HasScope(scope) {
+				want := strings.Join(t.scopes, " ")
+				return mcp.NewToolResultError(fmt.Sprintf("%s needs the scope %s, which this access token was not granted; sign in again requesting scope %q.", name, want, want)), nil
+			}
 		}
 		if s.opts.Account == nil {
 			return mcp.NewToolResultError("The member Account API is not configured on this gateway."), nil

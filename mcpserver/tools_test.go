@@ -28,6 +28,16 @@ func TestToolTable(t *testing.T) {
 		if tl.brief == "" {
 			t.Errorf("%s has no brief for the instructions", name)
 		}
+		// A member tool names the scopes every call needs, and what one
+		// call needs is never less; a public tool needs none.
+		if (tl.member != nil) != (len(tl.scopes) > 0) || (tl.callScopes != nil && tl.member == nil) {
+			t.Errorf("%s: member %v with scopes %v", name, tl.member != nil, tl.scopes)
+		}
+		for _, args := range []string{``, `{}`, `{"query":"mutation { x }"}`} {
+			if got := tl.scopesFor(json.RawMessage(args)); !isSubset(tl.scopes, got) {
+				t.Errorf("%s: a call with %s needs %v, less than the tool's %v", name, args, got, tl.scopes)
+			}
+		}
 		all = append(all, name)
 		if tl.member == nil {
 			public = append(public, name)
@@ -76,10 +86,22 @@ func TestToolTable(t *testing.T) {
 		if ti.Member != !slices.Contains(public, ti.Name) {
 			t.Errorf("Tools(): %s member=%v", ti.Name, ti.Member)
 		}
+		if !slices.Equal(ti.Scopes, toolNamed(ti.Name).scopes) {
+			t.Errorf("Tools(): %s scopes %v", ti.Name, ti.Scopes)
+		}
 	}
 	if !slices.Equal(exported, all) {
 		t.Errorf("Tools() = %v, want %v", exported, all)
 	}
+}
+
+func isSubset(sub, of []string) bool {
+	for _, s := range sub {
+		if !slices.Contains(of, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // handlerArgs are the argument names of an unknown-argument refusal,

@@ -31,8 +31,11 @@ type hub struct {
 
 	mu       sync.Mutex
 	watchers map[int64]map[int]func(store.Change) // site id → watcher
-	versions map[int64]int64                      // last version seen per site
-	schools  schoolWatchers                       // the registry's (registry.go)
+	// versions is the last version seen of each watched site, and of no
+	// other: a platform that opens and lets go of schools for weeks,
+	// among a database's thousands, keeps as many as it holds now.
+	versions map[int64]int64
+	schools  schoolWatchers // the registry's (registry.go)
 	next     int
 	cancel   context.CancelFunc // nil until the first watcher starts the hub
 	done     chan struct{}
@@ -46,19 +49,36 @@ func newHub(db *pgxpool.Pool) *hub {
 	return &hub{db: db, watchers: map[int64]map[int]func(store.Change){}, versions: map[int64]int64{}}
 }
 
-// Watch implements store.Watcher.
+// Watch implements store.Watcher. A change made since the site was
+// opened that the hub did not see (it was made while no one watched the
+// site) is found by the next poll, which tells fn to refresh everything:
+// what the holder read of the site may be older than it.
 func (s *Site) Watch(fn func(store.Change)) (stop func()) {
-	return s.pool.hub.add(s.id, fn)
+	return s.pool.hub.add(s.id, s.opened, fn)
 }
 
 var _ store.Watcher = (*Site)(nil)
 
 // add registers fn for site, starting the hub with its first watcher.
-func (h *hub) add(site int64, fn func(store.Change)) func() {
+// The first watcher of a site starts its version at opened, the site's
+// version before its holder read anything of it: the hub keeps none
+// while no one watches the site, so a change made meanwhile moves the
+// version past it, and the next poll tells the watcher. A later watcher
+// finds the version the others were told of, which never goes back: if
+// it is past opened, changes were told before fn was there, and fn is
+// told to refresh everything.
+func (h *hub) add(site, opened int64, fn func(store.Change)) func() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watchers[site] == nil {
 		h.watchers[site] = map[int]func(store.Change){}
+		h.versions[site] = opened
+	} else if opened < h.versions[site] {
+		go func() {
+			h.deliver.Lock()
+			defer h.deliver.Unlock()
+			fn(store.ChangeAll)
+		}()
 	}
 	h.next++
 	id := h.next
@@ -71,6 +91,7 @@ func (h *hub) add(site int64, fn func(store.Change)) func() {
 			delete(h.watchers[site], id)
 			if len(h.watchers[site]) == 0 {
 				delete(h.watchers, site)
+				delete(h.versions, site)
 			}
 			h.mu.Unlock()
 		})
@@ -150,7 +171,9 @@ func (h *hub) listen(ctx context.Context) bool {
 			continue
 		}
 		h.mu.Lock()
-		if version > h.versions[site] {
+		// A site no one here watches is another instance's: its version
+		// is not kept.
+		if seen, watched := h.versions[site]; watched && version > seen {
 			h.versions[site] = version
 		}
 		h.mu.Unlock()
@@ -225,9 +248,10 @@ func (h *hub) stale(ctx context.Context) []int64 {
 		if rows.Scan(&id, &v) != nil {
 			return moved
 		}
-		seen, known := h.versions[id]
-		h.versions[id] = v
-		if known && v > seen {
+		// A site let go of since the query began is not kept again, and
+		// a version the listener saw past this read stays.
+		if seen, watched := h.versions[id]; watched && v > seen {
+			h.versions[id] = v
 			moved = append(moved, id)
 		}
 	}

@@ -24,6 +24,11 @@ type Site struct {
 	id     int64 // sites.id: every row of the site carries it, and notifications name it
 	issuer string
 	keys   cipher.AEAD // seals the private signing keys
+	// opened is the site's version (sites.version) when it was opened,
+	// before anything of it was read: a change after it moves the
+	// version past it, which is how a watcher that starts later learns
+	// of changes it missed (Watch).
+	opened int64
 }
 
 var (
@@ -68,7 +73,7 @@ func (p *Pool) Site(ctx context.Context, issuer string, keySecret string) (*Site
 		if err := otherSpellings(ctx, p.db, issuer); err != nil {
 			return err
 		}
-		if s.id, err = siteID(ctx, p.db, issuer); err != nil {
+		if s.id, s.opened, err = siteID(ctx, p.db, issuer); err != nil {
 			return err
 		}
 		_, err = s.loadKeys(ctx, p.db)
@@ -80,16 +85,17 @@ func (p *Pool) Site(ctx context.Context, issuer string, keySecret string) (*Site
 	return s, nil
 }
 
-// siteID returns the id of the issuer's row, inserting it if need be. The
-// lookup is a statement of its own: under READ COMMITTED it sees a row
-// that a concurrent first start committed while the insert waited on it.
-func siteID(ctx context.Context, q querier, issuer string) (int64, error) {
-	var id int64
-	err := q.QueryRow(ctx, `INSERT INTO sites (issuer) VALUES ($1) ON CONFLICT (issuer) DO NOTHING RETURNING id`, issuer).Scan(&id)
+// siteID returns the id of the issuer's row, inserting it if need be,
+// and its version. The lookup is a statement of its own: under READ
+// COMMITTED it sees a row that a concurrent first start committed while
+// the insert waited on it.
+func siteID(ctx context.Context, q querier, issuer string) (id, version int64, err error) {
+	err = q.QueryRow(ctx, `INSERT INTO sites (issuer) VALUES ($1) ON CONFLICT (issuer) DO NOTHING RETURNING id, version`,
+		issuer).Scan(&id, &version)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = q.QueryRow(ctx, `SELECT id FROM sites WHERE issuer = $1`, issuer).Scan(&id)
+		err = q.QueryRow(ctx, `SELECT id, version FROM sites WHERE issuer = $1`, issuer).Scan(&id, &version)
 	}
-	return id, err
+	return id, version, err
 }
 
 // otherSpellings refuses to open a site while the database has a row of

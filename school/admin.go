@@ -25,11 +25,26 @@ func (s *Site) scheduleAdminOpenAPI(ctx context.Context) {
 	if s.cfg.AdminOpenAPIURL == "" {
 		return
 	}
+	first := make(chan struct{})
+	s.adminFirst.Store(&first)
 	delay, every := time.Second, s.cfg.CatalogRefresh
 	s.cfg.Scheduler.Add(ctx, delay, func(ctx context.Context) time.Duration {
 		delay = s.adminOpenAPIPass(ctx, delay, every)
+		if ch := s.adminFirst.Swap(nil); ch != nil {
+			close(*ch) // the first fetch was tried, and merged if it could be
+		}
 		return spread(delay, every)
 	})
+}
+
+// adminFirstFetch returns a channel closed once the first fetch of
+// AdminOpenAPIURL has been tried, whatever its outcome; nil when none is
+// awaited (no URL, or it has been tried).
+func (s *Site) adminFirstFetch() <-chan struct{} {
+	if ch := s.adminFirst.Load(); ch != nil {
+		return *ch
+	}
+	return nil
 }
 
 // adminOpenAPIPass fetches the document once and returns the wait before

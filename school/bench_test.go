@@ -1,6 +1,9 @@
 package school
 
 import (
+	"context"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -42,3 +45,45 @@ func BenchmarkProtectedRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDocument measures a document request of a school that has
+// started (its catalog loaded, its documents rendered): /llms.txt, and
+// /openapi.json of a school whose admin OpenAPI document comes from a
+// URL. What a starting school waits for is checked on every request; on
+// a started one that must cost no wait and no allocation of its own.
+func BenchmarkDocument(b *testing.B) {
+	for _, path := range []string{"/llms.txt", "/openapi.json"} {
+		b.Run(path[1:], func(b *testing.B) {
+			ts := newTestSite(b, func(c *Config) {
+				c.Observer, c.Catalog, c.AdminOpenAPIURL = nil, "http://127.0.0.1:1/catalog.json", "http://127.0.0.1:1/openapi.json"
+				c.Logger = slog.New(slog.DiscardHandler) // the feed is unreachable, and each retry says so
+			})
+			if err := ts.catalog.Import(context.Background(), []byte(waitFeed)); err != nil {
+				b.Fatal(err)
+			}
+			if err := ts.useAdminOpenAPI(adminDoc(1)); err != nil {
+				b.Fatal(err)
+			}
+			w := &discardWriter{h: http.Header{}}
+			r := httptest.NewRequest("GET", path, nil)
+			if err := ts.Serve(w, r, ts.upstream); err != nil || w.status != http.StatusOK {
+				b.Fatalf("%s: %v %d", path, err, w.status)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ts.Serve(w, r, ts.upstream)
+			}
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps the status and nothing
+// else, so that a benchmark counts the handler's allocations alone.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(status int)      { d.status = status }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // What one school may cost its legacy server, and so the instance: a
@@ -55,19 +56,8 @@ const (
 	legacyQueueWait = time.Second
 )
 
-// Causes of a request the school answered itself instead of its legacy
-// server (Observer.Refusal).
-const (
-	// CauseLegacyBusy: the legacy server already had as many of the
-	// school's requests as its budget allows; answered 503.
-	CauseLegacyBusy = "legacy_busy"
-	// CauseLegacyTimeout: the legacy server did not answer the request
-	// in time; answered 504.
-	CauseLegacyTimeout = "legacy_timeout"
-)
-
 // errLegacyBusy is a call of the school's own refused for want of a
-// place (CauseLegacyBusy).
+// place (store.CauseLegacyBusy).
 var errLegacyBusy = errors.New("the school's legacy server is busy with the school's other requests")
 
 // Legacy bounds one school's requests to its legacy server: at most its
@@ -148,14 +138,14 @@ func (l *Legacy) Forward(w http.ResponseWriter, r *http.Request, next Handler) e
 // caller's to answer, and a timeout the school answers.
 func (l *Legacy) forward(w http.ResponseWriter, r *http.Request, next Handler, refuse refusal) error {
 	if !l.enter(r.Context()) {
-		l.observe.Refusal(CauseLegacyBusy)
+		l.observe.Refusal(store.CauseLegacyBusy)
 		refuse(w, http.StatusServiceUnavailable)
 		return nil
 	}
 	defer l.leave()
 	err := next.ServeHTTP(w, r)
 	if err != nil && isTimeout(err) {
-		l.observe.Refusal(CauseLegacyTimeout)
+		l.observe.Refusal(store.CauseLegacyTimeout)
 		refuse(w, http.StatusGatewayTimeout)
 		return nil
 	}

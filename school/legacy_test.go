@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // hungLegacy is a legacy server that accepts every request and answers
@@ -88,16 +89,16 @@ func (p proxyTo) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
 type syncObserver struct {
 	nopObserver
 	mu     sync.Mutex
-	counts map[string]int
+	counts map[store.Cause]int
 }
 
-func (o *syncObserver) Refusal(cause string) {
+func (o *syncObserver) Refusal(cause store.Cause) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.counts[cause]++
 }
 
-func (o *syncObserver) count(cause string) int {
+func (o *syncObserver) count(cause store.Cause) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.counts[cause]
@@ -106,10 +107,28 @@ func (o *syncObserver) count(cause string) int {
 // legacySite is a school with budget b whose requests wait at most 10 ms
 // for a place, so that tests of refusals are quick.
 func legacySite(t *testing.T, b Budget) (*testSite, *syncObserver) {
-	obs := &syncObserver{counts: map[string]int{}}
+	obs := &syncObserver{counts: map[store.Cause]int{}}
 	ts := newTestSite(t, func(c *Config) { c.Budget = b; c.Observer = obs })
 	ts.legacy.wait = 10 * time.Millisecond
 	return ts, obs
+}
+
+// usageCauses are the causes the school's usage counted in the last
+// hour (only those counted).
+func usageCauses(t *testing.T, ts *testSite) map[store.Cause]uint64 {
+	t.Helper()
+	u, err := ts.Usage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := u.Window(time.Hour, time.Now())
+	got := map[store.Cause]uint64{}
+	for c, n := range w.Causes {
+		if n != 0 {
+			got[store.Cause(c)] = n
+		}
+	}
+	return got
 }
 
 // request is a pass-through page, or with the school's member token a
@@ -162,8 +181,11 @@ func TestLegacyTimeout(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkRefusal(t, rec, path, http.StatusGatewayTimeout)
-			if obs.count(CauseLegacyTimeout) != 1 || ts.legacy.InFlight() != 0 {
+			if obs.count(store.CauseLegacyTimeout) != 1 || ts.legacy.InFlight() != 0 {
 				t.Errorf("counted %v, in flight %d", obs.counts, ts.legacy.InFlight())
+			}
+			if got := usageCauses(t, ts); !maps.Equal(got, map[store.Cause]uint64{store.CauseLegacyTimeout: 1}) {
+				t.Errorf("the school's usage counts causes %v", got)
 			}
 		})
 	}
@@ -194,8 +216,11 @@ func TestLegacyBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkRefusal(t, rec, path, http.StatusServiceUnavailable)
-			if len(legacy.arrived) != 0 || obs.count(CauseLegacyBusy) != 1 {
+			if len(legacy.arrived) != 0 || obs.count(store.CauseLegacyBusy) != 1 {
 				t.Errorf("the refused request reached the legacy server, or was not counted: %v", obs.counts)
+			}
+			if got := usageCauses(t, ts); !maps.Equal(got, map[store.Cause]uint64{store.CauseLegacyBusy: 1}) {
+				t.Errorf("the school's usage counts causes %v", got)
 			}
 			legacy.releaseAll()
 			wg.Wait()
@@ -250,7 +275,7 @@ func TestLegacyBoundIsTheSchools(t *testing.T) {
 			t.Fatalf("other school, request %d: %d %q %v", i, rec.Code, rec.Body, err)
 		}
 	}
-	if floodObs.count(CauseLegacyBusy) != 20 || otherObs.count(CauseLegacyBusy) != 0 || other.legacy.InFlight() != 0 {
+	if floodObs.count(store.CauseLegacyBusy) != 20 || otherObs.count(store.CauseLegacyBusy) != 0 || other.legacy.InFlight() != 0 {
 		t.Errorf("refusals: flooded %v, other %v", floodObs.counts, otherObs.counts)
 	}
 }
@@ -278,7 +303,7 @@ func TestLegacyTransportTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkRefusal(t, rec, path, http.StatusGatewayTimeout)
-		if obs.count(CauseLegacyTimeout) != 1 {
+		if obs.count(store.CauseLegacyTimeout) != 1 {
 			t.Errorf("%s: counted %v", path, obs.counts)
 		}
 	}
@@ -315,7 +340,7 @@ func TestLegacyOwnCalls(t *testing.T) {
 	if _, err := ts.accountQuery(context.Background(), tok, "{ me { id } }", nil); err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Errorf("second call: %v, want busy", err)
 	}
-	if len(legacy.arrived) != 0 || obs.count(CauseLegacyBusy) != 1 {
+	if len(legacy.arrived) != 0 || obs.count(store.CauseLegacyBusy) != 1 {
 		t.Errorf("the refused call reached the legacy server, or was not counted: %v", obs.counts)
 	}
 	legacy.releaseAll()
@@ -332,7 +357,7 @@ func TestLegacySessionClient(t *testing.T) {
 	for _, tt := range []struct{ client, session time.Duration }{
 		{15 * time.Second, sessionLookupTimeout}, {0, sessionLookupTimeout}, {2 * time.Second, 2 * time.Second},
 	} {
-		calls, session := legacyClients(&http.Client{Timeout: tt.client}, l)
+		calls, session := legacyClients(&http.Client{Timeout: tt.client}, l, nopObserver{})
 		if calls.Timeout != tt.client || session.Timeout != tt.session {
 			t.Errorf("client %s: calls %s, session %s, want %s", tt.client, calls.Timeout, session.Timeout, tt.session)
 		}
@@ -343,7 +368,7 @@ func TestLegacySessionClient(t *testing.T) {
 // the bound.
 func TestLegacyFailedSchool(t *testing.T) {
 	legacy := newHungLegacy(t, 5*time.Second)
-	obs := &syncObserver{counts: map[string]int{}}
+	obs := &syncObserver{counts: map[store.Cause]int{}}
 	l := NewLegacy(Budget{}, obs)
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/courses/light", nil)
@@ -351,7 +376,7 @@ func TestLegacyFailedSchool(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRefusal(t, rec, "/courses/light", http.StatusGatewayTimeout)
-	if obs.count(CauseLegacyTimeout) != 1 {
+	if obs.count(store.CauseLegacyTimeout) != 1 {
 		t.Errorf("counted %v", obs.counts)
 	}
 }
@@ -380,7 +405,7 @@ func TestLegacyWaitsForAPlace(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	legacy.releaseAll() // the first is answered, the second takes its place
-	if a, b := <-first, <-second; a != 200 || b != 200 || obs.count(CauseLegacyBusy) != 0 {
+	if a, b := <-first, <-second; a != 200 || b != 200 || obs.count(store.CauseLegacyBusy) != 0 {
 		t.Errorf("first %d, second %d, counted %v", a, b, obs.counts)
 	}
 }

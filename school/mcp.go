@@ -15,7 +15,6 @@ import (
 	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
-	"github.com/schoolgate/schoolgate/store"
 )
 
 // builtMCP is a built MCP server and the school name it tells agents.
@@ -73,9 +72,9 @@ func (s *Site) awaitCatalog(ctx context.Context) *catalog.Index {
 // upstream that is not up yet) gets the "not loaded yet" tool error.
 const firstImportWait = 10 * time.Second
 
-// serveMCP serves /mcp: anonymous without a token, with the member's
-// validated token for a valid member token, and a challenge for any token
-// that is not valid here (never a silent fall back to anonymous).
+// serveMCP serves /mcp: anonymous without a token, with the validated
+// token for a valid one, and a challenge for any token that is not valid
+// here (never a silent fall back to anonymous).
 func (s *Site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	mcp, err := s.mcpHandler()
 	if err != nil {
@@ -89,16 +88,21 @@ func (s *Site) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, ch := policy.Check(r.Context(), s.as, r, policy.Requirement{}, s.as.Issuer())
 	if ch != nil {
-		s.observe.MCPCaller("refused")
+		caller := "refused"
+		if ch.Status == http.StatusServiceUnavailable {
+			caller = callerUnavailable // the token was not judged: the store failed
+		}
+		s.observe.MCPCaller(caller)
 		ch.ResourceMetadata = s.as.ResourceMetadataURL()
 		ch.Write(w)
 		return
 	}
 	r.Header.Del("Authorization")
 	s.observe.MCPCaller(tok.Audience)
-	if tok.Audience == store.AudienceMember {
-		r = r.WithContext(mcpserver.WithIdentity(r.Context(), tok))
-	}
+	// An operator's token too: the tools serve it as anonymous, but its
+	// call of a member tool gets the Account API's 403, not sign-in
+	// directions (mcpserver's stepup.go).
+	r = r.WithContext(mcpserver.WithIdentity(r.Context(), tok))
 	mcp.ServeHTTP(w, r)
 }
 

@@ -136,10 +136,11 @@ type Observer interface {
 	// operator or refused.
 	MCPCaller(caller string)
 	// Refusal counts a request the school answered itself because its
-	// legacy server could not take it, by cause: CauseLegacyBusy (503),
-	// CauseLegacyTimeout (504). A call of the school's own refused alike
-	// counts too.
-	Refusal(cause string)
+	// legacy server could not take it, by cause: store.CauseLegacyBusy
+	// (503), store.CauseLegacyTimeout (504). A call of the school's own
+	// refused alike (session lookup, the MCP tools' Account API) counts
+	// too.
+	Refusal(cause store.Cause)
 }
 
 // Handler is the next handler of a request the school does not answer
@@ -206,6 +207,9 @@ type Site struct {
 	docs atomic.Pointer[sitedocs.Set]
 	// adminOpenAPI is the school's admin API description (admin.go).
 	adminOpenAPI atomic.Pointer[[]byte]
+	// adminFirst is closed once the first fetch of AdminOpenAPIURL has
+	// been tried; nil when none is awaited (admin.go).
+	adminFirst atomic.Pointer[chan struct{}]
 	// refreshed is when the catalog feed was last fetched and imported.
 	refreshed atomic.Pointer[time.Time]
 	// catalogErr is why the last import of the feed failed; nil after a
@@ -215,6 +219,9 @@ type Site struct {
 	// loop and an operator's refresh rebuild concurrently, and a build
 	// from older inputs must not be stored over one from newer inputs.
 	rebuild sync.Mutex
+	// usage is what the school served, on its way to the store
+	// (usagesite.go).
+	usage usage
 }
 
 // New builds the school: its authorization server (which reads or makes
@@ -226,10 +233,11 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	s := &Site{cfg: cfg, observe: cfg.Observer, log: cfg.Logger, now: cfg.Now,
+	s := &Site{cfg: cfg, log: cfg.Logger, now: cfg.Now,
 		policy: &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}}
+	s.observe = &usageObserver{Observer: cfg.Observer, u: &s.usage.rec, now: cfg.Now}
 	s.legacy = NewLegacy(cfg.Budget, s.observe)
-	s.client, s.session = legacyClients(cfg.Client, s.legacy)
+	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer)
 	s.since = s.now().UTC()
 	var err error
 	s.as, err = authserver.New(ctx, authserver.Config{
@@ -256,6 +264,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		Observer:          s.observe,
 		Logger:            s.log,
 		Now:               s.now,
+		Usage:             s.Usage,
 	}, cfg.Store)
 	if err != nil {
 		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}
@@ -336,6 +345,7 @@ func (s *Site) schedule(ctx context.Context) {
 	})
 	s.scheduleCatalog(ctx)
 	s.scheduleAdminOpenAPI(ctx)
+	s.scheduleUsage(ctx)
 }
 
 // Issuer is the school's origin.
@@ -368,7 +378,7 @@ func (nopObserver) TokenLookup(bool)         {}
 func (nopObserver) GrantDisconnected(string) {}
 func (nopObserver) ProtectedOutcome(string)  {}
 func (nopObserver) MCPCaller(string)         {}
-func (nopObserver) Refusal(string)           {}
+func (nopObserver) Refusal(store.Cause)      {}
 
 // Budget is a school's own limits. A zero Limit is no limit.
 type Budget struct {

@@ -14,8 +14,16 @@ import (
 // identity; everything else goes to next untouched but for headers only
 // the gateway may set. Every request is first given its canonical path,
 // which is what is judged and what the legacy server receives. An error
-// is next's, or a *StatusError.
+// is next's, or a *StatusError. Every request counts in the school's
+// usage, with its duration until next returned.
 func (s *Site) Serve(w http.ResponseWriter, r *http.Request, next Handler) error {
+	start := s.now()
+	err := s.serve(w, r, next)
+	s.usage.rec.served(start, s.now())
+	return err
+}
+
+func (s *Site) serve(w http.ResponseWriter, r *http.Request, next Handler) error {
 	stripIdentityHeaders(r.Header)
 	protected, ok := s.canonicalPath(w, r)
 	if !ok {

@@ -6,6 +6,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // downSite is a test school whose store has been closed after its token
@@ -46,6 +49,12 @@ func TestStoreFailureIsUnavailable(t *testing.T) {
 				t.Error("served past the token check")
 			}
 			checkUnavailable(t, rec)
+			// Counted in the school's usage as the store's 503, not as a
+			// refusal of the token.
+			got := ts.usage.rec.peek(time.Now())
+			if len(got) != 1 || got[0].Causes[store.CauseStoreUnavailable] != 1 || got[0].Refused != 0 {
+				t.Errorf("usage counted %+v", got)
+			}
 		})
 	}
 }

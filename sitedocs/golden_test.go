@@ -18,6 +18,8 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the curren
 func TestGoldenDocuments(t *testing.T) {
 	bare := testSite()
 	bare.SchoolName, bare.AdminPrefix, bare.MCPConnections = "", "", false
+	unread := bare
+	unread.CatalogUnread = true
 	variants := []struct {
 		dir   string
 		site  Site
@@ -26,6 +28,7 @@ func TestGoldenDocuments(t *testing.T) {
 	}{
 		{"school", testSite(), testFeed(), []string{sitepath.OpenAPI, sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing}},
 		{"bare", bare, nil, []string{sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing}},
+		{"unread", unread, nil, []string{sitepath.LLMs, sitepath.Pricing}},
 	}
 	for _, v := range variants {
 		set := mustBuild(t, v.site, v.feed)

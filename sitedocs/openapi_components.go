@@ -39,7 +39,9 @@ func openAPIComponents(s Site) obj {
 				s.Issuer + sitepath.ProtectedResource + "\"`, plus `scope=\"...\"` on `insufficient_scope`")},
 			{"NoStore", header("`no-store`")},
 			{"ETag", header("Strong entity tag of the body")},
-			{"PublicCache", header("`public, max-age=300`")},
+			{"DocumentCache", header("`public, max-age=300`; `no-store` while the school could not read its catalog yet " +
+				"(for this document also its admin API description), so that no cache keeps what lacks it")},
+			{"RetryAfter", header("Seconds to wait before asking again")},
 		}},
 	}
 }

@@ -24,7 +24,9 @@ func resourcePaths(s Site) obj {
 			description: "JSON-RPC 2.0 messages of the Model Context Protocol. Without a token the request is served as " +
 				"anonymous with the public catalog tools. A member token of this origin (the same one the Account API " +
 				"accepts) adds the member tools. A token that is not valid here gets 401 `invalid_token`; it is never " +
-				"served as anonymous.",
+				"served as anonymous. A `tools/call` of a member tool with a valid token that lacks a scope the call " +
+				"needs (`account:read`; also `account:write` for a mutation through `account_query`), or with an " +
+				"operator token, gets 403 `insufficient_scope` naming every scope the call needs, as the Account API does.",
 			// No security requirement, or a member token.
 			security:    []obj{{}, {{"oauth2", []string{"account:read"}}}},
 			requestBody: jsonBody("JSONRPCMessage"),
@@ -33,7 +35,8 @@ func resourcePaths(s Site) obj {
 					jsonContent(schemaRef("JSONRPCMessage")).with("text/event-stream", obj{{"schema", str("")}}))},
 				{"202", response("Notification or response accepted")},
 				{"401", ref("responses", "InvalidToken")},
-				{"403", response("Origin or Host not allowed (DNS-rebinding protection)")},
+				{"403", response("A member tool called with a token that lacks a scope the call needs " +
+					"(insufficient_scope, with WWW-Authenticate), or an Origin or Host not allowed (DNS-rebinding protection)")},
 			},
 		})},
 	}
@@ -53,9 +56,13 @@ func documentPaths(Site) obj {
 				{"schema", str("")}, {"description", "An ETag from an earlier response"}}},
 			responses: obj{
 				{"200", response("The document").
-					with("headers", obj{{"ETag", ref("headers", "ETag")}, {"Cache-Control", ref("headers", "PublicCache")}}).
+					with("headers", obj{{"ETag", ref("headers", "ETag")}, {"Cache-Control", ref("headers", "DocumentCache")}}).
 					with("content", content(d.contentType, str("")))},
 				{"304", response("Not modified").with("headers", obj{{"ETag", ref("headers", "ETag")}})},
+				{"503", response("`temporarily_unavailable`: the school is starting and is still loading its catalog "+
+					"(for this document also its admin API description); ask again after Retry-After").
+					with("headers", obj{{"Retry-After", ref("headers", "RetryAfter")}, {"Cache-Control", ref("headers", "NoStore")}}).
+					with("content", jsonContent(schemaRef("OAuthError")))},
 			},
 		}))
 	}

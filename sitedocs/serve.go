@@ -16,15 +16,25 @@ import (
 // when one Caddy serves a thousand schools. It is safe for concurrent use.
 type Set struct {
 	docs map[string]*lazyDoc
+	// catalogUnread and adminUnread are Site.CatalogUnread and
+	// Site.AdminOpenAPIUnread as the set was built with.
+	catalogUnread, adminUnread bool
 }
+
+// Unread reports what the documents were rendered without because the
+// site could not read it yet (Site.CatalogUnread, with no feed given to
+// Build, and Site.AdminOpenAPIUnread): the site rebuilds them once it has.
+func (s *Set) Unread() (catalog, adminOpenAPI bool) { return s.catalogUnread, s.adminUnread }
 
 // lazyDoc is a document rendered once, when first served.
 type lazyDoc struct {
 	once        sync.Once
 	render      func() ([]byte, error)
 	contentType string
-	doc         *document
-	err         error
+	// cache is the document's Cache-Control (cachePublic, cacheNoStore).
+	cache string
+	doc   *document
+	err   error
 }
 
 // get renders the document the first time and returns it, or the error
@@ -68,8 +78,10 @@ func (s *Set) Owns(path string) bool {
 	return ok
 }
 
-// ServeHTTP answers GET and HEAD for the documents with the stored body.
-// Any other method gets 405; a path that is not a document gets 404.
+// ServeHTTP answers GET and HEAD for the documents with the stored body,
+// public for five minutes, or kept by no cache when it lacks what the site
+// could not read yet. Any other method gets 405; a path that is not a
+// document gets 404.
 func (s *Set) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
@@ -97,7 +109,7 @@ func (s *Set) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Set("ETag", d.etag)
-	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("Cache-Control", l.cache)
 	if noneMatch(r.Header.Values("If-None-Match"), d.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return

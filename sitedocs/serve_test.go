@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -250,5 +251,62 @@ func TestDocumentsRenderOnFirstRequest(t *testing.T) {
 	}
 	if set.docs[sitepath.LLMs].doc != nil {
 		t.Error("serving one document rendered another")
+	}
+}
+
+// A document rendered from everything the site has is public for five
+// minutes; one that lacks what the site has but could not read yet (its
+// catalog: every document, titled by the catalog's name; its admin
+// OpenAPI document: /openapi.json) is kept by no cache, so that a cache in
+// front of a school that is starting does not keep its empty catalog.
+func TestServeCacheControl(t *testing.T) {
+	const public, noStore = "public, max-age=300", "no-store"
+	all := []string{sitepath.OpenAPI, sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing}
+	for _, tt := range []struct {
+		name                  string
+		catalogUnread, apiOff bool
+		feed                  bool
+		want                  map[string]string // by path; unnamed ones are public
+	}{
+		{name: "complete", feed: true},
+		{name: "no catalog configured"},
+		{name: "catalog unread", catalogUnread: true,
+			want: map[string]string{sitepath.OpenAPI: noStore, sitepath.AuthGuide: noStore, sitepath.LLMs: noStore, sitepath.Pricing: noStore}},
+		{name: "catalog unread but given", catalogUnread: true, feed: true},
+		{name: "admin OpenAPI unread", apiOff: true, feed: true, want: map[string]string{sitepath.OpenAPI: noStore}},
+	} {
+		s := testSite()
+		s.CatalogUnread, s.AdminOpenAPIUnread = tt.catalogUnread, tt.apiOff
+		var feed *catalog.Feed
+		if tt.feed {
+			feed = testFeed()
+		}
+		set := mustBuild(t, s, feed)
+		for _, path := range all {
+			want := tt.want[path]
+			if want == "" {
+				want = public
+			}
+			for _, method := range []string{http.MethodGet, http.MethodHead} {
+				resp, _ := get(t, set, method, path, nil)
+				if got := resp.Header.Get("Cache-Control"); resp.StatusCode != http.StatusOK || got != want {
+					t.Errorf("%s: %s %s: %d, Cache-Control %q, want 200 and %q", tt.name, method, path, resp.StatusCode, got, want)
+				}
+				// The ETag still names the body: a conditional request is
+				// answered 304 with the same Cache-Control.
+				resp, _ = get(t, set, method, path, http.Header{"If-None-Match": {resp.Header.Get("ETag")}})
+				if got := resp.Header.Get("Cache-Control"); resp.StatusCode != http.StatusNotModified || got != want {
+					t.Errorf("%s: conditional %s %s: %d, Cache-Control %q, want 304 and %q", tt.name, method, path, resp.StatusCode, got, want)
+				}
+			}
+		}
+		if tt.catalogUnread && !tt.feed {
+			for _, path := range []string{sitepath.LLMs, sitepath.Pricing} {
+				if _, b := get(t, set, http.MethodGet, path, nil); !strings.Contains(b, "catalog could not be loaded yet") ||
+					strings.Contains(b, "No catalog has been imported") {
+					t.Errorf("%s: %s does not say the catalog could not be loaded yet:\n%s", tt.name, path, b)
+				}
+			}
+		}
 	}
 }

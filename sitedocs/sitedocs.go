@@ -51,7 +51,27 @@ type Site struct {
 	// AdminScopes is the gateway's policy for admin requests, used for
 	// the operations of AdminOpenAPI; nil means the default policy.
 	AdminScopes AdminScopes
+
+	// CatalogUnread is a site whose catalog feed is configured but could
+	// not be read yet (its first import failed and nothing is stored),
+	// so that the documents lack what it sells and its name. They say so,
+	// and every one of them is served with Cache-Control: no-store, so
+	// that no cache keeps them once the catalog is in. Ignored when a feed
+	// is given to Build.
+	CatalogUnread bool
+	// AdminOpenAPIUnread is a site whose admin OpenAPI document comes
+	// from a URL that could not be read yet: /openapi.json lacks the
+	// school's own operations and is served with no-store.
+	AdminOpenAPIUnread bool
 }
+
+// Cache-Control of a document: one rendered from everything the site has
+// is public for five minutes; one that lacks an input the site has but
+// could not read yet is kept by no cache (Site.CatalogUnread).
+const (
+	cachePublic  = "public, max-age=300"
+	cacheNoStore = "no-store"
+)
 
 // Build renders the four documents for a site. feed may be nil when no
 // catalog has been imported yet. now decides which events are still ahead
@@ -61,14 +81,23 @@ func Build(s Site, feed *catalog.Feed, now time.Time) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	site.CatalogUnread = site.CatalogUnread && feed == nil
+	docCache := cachePublic
+	if site.CatalogUnread {
+		docCache = cacheNoStore
+	}
+	apiCache := docCache
+	if site.AdminOpenAPIUnread {
+		apiCache = cacheNoStore
+	}
 	documents := []struct {
-		path, contentType string
-		render            func() ([]byte, error)
+		path, contentType, cache string
+		render                   func() ([]byte, error)
 	}{
-		{sitepath.OpenAPI, typeJSON, func() ([]byte, error) { return renderOpenAPI(site) }},
-		{sitepath.AuthGuide, typeMarkdown, func() ([]byte, error) { return renderAuth(site) }},
-		{sitepath.LLMs, typeText, func() ([]byte, error) { return renderLLMs(site, feed, now) }},
-		{sitepath.Pricing, typeMarkdown, func() ([]byte, error) { return renderPricing(site, feed, now) }},
+		{sitepath.OpenAPI, typeJSON, apiCache, func() ([]byte, error) { return renderOpenAPI(site) }},
+		{sitepath.AuthGuide, typeMarkdown, docCache, func() ([]byte, error) { return renderAuth(site) }},
+		{sitepath.LLMs, typeText, docCache, func() ([]byte, error) { return renderLLMs(site, feed, now) }},
+		{sitepath.Pricing, typeMarkdown, docCache, func() ([]byte, error) { return renderPricing(site, feed, now) }},
 	}
 	// The school's own admin OpenAPI document is the one input that can
 	// fail a render: it is checked now, so that a bad one fails the load.
@@ -77,9 +106,10 @@ func Build(s Site, feed *catalog.Feed, now time.Time) (*Set, error) {
 			return nil, fmt.Errorf("%s: %w", sitepath.OpenAPI, err)
 		}
 	}
-	set := &Set{docs: make(map[string]*lazyDoc, len(documents))}
+	set := &Set{docs: make(map[string]*lazyDoc, len(documents)),
+		catalogUnread: site.CatalogUnread, adminUnread: site.AdminOpenAPIUnread}
 	for _, d := range documents {
-		set.docs[d.path] = &lazyDoc{render: d.render, contentType: d.contentType}
+		set.docs[d.path] = &lazyDoc{render: d.render, contentType: d.contentType, cache: d.cache}
 	}
 	return set, nil
 }

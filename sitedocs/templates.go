@@ -55,10 +55,11 @@ type toolLists struct {
 }
 
 // memberTool is a member tool in a sentence: its name, what the
-// documents say of it (toolNotes) and whether it ends the list.
+// documents say of it (toolNotes), the scopes every call of it needs and
+// whether it ends the list.
 type memberTool struct {
-	Name, Note string
-	Last       bool
+	Name, Note, Scopes string
+	Last               bool
 }
 
 // toolNotes are what auth.md says of a member tool after its name.
@@ -70,7 +71,7 @@ func mcpTools() toolLists {
 	var l toolLists
 	for _, t := range mcpserver.Tools() {
 		if t.Member {
-			l.Member = append(l.Member, memberTool{Name: t.Name, Note: toolNotes[t.Name]})
+			l.Member = append(l.Member, memberTool{Name: t.Name, Note: toolNotes[t.Name], Scopes: strings.Join(t.Scopes, " ")})
 		} else {
 			l.Public = append(l.Public, t.Name)
 		}

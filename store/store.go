@@ -75,6 +75,7 @@ type Store interface {
 	SettingStore
 	CatalogStore
 	AuditStore
+	UsageStore
 	Close() error
 }
 

@@ -110,10 +110,15 @@ func testCancelledContext(t *testing.T, s store.Store) {
 		}},
 		{"SaveCatalog", func() error { return s.SaveCatalog(ctx, []byte("{}")) }},
 		{"LoadCatalog", func() error { _, err := s.LoadCatalog(ctx); return err }},
+		{"AddUsage", func() error { return s.AddUsage(ctx, []store.UsageDelta{usageDelta(epoch, 1)}) }},
+		{"LoadUsage", func() error { _, err := s.LoadUsage(ctx); return err }},
 	} {
 		wantErr(t, c.name, c.call(), context.Canceled)
 	}
 	// Nothing was done: the writes left no trace.
+	if u, err := s.LoadUsage(live); err != nil || len(u.Buckets) != 0 {
+		t.Errorf("AddUsage acted under a cancelled context: %+v, %v", u, err)
+	}
 	if _, err := s.GetClient(live, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("PutClient acted under a cancelled context: %v", err)
 	}

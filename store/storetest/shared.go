@@ -26,6 +26,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		{"ClientCapAcrossInstances", testClientCapAcross},
 		{"RevocationSeenByOther", testRevocationSeen},
 		{"ErasureSeenByOther", testErasureSeen},
+		{"UsageAddedByBoth", testUsageAddedByBoth},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := open(t)

@@ -56,6 +56,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PurgeAudit", testPurgeAudit},
 		{"ExportSubject", testExportSubject},
 		{"EraseSubject", testEraseSubject},
+		{"UsageAdds", testUsageAdds},
+		{"UsageRetention", testUsageRetention},
+		{"UsageLastActive", testUsageLastActive},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

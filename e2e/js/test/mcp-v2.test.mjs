@@ -353,3 +353,66 @@ describe('member via the v2 SDK OAuth flow', () => {
     assert.ok(JSON.stringify(toolPayload(enr)).includes('photography-fundamentals'));
   });
 });
+
+// Step-up (MCP authorization, scope challenge handling; SEP-2350): the v2
+// transport meets the 403 insufficient_scope of a member tool called with
+// a token granted without account:read, authorizes again for the union of
+// what it holds and what the challenge names (refresh cannot widen a grant,
+// so it forces a new authorization), and the host finishes that
+// authorization as any redirect and repeats the call, which succeeds.
+describe('step-up with the v2 SDK', () => {
+  const provider = new V2Provider(() => ({ stack, browser }));
+  let member;
+  const seen = [];
+  const recording = async (url, init = {}) => {
+    const res = await fetch(url, init);
+    seen.push({ url: String(url), status: res.status, challenge: res.headers.get('www-authenticate') });
+    return res;
+  };
+
+  after(async () => {
+    await member?.close();
+  });
+
+  test('a token without account:read, a 403 challenge, a new authorization with the union, the call again', async () => {
+    const first = await auth(provider, { serverUrl: stack.mcpURL, scope: 'openid profile' });
+    assert.equal(first, 'REDIRECT');
+    const cb = provider.callbackParams;
+    assert.equal(
+      await auth(provider, { serverUrl: stack.mcpURL, authorizationCode: cb.code, iss: cb.iss, scope: 'openid profile' }),
+      'AUTHORIZED',
+    );
+    const granted = provider.tokens().scope.split(' ');
+    assert.ok(!granted.includes('account:read'), `granted ${granted}`);
+
+    const transport = new StreamableHTTPClientTransport(new URL(stack.mcpURL), { authProvider: provider, fetch: recording });
+    member = new Client({ name: 'schoolgate-e2e-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await member.connect(transport);
+    const list = await member.listTools();
+    assert.deepEqual(toolNames(list), [...PUBLIC_TOOLS, ...MEMBER_TOOLS].sort(), 'a member token without the scope still lists the member tools');
+    const described = list.tools.find((t) => t.name === 'my_enrollments').description;
+    assert.ok(described.endsWith('Needs a member sign-in with scope account:read.'), described);
+
+    const before = provider.authorizationURL;
+    await assert.rejects(member.callTool({ name: 'my_enrollments', arguments: {} }), (err) => err.name === 'UnauthorizedError' || /Unauthorized/.test(String(err)));
+    const challenged = seen.find((e) => e.status === 403);
+    assert.ok(challenged, `a 403: ${JSON.stringify(seen)}`);
+    assert.equal(
+      challenged.challenge,
+      `Bearer error="insufficient_scope", error_description="the access token lacks the scope account:read", scope="account:read", resource_metadata="${origin}/.well-known/oauth-protected-resource"`,
+    );
+    // The SDK started a new authorization (the browser approved it) for
+    // what it held and what the challenge named.
+    const u = provider.authorizationURL;
+    assert.notEqual(u, before, 'a new authorization');
+    const asked = u.searchParams.get('scope').split(' ');
+    for (const s of [...granted, 'account:read']) assert.ok(asked.includes(s), `the step-up asked for ${asked}: lacks ${s}`);
+    assert.equal(u.searchParams.get('resource'), origin);
+
+    await transport.finishAuth(provider.callbackParams.code, provider.callbackParams.iss);
+    assert.ok(provider.tokens().scope.split(' ').includes('account:read'), provider.tokens().scope);
+    const res = await member.callTool({ name: 'my_enrollments', arguments: {} });
+    assert.ok(!res.isError, JSON.stringify(res));
+    assert.ok(JSON.stringify(toolPayload(res)).includes('photography-fundamentals'));
+  });
+});

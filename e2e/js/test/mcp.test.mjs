@@ -201,13 +201,34 @@ describe('member via the SDK OAuth flow', () => {
     assert.ok(text.includes(MEMBER.sub) && text.includes(MEMBER.email), text.slice(0, 300));
   });
 
-  test('account_query refuses a mutation without account:write', async () => {
+  test('account_query: a mutation without account:write is challenged for account:read and account:write', async () => {
     assert.ok(member, 'needs the member connection');
-    const res = await member
-      .callTool({ name: 'account_query', arguments: { query: 'mutation { updateProgress(slug: "x") { ok } }' } })
-      .catch((e) => ({ thrown: e }));
-    assert.ok(!res.thrown, `a tool error, not a protocol error: ${res.thrown}`);
-    assert.equal(res.isError, true, JSON.stringify(res));
+    // 403 insufficient_scope naming every scope the call needs; this SDK
+    // answers it with a refresh, which cannot add account:write, and
+    // reports the 403 (see "step-up with the v1 SDK" below).
+    const raw = await fetch(stack.mcpURL, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${provider.tokens().access_token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'account_query', arguments: { query: 'mutation { updateProgress(slug: "x") { ok } }' } },
+      }),
+    });
+    assert.equal(raw.status, 403);
+    const ch = parseBearerChallenge(raw.headers.get('www-authenticate'));
+    assert.equal(ch?.error, 'insufficient_scope');
+    assert.equal(ch?.scope, 'account:read account:write');
+    assert.equal(ch?.resource_metadata, `${origin}/.well-known/oauth-protected-resource`);
+    await assert.rejects(
+      member.callTool({ name: 'account_query', arguments: { query: 'mutation { updateProgress(slug: "x") { ok } }' } }),
+      (err) => err.code === 403,
+    );
   });
 
   test('a revoked access token: the SDK follows the 401 challenge and refreshes transparently', async () => {
@@ -266,5 +287,47 @@ describe('bad tokens are never served as anonymous', () => {
     assert.equal(ch?.error, 'invalid_token');
     assert.equal(ch?.resource_metadata, `${origin}/.well-known/oauth-protected-resource`);
     assert.match(res.headers.get('access-control-expose-headers') ?? '', /www-authenticate/i);
+  });
+});
+
+// Step-up with the v1 SDK (1.32.2): its transport meets the 403
+// insufficient_scope of a member tool called with a token granted without
+// account:read and tries to upscope, but with a refresh token in hand it
+// refreshes instead of authorizing again, and a refresh cannot widen a
+// grant (RFC 6749 §6): the call is challenged again and the SDK gives up
+// with a 403 error. The gateway's answers are the challenge both times.
+describe('step-up with the v1 SDK', () => {
+  const provider = new TestProvider(() => ({ stack, browser }));
+
+  test('the SDK refreshes on the 403 challenge and then reports it', async () => {
+    assert.equal(await auth(provider, { serverUrl: stack.mcpURL, scope: 'openid profile' }), 'REDIRECT');
+    assert.equal(await auth(provider, { serverUrl: stack.mcpURL, authorizationCode: provider.callbackParams.code }), 'AUTHORIZED');
+    const first = provider.tokens();
+    assert.deepEqual(first.scope.split(' ').sort(), ['openid', 'profile']);
+    const authorizations = provider.authorizationURL;
+
+    const seen = [];
+    const recording = async (url, init = {}) => {
+      const res = await fetch(url, init);
+      seen.push({ url: String(url), status: res.status, body: init.body ? String(init.body) : '', challenge: res.headers.get('www-authenticate') });
+      return res;
+    };
+    const client = new Client({ name: 'schoolgate-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(stack.mcpURL), { authProvider: provider, fetch: recording }));
+    try {
+      const list = await client.listTools();
+      assert.deepEqual(toolNames(list), [...PUBLIC_TOOLS, ...MEMBER_TOOLS].sort(), 'a member token without the scope still lists the member tools');
+      await assert.rejects(client.callTool({ name: 'my_enrollments', arguments: {} }), (err) => err.code === 403 && /after trying upscoping/.test(err.message));
+    } finally {
+      await client.close();
+    }
+    const want = `Bearer error="insufficient_scope", error_description="the access token lacks the scope account:read", scope="account:read", resource_metadata="${origin}/.well-known/oauth-protected-resource"`;
+    const challenges = seen.filter((e) => e.status === 403);
+    assert.equal(challenges.length, 2, JSON.stringify(seen));
+    for (const c of challenges) assert.equal(c.challenge, want);
+    const refresh = seen.find((e) => e.url === `${origin}/api/oauth/token`);
+    assert.equal(new URLSearchParams(refresh?.body).get('grant_type'), 'refresh_token', 'between the two, a refresh');
+    assert.equal(provider.authorizationURL, authorizations, 'and no new authorization');
+    assert.notEqual(provider.tokens().access_token, first.access_token);
   });
 });

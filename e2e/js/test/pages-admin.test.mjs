@@ -1,8 +1,8 @@
 // The admin area's pages an operator reads, on a phone and on a desktop,
 // in a real Chromium, by a browser in each language of the pages: the
 // overview (with a metadata-document client's long https client_id), an
-// application's people, the activity of an application and of a person
-// and the application form, at 360 and 1280 px. None
+// application's people, the activity of an application and of a person,
+// the school's usage and the application form, at 360 and 1280 px. None
 // scrolls sideways and axe-core finds no serious or critical violation
 // (pagecheck.mjs). Until the admin area is translated its pages may answer
 // in English whatever the browser asks; in any other language, it must be
@@ -52,6 +52,13 @@ everyPageInEveryLanguage([
     url: () => `${setup.stack.origin}${OVERVIEW}/activity?subject=${encodeURIComponent(MEMBER.sub)}`,
     status: 200,
     mark: 'tr.event td.client code',
+  },
+  {
+    name: 'admin usage',
+    context: () => owner,
+    url: () => `${setup.stack.origin}/oauth/admin/usage`,
+    status: 200,
+    mark: '#usage-requests td.figure',
   },
   { name: 'admin application form', context: () => owner, url: () => `${setup.stack.origin}${OVERVIEW}/new`, status: 200, mark: 'textarea#redirect_uris' },
 ].map((spec) => ({ ...spec, translated: ADMIN_TRANSLATED })));
