@@ -16,9 +16,11 @@ import (
 // Budget is a school's own limits, whatever its neighbours do: a rate
 // for all its requests, a rate for its anonymous /mcp calls (every
 // caller together; rate_limit mcp_anonymous is the limit per address),
-// and how many requests may be in flight to its legacy server at once.
-// An exhausted rate is answered 429 with Retry-After in the shape of
-// the endpoint asked (docs/operator.md, "Fair share and budgets").
+// how many requests may be in flight to its legacy server at once, and
+// how long each waits for its answer. An exhausted rate is answered 429
+// with Retry-After in the shape of the endpoint asked, a legacy server
+// with no place left 503 with Retry-After, one that does not answer in
+// time 504 (docs/operator.md, "Fair share and budgets").
 type Budget struct {
 	// Requests is the rate of all the school's requests but its
 	// discovery documents and JWKS. Default: none.
@@ -29,6 +31,11 @@ type Budget struct {
 	// LegacyConcurrency is how many requests may wait on the legacy
 	// server at once. Default: school.DefaultLegacyConcurrency.
 	LegacyConcurrency int `json:"legacy_concurrency,omitempty"`
+	// LegacyTimeout is how long a request waits for the legacy server's
+	// response header: the response-header timeout of the proxy's
+	// transport, where the configuration sets none itself
+	// (legacytimeout.go). Default: 60s.
+	LegacyTimeout caddy.Duration `json:"legacy_timeout,omitempty"`
 }
 
 // validateBudget checks the weight and the budget, naming the option.
@@ -50,6 +57,9 @@ func (g *Gateway) validateBudget() error {
 	}
 	if b.LegacyConcurrency < 0 {
 		return fmt.Errorf("budget legacy_concurrency: %d is not a positive number", b.LegacyConcurrency)
+	}
+	if b.LegacyTimeout < 0 {
+		return fmt.Errorf("budget legacy_timeout: %s is not a positive duration", time.Duration(b.LegacyTimeout))
 	}
 	return nil
 }
@@ -95,6 +105,7 @@ func (g *Gateway) unmarshalWeight(d *caddyfile.Dispenser) error {
 //		requests           <events>/<s|m|h> [<burst>]
 //		mcp_anonymous      <events>/<s|m|h> [<burst>]
 //		legacy_concurrency <n>
+//		legacy_timeout     <duration>
 //	}
 func (g *Gateway) unmarshalBudget(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
@@ -126,8 +137,12 @@ func (g *Gateway) unmarshalBudget(d *caddyfile.Dispenser) error {
 				return d.Errf("budget legacy_concurrency: %q is not a positive number", s)
 			}
 			g.Budget.LegacyConcurrency = n
+		case "legacy_timeout":
+			if err := durationArg(d, "budget legacy_timeout", &g.Budget.LegacyTimeout); err != nil {
+				return err
+			}
 		default:
-			return d.Errf("budget: unknown option %q (known: requests, mcp_anonymous, legacy_concurrency)", opt)
+			return d.Errf("budget: unknown option %q (known: requests, mcp_anonymous, legacy_concurrency, legacy_timeout)", opt)
 		}
 	}
 	return nil

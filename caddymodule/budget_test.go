@@ -21,6 +21,7 @@ func TestBudgetCaddyfile(t *testing.T) {
 			requests 100/s 200
 			mcp_anonymous 30/m
 			legacy_concurrency 16
+			legacy_timeout 2m
 		}
 	}`)
 	d.Next()
@@ -34,8 +35,8 @@ func TestBudgetCaddyfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := g.schoolConfig()
-	if c.Weight != 3 || c.Budget.LegacyConcurrency != 16 {
-		t.Errorf("weight %d, legacy_concurrency %d", c.Weight, c.Budget.LegacyConcurrency)
+	if c.Weight != 3 || c.Budget.LegacyConcurrency != 16 || g.legacyTimeout() != 2*time.Minute {
+		t.Errorf("weight %d, legacy_concurrency %d, legacy_timeout %s", c.Weight, c.Budget.LegacyConcurrency, g.legacyTimeout())
 	}
 	if want := authserver.Per(100, time.Second, 200); c.Budget.Requests != want {
 		t.Errorf("requests %+v, want %+v", c.Budget.Requests, want)
@@ -60,6 +61,9 @@ func TestBudgetErrorsNameTheOption(t *testing.T) {
 		{"budget {\n mcp_anonymous 10/s 0\n}", "budget mcp_anonymous: burst"},
 		{"budget {\n legacy_concurrency 0\n}", "budget legacy_concurrency"},
 		{"budget {\n legacy_concurrency many\n}", "budget legacy_concurrency"},
+		{"budget {\n legacy_timeout 0s\n}", "budget legacy_timeout"},
+		{"budget {\n legacy_timeout soon\n}", "budget legacy_timeout"},
+		{"budget {\n legacy_timeout\n}", "budget legacy_timeout"},
 		{"budget {\n cpu 5\n}", `budget: unknown option "cpu"`},
 	}
 	for _, tt := range tests {
@@ -80,6 +84,7 @@ func TestBudgetValidateNamesTheOption(t *testing.T) {
 		{`{"budget": {"requests": {"events": 0, "period": "1s"}}}`, "budget requests"},
 		{`{"budget": {"mcp_anonymous": {"events": 5, "period": "1s", "burst": -1}}}`, "budget mcp_anonymous"},
 		{`{"budget": {"legacy_concurrency": -3}}`, "budget legacy_concurrency"},
+		{`{"budget": {"legacy_timeout": "-5s"}}`, "budget legacy_timeout"},
 		{`{"weight": 2, "budget": {"requests": {"events": 5, "period": "1s"}, "legacy_concurrency": 4}}`, ""},
 	}
 	for _, tt := range tests {

@@ -51,7 +51,7 @@ func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, er
 	if err := g.Validate(); err != nil {
 		return nil, h.Err(err.Error())
 	}
-	proxy, err := upstreamProxy(g.Upstream, g.upstreamBlock)
+	proxy, err := upstreamProxy(g.Upstream, g.upstreamBlock, g.legacyTimeout())
 	if err != nil {
 		return nil, h.Errf("upstream: %v", err)
 	}
@@ -71,13 +71,15 @@ func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, er
 
 // upstreamProxy configures reverse_proxy for the legacy server. Without
 // an upstream block it proxies to the one upstream with the default
-// transport; with one, the block is reverse_proxy's own.
-func upstreamProxy(upstream string, block caddyfile.Segment) (*reverseproxy.Handler, error) {
-	def, err := defaultUpstreamProxy(upstream)
+// transport; with one, the block is reverse_proxy's own. Either way its
+// transport waits at most timeout for an answer, unless the block says
+// otherwise.
+func upstreamProxy(upstream string, block caddyfile.Segment, timeout time.Duration) (*reverseproxy.Handler, error) {
+	def, err := defaultUpstreamProxy(upstream, timeout)
 	if err != nil || len(block) == 0 {
 		return def, err
 	}
-	return blockUpstreamProxy(upstream, block, def.TransportRaw)
+	return blockUpstreamProxy(upstream, block, def.TransportRaw, timeout)
 }
 
 // blockUpstreamProxy hands an upstream block to reverse_proxy's own
@@ -85,8 +87,9 @@ func upstreamProxy(upstream string, block caddyfile.Segment) (*reverseproxy.Hand
 // reads as "reverse_proxy <upstream> [<to>...] { ... }", so every
 // reverse_proxy option (more upstreams, lb_policy, health checks,
 // transport, header_up) is the operator's. The default transport applies
-// unless the block names one.
-func blockUpstreamProxy(upstream string, block caddyfile.Segment, defaultTransport json.RawMessage) (*reverseproxy.Handler, error) {
+// unless the block names one, which gets the legacy timeout unless it
+// sets its own.
+func blockUpstreamProxy(upstream string, block caddyfile.Segment, defaultTransport json.RawMessage, timeout time.Duration) (*reverseproxy.Handler, error) {
 	first := block[0]
 	arg := first
 	arg.Text = upstream
@@ -97,8 +100,11 @@ func blockUpstreamProxy(upstream string, block caddyfile.Segment, defaultTranspo
 	}
 	if !namesOption(block, "transport") {
 		rp.TransportRaw = defaultTransport
+		return rp, nil
 	}
-	return rp, nil
+	var err error
+	rp.TransportRaw, err = withLegacyTimeout(rp.TransportRaw, timeout)
+	return rp, err
 }
 
 // namesOption reports whether a block sets opt at its first level.
@@ -114,8 +120,9 @@ func namesOption(block caddyfile.Segment, opt string) bool {
 }
 
 // defaultUpstreamProxy configures reverse_proxy for one legacy server
-// with a keep-alive pool big enough not to churn connections under load.
-func defaultUpstreamProxy(upstream string) (*reverseproxy.Handler, error) {
+// with a keep-alive pool big enough not to churn connections under load,
+// waiting at most timeout for an answer (the school's legacy_timeout).
+func defaultUpstreamProxy(upstream string, timeout time.Duration) (*reverseproxy.Handler, error) {
 	u, err := url.Parse(upstream)
 	if err != nil {
 		return nil, err
@@ -127,7 +134,7 @@ func defaultUpstreamProxy(upstream string) (*reverseproxy.Handler, error) {
 	transport := map[string]any{
 		"protocol":                "http",
 		"dial_timeout":            caddy.Duration(5 * time.Second),
-		"response_header_timeout": caddy.Duration(60 * time.Second),
+		"response_header_timeout": caddy.Duration(timeout),
 		"keep_alive": map[string]any{
 			"max_idle_conns_per_host": 128,
 		},
@@ -218,6 +225,7 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //			requests           <events>/<s|m|h> [<burst>]
 //			mcp_anonymous      <events>/<s|m|h> [<burst>]
 //			legacy_concurrency <n>
+//			legacy_timeout     <duration>
 //		}
 //		identity_assertion on|off [{
 //			audience <string>

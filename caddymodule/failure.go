@@ -39,7 +39,10 @@ type failedSite struct {
 	gateway *Gateway
 	issuer  string
 	policy  *policy.Policy
-	since   time.Time
+	// legacy bounds the public pages' requests to the legacy server, as
+	// the school's own bound would.
+	legacy *school.Legacy
+	since  time.Time
 	// failure is why the last attempt to build the school failed.
 	failure atomic.Pointer[loadFailure]
 	rebuild rebuilder
@@ -47,7 +50,8 @@ type failedSite struct {
 
 func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 	fs := &failedSite{gateway: g, issuer: g.Issuer, since: time.Now().UTC(),
-		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()}}
+		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()},
+		legacy: school.NewLegacy(g.schoolBudget(), nil)}
 	fs.failure.Store(f)
 	fs.rebuild.next.Store(time.Now().Add(firstRebuild).UnixNano())
 	return fs
@@ -55,7 +59,7 @@ func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 
 // serve answers one request of the failed school.
 func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	return school.ServeFailed(w, r, next, f.policy, f.failure.Load().public, f.retryAfter())
+	return school.ServeFailed(w, r, next, f.legacy, f.policy, f.failure.Load().public, f.retryAfter())
 }
 
 // retryAfter is the Retry-After of a failed school, in seconds: the time

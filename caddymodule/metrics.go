@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Metrics per site, in Caddy's metrics registry (served where Caddy
@@ -20,6 +21,7 @@ type metrics struct {
 	protected    *prometheus.CounterVec // site, outcome
 	mcpRequests  *prometheus.CounterVec // site, caller (anonymous, member, operator, refused)
 	disconnects  *prometheus.CounterVec // site, by (member, operator, client)
+	refusals     *prometheus.CounterVec // site, cause (legacy_busy, legacy_timeout)
 }
 
 // metricsFor returns the collectors of reg (a config's registry),
@@ -50,6 +52,7 @@ func metricsFor(reg *prometheus.Registry) *metrics {
 		protected:    counter("protected_requests_total", "Requests to protected resources, by outcome.", "outcome"),
 		mcpRequests:  counter("mcp_requests_total", "Requests to /mcp, by caller.", "caller"),
 		disconnects:  counter("grants_disconnected_total", "Grants ended, by who ended them: the person (member), an operator, or the client revoking its refresh token.", "by"),
+		refusals:     counter("refusals_total", "Requests the school answered itself because its legacy server could not take them, by cause: legacy_busy (503), legacy_timeout (504).", "cause"),
 	}
 	return m
 }
@@ -117,6 +120,10 @@ func (o siteObserver) MCPCaller(caller string) {
 	}
 }
 
+func (o siteObserver) Refusal(cause store.Cause) {
+	o.m.refusals.WithLabelValues(o.site, cause.String()).Inc()
+}
+
 // observerRef is a site's observer. A reload that keeps the site (its
 // configuration unchanged) points it at the new config's metrics registry,
 // which is the one Caddy then serves.
@@ -137,6 +144,7 @@ func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(
 func (r *observerRef) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
 func (r *observerRef) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOutcome(outcome) }
 func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }
+func (r *observerRef) Refusal(cause store.Cause)       { r.p.Load().Refusal(cause) }
 
 // forget deletes every series of a site: a platform's school removed from
 // its registry, whose series would otherwise stay as long as the config
@@ -144,7 +152,7 @@ func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(ca
 func (m *metrics) forget(site string) {
 	only := prometheus.Labels{"site": site}
 	for _, v := range []*prometheus.CounterVec{m.tokensIssued, m.refused, m.registered, m.tokenLookups,
-		m.protected, m.mcpRequests, m.disconnects} {
+		m.protected, m.mcpRequests, m.disconnects, m.refusals} {
 		v.DeletePartialMatch(only)
 	}
 }

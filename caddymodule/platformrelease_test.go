@@ -116,7 +116,7 @@ func TestPlatformProxyPool(t *testing.T) {
 // mustProxyJSON is the configuration of the proxy to upstream.
 func mustProxyJSON(t *testing.T, upstream string) json.RawMessage {
 	t.Helper()
-	rp, err := defaultUpstreamProxy(upstream)
+	rp, err := defaultUpstreamProxy(upstream, defaultLegacyTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,7 +284,7 @@ func (e *platformSchool) prepare() error {
 		if err := e.p.reg.place(g); err != nil {
 			return err
 		}
-		if _, err := defaultUpstreamProxy(g.Upstream); err != nil {
+		if _, err := defaultUpstreamProxy(g.Upstream, g.legacyTimeout()); err != nil {
 			return fmt.Errorf("upstream: %v", err)
 		}
 		e.g = g

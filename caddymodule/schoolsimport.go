@@ -372,7 +372,7 @@ func newImported(f blockFound, hosts []string, port string) *importedSchool {
 			"(handlers every school needs go before school_platform in its site block)", strings.Join(slices.Compact(slices.Sorted(slices.Values(f.others))), ", "))
 	case f.matched:
 		s.err = errors.New("its school_gateway serves part of the site (a matcher or handle block); a record's school answers every path of its hosts")
-	case len(f.upstreams) != 1 || !defaultProxy(f.upstreams[0], g.Upstream):
+	case len(f.upstreams) != 1 || !defaultProxy(f.upstreams[0], g):
 		s.err = errors.New("its upstream block (reverse_proxy options) has no equivalent in a record, whose proxy to the legacy server has the default transport")
 	}
 	if s.err != nil {
@@ -393,15 +393,15 @@ func newImported(f blockFound, hosts []string, port string) *importedSchool {
 }
 
 // defaultProxy reports whether the gateway's proxy is the default one to
-// upstream: a record's school gets that one.
-func defaultProxy(raw json.RawMessage, upstream string) bool {
+// its upstream: a record's school gets that one.
+func defaultProxy(raw json.RawMessage, g *Gateway) bool {
 	var h struct {
 		Proxy json.RawMessage `json:"proxy"`
 	}
 	if json.Unmarshal(raw, &h) != nil {
 		return false
 	}
-	def, err := defaultUpstreamProxy(upstream)
+	def, err := defaultUpstreamProxy(g.Upstream, g.legacyTimeout())
 	if err != nil {
 		return false
 	}

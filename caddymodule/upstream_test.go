@@ -60,7 +60,13 @@ func TestUpstreamBlock(t *testing.T) {
 		absent        []string
 	}{
 		{"no block: defaults", `school_gateway http://127.0.0.1:9080`,
-			[]string{`"dial":"127.0.0.1:9080"`, `"max_idle_conns_per_host":128`, `"dial_timeout":5000000000`}, nil},
+			[]string{`"dial":"127.0.0.1:9080"`, `"max_idle_conns_per_host":128`, `"dial_timeout":5000000000`,
+				`"response_header_timeout":60000000000`}, nil},
+		{"the budget's legacy_timeout", `school_gateway http://127.0.0.1:9080 {
+			budget {
+				legacy_timeout 3m
+			}
+		}`, []string{`"response_header_timeout":180000000000`}, nil},
 		{"two upstreams and a health check", `school_gateway http://127.0.0.1:9080 {
 			upstream http://127.0.0.1:9081 {
 				lb_policy round_robin
@@ -81,7 +87,33 @@ func TestUpstreamBlock(t *testing.T) {
 					dial_timeout 2s
 				}
 			}
-		}`, []string{`"dial_timeout":2000000000`}, []string{`"max_idle_conns_per_host":128`}},
+		}`, []string{`"dial_timeout":2000000000`, `"response_header_timeout":60000000000`}, []string{`"max_idle_conns_per_host":128`}},
+		// An own transport that sets no timeout of its own would wait on
+		// a legacy server that never answers as long as the client does.
+		{"own transport gets the legacy timeout", `school_gateway http://127.0.0.1:9080 {
+			budget {
+				legacy_timeout 90s
+			}
+			upstream {
+				transport http {
+					keepalive 30s
+				}
+			}
+		}`, []string{`"response_header_timeout":90000000000`}, nil},
+		{"own transport keeps its own timeout", `school_gateway http://127.0.0.1:9080 {
+			upstream {
+				transport http {
+					response_header_timeout 5m
+				}
+			}
+		}`, []string{`"response_header_timeout":300000000000`}, []string{`60000000000`}},
+		{"fastcgi gets a read timeout", `school_gateway http://127.0.0.1:9080 {
+			upstream {
+				transport fastcgi {
+					root /srv/school
+				}
+			}
+		}`, []string{`"protocol":"fastcgi"`, `"read_timeout":60000000000`}, []string{`response_header_timeout`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

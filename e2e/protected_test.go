@@ -16,7 +16,7 @@ import (
 
 // tokenFor runs the authorization code flow for a configured vendor
 // client and returns its tokens.
-func tokenFor(t *testing.T, origin, clientID, redirect, scope, email, password string) *oauth2.Token {
+func tokenFor(t testing.TB, origin, clientID, redirect, scope, email, password string) *oauth2.Token {
 	t.Helper()
 	conf := oauth2.Config{ClientID: clientID, RedirectURL: redirect, Scopes: strings.Fields(scope),
 		Endpoint: oauth2.Endpoint{AuthURL: origin + "/oauth/authorize", TokenURL: origin + "/api/oauth/token",

@@ -38,10 +38,11 @@ func Unavailable() *Challenge {
 		Description: "the token could not be checked; try again", RetryAfter: RetryAfterUnavailable}
 }
 
-// challenges reports whether the answer asks for other credentials. A 503
-// judged none, and a client reading a Bearer challenge may start a new
-// authorization or drop its token, which the 503 is there to prevent.
-func (c *Challenge) challenges() bool { return c.Status != http.StatusServiceUnavailable }
+// challenges reports whether the answer asks for other credentials. A 5xx
+// (a store or a legacy server that failed) judged none, and a client
+// reading a Bearer challenge may start a new authorization or drop its
+// token, which the 5xx answer is there to prevent.
+func (c *Challenge) challenges() bool { return c.Status < http.StatusInternalServerError }
 
 // Header renders the WWW-Authenticate value.
 func (c *Challenge) Header() string {

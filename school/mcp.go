@@ -129,7 +129,12 @@ func (s *Site) accountQuery(ctx context.Context, tok *policy.Token, query string
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.client.Do(req)
-	if err != nil {
+	switch {
+	case errors.Is(err, errLegacyBusy):
+		return nil, fmt.Errorf("the school's Account API is busy; try again in a moment")
+	case err != nil && isTimeout(err):
+		return nil, fmt.Errorf("the school's Account API did not answer in time")
+	case err != nil:
 		return nil, fmt.Errorf("the school's Account API is unreachable")
 	}
 	defer resp.Body.Close()

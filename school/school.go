@@ -99,8 +99,10 @@ type Config struct {
 	// Store is the school's opened store; the school does not close it.
 	// Required.
 	Store store.Store
-	// Client makes the school's calls to the upstream. Default: a client
-	// with a 15 s timeout that does not follow redirects.
+	// Client makes the school's calls to the upstream, each within the
+	// school's legacy bound (Budget), the session lookup in at most 5 s.
+	// Default: a client with a 15 s timeout that does not follow
+	// redirects.
 	Client *http.Client
 	// ClientIP is the caller's address, for the rate limits. Default: the
 	// request's RemoteAddr.
@@ -133,6 +135,12 @@ type Observer interface {
 	// MCPCaller counts a request to /mcp by caller: anonymous, member,
 	// operator or refused.
 	MCPCaller(caller string)
+	// Refusal counts a request the school answered itself because its
+	// legacy server could not take it, by cause: store.CauseLegacyBusy
+	// (503), store.CauseLegacyTimeout (504). A call of the school's own
+	// refused alike (session lookup, the MCP tools' Account API) counts
+	// too.
+	Refusal(cause store.Cause)
 }
 
 // Handler is the next handler of a request the school does not answer
@@ -177,7 +185,12 @@ type Site struct {
 	as      *authserver.Server
 	policy  *policy.Policy
 	observe Observer
+	// client makes the school's own calls to its legacy side and
+	// session its session lookups, both within legacy, the bound of the
+	// school's requests to its legacy server (legacy.go).
 	client  *http.Client
+	session *http.Client
+	legacy  *Legacy
 	log     *slog.Logger
 	now     func() time.Time
 	// since is when the school was built.
@@ -220,9 +233,11 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	s := &Site{cfg: cfg, client: cfg.Client, log: cfg.Logger, now: cfg.Now,
+	s := &Site{cfg: cfg, log: cfg.Logger, now: cfg.Now,
 		policy: &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}}
 	s.observe = &usageObserver{Observer: cfg.Observer, u: &s.usage.rec, now: cfg.Now}
+	s.legacy = NewLegacy(cfg.Budget, s.observe)
+	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer)
 	s.since = s.now().UTC()
 	var err error
 	s.as, err = authserver.New(ctx, authserver.Config{
@@ -242,7 +257,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		RequestID:         cfg.RequestID,
 		RefreshGrace:      cfg.RefreshGrace,
 		NoRefreshGrace:    cfg.NoRefreshGrace,
-		SessionClient:     s.client,
+		SessionClient:     s.session,
 		MetadataDocuments: cfg.MetadataDocuments,
 		RateLimits:        cfg.RateLimits,
 		ClientIP:          cfg.ClientIP,
@@ -363,6 +378,7 @@ func (nopObserver) TokenLookup(bool)         {}
 func (nopObserver) GrantDisconnected(string) {}
 func (nopObserver) ProtectedOutcome(string)  {}
 func (nopObserver) MCPCaller(string)         {}
+func (nopObserver) Refusal(store.Cause)      {}
 
 // Budget is a school's own limits. A zero Limit is no limit.
 type Budget struct {

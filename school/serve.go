@@ -48,7 +48,7 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request, next Handler) error
 		return s.serveProtected(w, r, next)
 	}
 	stripBearer(r.Header)
-	return next.ServeHTTP(w, r)
+	return s.legacy.Forward(w, r, next)
 }
 
 // canonicalPath replaces the request's path with its canonical form, or
@@ -117,7 +117,7 @@ func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handl
 	if err := s.setAssertion(r.Header, tok); err != nil {
 		return &StatusError{Status: http.StatusServiceUnavailable, Err: err}
 	}
-	return next.ServeHTTP(w, r)
+	return s.legacy.forward(w, r, next, writeProtectedRefusal)
 }
 
 // writePreflight lets browser clients call the protected resources with a

@@ -175,3 +175,10 @@ func (o *usageObserver) MCPCaller(caller string) {
 		o.u.cause(store.CauseStoreUnavailable, o.now())
 	}
 }
+
+// Refusal counts the request the school answered itself for its legacy
+// server, by cause.
+func (o *usageObserver) Refusal(cause store.Cause) {
+	o.Observer.Refusal(cause)
+	o.u.cause(cause, o.now())
+}
