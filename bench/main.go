@@ -45,7 +45,7 @@ type config struct {
 }
 
 func main() {
-	serve := flag.String("serve", "", "internal: run as the bench's 'upstream' or 'noop-mcp' server on -addr")
+	serve := flag.String("serve", "", "internal: run as the bench's 'upstream' or 'noop-mcp' server on -addr, or as -noisy's victim 'load' (a JSON spec on stdin)")
 	addr := flag.String("addr", "", "internal: listen address of -serve")
 	assertionIssuer := flag.String("assertion-issuer", "", "internal: with -serve upstream, the school whose requests must carry its verified X-School-Assertion")
 	cfg := config{}
@@ -76,6 +76,8 @@ func main() {
 		err = serveUpstream(*addr, cfg.courses, *assertionIssuer, *accountDelayF)
 	case "noop-mcp":
 		err = serveNoopMCP(*addr)
+	case "load":
+		err = serveLoad(os.Stdin, os.Stdout)
 	case "":
 		if *noisyFlag {
 			var nc noisyConfig

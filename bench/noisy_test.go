@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,5 +307,47 @@ func TestBudgetReading(t *testing.T) {
 		if got := budgetReading(tc.counts, 100); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%v: %q, want %q", tc.counts, got, tc.want)
 		}
+	}
+}
+
+// The victim's process: its answers and latencies come back whole, a
+// refusal counted as the victim's failure.
+func TestServeLoadRoundTrip(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != "victim.localhost:1" || r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "wrong request", http.StatusBadRequest)
+			return
+		}
+		if n.Add(1)%3 == 0 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"marker":true}`))
+	}))
+	defer srv.Close()
+	port, _ := strconv.Atoi(srv.URL[strings.LastIndex(srv.URL, ":")+1:])
+	spec := victimLoad{Port: port, Clients: 2, Duration: 200 * time.Millisecond, Request: requestSpec{Method: http.MethodGet,
+		URL: "http://victim.localhost:1/x", Header: map[string]string{"Authorization": "Bearer tok"}, Want: `"marker"`}}
+	in, _ := json.Marshal(spec)
+	var out bytes.Buffer
+	if err := serveLoad(bytes.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	var r victimResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	s, a := r.stats(), r.answers()
+	if s.requests < 10 || s.requests != a.total() || s.elapsed < 200*time.Millisecond {
+		t.Fatalf("%d requests, %d answers, %v", s.requests, a.total(), s.elapsed)
+	}
+	if a.status[400] != 0 || s.failures != a.status[503] || a.refused != a.status[503] || a.refusedWithout != 0 ||
+		a.status[200]+a.status[503] != a.total() || s.firstErr == nil {
+		t.Errorf("stats %+v, answers %+v", s, a)
+	}
+	if !slices.IsSorted(s.latencies) {
+		t.Error("latencies not sorted")
 	}
 }

@@ -66,7 +66,7 @@ func (n *noisyRun) budgetCheck(base string, reg *benchRegistry, a *platformCaddy
 		return a.failure(fmt.Errorf("a member token of the budgeted school: %v", err))
 	}
 	s := &noisySetup{port: port}
-	protected := s.protected(budgetSchool, tok.Access)
+	protected := s.protected(budgetSchool, tok.Access).asker()
 
 	k, warm, window := n.cfg.budgetClientsPerInstance, n.cfg.budgetWarm, n.cfg.budgetWindow
 	start := time.Now()

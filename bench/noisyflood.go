@@ -22,11 +22,10 @@ type noisySetup struct {
 	name  string
 	caddy *platformCaddy
 	port  int
-	// The victim's and the neighbour's clients have connections of their
-	// own: the victim's few kept alive whatever the flood does to the
-	// neighbour's.
-	victimClient, floodClient *http.Client
-	victimToken, floodToken   string
+	// floodClient is the neighbour's clients' (the victim's are in a
+	// process of their own, noisyload.go).
+	floodClient             *http.Client
+	victimToken, floodToken string
 	// codes are the neighbour's authorization codes for the token flood,
 	// prepared outside the timing; mostUsed is the most one flooded phase
 	// took, so that the next is given enough.
@@ -40,23 +39,24 @@ type asker struct {
 	want  string
 }
 
-func (s *noisySetup) host(name string) string   { return schoolHost(name, s.port) }
-func (s *noisySetup) issuer(name string) string { return schoolIssuer(name, s.port) }
-
-func (s *noisySetup) discovery(name string) asker {
-	url := "http://" + s.host(name) + discoveryPath
-	return asker{want: fmt.Sprintf("%q", s.issuer(name)), build: func(ctx context.Context) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	}}
+// requestSpec is a request that is the same every time: what the victim
+// sends, described so that a process of its own can send it (-serve
+// load, noisyload.go).
+type requestSpec struct {
+	Method, URL, Body string
+	Header            map[string]string
+	Want              string // what its 200 must contain
 }
 
-func (s *noisySetup) search(name string) asker {
-	url := "http://" + s.host(name) + "/mcp"
-	return asker{want: "course-", build: func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(searchCall))
+func (r requestSpec) asker() asker {
+	return asker{want: r.Want, build: func(ctx context.Context) (*http.Request, error) {
+		var body io.Reader
+		if r.Body != "" {
+			body = strings.NewReader(r.Body)
+		}
+		req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, body)
 		if err == nil {
-			req.Header.Set("Content-Type", "application/json")
-			for k, v := range mcpHeaders {
+			for k, v := range r.Header {
 				req.Header.Set(k, v)
 			}
 		}
@@ -64,16 +64,24 @@ func (s *noisySetup) search(name string) asker {
 	}}
 }
 
-func (s *noisySetup) protected(name, token string) asker {
-	url := "http://" + s.host(name) + "/account/graphql"
-	return asker{want: `"viewer"`, build: func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(viewerQuery))
-		if err == nil {
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		return req, err
-	}}
+func (s *noisySetup) host(name string) string   { return schoolHost(name, s.port) }
+func (s *noisySetup) issuer(name string) string { return schoolIssuer(name, s.port) }
+
+func (s *noisySetup) discovery(name string) requestSpec {
+	return requestSpec{Method: http.MethodGet, URL: "http://" + s.host(name) + discoveryPath, Want: fmt.Sprintf("%q", s.issuer(name))}
+}
+
+func (s *noisySetup) search(name string) requestSpec {
+	h := map[string]string{"Content-Type": "application/json"}
+	for k, v := range mcpHeaders {
+		h[k] = v
+	}
+	return requestSpec{Method: http.MethodPost, URL: "http://" + s.host(name) + "/mcp", Body: searchCall, Header: h, Want: "course-"}
+}
+
+func (s *noisySetup) protected(name, token string) requestSpec {
+	return requestSpec{Method: http.MethodPost, URL: "http://" + s.host(name) + "/account/graphql", Body: viewerQuery,
+		Header: map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token}, Want: `"viewer"`}
 }
 
 // exchange redeems the next prepared code of the neighbour.
@@ -127,9 +135,9 @@ func ask(ctx context.Context, client *http.Client, a asker, t *tally, w int) (in
 }
 
 // victimRequest is the victim's request: any answer but its 200 fails.
-func (s *noisySetup) victimRequest(a asker, t *tally) request {
+func victimRequest(client *http.Client, a asker, t *tally) request {
 	return func(ctx context.Context, w int) error {
-		status, err := ask(ctx, s.victimClient, a, t, w)
+		status, err := ask(ctx, client, a, t, w)
 		if err == nil && status != http.StatusOK {
 			err = fmt.Errorf("the victim answered HTTP %d", status)
 		}
@@ -149,8 +157,7 @@ func (s *noisySetup) floodRequest(a asker, t *tally) request {
 // floods makes the setup's schools ready and measures each flood.
 func (n *noisyRun) floods(name string, c *platformCaddy, port int) error {
 	s := &noisySetup{run: n, name: name, caddy: c, port: port,
-		victimClient: clientFor(port, n.cfg.victimC), floodClient: clientFor(port, n.cfg.floodC), codes: &pool[pendingCode]{}}
-	defer s.victimClient.CloseIdleConnections()
+		floodClient: clientFor(port, n.cfg.floodC), codes: &pool[pendingCode]{}}
 	defer s.floodClient.CloseIdleConnections()
 	if err := s.ready(); err != nil {
 		return c.failure(err)
@@ -185,7 +192,7 @@ func (s *noisySetup) ready() error {
 		searched = append(searched, neighbourSchool)
 	}
 	for _, name := range searched {
-		if err := s.until(time.Minute, s.search(name)); err != nil {
+		if err := s.until(time.Minute, s.search(name).asker()); err != nil {
 			return fmt.Errorf("%s never served its catalog: %v", name, err)
 		}
 	}
@@ -229,8 +236,8 @@ func (s *noisySetup) memberToken(name string) (string, error) {
 	return t.Access, nil
 }
 
-// victimAsker is the victim's request, the same under every flood.
-func (s *noisySetup) victimAsker() asker {
+// victimAsks is the victim's request, the same under every flood.
+func (s *noisySetup) victimAsks() requestSpec {
 	switch s.run.cfg.victim {
 	case "protected":
 		return s.protected(victimSchool, s.victimToken)
@@ -246,32 +253,38 @@ func (s *noisySetup) floodAsker(f string) (asker, string) {
 	c := s.run.cfg.floodC
 	switch f {
 	case floodMCP:
-		return s.search(neighbourSchool), fmt.Sprintf("`/mcp` `tools/call search_catalog` (anonymous), %d clients, one address", c)
+		return s.search(neighbourSchool).asker(), fmt.Sprintf("`/mcp` `tools/call search_catalog` (anonymous), %d clients, one address", c)
 	case floodToken:
 		return s.exchange(), fmt.Sprintf("token endpoint: code exchanges (codes prepared outside the timing), %d clients", c)
 	case floodLegacy:
-		return s.protected(neighbourSchool, s.floodToken),
+		return s.protected(neighbourSchool, s.floodToken).asker(),
 			fmt.Sprintf("`/account/graphql` (member token) to a legacy server answering in %s, %d clients", s.run.cfg.legacyDelay, c)
 	}
-	return s.discovery(neighbourSchool), fmt.Sprintf("discovery, %d clients", c)
+	return s.discovery(neighbourSchool).asker(), fmt.Sprintf("discovery, %d clients", c)
 }
 
 // measure runs one flood's rounds: the victim alone, then the victim
 // while the neighbour floods (the flood started cfg.warm before the
-// victim's phase, and stopped with it), each followed by cfg.settle.
+// victim's phase, and stopped when it ends), each followed by
+// cfg.settle. The victim's clients are a process of their own
+// (noisyload.go).
 func (s *noisySetup) measure(f string) (string, error) {
 	cfg := s.run.cfg
 	pid := s.caddy.pid()
-	victim := s.victimAsker()
+	victim := victimLoad{Port: s.port, Clients: cfg.victimC, Duration: cfg.duration, Request: s.victimAsks()}
 	flood, what := s.floodAsker(f)
 	var rounds []noisyRound
 	var aloneAnswers, floodedAnswers, floodAnswers answerCount
 	var ranDry []string
+	ctx := context.Background()
 	for r := range cfg.rounds {
 		var round noisyRound
-		t := newTally(cfg.victimC)
-		round.alone = load(cfg.victimC, cfg.duration, 0, pid, s.victimRequest(victim, t))
-		aloneAnswers.add(t.sum())
+		var answers answerCount
+		var err error
+		if round.alone, answers, err = runVictim(ctx, victim); err != nil {
+			return "", err
+		}
+		aloneAnswers.add(answers)
 		time.Sleep(cfg.settle)
 
 		work := 0
@@ -282,18 +295,27 @@ func (s *noisySetup) measure(f string) (string, error) {
 			work = len(s.codes.items)
 			time.Sleep(cfg.settle)
 		}
-		tv, tf := newTally(cfg.victimC), newTally(cfg.floodC)
+		tf := newTally(cfg.floodC)
+		floodCtx, stopFlood := context.WithCancel(ctx)
+		var dry bool
 		var wg sync.WaitGroup
-		wg.Go(func() { round.flood = load(cfg.floodC, cfg.warm+cfg.duration, work, pid, s.floodRequest(flood, tf)) })
+		wg.Go(func() {
+			round.flood = loadCtx(floodCtx, cfg.floodC, time.Hour, work, pid, s.floodRequest(flood, tf))
+			dry = floodCtx.Err() == nil // it ended before it was stopped: the codes ran out
+		})
 		time.Sleep(cfg.warm)
-		round.flooded = load(cfg.victimC, cfg.duration, 0, pid, s.victimRequest(victim, tv))
+		round.flooded, answers, err = runVictim(ctx, victim)
+		stopFlood()
 		wg.Wait()
-		floodedAnswers.add(tv.sum())
+		if err != nil {
+			return "", err
+		}
+		floodedAnswers.add(answers)
 		floodAnswers.add(tf.sum())
 		if f == floodToken {
 			s.mostUsed = max(s.mostUsed, min(int(s.codes.next.Load()), len(s.codes.items)))
-			if full := cfg.warm + cfg.duration; round.flood.elapsed < full*95/100 {
-				ranDry = append(ranDry, fmt.Sprintf("round %d after %.1f s of %.1f s", r+1, round.flood.elapsed.Seconds(), full.Seconds()))
+			if dry {
+				ranDry = append(ranDry, fmt.Sprintf("round %d after %.1f s", r+1, round.flood.elapsed.Seconds()))
 			}
 		}
 		rounds = append(rounds, round)
