@@ -94,7 +94,7 @@ func noisySizes(cfg config, registries string) (noisyConfig, error) {
 		budgetClientsPerInstance: max(cfg.concurrency/2, 1)}
 	if cfg.smoke {
 		nc.smoke = true
-		nc.victimC, nc.floodC, nc.rounds, nc.courses, nc.exchanges = min(nc.victimC, 2), 8, 1, 300, 300
+		nc.victimC, nc.floodC, nc.rounds, nc.courses, nc.exchanges = min(nc.victimC, 2), 8, 1, 300, 1000
 		nc.duration, nc.warm, nc.settle, nc.legacyDelay = 300*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond, 100*time.Millisecond
 		nc.budgetWarm, nc.budgetWindow, nc.budgetClientsPerInstance = 300*time.Millisecond, time.Second, 4
 	}
