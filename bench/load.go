@@ -73,7 +73,12 @@ func (s stats) writtenPerRequest() float64 {
 // load runs req with c workers for d, or, when work > 0, until work
 // requests have been sent (whichever comes first).
 func load(c int, d time.Duration, work int, pid int, req request) stats {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	return loadCtx(context.Background(), c, d, work, pid, req)
+}
+
+// loadCtx is load that also ends when parent does.
+func loadCtx(parent context.Context, c int, d time.Duration, work int, pid int, req request) stats {
+	ctx, cancel := context.WithTimeout(parent, d)
 	defer cancel()
 	var next atomic.Int64
 	per := make([][]time.Duration, c)

@@ -7,6 +7,7 @@
 //	go run ./bench -smoke -platform 50     # the same, tiny: checks the harness
 //	go run ./bench -only token -ab <commit> # the token endpoint beside an older build
 //	go run ./bench -peers                  # forward_auth → oauth2-proxy and node-oidc-provider beside the gateway
+//	go run ./bench -noisy                  # a victim school alone and while a neighbour floods the same Caddy (noisy.go)
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
 // legacy server (with a generated catalog) and an mcp-go no-op server,
@@ -44,7 +45,7 @@ type config struct {
 }
 
 func main() {
-	serve := flag.String("serve", "", "internal: run as the bench's 'upstream' or 'noop-mcp' server on -addr")
+	serve := flag.String("serve", "", "internal: run as the bench's 'upstream' or 'noop-mcp' server on -addr, or as -noisy's victim 'load' (a JSON spec on stdin)")
 	addr := flag.String("addr", "", "internal: listen address of -serve")
 	assertionIssuer := flag.String("assertion-issuer", "", "internal: with -serve upstream, the school whose requests must carry its verified X-School-Assertion")
 	cfg := config{}
@@ -61,7 +62,7 @@ func main() {
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
 	schools := flag.String("schools", "", "measure many schools in one Caddy instead: comma-separated sizes, e.g. 100,500,1000")
 	platform := flag.Int("platform", 0, "measure the school_platform handler instead, with this many schools in its registry (e.g. 10000)")
-	registries := flag.String("registries", "dir,postgres", "with -platform: the registries measured (dir, postgres; postgres starts its own PostgreSQL)")
+	registries := flag.String("registries", "dir,postgres", "with -platform or -noisy: the registries measured (dir, postgres; postgres starts its own PostgreSQL)")
 	maxActive := flag.Int("max-active", 1000, "with -platform: the platform's max_active")
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")
 	flag.Parse()
@@ -72,10 +73,19 @@ func main() {
 	var err error
 	switch *serve {
 	case "upstream":
-		err = serveUpstream(*addr, cfg.courses, *assertionIssuer)
+		err = serveUpstream(*addr, cfg.courses, *assertionIssuer, *accountDelayF)
 	case "noop-mcp":
 		err = serveNoopMCP(*addr)
+	case "load":
+		err = serveLoad(os.Stdin, os.Stdout)
 	case "":
+		if *noisyFlag {
+			var nc noisyConfig
+			if nc, err = noisySizes(cfg, *registries); err == nil {
+				err = runNoisy(nc)
+			}
+			break
+		}
 		if *platform > 0 {
 			err = runPlatform(platformSizes(cfg, *platform, *maxActive, *registries))
 			break

@@ -254,37 +254,45 @@ func (p *platformRun) openRegistry(kind, base string) (*benchRegistry, error) {
 		}
 		return &benchRegistry{Registry: d, line: "registry dir " + path, stop: func() { _ = d.Close() }, written: written}, nil
 	case "postgres":
-		if _, err := pgcluster.BinDir(); err != nil {
-			return nil, fmt.Errorf("the postgres registry needs PostgreSQL's server binaries (apt-get install postgresql): %v", err)
-		}
-		c, err := pgcluster.Start(pgcluster.Options{Durable: true})
-		if err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		dsn, err := c.CreateDatabase(ctx, "platform")
-		if err == nil {
-			var pool *pgstore.Pool
-			if pool, err = pgstore.Connect(ctx, dsn); err == nil {
-				var reg *pgstore.Registry
-				if reg, err = pgstore.OpenRegistry(ctx, pool, nil); err == nil {
-					line := fmt.Sprintf("registry postgres %q {\n\t\t\tkey_secret bench-key-secret\n\t\t}", dsn)
-					r := &benchRegistry{Registry: reg, line: line, stop: func() { _ = reg.Close(); pool.Close(); _ = c.Stop() }}
-					began := time.Now()
-					if err = p.populatePostgres(reg); err == nil {
-						r.written = time.Since(began)
-						return r, nil
-					}
-					_ = reg.Close()
-				}
-				pool.Close()
-			}
-		}
-		_ = c.Stop()
-		return nil, err
+		return openPostgresRegistry(p.populatePostgres)
 	}
 	return nil, fmt.Errorf("unknown registry %q (dir, postgres)", kind)
+}
+
+// openPostgresRegistry starts a durable PostgreSQL server of the bench's
+// own, opens a registry in a database of it, fills it with populate (timed:
+// written) and returns the bench's handle, whose stop closes the registry
+// and stops the server.
+func openPostgresRegistry(populate func(registry.Registry) error) (*benchRegistry, error) {
+	if _, err := pgcluster.BinDir(); err != nil {
+		return nil, fmt.Errorf("the postgres registry needs PostgreSQL's server binaries (apt-get install postgresql): %v", err)
+	}
+	c, err := pgcluster.Start(pgcluster.Options{Durable: true})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn, err := c.CreateDatabase(ctx, "platform")
+	if err == nil {
+		var pool *pgstore.Pool
+		if pool, err = pgstore.Connect(ctx, dsn); err == nil {
+			var reg *pgstore.Registry
+			if reg, err = pgstore.OpenRegistry(ctx, pool, nil); err == nil {
+				line := fmt.Sprintf("registry postgres %q {\n\t\t\tkey_secret bench-key-secret\n\t\t}", dsn)
+				r := &benchRegistry{Registry: reg, line: line, stop: func() { _ = reg.Close(); pool.Close(); _ = c.Stop() }}
+				began := time.Now()
+				if err = populate(reg); err == nil {
+					r.written = time.Since(began)
+					return r, nil
+				}
+				_ = reg.Close()
+			}
+			pool.Close()
+		}
+	}
+	_ = c.Stop()
+	return nil, err
 }
 
 // populatePostgres writes the records of schools s0 … s(n-1), 16 at a
@@ -377,6 +385,13 @@ http://:%[4]d {
 	}
 }
 `, admin, base, name, port, registryLine, p.cfg.maxActive)
+	return launchCaddy(p.caddyBin, base, name, port, admin, caddyfile)
+}
+
+// launchCaddy starts the Caddy binary bin on caddyfile (whose admin
+// endpoint is admin), its files under base named by name; its clients
+// dial port whatever the host name asked.
+func launchCaddy(bin, base, name string, port int, admin, caddyfile string) (*platformCaddy, error) {
 	config := filepath.Join(base, "Caddyfile-"+name)
 	if err := os.WriteFile(config, []byte(caddyfile), 0o600); err != nil {
 		return nil, err
@@ -395,7 +410,7 @@ http://:%[4]d {
 		return nil, err
 	}
 	defer logf.Close()
-	c.cmd = exec.Command(p.caddyBin, "run", "--config", config, "--adapter", "caddyfile")
+	c.cmd = exec.Command(bin, "run", "--config", config, "--adapter", "caddyfile")
 	c.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(base, "xdg-data-"+name),
 		"XDG_CONFIG_HOME="+filepath.Join(base, "xdg-config-"+name))
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -14,7 +15,8 @@ import (
 // The bench's own legacy server: as small as a real one could be, so that
 // what is measured is the proxy in front of it, not the school. It honours
 // the backend contract the gateway needs (session endpoint, catalog feed,
-// Account API and admin API paths).
+// Account API and admin API paths). accountDelay, when set, is how long
+// its Account API takes to answer: a slow legacy server (-noisy).
 
 const benchCookie = "bench_session"
 
@@ -25,7 +27,7 @@ var member = map[string]any{"sub": "member-1", "email": "student@bench.example",
 var accountAnswer = []byte(`{"data":{"viewer":{"id":"member-1","email":"student@bench.example",` +
 	`"enrolledCourses":{"nodes":[{"slug":"course-00001","expireDate":null,"hasLifetimeAccess":true}]}}}}`)
 
-func serveUpstream(addr string, courses int, assertionIssuer string) error {
+func serveUpstream(addr string, courses int, assertionIssuer string, accountDelay time.Duration) error {
 	asserted := newAssertionCheck(assertionIssuer, "http://"+addr)
 	feed, err := catalogtest.Feed(courses)
 	if err != nil {
@@ -45,6 +47,13 @@ func serveUpstream(addr string, courses int, assertionIssuer string) error {
 		_, _ = w.Write(feed)
 	})
 	mux.HandleFunc("/account/graphql", func(w http.ResponseWriter, r *http.Request) {
+		if accountDelay > 0 {
+			select {
+			case <-time.After(accountDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		answer := accountAnswer
 		if asserted.applies(r) {
 			if err := asserted.check(r); err != nil {

@@ -28,6 +28,7 @@ go test -count=1 ./...
 echo "== benchmark harness (smoke: seconds, no thresholds; keeps it from rotting)"
 go run ./bench -smoke
 go run ./bench -smoke -platform 50   # school_platform, both registries: about 25 s
+go run ./bench -smoke -noisy         # noisy neighbours, both registries and site blocks, the budget check: about 25 s
 
 echo "== fuzz (bounded)"
 fuzztime="${FUZZTIME:-20s}"
