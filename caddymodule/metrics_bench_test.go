@@ -63,17 +63,31 @@ func schoolgateSeries(body []byte) int {
 
 // BenchmarkMetricsScrape measures a scrape of /metrics, with Caddy's own
 // collectors beside the gateway's, for 10 and 10,000 schools that have
-// counted something; it reports the schoolgate_ series and the bytes of
-// an answer.
+// counted something, by metrics_per_school; it reports the schoolgate_
+// series and the bytes of an answer.
 func BenchmarkMetricsScrape(b *testing.B) {
-	for _, n := range []int{10, 10_000} {
-		b.Run(fmt.Sprintf("schools=%d", n), func(b *testing.B) {
+	for _, tc := range []struct {
+		schools int
+		per     perSchool
+	}{
+		{10, perSchool{mode: metricsPerSchoolAll}},
+		{10_000, perSchool{mode: metricsPerSchoolNone}},
+		{10_000, perSchool{mode: metricsPerSchoolTop, top: 50}},
+		{10_000, perSchool{mode: metricsPerSchoolAll}},
+	} {
+		name := fmt.Sprintf("schools=%d/%s", tc.schools, tc.per.mode)
+		if tc.per.top > 0 {
+			name += fmt.Sprint(tc.per.top)
+		}
+		b.Run(name, func(b *testing.B) {
 			ctx, err := caddy.ProvisionContext(&caddy.Config{AppsRaw: caddy.ModuleMap{appName: json.RawMessage(`{}`)}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			reg := ctx.GetMetricsRegistry()
-			observeSchools(metricsFor(reg), n)
+			m := metricsFor(reg)
+			m.setPerSchool(tc.per)
+			observeSchools(m, tc.schools)
 			h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 			body := scrape(b, h)
 			b.ResetTimer()

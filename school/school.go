@@ -133,6 +133,10 @@ type Observer interface {
 	// MCPCaller counts a request to /mcp by caller: anonymous, member,
 	// operator or refused.
 	MCPCaller(caller string)
+	// RequestRefused counts a request the gateway refused for want of
+	// capacity, the instance's or the school's, by cause: one of
+	// RefusalCauses (refusal.go).
+	RequestRefused(cause string)
 }
 
 // Handler is the next handler of a request the school does not answer
@@ -354,6 +358,7 @@ func (nopObserver) TokenLookup(bool)         {}
 func (nopObserver) GrantDisconnected(string) {}
 func (nopObserver) ProtectedOutcome(string)  {}
 func (nopObserver) MCPCaller(string)         {}
+func (nopObserver) RequestRefused(string)    {}
 
 // Budget is a school's own limits. A zero Limit is no limit.
 type Budget struct {
