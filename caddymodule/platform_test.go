@@ -773,6 +773,11 @@ func TestPlatformHealthCounts(t *testing.T) {
 		if _, got := platformHealth(t, tp); got != want {
 			t.Errorf("%s: %+v, want %+v", step, got, want)
 		}
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		if len(tp.failing) != want.Failed {
+			t.Errorf("%s: %d schools kept as failing, want %d", step, len(tp.failing), want.Failed)
+		}
 	}
 	check("at first", platformSummary{Schools: 4, Active: 1, Failed: 1, Disabled: 1})
 
