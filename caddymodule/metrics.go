@@ -143,15 +143,19 @@ func (f *family) slot2(a, b string) int {
 // counterSet is a set of counters, a family's slots made on the family's
 // first event, so that a school that never sees a refusal holds no
 // refusal counters. Counting is an atomic load and add: no lock, no label
-// lookup.
+// lookup. A family's slots take whole cache lines (cacheLineSlots), so
+// that two sets counted from different processors do not share one.
 type counterSet struct {
 	fams [numFamilies]atomic.Pointer[[]atomic.Uint64]
 }
 
+// cacheLineSlots are the counters in a cache line of 64 bytes.
+const cacheLineSlots = 8
+
 func (c *counterSet) add(f, slot int) {
 	p := c.fams[f].Load()
 	if p == nil {
-		s := make([]atomic.Uint64, families[f].size)
+		s := make([]atomic.Uint64, (families[f].size+cacheLineSlots-1)/cacheLineSlots*cacheLineSlots)
 		if !c.fams[f].CompareAndSwap(nil, &s) {
 			p = c.fams[f].Load()
 		} else {
@@ -173,10 +177,15 @@ func (c *counterSet) slots(f int) []atomic.Uint64 {
 // by issuer, and which schools have series (metricsschools.go). One
 // collector in the config's registry, shared by its schools.
 type metrics struct {
-	total counterSet
+	// totals are the instance's counts in shards, a school counting into
+	// one of them (schoolCounters.shard), so that the schools served on
+	// different processors do not all add to one counter; a scrape adds
+	// the shards up.
+	totals [totalShards]counterSet
 
 	mu      sync.Mutex
 	schools map[string]*schoolCounters
+	made    int // schools' counters made, which deals them the shards
 
 	// per is which schools have series: nil until the App's Start set it
 	// (every school, as for site blocks).
@@ -187,11 +196,16 @@ type metrics struct {
 	ranked time.Time
 }
 
+// totalShards is how many shards the totals are counted in.
+const totalShards = 16
+
 // schoolCounters are one school's counters, kept by issuer while the
 // config runs (and its record is in the registry, for a platform's), so
 // that a school let go of and built again counts on.
 type schoolCounters struct {
 	site string
+	// shard is the totals' shard the school counts into.
+	shard *counterSet
 	counterSet
 	// events counts the school's events but its token validations (each
 	// repeats a protected or /mcp request's count): its traffic, which a
@@ -230,8 +244,9 @@ func (m *metrics) schoolOf(site string) *schoolCounters {
 	defer m.mu.Unlock()
 	sc := m.schools[site]
 	if sc == nil {
-		sc = &schoolCounters{site: site}
+		sc = &schoolCounters{site: site, shard: &m.totals[m.made%totalShards]}
 		m.schools[site] = sc
+		m.made++
 	}
 	return sc
 }
@@ -254,7 +269,8 @@ type siteObserver struct {
 }
 
 func newSiteObserver(m *metrics, site string) siteObserver {
-	return siteObserver{total: &m.total, school: m.schoolOf(site)}
+	sc := m.schoolOf(site)
+	return siteObserver{total: sc.shard, school: sc}
 }
 
 func (o siteObserver) count(f, slot int) {

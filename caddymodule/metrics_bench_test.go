@@ -9,9 +9,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -137,4 +139,21 @@ func BenchmarkPlatformHealth(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkObserve measures what a protected request counts (a token
+// validation and its outcome) on the request path, from every processor
+// at once, each counting for a school of its own as a platform's
+// requests do.
+func BenchmarkObserve(b *testing.B) {
+	m := metricsFor(prometheus.NewRegistry())
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		o := newSiteObserver(m, fmt.Sprintf("https://s%d.example", next.Add(1)))
+		for pb.Next() {
+			o.TokenLookup(true)
+			o.ProtectedOutcome("allowed")
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,11 +48,16 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // behind.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for fi, f := range families {
-		slots := m.total.slots(fi)
+		var shards [totalShards][]atomic.Uint64
+		for i := range m.totals {
+			shards[i] = m.totals[i].slots(fi)
+		}
 		for slot, labels := range f.slotLabels {
 			var v uint64
-			if slots != nil {
-				v = slots[slot].Load()
+			for _, slots := range shards {
+				if slots != nil {
+					v += slots[slot].Load()
+				}
 			}
 			if v > 0 || f.zeros && !slices.Contains(labels, otherValue) {
 				ch <- prometheus.MustNewConstMetric(f.total, prometheus.CounterValue, float64(v), labels...)
@@ -61,7 +67,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, sc := range m.chosen(time.Now()) {
 		for fi, f := range families {
 			slots := sc.slots(fi)
-			for slot := range slots {
+			if slots == nil {
+				continue
+			}
+			for slot := range f.slotLabels {
 				if v := slots[slot].Load(); v > 0 {
 					labels := append([]string{sc.site}, f.slotLabels[slot]...)
 					ch <- prometheus.MustNewConstMetric(f.perSchool, prometheus.CounterValue, float64(v), labels...)
