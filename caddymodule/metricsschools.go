@@ -20,9 +20,10 @@ type perSchool struct {
 
 // The top by traffic ranks the schools at each scrape by their recent
 // traffic, the events they counted (schoolCounters.events), weighed down
-// by half
-// every trafficHalfLife, so that a school busy once and idle since
-// leaves the top. A school in the top keeps its place until another's
+// by half every trafficHalfLife, so that a school busy once and idle
+// since leaves the top. Ranked at the scrape, the top costs the request
+// path nothing and leaves no stale series: a school out of it is simply
+// not collected. A school in the top keeps its place until another's
 // traffic is more than incumbency times its own, so that two schools of
 // about equal traffic do not take turns at each scrape.
 const (
