@@ -50,8 +50,13 @@ func schoolgateCommands(root *cobra.Command) {
 	calls := []adminCall{
 		{use: "sites", short: "List the running schools, their keys and catalog", method: http.MethodGet,
 			path: func(string) string { return "/schoolgate/sites" }},
-		{use: "health", short: "Check every school's store, keys and catalog (exit 1 when unhealthy)",
-			method: http.MethodGet, path: func(string) string { return "/schoolgate/health" }},
+		{use: "health", short: "Check the site blocks' schools and the platforms' registries, or with --issuer one school (exit 1 when unhealthy)",
+			method: http.MethodGet, path: func(issuer string) string {
+				if issuer == "" {
+					return "/schoolgate/health"
+				}
+				return "/schoolgate/health" + withIssuer(issuer)
+			}},
 		{use: "rotate-keys", short: "Publish a new signing key (it signs an hour later)", method: http.MethodPost,
 			path: func(string) string { return "/schoolgate/keys/rotate" }, body: issuerBody},
 		{use: "refresh-catalog", short: "Import the catalog feed now", method: http.MethodPost,
