@@ -60,8 +60,13 @@ func schoolgateCommands(root *cobra.Command) {
 	calls := []adminCall{
 		{use: "running", aliases: []string{"sites"}, short: "List the schools this Caddy runs now, their state, keys and catalog (old name: sites)",
 			method: http.MethodGet, path: func(string) string { return "/schoolgate/running" }},
-		{use: "health", short: "Check every school's store, keys and catalog (exit 1 when unhealthy)",
-			method: http.MethodGet, path: func(string) string { return "/schoolgate/health" }},
+		{use: "health", short: "Check the site blocks' schools and the platforms' registries, or with --issuer one school (exit 1 when unhealthy)",
+			method: http.MethodGet, path: func(issuer string) string {
+				if issuer == "" {
+					return "/schoolgate/health"
+				}
+				return "/schoolgate/health" + withIssuer(issuer)
+			}},
 		{use: "rotate-keys", short: "Publish a new signing key (it signs an hour later)", method: http.MethodPost,
 			path: func(string) string { return "/schoolgate/keys/rotate" }, body: issuerBody},
 		{use: "refresh-catalog", short: "Import the catalog feed now", method: http.MethodPost,

@@ -214,6 +214,13 @@ func TestPlatformDir(t *testing.T) {
 	if status != 200 || !strings.Contains(string(body), `"schools":2`) {
 		t.Errorf("health: %d %s", status, body)
 	}
+	// A platform's metrics are the instance's totals, no school's own.
+	fetch(t, c, origin("a")+"/account/graphql") // a GET: refused by the policy, counted
+	_, _, raw := get(t, "http://"+admin+"/metrics")
+	if got := metricValue(t, string(raw), `schoolgate_protected_requests_total{outcome="denied_by_policy"}`); got != 1 ||
+		strings.Contains(string(raw), "schoolgate_school_") {
+		t.Errorf("metrics: denied_by_policy %v, want 1, and no school's series:\n%s", got, grepLines(string(raw), "schoolgate_"))
+	}
 
 	// A reload hands the schools in use to the new config as they are.
 	out, err := exec.Command(caddyBin, "reload", "--force", "--config", filepath.Join(dir, "Caddyfile"),
