@@ -227,7 +227,10 @@ func setSchool(cmd *cobra.Command, issuer string) error {
 		// Refused for the version, or for a host another school has:
 		// the record read again tells which.
 		now, readErr := readRecord(cmd, issuer)
+		var gone *adminError
 		switch {
+		case errors.As(readErr, &gone) && gone.Status == http.StatusNotFound:
+			return fmt.Errorf("%s was removed from the registry while this change was made: nothing was written", issuer)
 		case readErr != nil:
 			return fmt.Errorf("%v; reading the record again: %w", err, readErr)
 		case now.Version == current.Version:

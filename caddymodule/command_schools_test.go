@@ -249,9 +249,10 @@ func TestSchoolsSetConcurrent(t *testing.T) {
 	addr := runAdminServer(t)
 	const issuer = "https://a.example"
 	tp.put(t, issuer, nil, `,"code_ttl":"30s"`)
-	// The other operator sets a further language each time.
+	// The other operator sets a further weight each time, or removes
+	// the school.
 	others := 0
-	racing.race = func() {
+	change := func() {
 		rec, err := tp.reg.Get(context.Background(), issuer)
 		if err != nil {
 			t.Error(err)
@@ -266,24 +267,33 @@ func TestSchoolsSetConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	remove := func() {
+		if err := tp.reg.Remove(context.Background(), issuer); err != nil {
+			t.Error(err)
+		}
+	}
 
 	for _, tt := range []struct {
 		name  string
+		race  func()
 		races int32
 		// version is the record's after; err what the refusal says.
 		version int64
 		want    string
 		err     string
 	}{
-		{name: "none", races: 0, version: 2, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"1m"}`},
-		{name: "one", races: 1, version: 4, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"2m","weight":1}`},
-		{name: "two", races: 2, version: 7, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"3m","weight":3}`},
-		{name: "every time", races: setTries, version: 10, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"3m","weight":6}`,
+		{name: "none", race: change, races: 0, version: 2, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"1m"}`},
+		{name: "one", race: change, races: 1, version: 4, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"2m","weight":1}`},
+		{name: "two", race: change, races: 2, version: 7, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"3m","weight":3}`},
+		{name: "every time", race: change, races: setTries, version: 10, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"3m","weight":6}`,
 			err: "https://a.example was changed by another writer each of the 3 times this change was made on it (now version 10): nothing of this change was written"},
+		{name: "removed", race: remove, races: 1,
+			err: "https://a.example was removed from the registry while this change was made: nothing was written"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			racing.race = tt.race
 			racing.races.Store(tt.races)
-			ttl := map[string]string{"none": "1m", "one": "2m", "two": "3m", "every time": "4m"}[tt.name]
+			ttl := map[string]string{"none": "1m", "one": "2m", "two": "3m", "every time": "4m", "removed": "5m"}[tt.name]
 			out, err := runSchools(t, addr, "set", issuer, "--option", "code_ttl="+ttl)
 			switch {
 			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
@@ -292,6 +302,12 @@ func TestSchoolsSetConcurrent(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			rec, err := tp.reg.Get(context.Background(), issuer)
+			if tt.version == 0 {
+				if err == nil {
+					t.Errorf("the record removed meanwhile is there again: %+v", rec)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
