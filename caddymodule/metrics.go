@@ -20,6 +20,7 @@ type metrics struct {
 	protected    *prometheus.CounterVec // site, outcome
 	mcpRequests  *prometheus.CounterVec // site, caller (anonymous, member, operator, refused)
 	disconnects  *prometheus.CounterVec // site, by (member, operator, client)
+	refusedAdm   *prometheus.CounterVec // site, cause (fair_share, budget_requests, budget_mcp_anonymous, mcp_anonymous_address)
 }
 
 // metricsFor returns the collectors of reg (a config's registry),
@@ -50,6 +51,7 @@ func metricsFor(reg *prometheus.Registry) *metrics {
 		protected:    counter("protected_requests_total", "Requests to protected resources, by outcome.", "outcome"),
 		mcpRequests:  counter("mcp_requests_total", "Requests to /mcp, by caller.", "caller"),
 		disconnects:  counter("grants_disconnected_total", "Grants ended, by who ended them: the person (member), an operator, or the client revoking its refresh token.", "by"),
+		refusedAdm:   counter("admission_refused_total", "Requests refused before they were served, by cause: fair_share (503), budget_requests, budget_mcp_anonymous, mcp_anonymous_address (429).", "cause"),
 	}
 	return m
 }
@@ -104,6 +106,10 @@ func (o siteObserver) ProtectedOutcome(outcome string) {
 	o.m.protected.WithLabelValues(o.site, outcome).Inc()
 }
 
+func (o siteObserver) AdmissionRefused(cause string) {
+	o.m.refusedAdm.WithLabelValues(o.site, cause).Inc()
+}
+
 func (o siteObserver) MCPCaller(caller string) {
 	switch caller {
 	case "anonymous":
@@ -137,6 +143,7 @@ func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(
 func (r *observerRef) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
 func (r *observerRef) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOutcome(outcome) }
 func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }
+func (r *observerRef) AdmissionRefused(cause string)   { r.p.Load().AdmissionRefused(cause) }
 
 // forget deletes every series of a site: a platform's school removed from
 // its registry, whose series would otherwise stay as long as the config
@@ -144,7 +151,7 @@ func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(ca
 func (m *metrics) forget(site string) {
 	only := prometheus.Labels{"site": site}
 	for _, v := range []*prometheus.CounterVec{m.tokensIssued, m.refused, m.registered, m.tokenLookups,
-		m.protected, m.mcpRequests, m.disconnects} {
+		m.protected, m.mcpRequests, m.disconnects, m.refusedAdm} {
 		v.DeletePartialMatch(only)
 	}
 }

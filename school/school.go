@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/internal/schedule"
@@ -95,6 +96,13 @@ type Config struct {
 	Weight int
 	// Budget is the school's own limits, whatever its neighbours do.
 	Budget Budget
+	// Admission is the school's handle on the instance's fair share,
+	// made with Weight (package admission). Default: none, every request
+	// admitted at once.
+	Admission *admission.School
+	// Instances is how many instances serve the school now, each taking
+	// its part of the budget; counted in the background. Default: one.
+	Instances func() int
 
 	// Store is the school's opened store; the school does not close it.
 	// Required.
@@ -133,6 +141,13 @@ type Observer interface {
 	// MCPCaller counts a request to /mcp by caller: anonymous, member,
 	// operator or refused.
 	MCPCaller(caller string)
+	// AdmissionRefused counts a request refused before it was served, by
+	// cause: fair_share (503: it waited past its turn on the instance, or
+	// its school's queue was full), budget_requests and
+	// budget_mcp_anonymous (429: the school's budget is spent), and
+	// mcp_anonymous_address (429: the anonymous /mcp limit of the
+	// caller's address).
+	AdmissionRefused(cause string)
 }
 
 // Handler is the next handler of a request the school does not answer
@@ -183,6 +198,9 @@ type Site struct {
 	// since is when the school was built.
 	since time.Time
 
+	// budget is the school's own limits (admit.go).
+	budget budgets
+
 	catalog *catalog.Manager
 	// mcp is the MCP server, built by the first /mcp request (mcpHandler)
 	// and again after the school's name changed (renameMCP); mcpBuild
@@ -217,6 +235,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 	s := &Site{cfg: cfg, observe: cfg.Observer, client: cfg.Client, log: cfg.Logger, now: cfg.Now,
 		policy: &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}}
 	s.since = s.now().UTC()
+	s.budget = newBudgets(cfg.Budget, cfg.Instances)
 	var err error
 	s.as, err = authserver.New(ctx, authserver.Config{
 		Issuer:            cfg.Issuer,
@@ -354,20 +373,4 @@ func (nopObserver) TokenLookup(bool)         {}
 func (nopObserver) GrantDisconnected(string) {}
 func (nopObserver) ProtectedOutcome(string)  {}
 func (nopObserver) MCPCaller(string)         {}
-
-// Budget is a school's own limits. A zero Limit is no limit.
-type Budget struct {
-	// Requests limits all the school's requests but its discovery
-	// documents and JWKS.
-	Requests authserver.Limit
-	// MCPAnonymous limits the school's anonymous /mcp calls, all callers
-	// together.
-	MCPAnonymous authserver.Limit
-	// LegacyConcurrency bounds the requests waiting on the legacy server
-	// at once; zero is DefaultLegacyConcurrency.
-	LegacyConcurrency int
-}
-
-// DefaultLegacyConcurrency is how many requests of one school may wait on
-// its legacy server at once unless its budget says otherwise.
-const DefaultLegacyConcurrency = 256
+func (nopObserver) AdmissionRefused(string)  {}

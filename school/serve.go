@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // Serve routes a request: the school's own endpoints are answered here;
@@ -21,25 +21,32 @@ func (s *Site) Serve(w http.ResponseWriter, r *http.Request, next Handler) error
 	if !ok {
 		return nil
 	}
-	switch path := r.URL.Path; {
-	case sitepath.IsAuthServer(path):
-		s.as.ServeHTTP(w, r)
-		return nil
-	case sitepath.IsMCP(path):
-		s.serveMCP(w, r)
-		return nil
-	case sitepath.IsDocument(path):
-		s.serveDocument(w, r)
+	rt := routeOf(r.URL.Path, protected)
+	slot, ok := s.admit(w, r, rt)
+	if !ok {
 		return nil
 	}
-	if protected {
+	defer slot.Release()
+	switch rt {
+	case routeAuth, routePublic:
+		s.as.ServeHTTP(w, r)
+		return nil
+	case routeMCP:
+		s.serveMCP(w, r)
+		return nil
+	case routeDocument:
+		s.serveDocument(w, r)
+		return nil
+	case routeProtected:
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			writePreflight(w)
 			return nil
 		}
-		return s.serveProtected(w, r, next)
+		return s.serveProtected(w, r, next, &slot)
 	}
+	// The legacy site: the gateway's work is done.
 	stripBearer(r.Header)
+	slot.Release()
 	return next.ServeHTTP(w, r)
 }
 
@@ -89,7 +96,7 @@ func writePathRefusal(w http.ResponseWriter, err error, resourceMetadata string)
 
 // serveProtected checks the bearer token against the route's requirement
 // and forwards the request with identity headers instead of the token.
-func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handler) error {
+func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handler, slot *admission.Slot) error {
 	req, decision := s.policy.Decide(r.Method, r.URL.EscapedPath())
 	if decision != policy.Allow {
 		s.observe.ProtectedOutcome("denied_by_policy")
@@ -109,6 +116,7 @@ func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handl
 	if err := s.setAssertion(r.Header, tok); err != nil {
 		return &StatusError{Status: http.StatusServiceUnavailable, Err: err}
 	}
+	slot.Release()
 	return next.ServeHTTP(w, r)
 }
 
