@@ -392,3 +392,79 @@ func TestNoLeakUnderChurn(t *testing.T) {
 		}
 	}
 }
+
+// A paused slot is free for others while its request waits on I/O; the
+// request resumes before its school's requests that wait to begin.
+func TestPauseResume(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 2, Wait: time.Minute})
+	a, b := g.School(1), g.School(1)
+	ctx := context.Background()
+	sl := mustAdmit(t, a)
+	sl.Pause()
+	sl.Pause() // nested: one slot given back
+	if a.InFlight() != 0 || g.InFlight() != 0 {
+		t.Fatalf("paused: school %d, gate %d in flight", a.InFlight(), g.InFlight())
+	}
+	hb := mustAdmit(t, b)
+	ha := mustAdmit(t, a) // a's most, one of two
+	newer := admitAsync(ctx, a)
+	waitQueued(t, g, 1)
+	sl.Resume() // still paused once
+	resumed := make(chan struct{})
+	go func() { sl.Resume(); close(resumed) }()
+	waitQueued(t, g, 2)
+	ha.Release()
+	<-resumed // first: it was under way
+	select {
+	case r := <-newer:
+		t.Fatalf("a request that had not begun went first: %v", r.err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	sl.Release()
+	r := <-newer
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.slot.Release()
+	hb.Release()
+	if g.InFlight() != 0 || g.Waiting() != 0 {
+		t.Fatalf("in flight %d, waiting %d at the end", g.InFlight(), g.Waiting())
+	}
+}
+
+// A request whose context ended while it waited to resume goes on
+// without a slot, and gives nothing back at the end.
+func TestResumeAfterCancel(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 1, Wait: time.Minute})
+	a, b := g.School(1), g.School(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	sl, err := a.Admit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.Pause()
+	hb := mustAdmit(t, b)
+	done := make(chan struct{})
+	go func() { sl.Resume(); close(done) }()
+	waitQueued(t, g, 1)
+	cancel()
+	<-done
+	sl.Release()
+	hb.Release()
+	if g.InFlight() != 0 || g.Waiting() != 0 || a.InFlight() != 0 {
+		t.Fatalf("in flight %d, waiting %d, a %d at the end", g.InFlight(), g.Waiting(), a.InFlight())
+	}
+}
+
+// A lone school's slot is not counted: pausing it changes nothing.
+func TestPauseLone(t *testing.T) {
+	g := NewGate(Options{Concurrency: 1})
+	a := g.School(1)
+	sl := mustAdmit(t, a)
+	sl.Pause()
+	sl.Resume()
+	sl.Release()
+	if g.InFlight() != 0 {
+		t.Fatalf("in flight %d", g.InFlight())
+	}
+}

@@ -84,18 +84,29 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 	if !g.shared(t) {
 		// A lone school has the whole instance: its slots are not even
 		// counted, and cost nothing but the clock.
-		return Slot{s: s, since: t, cpu: g.cost.begin(t)}, nil
+		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t)}, nil
 	}
 	if g.tryTake(s, cfg.slots) {
 		s.inflight.Add(1)
 		s.turn()
-		return Slot{s: s, since: t, cpu: g.cost.begin(t), counted: true}, nil
+		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t), counted: true}, nil
 	}
 	return s.wait(ctx, cfg, t)
 }
 
 // wait is Admit's slow path.
 func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error) {
+	if err := s.queueUp(ctx, cfg, t, false); err != nil {
+		return Slot{}, err
+	}
+	t = now()
+	return Slot{s: s, ctx: ctx, since: t, cpu: s.gate.cost.begin(t), counted: true}, nil
+}
+
+// queueUp takes a slot for s, waiting in its queue if none is free or
+// others wait: at the back within the bounds, or, for a request resuming
+// after a pause, at the front with no bound but ctx.
+func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming bool) error {
 	g := s.gate
 	g.mu.Lock()
 	g.expire(t)
@@ -103,27 +114,35 @@ func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error)
 		g.mu.Unlock()
 		s.inflight.Add(1)
 		s.turn()
-		return Slot{s: s, since: t, cpu: g.cost.begin(t), counted: true}, nil
+		return nil
 	}
-	if s.queue.len() >= cfg.queue {
+	if !resuming && s.queue.len() >= cfg.queue {
 		g.mu.Unlock()
-		return Slot{}, errQueueFull
+		return errQueueFull
 	}
 	w := newWaiter()
 	g.seq++
 	w.seq = g.seq
-	s.queue.push(w)
+	if resuming {
+		s.queue.pushFront(w)
+	} else {
+		s.queue.push(w)
+	}
 	g.list(s)
 	g.queued.Add(1)
 	g.dispatch(cfg)
 	g.arm(t)
 	g.mu.Unlock()
 
-	w.timer.Reset(cfg.wait)
+	var timeout <-chan time.Time
+	if !resuming {
+		w.timer.Reset(cfg.wait)
+		timeout = w.timer.C
+	}
 	var err error
 	select {
 	case <-w.ch:
-	case <-w.timer.C:
+	case <-timeout:
 		err = errWait
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -145,9 +164,5 @@ func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error)
 		g.mu.Unlock()
 	}
 	w.put()
-	if err != nil {
-		return Slot{}, err
-	}
-	t = now()
-	return Slot{s: s, since: t, cpu: g.cost.begin(t), counted: true}, nil
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/schoolgate/schoolgate/mcpserver"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Every request is admitted once its route is known: under the anonymous
@@ -173,4 +174,26 @@ func (s *Site) refuse(w http.ResponseWriter, r *http.Request, rt route, status i
 func wantsPage(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 		strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// pausing is client with its calls pausing the request's slot while they
+// wait on the legacy server (session lookups, the Account API).
+func pausing(client *http.Client) *http.Client {
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = pausingTransport{base}
+	return &c
+}
+
+type pausingTransport struct{ base http.RoundTripper }
+
+func (t pausingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if w := store.WaiterOf(r.Context()); w != nil {
+		w.Pause()
+		defer w.Resume()
+	}
+	return t.base.RoundTrip(r)
 }

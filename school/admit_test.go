@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,3 +281,30 @@ func TestSlotReleasedBeforeTheLegacyServer(t *testing.T) {
 type handlerFunc func(http.ResponseWriter, *http.Request) error
 
 func (f handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) error { return f(w, r) }
+
+// A request gives its slot back while it waits on the legacy server (the
+// sign-in's session lookup) and on the store (a commit's sync), and takes
+// it again after.
+func TestSlotPausedWhileWaiting(t *testing.T) {
+	g := admission.NewGate(admission.Options{Concurrency: 4})
+	mine, other := g.School(1), g.School(1)
+	var during atomic.Int64
+	during.Store(-1)
+	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		during.Store(int64(mine.InFlight()))
+		http.Error(w, `{"error":"not_signed_in"}`, http.StatusUnauthorized)
+	}))
+	defer legacy.Close()
+	ts := newTestSite(t, func(cfg *Config) { cfg.Admission, cfg.Upstream = mine, legacy.URL })
+	sl, _ := other.Admit(context.Background()) // the instance is shared: slots count
+	defer sl.Release()
+	r := httptest.NewRequest("GET", "/oauth/account/applications", nil)
+	r.Header.Set("Cookie", "session=x")
+	ts.serve(t, r)
+	if during.Load() != 0 {
+		t.Errorf("the school held %d slots while the legacy server answered the session lookup", during.Load())
+	}
+	if mine.InFlight() != 0 {
+		t.Errorf("%d slots held after the request", mine.InFlight())
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Serve routes a request: the school's own endpoints are answered here;
@@ -26,7 +27,22 @@ func (s *Site) Serve(w http.ResponseWriter, r *http.Request, next Handler) error
 	if !ok {
 		return nil
 	}
+	if slot.Counted() {
+		// The instance is shared: the slot goes into the request's
+		// context, for the store and the calls to the legacy server to
+		// give it back while they wait (store.Waiter).
+		held := new(admission.Slot)
+		*held = slot
+		defer held.Release()
+		return s.route(w, r.WithContext(store.WithWaiter(r.Context(), held)), next, rt, held)
+	}
 	defer slot.Release()
+	return s.route(w, r, next, rt, &slot)
+}
+
+// route serves an admitted request by its route; the slot is given back
+// before the legacy server is asked.
+func (s *Site) route(w http.ResponseWriter, r *http.Request, next Handler, rt route, slot *admission.Slot) error {
 	switch rt {
 	case routeAuth, routePublic:
 		s.as.ServeHTTP(w, r)
@@ -42,7 +58,7 @@ func (s *Site) Serve(w http.ResponseWriter, r *http.Request, next Handler) error
 			writePreflight(w)
 			return nil
 		}
-		return s.serveProtected(w, r, next, &slot)
+		return s.serveProtected(w, r, next, slot)
 	}
 	// The legacy site: the gateway's work is done.
 	stripBearer(r.Header)

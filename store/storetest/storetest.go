@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PurgeAudit", testPurgeAudit},
 		{"ExportSubject", testExportSubject},
 		{"EraseSubject", testEraseSubject},
+		{"Waiter", testWaiter},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
