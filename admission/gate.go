@@ -3,31 +3,37 @@
 //
 // A Gate has slots, by default one per processor Go may use. A request
 // takes a slot of its school's handle (School) once its route is known
-// and gives it back when the gateway's own work for it is done (before
-// the legacy server is asked). While the gate sees one school only, the
-// slots are counted and nothing else: a lone school has the whole
-// instance. Once a second school is asked, the instance is shared, and a
-// slot given back stays taken a little longer, for the HTTP work the
-// server does around a request (reading it, routing it, writing the
-// answer), measured from the process's CPU time: so the slots are all
-// taken exactly when the processors are busy, whether the requests are
-// a search that spends its time in the gateway or a discovery document
-// that spends it in the HTTP server. When no slot is free, a request
-// waits in its school's own short queue, and each slot freed goes to the
-// waiting school with the fewest slots for its weight, the one served
-// least lately among equals (stride scheduling). A school flooding the
-// instance keeps its share of the slots and waits for the rest; a school
-// asking a little is let in at the next slot freed. A request that finds
-// its school's queue full, or waits past the bound, is refused with a
-// Refusal that says when to retry.
+// and gives it back when the gateway's own work for it is done, before
+// the legacy server is asked; it gives it back too while it waits on I/O
+// (Slot.Pause: the store's commits and queries, calls to the legacy
+// server). While the gate sees one school only, nothing is counted: a
+// lone school has the whole instance, at the cost of a clock reading.
+// Once a second school is asked, the instance is shared:
+//
+//   - a slot given back stays taken a little longer, for the HTTP work
+//     the server does around a request (reading it, routing it, writing
+//     the answer, proxying), measured from the process's CPU time
+//     (overhead.go): so the slots are all taken when the processors are
+//     busy, whether a school's requests spend their time in the
+//     gateway's code (a search) or in the HTTP server (a discovery
+//     document);
+//   - a school holds at most all slots but one while another school holds
+//     or waits for one, or was asked in the last presentFor: a school
+//     asking while a neighbour floods finds a slot at once;
+//   - when no slot is free, a request waits in its school's own short
+//     queue, and each slot freed goes to the waiting school with the
+//     fewest requests in the gateway's code for its weight, the one served
+//     least lately among equals (stride scheduling);
+//   - a request that finds its school's queue full, or waits past the
+//     bound, is refused with a Refusal that says when to retry.
 //
 // Why not a plain concurrency limit: measured in front of a flood, the
-// requests of the gateway's own code in flight at once never exceeded the
-// processors (a goroutine runs a short request from start to end), so a
-// limit at or above them never filled and changed nothing, and one below
-// them left processors idle. The queueing that starves a neighbour happens
-// before the gateway's code, in the HTTP server; only slots that also
-// stand for that work fill when the processors do.
+// requests in the gateway's code at once never exceeded the processors (a
+// goroutine runs a short request from start to end), so a limit at or
+// above them never filled and changed nothing; the queueing that starves
+// a neighbour happens in the HTTP server and the scheduler, before the
+// gateway's code. Slots that also stand for the work around a request
+// fill when the processors do; the cap keeps one for the others.
 //
 // The package knows nothing of HTTP or Caddy: school asks it, caddymodule
 // owns the one Gate of the process and configures it.
@@ -122,9 +128,9 @@ type Gate struct {
 	waiting []*School
 	seq     uint64
 	pass    uint64
-	// cooling are the slots given back while the instance is shared,
-	// each taken until its time, in the order they were given back.
-	cooling cooled
+	// cooling are the times until which the slots given back while the
+	// instance is shared stay taken, in the order they were given back.
+	cooling ring[int64]
 	// timer frees cooled slots for the waiters when no release comes
 	// first.
 	timer   *time.Timer
@@ -194,14 +200,29 @@ func (g *Gate) noteSchool(s *School, t int64) {
 	}
 }
 
-// capOf is how many slots one school may hold while the instance is
-// shared: all but one, so that a school asking for a slot while another
-// holds the rest finds one free at once rather than waiting for a turn.
-func capOf(slots int64) int64 { return max(slots-1, 1) }
+// capFor is how many slots s may hold at t while the instance is shared:
+// all but one while another school holds or waits for one or was asked
+// lately (within presentFor), so that a school asking while another holds
+// the rest finds one free at once rather than waiting for a turn; all of
+// them otherwise, so that a school asking alone for a moment (its
+// neighbours quiet, or their requests gone to their legacy servers) has
+// the processors.
+func (g *Gate) capFor(s *School, slots int64, othersWait bool, t int64) int64 {
+	if slots > 1 && (othersWait || g.used.Load()-s.inflight.Load() > 0 || t-g.sharedAt.Load() < int64(presentFor)) {
+		return slots - 1
+	}
+	return slots
+}
 
-// tryTake takes a free slot for s without the lock, when nobody waits.
-func (g *Gate) tryTake(s *School, slots int64) bool {
-	if g.queued.Load() != 0 || s.inflight.Load() >= capOf(slots) {
+// presentFor is how long a school asked counts as present for capFor:
+// one asking steadily is present throughout; one asking now and then
+// leaves the others the whole instance between its requests.
+const presentFor = 20 * time.Millisecond
+
+// tryTake takes a free slot for s at t without the lock, when nobody
+// waits.
+func (g *Gate) tryTake(s *School, slots, t int64) bool {
+	if g.queued.Load() != 0 || s.inflight.Load() >= g.capFor(s, slots, false, t) {
 		return false
 	}
 	if g.used.Add(1) <= slots {
@@ -223,15 +244,14 @@ func (g *Gate) takeLocked(slots int64) bool {
 
 // dispatch hands free slots to waiters, under mu: each to the head of
 // the waiting school with the fewest slots for its weight, the one served
-// least lately among equals; while the instance is shared, never to a
-// school that holds all the slots but one.
+// least lately among equals, none beyond its cap (capFor).
 func (g *Gate) dispatch(cfg *settings) {
-	limit := capOf(cfg.slots)
-	shared := g.shared(now())
+	t := now()
+	shared := g.shared(t)
 	for len(g.waiting) > 0 && g.used.Load() < cfg.slots {
 		best := -1
 		for i, s := range g.waiting {
-			if shared && s.inflight.Load() >= limit {
+			if shared && s.inflight.Load() >= g.capFor(s, cfg.slots, len(g.waiting) > 1, t) {
 				continue
 			}
 			if best < 0 || s.fairerThan(g.waiting[best]) {
@@ -290,16 +310,17 @@ func (g *Gate) unlistSchool(s *School) {
 	}
 }
 
-// cool keeps a given-back slot of s taken until t, under mu.
-func (g *Gate) cool(s *School, t int64) {
-	g.cooling.push(cooledSlot{until: t, s: s})
+// cool keeps a given-back slot taken until t, under mu: the processors
+// still work for the request, though no longer in the gateway's code, and
+// its school is free to begin the next.
+func (g *Gate) cool(t int64) {
+	g.cooling.push(t)
 }
 
 // expire frees the cooled slots whose time has come, under mu.
 func (g *Gate) expire(t int64) {
-	for g.cooling.len() > 0 && g.cooling.head().until <= t {
-		c := g.cooling.pop()
-		c.s.inflight.Add(-1)
+	for g.cooling.len() > 0 && g.cooling.head() <= t {
+		g.cooling.pop()
 		g.used.Add(-1)
 	}
 }
@@ -310,7 +331,7 @@ func (g *Gate) arm(t int64) {
 	if g.queued.Load() == 0 || g.cooling.len() == 0 {
 		return
 	}
-	at := g.cooling.head().until
+	at := g.cooling.head()
 	if g.timer != nil && g.timerAt > t && g.timerAt <= at {
 		return // set already, for as soon or sooner
 	}

@@ -75,7 +75,7 @@ func TestLoneSchoolIsNeverHeld(t *testing.T) {
 }
 
 // A second school makes the instance shared: from then on, slots count,
-// and a school holds all of them but one at most.
+// and while another school holds one, a school holds all but one at most.
 func TestSecondSchoolSharesTheInstance(t *testing.T) {
 	g := NewGate(Options{Concurrency: 2, Wait: time.Minute})
 	a, b := g.School(1), g.School(1)
@@ -87,23 +87,23 @@ func TestSecondSchoolSharesTheInstance(t *testing.T) {
 	if !g.shared(now()) {
 		t.Fatal("not shared once a second school was asked")
 	}
-	ha := mustAdmit(t, a) // one of two: its most
-	wa := admitAsync(context.Background(), a)
-	waitQueued(t, g, 1)
-	hb.Release()
 	lone1.Release()
 	lone2.Release()
+	ha := mustAdmit(t, a) // one of two while b holds the other: its most
+	wa := admitAsync(context.Background(), a)
+	waitQueued(t, g, 1)
 	select {
 	case <-wa:
-		t.Fatal("a took a second slot of two while the instance is shared")
-	case <-time.After(20 * time.Millisecond):
+		t.Fatal("a took the last slot while b held one")
+	case <-time.After(2 * presentFor):
 	}
-	ha.Release()
+	hb.Release() // a asks alone now: it may hold both
 	ra := <-wa
 	if ra.err != nil {
 		t.Fatal(ra.err)
 	}
 	ra.slot.Release()
+	ha.Release()
 	if g.InFlight() != 0 || g.Waiting() != 0 {
 		t.Fatalf("in flight %d, waiting %d at the end", g.InFlight(), g.Waiting())
 	}
@@ -224,9 +224,10 @@ func TestWeights(t *testing.T) {
 
 func TestQueueBound(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 2, Queue: 2, Wait: 2 * time.Second})
-	a, b := g.School(1), g.School(1)
+	a, b, c := g.School(1), g.School(1), g.School(1)
 	ctx := context.Background()
-	h := mustAdmit(t, a) // a at its most: one of two
+	hb := mustAdmit(t, b)
+	h := mustAdmit(t, a) // a at its most while b holds a slot: one of two
 	waits := make(chan result, 2)
 	for range 2 {
 		go func() {
@@ -240,9 +241,15 @@ func TestQueueBound(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Cause != CauseQueueFull || ref.RetryAfter <= 0 {
 		t.Fatalf("a third waiter: %v, want a queue_full refusal", err)
 	}
-	// The bound is the school's: b is let in.
-	hb := mustAdmit(t, b)
+	// The bound is the school's: c waits its turn.
+	wc := admitAsync(ctx, c)
+	waitQueued(t, g, 3)
 	hb.Release()
+	if r := <-wc; r.err != nil {
+		t.Fatal(r.err)
+	} else {
+		r.slot.Release()
+	}
 	h.Release()
 	for range 2 {
 		r := <-waits

@@ -92,13 +92,3 @@ func (q *waiters) remove(w *waiter) {
 		q.items, q.first = q.items[:0], 0
 	}
 }
-
-// cooledSlot is a slot given back and taken until its time.
-type cooledSlot struct {
-	until int64
-	s     *School
-}
-
-// cooled are the cooling slots, in the order they were given back: the
-// overhead changes slowly, so that is the order they free in.
-type cooled struct{ ring[cooledSlot] }

@@ -86,7 +86,7 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 		// counted, and cost nothing but the clock.
 		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t)}, nil
 	}
-	if g.tryTake(s, cfg.slots) {
+	if g.tryTake(s, cfg.slots, t) {
 		s.inflight.Add(1)
 		s.turn()
 		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t), counted: true}, nil
@@ -110,7 +110,7 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 	g := s.gate
 	g.mu.Lock()
 	g.expire(t)
-	if g.queued.Load() == 0 && s.inflight.Load() < capOf(cfg.slots) && g.takeLocked(cfg.slots) {
+	if g.queued.Load() == 0 && s.inflight.Load() < g.capFor(s, cfg.slots, false, t) && g.takeLocked(cfg.slots) {
 		g.mu.Unlock()
 		s.inflight.Add(1)
 		s.turn()

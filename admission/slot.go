@@ -27,8 +27,8 @@ type Slot struct {
 func (sl *Slot) Counted() bool { return sl.s != nil && sl.counted }
 
 // Release gives the slot back. While the instance is shared the slot
-// stays taken for the measured HTTP work around a request, then goes to
-// the fairest waiting school.
+// stays taken for the measured HTTP work around a request (the school no
+// longer counts it), then goes to the fairest waiting school.
 func (sl *Slot) Release() {
 	s := sl.s
 	if s == nil {
@@ -47,8 +47,9 @@ func (sl *Slot) Release() {
 		return // a paused slot was given back already
 	}
 	if o := g.cost.ns.Load(); o > 0 && g.shared(t) {
+		s.inflight.Add(-1)
 		g.mu.Lock()
-		g.cool(s, t+o)
+		g.cool(t + o)
 		g.expire(t)
 		g.dispatch(g.cfg.Load())
 		g.arm(t)
@@ -110,7 +111,7 @@ func (sl *Slot) Resume() {
 		sl.counted = false
 		return
 	}
-	if g.tryTake(s, cfg.slots) {
+	if g.tryTake(s, cfg.slots, t) {
 		s.inflight.Add(1)
 		return
 	}
