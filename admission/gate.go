@@ -10,20 +10,23 @@
 // lone school has the whole instance, at the cost of a clock reading.
 // Once a second school is asked, the instance is shared:
 //
-//   - a slot given back stays taken a little longer, for the HTTP work
-//     the server does around a request (reading it, routing it, writing
-//     the answer, proxying), measured from the process's CPU time
-//     (overhead.go): so the slots are all taken when the processors are
-//     busy, whether a school's requests spend their time in the
-//     gateway's code (a search) or in the HTTP server (a discovery
+//   - a request counts for its school from the moment it takes a slot
+//     until the HTTP work around it is done: its time in the gateway's
+//     code, then the overhead the process spends on a request outside it
+//     (reading and routing it, writing the answer, proxying), measured
+//     from the process's CPU time (overhead.go). What a school has under
+//     way so stands for processor time, whether its requests spend it in
+//     the gateway's code (a search) or in the HTTP server (a discovery
 //     document);
-//   - a school holds at most all slots but one while another school holds
-//     or waits for one, or was asked in the last presentFor: a school
-//     asking while a neighbour floods finds a slot at once;
-//   - when no slot is free, a request waits in its school's own short
-//     queue, and each slot freed goes to the waiting school with the
-//     fewest requests in the gateway's code for its weight, the one served
-//     least lately among equals (stride scheduling);
+//   - a school has at most all slots but one under way while another
+//     school holds or waits for one, or was asked in the last presentFor:
+//     a flood is held to its share, and a school asking while a neighbour
+//     floods finds a slot at once;
+//   - when no slot is free, or its school has its most under way, a
+//     request waits in its school's own short queue, and each slot freed
+//     goes to the waiting school with the fewest under way for its
+//     weight, the one served least lately among equals (stride
+//     scheduling);
 //   - a request that finds its school's queue full, or waits past the
 //     bound, is refused with a Refusal that says when to retry.
 //
@@ -32,8 +35,8 @@
 // goroutine runs a short request from start to end), so a limit at or
 // above them never filled and changed nothing; the queueing that starves
 // a neighbour happens in the HTTP server and the scheduler, before the
-// gateway's code. Slots that also stand for the work around a request
-// fill when the processors do; the cap keeps one for the others.
+// gateway's code. Counting the work around a request holds a flood of
+// cheap requests to its share too.
 //
 // The package knows nothing of HTTP or Caddy: school asks it, caddymodule
 // owns the one Gate of the process and configures it.
@@ -128,9 +131,10 @@ type Gate struct {
 	waiting []*School
 	seq     uint64
 	pass    uint64
-	// cooling are the times until which the slots given back while the
-	// instance is shared stay taken, in the order they were given back.
-	cooling ring[int64]
+	// cooling are the slots given back while the instance is shared,
+	// still their schools' until their time, in the order they were given
+	// back: the overhead changes slowly, so that is the order they end in.
+	cooling ring[cooledSlot]
 	// timer frees cooled slots for the waiters when no release comes
 	// first.
 	timer   *time.Timer
@@ -159,7 +163,7 @@ func (g *Gate) Configure(o Options) {
 	g.mu.Unlock()
 }
 
-// InFlight is how many slots are taken now, cooling ones included.
+// InFlight is how many slots are taken now.
 func (g *Gate) InFlight() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -200,13 +204,13 @@ func (g *Gate) noteSchool(s *School, t int64) {
 	}
 }
 
-// capFor is how many slots s may hold at t while the instance is shared:
-// all but one while another school holds or waits for one or was asked
-// lately (within presentFor), so that a school asking while another holds
-// the rest finds one free at once rather than waiting for a turn; all of
-// them otherwise, so that a school asking alone for a moment (its
-// neighbours quiet, or their requests gone to their legacy servers) has
-// the processors.
+// capFor is how many requests s may have under way at t while the
+// instance is shared: all slots but one while another school holds or
+// waits for one or was asked lately (within presentFor), so that a school
+// asking while another holds the rest finds one free at once rather than
+// waiting for a turn; all of them otherwise, so that a school asking alone
+// for a moment (its neighbours quiet, or their requests gone to their
+// legacy servers) has the processors.
 func (g *Gate) capFor(s *School, slots int64, othersWait bool, t int64) int64 {
 	if slots > 1 && (othersWait || g.used.Load()-s.inflight.Load() > 0 || t-g.sharedAt.Load() < int64(presentFor)) {
 		return slots - 1
@@ -310,18 +314,17 @@ func (g *Gate) unlistSchool(s *School) {
 	}
 }
 
-// cool keeps a given-back slot taken until t, under mu: the processors
-// still work for the request, though no longer in the gateway's code, and
-// its school is free to begin the next.
-func (g *Gate) cool(t int64) {
-	g.cooling.push(t)
+// cool counts a given-back slot as s's until t, under mu: the
+// processors still work for the request, though no longer in the
+// gateway's code. The slot is free for the others at once.
+func (g *Gate) cool(s *School, t int64) {
+	g.cooling.push(cooledSlot{until: t, s: s})
 }
 
 // expire frees the cooled slots whose time has come, under mu.
 func (g *Gate) expire(t int64) {
-	for g.cooling.len() > 0 && g.cooling.head() <= t {
-		g.cooling.pop()
-		g.used.Add(-1)
+	for g.cooling.len() > 0 && g.cooling.head().until <= t {
+		g.cooling.pop().s.inflight.Add(-1)
 	}
 }
 
@@ -331,7 +334,7 @@ func (g *Gate) arm(t int64) {
 	if g.queued.Load() == 0 || g.cooling.len() == 0 {
 		return
 	}
-	at := g.cooling.head()
+	at := g.cooling.head().until
 	if g.timer != nil && g.timerAt > t && g.timerAt <= at {
 		return // set already, for as soon or sooner
 	}

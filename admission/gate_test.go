@@ -323,8 +323,9 @@ func TestOff(t *testing.T) {
 	}
 }
 
-// While shared, a slot given back stays taken for the overhead, then
-// frees by itself for a waiter.
+// While shared, a slot given back is free for the others at once, and
+// still its school's for the overhead: the school's next request waits
+// for it to cool.
 func TestCooling(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 1, Wait: time.Minute})
 	g.cost.ns.Store(int64(30 * time.Millisecond))
@@ -332,17 +333,22 @@ func TestCooling(t *testing.T) {
 	h := mustAdmit(t, a)
 	t0 := time.Now()
 	h.Release()
-	if g.InFlight() != 1 {
-		t.Fatalf("in flight %d right after the release, want the cooling slot", g.InFlight())
+	if g.InFlight() != 0 || a.InFlight() != 1 {
+		t.Fatalf("right after the release: gate %d, school %d in flight; want 0 and the cooling 1", g.InFlight(), a.InFlight())
 	}
-	sl := mustAdmit(t, b) // waits for the cooled slot, freed by the timer
-	if waited := time.Since(t0); waited < 30*time.Millisecond {
-		t.Fatalf("admitted after %s, before the slot cooled", waited)
+	hb := mustAdmit(t, b)
+	if waited := time.Since(t0); waited >= 30*time.Millisecond {
+		t.Fatalf("another school waited %s for a cooling slot", waited)
 	}
 	g.cost.ns.Store(0)
+	hb.Release()
+	sl := mustAdmit(t, a) // waits for its slot to cool, the timer frees it
+	if waited := time.Since(t0); waited < 30*time.Millisecond {
+		t.Fatalf("the school's next request admitted after %s, before its slot cooled", waited)
+	}
 	sl.Release()
-	if g.InFlight() != 0 {
-		t.Fatalf("in flight %d at the end", g.InFlight())
+	if g.InFlight() != 0 || a.InFlight() != 0 {
+		t.Fatalf("in flight %d, school %d at the end", g.InFlight(), a.InFlight())
 	}
 }
 

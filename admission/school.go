@@ -11,7 +11,8 @@ import (
 type School struct {
 	gate   *Gate
 	weight uint64
-	// inflight are the school's slots taken, cooling ones included.
+	// inflight are the school's requests under way: holding a slot, or
+	// given it back and cooling (gate.go).
 	inflight atomic.Int64
 	// pass is the school's place in the round of turns (stride
 	// scheduling): each slot it takes while the instance is shared moves
@@ -39,7 +40,7 @@ func (s *School) fairerThan(o *School) bool {
 	return s.queue.head().seq < o.queue.head().seq
 }
 
-// InFlight is how many slots the school has taken now.
+// InFlight is how many of the school's requests are under way now.
 func (s *School) InFlight() int { return int(s.inflight.Load()) }
 
 // Refusal is a request not admitted: why, and when to try again.

@@ -26,9 +26,9 @@ type Slot struct {
 // is shared, and Pause gives something back.
 func (sl *Slot) Counted() bool { return sl.s != nil && sl.counted }
 
-// Release gives the slot back. While the instance is shared the slot
-// stays taken for the measured HTTP work around a request (the school no
-// longer counts it), then goes to the fairest waiting school.
+// Release gives the slot back, to the fairest waiting school. While the
+// instance is shared, the school keeps counting it a little longer, for
+// the measured HTTP work around a request (capFor, fairerThan).
 func (sl *Slot) Release() {
 	s := sl.s
 	if s == nil {
@@ -47,9 +47,9 @@ func (sl *Slot) Release() {
 		return // a paused slot was given back already
 	}
 	if o := g.cost.ns.Load(); o > 0 && g.shared(t) {
-		s.inflight.Add(-1)
+		g.used.Add(-1)
 		g.mu.Lock()
-		g.cool(t + o)
+		g.cool(s, t+o)
 		g.expire(t)
 		g.dispatch(g.cfg.Load())
 		g.arm(t)
