@@ -107,8 +107,8 @@ func (o Options) settings() *settings {
 // NewGate.
 type Gate struct {
 	cfg atomic.Pointer[settings]
-	// used is the slots taken (held or cooling); queued the requests
-	// waiting, every school together. While queued is zero a request
+	// used is the slots held; queued the requests waiting, every school
+	// together. While queued is zero a request
 	// takes a free slot without the lock; once one waits, every
 	// admission goes through mu, so that a freed slot goes to the
 	// fairest school and no newcomer takes it first.
@@ -135,8 +135,8 @@ type Gate struct {
 	// still their schools' until their time, in the order they were given
 	// back: the overhead changes slowly, so that is the order they end in.
 	cooling ring[cooledSlot]
-	// timer frees cooled slots for the waiters when no release comes
-	// first.
+	// timer ends the cooling of requests for their schools' waiters
+	// when no release comes first.
 	timer   *time.Timer
 	timerAt int64
 }
@@ -175,12 +175,13 @@ func (g *Gate) InFlight() int {
 func (g *Gate) Waiting() int { return int(g.queued.Load()) }
 
 // Overhead is the HTTP work around a request as last measured: how long
-// a slot stays taken after it is given back while the instance is shared.
+// a request still counts for its school after it gives its slot back,
+// while the instance is shared.
 func (g *Gate) Overhead() time.Duration { return time.Duration(g.cost.ns.Load()) }
 
-// School returns a school's handle with its weight (at least 1). A
-// handle holds nothing of the gate while none of its requests waits, so
-// a school let go of needs no unregistering.
+// School returns a school's handle with its weight (at least 1). The
+// gate keeps a handle only while its requests wait or cool, so a school
+// let go of needs no unregistering.
 func (g *Gate) School(weight int) *School {
 	return &School{gate: g, weight: uint64(max(weight, 1))}
 }
@@ -321,15 +322,15 @@ func (g *Gate) cool(s *School, t int64) {
 	g.cooling.push(cooledSlot{until: t, s: s})
 }
 
-// expire frees the cooled slots whose time has come, under mu.
+// expire ends the cooling whose time has come, under mu.
 func (g *Gate) expire(t int64) {
 	for g.cooling.len() > 0 && g.cooling.head().until <= t {
 		g.cooling.pop().s.inflight.Add(-1)
 	}
 }
 
-// arm sets the timer to free the next cooled slot while requests wait,
-// under mu: a release normally comes first and does it.
+// arm sets the timer to end the next cooling while requests wait, under
+// mu: a release or an admission normally comes first and does it.
 func (g *Gate) arm(t int64) {
 	if g.queued.Load() == 0 || g.cooling.len() == 0 {
 		return
@@ -346,7 +347,7 @@ func (g *Gate) arm(t int64) {
 	g.timer.Reset(time.Duration(at - t))
 }
 
-// tick is the timer's: it frees what cooled and hands it out.
+// tick is the timer's: it ends what cooled and hands out what it can.
 func (g *Gate) tick() {
 	g.mu.Lock()
 	t := now()

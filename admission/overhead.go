@@ -29,10 +29,12 @@ type overhead struct {
 	// next is when the next calibration is due.
 	next atomic.Int64
 
-	// The last calibration's readings, under mu.
+	// The last calibration's readings, under mu; share is the CPU share
+	// of a hold the samples last showed.
 	mu                          sync.Mutex
 	cpu, doneAt, heldAt         int64
 	sampledWallAt, sampledCPUAt int64
+	share                       float64
 }
 
 // sampleEvery: one slot in this many is measured (sample).
@@ -51,15 +53,19 @@ const (
 
 func (o *overhead) init(t int64) {
 	o.next.Store(t + calibrateEvery)
-	o.cpu, _ = processCPU()
+	o.share = 1
+	o.cpu, _ = readCPU()
 }
+
+// readCPU reads the process's CPU time; tests replace it.
+var readCPU = processCPU
 
 func (o *overhead) calibrate() {
 	if !o.mu.TryLock() {
 		return
 	}
 	defer o.mu.Unlock()
-	cpu, ok := processCPU()
+	cpu, ok := readCPU()
 	if !ok {
 		return
 	}
@@ -67,10 +73,10 @@ func (o *overhead) calibrate() {
 	sw, sc := o.sampledWall.Load(), o.sampledCPU.Load()
 	n := done - o.doneAt
 	if n >= calibrateMin {
-		inSlots := held - o.heldAt
-		if dw, dc := sw-o.sampledWallAt, sc-o.sampledCPUAt; dw > 0 && dc > 0 && dc < dw {
-			inSlots = int64(float64(inSlots) * float64(dc) / float64(dw))
+		if dw, dc := sw-o.sampledWallAt, sc-o.sampledCPUAt; dw > 0 && dc > 0 {
+			o.share = min(float64(dc)/float64(dw), 1)
 		}
+		inSlots := int64(float64(held-o.heldAt) * o.share)
 		est := ((cpu - o.cpu) - inSlots) / n
 		est = min(max(est, 0), maxOverhead)
 		if prev := o.ns.Load(); prev > 0 {
