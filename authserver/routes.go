@@ -164,6 +164,16 @@ func (rt *route) metricName() string {
 	return rt.Name
 }
 
+// IsPublicDocument reports whether path is one of the documents any
+// client may need whatever else is refused: the metadata documents, the
+// JWKS (clients validating ID tokens) and what the pages load. They are
+// cheap, the same for everyone, and cached; a school's budget does not
+// count them.
+func IsPublicDocument(path string) bool {
+	rt := routeFor(path)
+	return rt.getOnly && rt != &notFound
+}
+
 // Endpoints are the server's endpoints of one path each (not the pages'
 // areas), in the documents' order.
 func Endpoints() []Endpoint { return slices.Clone(endpoints) }

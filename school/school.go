@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/internal/schedule"
@@ -95,6 +96,13 @@ type Config struct {
 	Weight int
 	// Budget is the school's own limits, whatever its neighbours do.
 	Budget Budget
+	// Admission is the school's handle on the instance's fair share,
+	// made with Weight (package admission). Default: none, every request
+	// admitted at once.
+	Admission *admission.School
+	// Instances is how many instances serve the school now, each taking
+	// its part of the budget; counted in the background. Default: one.
+	Instances func() int
 
 	// Store is the school's opened store; the school does not close it.
 	// Required.
@@ -137,9 +145,13 @@ type Observer interface {
 	MCPCaller(caller string)
 	// Refusal counts a request the gateway answered itself for want of
 	// capacity, the instance's, the school's or its legacy server's, by
-	// cause (store.Cause: fair share, a budget, the legacy server busy
-	// or timing out). A call of the school's own refused alike (session
-	// lookup, the MCP tools' Account API) counts too.
+	// cause (store.Cause): fair_share (503: it waited past its turn on
+	// the instance, or its school's queue was full), budget_requests and
+	// budget_mcp_anonymous (429: the school's budget is spent),
+	// mcp_anonymous_address (429: the anonymous /mcp limit of the
+	// caller's address), legacy_busy (503) and legacy_timeout (504). A
+	// call of the school's own refused alike (session lookup, the MCP
+	// tools' Account API) counts too.
 	Refusal(cause store.Cause)
 }
 
@@ -196,6 +208,9 @@ type Site struct {
 	// since is when the school was built.
 	since time.Time
 
+	// budget is the school's own limits (admit.go).
+	budget budgets
+
 	catalog *catalog.Manager
 	// mcp is the MCP server, built by the first /mcp request (mcpHandler)
 	// and again after the school's name changed (renameMCP); mcpBuild
@@ -239,6 +254,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 	s.legacy = NewLegacy(cfg.Budget, s.observe)
 	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer)
 	s.since = s.now().UTC()
+	s.budget = newBudgets(cfg.Budget, cfg.Instances)
 	var err error
 	s.as, err = authserver.New(ctx, authserver.Config{
 		Issuer:            cfg.Issuer,
@@ -314,6 +330,7 @@ func (c *Config) defaults() {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}
 	}
+	c.Client = pausing(c.Client)
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
@@ -379,20 +396,3 @@ func (nopObserver) GrantDisconnected(string) {}
 func (nopObserver) ProtectedOutcome(string)  {}
 func (nopObserver) MCPCaller(string)         {}
 func (nopObserver) Refusal(store.Cause)      {}
-
-// Budget is a school's own limits. A zero Limit is no limit.
-type Budget struct {
-	// Requests limits all the school's requests but its discovery
-	// documents and JWKS.
-	Requests authserver.Limit
-	// MCPAnonymous limits the school's anonymous /mcp calls, all callers
-	// together.
-	MCPAnonymous authserver.Limit
-	// LegacyConcurrency bounds the requests waiting on the legacy server
-	// at once; zero is DefaultLegacyConcurrency.
-	LegacyConcurrency int
-}
-
-// DefaultLegacyConcurrency is how many requests of one school may wait on
-// its legacy server at once unless its budget says otherwise.
-const DefaultLegacyConcurrency = 256
