@@ -1,13 +1,14 @@
-package authserver
+package pages
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
@@ -48,7 +49,7 @@ type accountView struct {
 // accountApp is one application on the person's page, with its recent
 // activity for them.
 type accountApp struct {
-	ConnectionInfo
+	authserver.ConnectionInfo
 	// From is the address of the latest event that has one; Activity
 	// the latest few events, newest first. Both empty when none is kept.
 	From     string
@@ -62,56 +63,53 @@ type accountPaths struct{ Applications, Disconnect string }
 
 var theAccountPaths = accountPaths{Applications: sitepath.AccountApplications, Disconnect: accountPathDisconnect}
 
-// handleAccount serves the person's area.
-func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
+// Account serves the person's area.
+func (p *Pages) Account(w http.ResponseWriter, r *http.Request) {
 	setPageHeaders(w, "")
 	switch r.URL.Path {
 	case sitepath.AccountApplications:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			s.accountError(w, r, http.StatusMethodNotAllowed, "error.view_only")
+			p.accountError(w, r, http.StatusMethodNotAllowed, "error.view_only")
 			return
 		}
-		s.applicationsPage(w, r)
+		p.applicationsPage(w, r)
 	case accountPathDisconnect:
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			s.accountError(w, r, http.StatusMethodNotAllowed, "error.use_disconnect")
+			p.accountError(w, r, http.StatusMethodNotAllowed, "error.use_disconnect")
 			return
 		}
-		s.disconnect(w, r)
+		p.disconnect(w, r)
 	default:
-		s.accountError(w, r, http.StatusNotFound, "error.no_page")
+		p.accountError(w, r, http.StatusNotFound, "error.no_page")
 	}
 }
 
 // accountPerson is who the legacy site says is signed in; when nobody
 // is, or the site cannot say, the answer has been sent and it is nil.
-func (s *Server) accountPerson(w http.ResponseWriter, r *http.Request) *store.Identity {
-	id, err := s.lookupSession(r.Context(), r)
+func (p *Pages) accountPerson(w http.ResponseWriter, r *http.Request) *store.Identity {
+	id, err := p.as.Session(r.Context(), r)
 	if err != nil {
-		s.cfg.Logger.Error("account: session lookup failed", "error", err)
+		p.cfg.Logger.Error("account: session lookup failed", "error", err)
 		w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
-		s.accountError(w, r, http.StatusServiceUnavailable, "error.session_unavailable")
+		p.accountError(w, r, http.StatusServiceUnavailable, "error.session_unavailable")
 		return nil
 	}
 	if id == nil {
-		s.accountLogin(w, r)
+		p.accountLogin(w, r)
 	}
 	return id
 }
 
 // accountLogin sends the browser to the legacy login page, which returns
 // it to the applications page: a form POST cannot be replayed after login.
-func (s *Server) accountLogin(w http.ResponseWriter, r *http.Request) {
-	back := s.url(sitepath.AccountApplications)
-	login := s.cfg.LoginURL
-	if strings.HasPrefix(login, "/") {
-		login = s.url(login)
-	}
+func (p *Pages) accountLogin(w http.ResponseWriter, r *http.Request) {
+	back := p.as.Issuer() + sitepath.AccountApplications
+	login := p.as.LoginPage()
 	u, err := url.Parse(login)
 	if err != nil || login == "" {
-		s.accountError(w, r, http.StatusInternalServerError, "error.login_misconfigured")
+		p.accountError(w, r, http.StatusInternalServerError, "error.login_misconfigured")
 		return
 	}
 	q := u.Query()
@@ -122,39 +120,39 @@ func (s *Server) accountLogin(w http.ResponseWriter, r *http.Request) {
 
 // accountPersonKey finds the signed-in person and the key of their
 // forms' tokens; nil when it has answered instead (sign-in redirect, 503).
-func (s *Server) accountPersonKey(w http.ResponseWriter, r *http.Request) (*store.Identity, []byte) {
-	id := s.accountPerson(w, r)
+func (p *Pages) accountPersonKey(w http.ResponseWriter, r *http.Request) (*store.Identity, []byte) {
+	id := p.accountPerson(w, r)
 	if id == nil {
 		return nil, nil
 	}
-	key, err := s.adminCSRFKey(r.Context())
+	key, err := p.as.FormKey(r.Context())
 	if err != nil {
-		s.unavailableAccount(w, r, "account: loading the CSRF key", err)
+		p.unavailableAccount(w, r, "account: loading the CSRF key", err)
 		return nil, nil
 	}
 	return id, key
 }
 
 // applicationsPage lists the person's applications, a page at a time.
-func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
-	id, key := s.accountPersonKey(w, r)
+func (p *Pages) applicationsPage(w http.ResponseWriter, r *http.Request) {
+	id, key := p.accountPersonKey(w, r)
 	if id == nil {
 		return
 	}
 	q := r.URL.Query()
 	cursor := q.Get("after")
-	page, err := s.ListConnections(r.Context(), GrantFilter{Subject: id.Subject, Cursor: cursor})
-	var ie *InputError
+	page, err := p.as.ListConnections(r.Context(), authserver.GrantFilter{Subject: id.Subject, Cursor: cursor})
+	var ie *authserver.InputError
 	switch {
 	case errors.As(err, &ie):
-		s.accountError(w, r, http.StatusBadRequest, "error.bad_page_link")
+		p.accountError(w, r, http.StatusBadRequest, "error.bad_page_link")
 		return
 	case err != nil:
-		s.unavailableAccount(w, r, "account: listing the applications", err)
+		p.unavailableAccount(w, r, "account: listing the applications", err)
 		return
 	}
-	v := accountView{School: s.schoolName(), Person: personLabel(id), Notice: accountNotices[q.Get("done")],
-		CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now()), More: cursor != "", Now: s.cfg.Now()}
+	v := accountView{School: p.schoolName(), Person: authserver.PersonLabel(id), Notice: accountNotices[q.Get("done")],
+		CSRF: accountCSRFToken(key, id.Subject, p.cfg.Now()), More: cursor != "", Now: p.cfg.Now()}
 	for _, c := range page.Connections {
 		// Grants that act as a school operator belong to the admin side
 		// of a person who is one; anyone else never sees them listed.
@@ -166,13 +164,13 @@ func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 	if page.Next != "" {
 		v.Next = sitepath.AccountApplications + "?" + url.Values{"after": {page.Next}}.Encode()
 	}
-	lang := s.pageLang(r)
-	s.addActivity(r.Context(), lang, id.Subject, v.Apps)
+	lang := p.pageLang(r)
+	p.addActivity(r.Context(), lang, id.Subject, v.Apps)
 	setLanguageHeaders(w, lang)
 	body, err := renderPage(accountTmpl.in(lang), v)
 	if err != nil {
-		s.cfg.Logger.Error("account: rendering the applications page", "error", err)
-		s.accountError(w, r, http.StatusInternalServerError, "error.not_shown")
+		p.cfg.Logger.Error("account: rendering the applications page", "error", err)
+		p.accountError(w, r, http.StatusInternalServerError, "error.not_shown")
 		return
 	}
 	_, _ = w.Write(body)
@@ -180,43 +178,43 @@ func (s *Server) applicationsPage(w http.ResponseWriter, r *http.Request) {
 
 // disconnect ends the signed-in person's whole connection to the
 // application the form names: every grant, on every device.
-func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
+func (p *Pages) disconnect(w http.ResponseWriter, r *http.Request) {
 	// Checked before the session lookup, so a forged request never makes
 	// the gateway forward the victim's cookies.
-	if !sameOriginForm(r, s.cfg.Issuer) {
-		s.accountError(w, r, http.StatusForbidden, "error.cross_site_unchanged")
+	if !sameOriginForm(r, p.as.Issuer()) {
+		p.accountError(w, r, http.StatusForbidden, "error.cross_site_unchanged")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		s.accountError(w, r, http.StatusBadRequest, "error.form_unreadable_unchanged")
+		p.accountError(w, r, http.StatusBadRequest, "error.form_unreadable_unchanged")
 		return
 	}
-	id, key := s.accountPersonKey(w, r)
+	id, key := p.accountPersonKey(w, r)
 	if id == nil {
 		return
 	}
-	if !checkAccountCSRF(key, id.Subject, r.PostForm.Get("csrf_token"), s.cfg.Now()) {
-		s.accountError(w, r, http.StatusForbidden, "error.form_expired")
+	if !checkAccountCSRF(key, id.Subject, r.PostForm.Get("csrf_token"), p.cfg.Now()) {
+		p.accountError(w, r, http.StatusForbidden, "error.form_expired")
 		return
 	}
 	clientID := r.PostForm.Get("client_id")
 	if r.PostForm.Get("confirm") != "yes" {
 		// The list's button only asks: the confirmation's own submit is
 		// the one that ends anything.
-		s.confirmDisconnect(w, r, id, key, clientID)
+		p.confirmDisconnect(w, r, id, key, clientID)
 		return
 	}
-	_, err := s.DisconnectClient(r.Context(), clientID, id.Subject, DisconnectedByMember)
+	_, err := p.as.DisconnectClient(r.Context(), clientID, id.Subject, authserver.DisconnectedByMember)
 	done := "disconnected"
 	switch {
-	case errors.Is(err, ErrAlreadyDisconnected):
+	case errors.Is(err, authserver.ErrAlreadyDisconnected):
 		done = "already"
 	case errors.Is(err, store.ErrNotFound):
-		s.accountError(w, r, http.StatusNotFound, "error.no_such_app")
+		p.accountError(w, r, http.StatusNotFound, "error.no_such_app")
 		return
 	case err != nil:
-		s.unavailableAccount(w, r, "account: disconnecting an application", err)
+		p.unavailableAccount(w, r, "account: disconnecting an application", err)
 		return
 	}
 	http.Redirect(w, r, sitepath.AccountApplications+"?done="+done, http.StatusSeeOther)
@@ -226,7 +224,7 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 // the application and what it loses, and its submit is the disconnect.
 type confirmView struct {
 	School, Person, CSRF string
-	App                  ConnectionInfo
+	App                  authserver.ConnectionInfo
 }
 
 // Paths lets the template name the area's routes.
@@ -237,40 +235,65 @@ func (confirmView) Paths() accountPaths { return theAccountPaths }
 // other gets the page that says nothing was changed, as its disconnect
 // would, rather than a confirmation naming an application the person
 // never connected.
-func (s *Server) confirmDisconnect(w http.ResponseWriter, r *http.Request, id *store.Identity, key []byte, clientID string) {
-	c, err := s.personConnection(r.Context(), id.Subject, clientID)
+func (p *Pages) confirmDisconnect(w http.ResponseWriter, r *http.Request, id *store.Identity, key []byte, clientID string) {
+	c, err := p.personConnection(r.Context(), id.Subject, clientID)
 	switch {
 	case err != nil:
-		s.unavailableAccount(w, r, "account: naming the application to disconnect", err)
+		p.unavailableAccount(w, r, "account: naming the application to disconnect", err)
 		return
 	case c == nil || (c.OperatorOnly() && !id.IsOperator()):
-		s.accountError(w, r, http.StatusNotFound, "error.no_such_app")
+		p.accountError(w, r, http.StatusNotFound, "error.no_such_app")
 		return
 	}
-	v := confirmView{School: s.schoolName(), Person: personLabel(id), App: *c,
-		CSRF: accountCSRFToken(key, id.Subject, s.cfg.Now())}
-	lang := s.pageLang(r)
+	v := confirmView{School: p.schoolName(), Person: authserver.PersonLabel(id), App: *c,
+		CSRF: accountCSRFToken(key, id.Subject, p.cfg.Now())}
+	lang := p.pageLang(r)
 	setLanguageHeaders(w, lang)
 	body, err := renderPage(confirmTmpl.in(lang), v)
 	if err != nil {
-		s.cfg.Logger.Error("account: rendering the confirmation", "error", err)
-		s.accountError(w, r, http.StatusInternalServerError, "error.not_shown")
+		p.cfg.Logger.Error("account: rendering the confirmation", "error", err)
+		p.accountError(w, r, http.StatusInternalServerError, "error.not_shown")
 		return
 	}
 	_, _ = w.Write(body)
 }
 
+// personConnection is subject's connection to clientID, nil when the
+// person holds no live grant of it. A person's applications are few, so
+// their list is read until it is found.
+func (p *Pages) personConnection(ctx context.Context, subject, clientID string) (*authserver.ConnectionInfo, error) {
+	if clientID == "" || len(clientID) > authserver.MaxClientIDLen {
+		return nil, nil
+	}
+	f := authserver.GrantFilter{Subject: subject, Limit: store.MaxGrantPage}
+	for {
+		page, err := p.as.ListConnections(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range page.Connections {
+			if c.ClientID == clientID {
+				return &c, nil
+			}
+		}
+		if page.Next == "" {
+			return nil, nil
+		}
+		f.Cursor = page.Next
+	}
+}
+
 // accountError answers with the error page of the person's area.
-func (s *Server) accountError(w http.ResponseWriter, r *http.Request, status int, key string) {
-	s.showError(w, r, status, errorView{Key: key, Account: true})
+func (p *Pages) accountError(w http.ResponseWriter, r *http.Request, status int, key string) {
+	p.showError(w, r, status, errorView{Key: key, Account: true})
 }
 
 // unavailableAccount answers a store failure: each store call is one
 // transaction, so the failed one changed nothing.
-func (s *Server) unavailableAccount(w http.ResponseWriter, r *http.Request, what string, err error) {
-	s.cfg.Logger.Error("store failed: "+what, "error", err)
+func (p *Pages) unavailableAccount(w http.ResponseWriter, r *http.Request, what string, err error) {
+	p.cfg.Logger.Error("store failed: "+what, "error", err)
 	w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
-	s.showError(w, r, http.StatusServiceUnavailable, errorView{Account: true, Unavailable: true,
+	p.showError(w, r, http.StatusServiceUnavailable, errorView{Account: true, Unavailable: true,
 		Key: "error.account_unavailable"})
 }
 

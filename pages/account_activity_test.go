@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"net/http"
@@ -52,7 +52,7 @@ func TestAccountActivity(t *testing.T) {
 func TestAccountActivityUnavailable(t *testing.T) {
 	f, fs := failingFixture(t)
 	f.tokens()
-	fs.fail("QueryAudit")
+	fs.Fail("QueryAudit")
 	_, rows := f.accountPage("student", "")
 	row, ok := rows[memberClient]
 	if !ok || strings.Contains(row, "activity") || strings.Contains(row, "used-from") {

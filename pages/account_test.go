@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
@@ -23,36 +24,47 @@ type issued struct {
 }
 
 // grantTo stores a grant of person to clientID as a redeemed code would,
+// with untimed tokens (which the server keeps under their hash alone),
 // and the consent the person gave.
 func (f *fixture) grantTo(clientID, person string, scopes ...string) issued {
 	f.t.Helper()
+	ctx := context.Background()
 	id := people[person]
-	c, ok := f.srv.vendors[clientID]
-	if !ok {
-		var err error
-		if c, err = f.store.GetClient(context.Background(), clientID); err != nil {
-			f.t.Fatal(err)
-		}
+	c, err := f.srv.KnownClient(ctx, clientID)
+	if err != nil || c == nil {
+		f.t.Fatalf("no client %s: %v", clientID, err)
 	}
 	now := f.clock.Now()
 	code := randomString()
-	err := f.store.PutCode(context.Background(), hashToken(code), &store.Code{Request: store.AuthRequest{ClientID: clientID,
-		Scopes: scopes, Audience: c.Audience, Resource: issuer}, Identity: id, AuthTime: now, ExpiresAt: now.Add(DefaultCodeTTL)})
+	err = f.store.PutCode(ctx, hashToken(code), &store.Code{Request: store.AuthRequest{ClientID: clientID,
+		Scopes: scopes, Audience: c.Audience, Resource: issuer}, Identity: id, AuthTime: now, ExpiresAt: now.Add(authserver.DefaultCodeTTL)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	var out issued
-	err = f.store.RedeemCode(context.Background(), hashToken(code), func(code *store.Code) (*store.Grant, []store.IssuedToken, error) {
+	err = f.store.RedeemCode(ctx, hashToken(code), func(code *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		g := &store.Grant{ID: randomString(), ClientID: clientID, Audience: c.Audience, Scopes: scopes,
 			Resource: issuer, Identity: id, AuthTime: now, CreatedAt: now}
-		resp, toks := f.srv.mintTokens(g, scopes, now)
-		out = issued{grantID: g.ID, access: resp.AccessToken, refresh: resp.RefreshToken}
-		return g, toks, nil
+		out = issued{grantID: g.ID, access: "sgat_" + randomString(), refresh: "sgrt_" + randomString()}
+		return g, []store.IssuedToken{
+			{Hash: hashToken(out.access), Token: &store.Token{Kind: store.TokenAccess, GrantID: g.ID, ClientID: clientID,
+				Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(authserver.DefaultAccessTTL)}},
+			{Hash: hashToken(out.refresh), Token: &store.Token{Kind: store.TokenRefresh, GrantID: g.ID, ClientID: clientID,
+				Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(authserver.DefaultRefreshTTL)}},
+		}, nil
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.srv.rememberConsent(context.Background(), clientID, id.Subject, scopes)
+	granted := scopes
+	if prev, err := f.store.GetConsent(ctx, clientID, id.Subject); err == nil {
+		granted = append(slices.Clone(prev.Scopes), scopes...)
+		slices.Sort(granted)
+		granted = slices.Compact(granted)
+	}
+	if err := f.store.PutConsent(ctx, clientID, id.Subject, &store.Consent{Scopes: granted, GrantedAt: now}); err != nil {
+		f.t.Fatal(err)
+	}
 	return out
 }
 
@@ -60,9 +72,9 @@ func (f *fixture) grantTo(clientID, person string, scopes ...string) issued {
 func (f *fixture) storedClients() {
 	f.t.Helper()
 	for _, c := range []*store.Client{
-		{ID: "app_planner", Name: "Study Planner", Kind: store.KindApp, Audience: store.AudienceMember, Scopes: DefaultMemberScopes, AuthMethod: "none"},
-		{ID: "https://agent.example/client.json", Name: "Doc Agent", Kind: store.KindMetadata, Audience: store.AudienceMember, Scopes: DefaultMemberScopes, AuthMethod: "none"},
-		{ID: "sgc_cli", Name: "school-cli", Kind: store.KindLoopback, Audience: store.AudienceOperator, Scopes: OperatorScopes(), AuthMethod: "none"},
+		{ID: "app_planner", Name: "Study Planner", Kind: store.KindApp, Audience: store.AudienceMember, Scopes: authserver.DefaultMemberScopes, AuthMethod: "none"},
+		{ID: "https://agent.example/client.json", Name: "Doc Agent", Kind: store.KindMetadata, Audience: store.AudienceMember, Scopes: authserver.DefaultMemberScopes, AuthMethod: "none"},
+		{ID: "sgc_cli", Name: "school-cli", Kind: store.KindLoopback, Audience: store.AudienceOperator, Scopes: authserver.OperatorScopes(), AuthMethod: "none"},
 	} {
 		if err := f.store.PutClient(context.Background(), c); err != nil {
 			f.t.Fatal(err)
@@ -185,7 +197,7 @@ func TestAccountListsAndDisconnectsEachKind(t *testing.T) {
 				t.Fatalf("disconnect = %d %q", res.StatusCode, res.Header.Get("Location"))
 			}
 			for i, g := range []issued{g, g2} {
-				if _, err := f.srv.LookupAccessToken(context.Background(), g.access); !errors.Is(err, ErrInvalidToken) {
+				if _, err := f.srv.LookupAccessToken(context.Background(), g.access); !errors.Is(err, authserver.ErrInvalidToken) {
 					t.Errorf("device %d's access token: %v", i+1, err)
 				}
 			}
@@ -243,7 +255,7 @@ func TestAccountDisconnectEndsTheFlow(t *testing.T) {
 		t.Fatalf("disconnect = %d", res.StatusCode)
 	}
 	for i, toks := range []map[string]any{first, second} {
-		if _, err := f.srv.LookupAccessToken(context.Background(), toks["access_token"].(string)); !errors.Is(err, ErrInvalidToken) {
+		if _, err := f.srv.LookupAccessToken(context.Background(), toks["access_token"].(string)); !errors.Is(err, authserver.ErrInvalidToken) {
 			t.Errorf("device %d's access token after the disconnect: %v", i+1, err)
 		}
 		if status, m := f.token(refreshForm(toks["refresh_token"].(string))); status != http.StatusBadRequest || m["error"] != "invalid_grant" {
@@ -312,7 +324,7 @@ func TestAccountRefusals(t *testing.T) {
 	// access had ended already.
 	f.grantTo(confidential, "student", "openid")
 	ended := f.grantTo(memberClient, "student", "openid")
-	if err := f.store.RevokeToken(context.Background(), tokenKey(ended.refresh)); err != nil {
+	if err := f.store.RevokeToken(context.Background(), hashToken(ended.refresh)); err != nil {
 		t.Fatal(err)
 	}
 	if res := f.disconnectForm("student", memberClient, csrf, nil); res.Header.Get("Location") != sitepath.AccountApplications+"?done=already" {
@@ -383,7 +395,7 @@ func TestAccountPages(t *testing.T) {
 		put("sgc_cli", i)
 	}
 	want = append(want, "sgc_cli")
-	for i := range DefaultGrantPage + 2 {
+	for i := range authserver.DefaultGrantPage + 2 {
 		id := fmt.Sprintf("app_%03d", i)
 		want = append(want, id)
 		put(id, 600+i)
@@ -429,8 +441,8 @@ func TestAccountStoreDown(t *testing.T) {
 		{"CSRF key", "POST", []string{"GetSetting"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fs.fail(c.fail...)
-			defer fs.fail("none")
+			fs.Fail(c.fail...)
+			defer fs.Fail("none")
 			rec := f.adminGet(sitepath.AccountApplications, "student")
 			if c.method == "POST" {
 				rec = f.adminPost(accountPathDisconnect, "student", confirmed(memberClient, csrf), nil)

@@ -1,10 +1,11 @@
-package authserver
+package pages
 
 import (
 	"context"
 	"strings"
 	"time"
 
+	"github.com/schoolgate/schoolgate/i18n"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -35,7 +36,7 @@ func activityIn(lang string, e *store.AuditEvent) activityEvent {
 // lang, or the value itself when the catalog has no such message.
 func catalogOr(lang, prefix, value string) string {
 	key := prefix + strings.ReplaceAll(value, " ", "_")
-	if _, ok := messages[Languages[0]][key]; ok && value != "" {
+	if i18n.Has(key) && value != "" {
 		return msg(lang, key)
 	}
 	return value
@@ -56,13 +57,13 @@ const (
 // apps from one query of their latest events. The activity is an aid, not
 // the page's purpose: when the store cannot answer, the page goes without
 // it and the failure is logged.
-func (s *Server) addActivity(ctx context.Context, lang, subject string, apps []accountApp) {
+func (p *Pages) addActivity(ctx context.Context, lang, subject string, apps []accountApp) {
 	if len(apps) == 0 {
 		return
 	}
-	page, err := s.Audit(ctx, store.AuditQuery{Subject: subject, Limit: accountActivityEvents})
+	page, err := p.as.Audit(ctx, store.AuditQuery{Subject: subject, Limit: accountActivityEvents})
 	if err != nil {
-		s.cfg.Logger.Error("account: reading the applications' activity", "error", err)
+		p.cfg.Logger.Error("account: reading the applications' activity", "error", err)
 		return
 	}
 	row := make(map[string]*accountApp, len(apps))

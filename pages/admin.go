@@ -1,10 +1,12 @@
-package authserver
+package pages
 
 import (
 	"net/http"
 	"net/url"
-	"strings"
+	"strconv"
 
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -32,7 +34,8 @@ const (
 
 // adminCtx is one admin request by a signed-in operator.
 type adminCtx struct {
-	s    *Server
+	p    *Pages
+	as   *authserver.Server
 	w    http.ResponseWriter
 	r    *http.Request
 	id   *store.Identity
@@ -64,11 +67,11 @@ var adminRoutes = map[string]adminRoute{
 	adminPathUsage:      {get: (*adminCtx).usage, always: true},
 }
 
-// handleAdmin serves everything under sitepath.Admin: the gate admits a
+// Admin serves everything under sitepath.Admin: the gate admits a
 // signed-in operator, then the route's page answers.
-func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
+func (p *Pages) Admin(w http.ResponseWriter, r *http.Request) {
 	setPageHeaders(w, "")
-	a, ok := s.admitOperator(w, r)
+	a, ok := p.admitOperator(w, r)
 	if !ok {
 		return
 	}
@@ -83,43 +86,43 @@ func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
 // admitOperator is the gate: it lets in a signed-in operator, and for a
 // POST only a form of this site issued to them. Anyone else is sent to
 // sign in or refused, and it reports false.
-func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCtx, bool) {
+func (p *Pages) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCtx, bool) {
 	post := r.Method == http.MethodPost
 	if !post && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD, POST")
-		s.adminError(w, r, http.StatusMethodNotAllowed, "admin.error.get_post_only")
+		p.adminError(w, r, http.StatusMethodNotAllowed, "admin.error.get_post_only")
 		return nil, false
 	}
 	// Checked before the session lookup, so a forged request never makes
 	// the gateway forward the victim's cookies.
-	if post && !sameOriginForm(r, s.cfg.Issuer) {
-		s.adminError(w, r, http.StatusForbidden, "error.cross_site")
+	if post && !sameOriginForm(r, p.as.Issuer()) {
+		p.adminError(w, r, http.StatusForbidden, "error.cross_site")
 		return nil, false
 	}
-	id, err := s.lookupSession(r.Context(), r)
+	id, err := p.as.Session(r.Context(), r)
 	if err != nil {
-		s.cfg.Logger.Error("admin: session lookup failed", "error", err)
-		s.adminError(w, r, http.StatusServiceUnavailable, "admin.error.session")
+		p.cfg.Logger.Error("admin: session lookup failed", "error", err)
+		p.adminError(w, r, http.StatusServiceUnavailable, "admin.error.session")
 		return nil, false
 	}
 	if id == nil {
-		s.adminLogin(w, r)
+		p.adminLogin(w, r)
 		return nil, false
 	}
 	if !id.IsOperator() {
-		s.adminError(w, r, http.StatusForbidden, "admin.error.not_operator")
+		p.adminError(w, r, http.StatusForbidden, "admin.error.not_operator")
 		return nil, false
 	}
 	if a := store.AuditOf(r.Context()); a != nil {
 		a.Actor, a.ActorSub = store.ActorOperator, id.Subject
 	}
-	key, err := s.adminCSRFKey(r.Context())
+	key, err := p.as.FormKey(r.Context())
 	if err != nil {
-		s.unavailablePage(w, r, true, retryAdmin, "admin: loading the CSRF key", err)
+		p.unavailableAdmin(w, r, "admin: loading the CSRF key", err)
 		return nil, false
 	}
-	now := s.cfg.Now()
-	a := &adminCtx{s: s, w: w, r: r, id: id, csrf: adminCSRFToken(key, id.Subject, now), lang: s.pageLang(r)}
+	now := p.cfg.Now()
+	a := &adminCtx{p: p, as: p.as, w: w, r: r, id: id, csrf: adminCSRFToken(key, id.Subject, now), lang: p.pageLang(r)}
 	if post && !(a.readForm() && a.formIssued(key, now)) {
 		return nil, false
 	}
@@ -131,7 +134,7 @@ func (s *Server) admitOperator(w http.ResponseWriter, r *http.Request) (*adminCt
 func (a *adminCtx) serve(route adminRoute) {
 	post := a.r.Method == http.MethodPost
 	if !route.always {
-		on, err := a.s.MCPConnectionsEnabled(a.r.Context())
+		on, err := a.as.MCPConnectionsEnabled(a.r.Context())
 		if err != nil {
 			a.unavailable("reading the MCP connections switch", err)
 			return
@@ -169,21 +172,18 @@ func (a *adminCtx) closed(post bool) {
 // adminLogin sends a browser that is not signed in to the legacy login
 // page, as authorize does, returning here afterwards. A form POST cannot
 // be replayed after login, so it returns to the overview.
-func (s *Server) adminLogin(w http.ResponseWriter, r *http.Request) {
-	back := s.url(sitepath.AdminApplications)
+func (p *Pages) adminLogin(w http.ResponseWriter, r *http.Request) {
+	back := p.as.Issuer() + sitepath.AdminApplications
 	if r.Method != http.MethodPost {
-		back = s.url(r.URL.EscapedPath())
+		back = p.as.Issuer() + r.URL.EscapedPath()
 		if r.URL.RawQuery != "" {
 			back += "?" + r.URL.RawQuery
 		}
 	}
-	login := s.cfg.LoginURL
-	if strings.HasPrefix(login, "/") {
-		login = s.url(login)
-	}
+	login := p.as.LoginPage()
 	u, err := url.Parse(login)
 	if err != nil || login == "" {
-		s.adminError(w, r, http.StatusInternalServerError, "error.login_misconfigured")
+		p.adminError(w, r, http.StatusInternalServerError, "error.login_misconfigured")
 		return
 	}
 	q := u.Query()
@@ -197,7 +197,7 @@ func (s *Server) adminLogin(w http.ResponseWriter, r *http.Request) {
 func (a *adminCtx) render(status int, p pageSet, v any) {
 	page, err := renderPage(p.in(a.lang), v)
 	if err != nil {
-		a.s.cfg.Logger.Error("admin: rendering a page", "error", err)
+		a.p.cfg.Logger.Error("admin: rendering a page", "error", err)
 		a.fail(http.StatusInternalServerError, "error.not_shown")
 		return
 	}
@@ -209,23 +209,23 @@ func (a *adminCtx) render(status int, p pageSet, v any) {
 // fail answers with the admin area's error page saying the message key
 // (with its placeholders' name-value pairs).
 func (a *adminCtx) fail(status int, key string, args ...any) {
-	a.s.adminError(a.w, a.r, status, key, args...)
+	a.p.adminError(a.w, a.r, status, key, args...)
 }
 
 // failInput answers 400 with why the input was refused, in the
 // operator's language where the message has a key, then the suffix key's
 // message (such as that nothing was changed), if any.
-func (a *adminCtx) failInput(ie *InputError, suffix string) {
+func (a *adminCtx) failInput(ie *authserver.InputError, suffix string) {
 	text := ie.In(a.lang)
 	if suffix != "" {
 		text += " " + a.t(suffix)
 	}
-	a.s.showError(a.w, a.r, http.StatusBadRequest, errorView{Message: text, Admin: true})
+	a.p.showError(a.w, a.r, http.StatusBadRequest, errorView{Message: text, Admin: true})
 }
 
 // adminError answers with the error page of the admin area.
-func (s *Server) adminError(w http.ResponseWriter, r *http.Request, status int, key string, args ...any) {
-	s.showError(w, r, status, errorView{Key: key, Args: args, Admin: true})
+func (p *Pages) adminError(w http.ResponseWriter, r *http.Request, status int, key string, args ...any) {
+	p.showError(w, r, status, errorView{Key: key, Args: args, Admin: true})
 }
 
 // t is the message key in the operator's language.
@@ -235,7 +235,15 @@ func (a *adminCtx) t(key string, args ...any) string { return msg(a.lang, key, a
 // transaction, so the failed one changed nothing and the operator may
 // simply try again.
 func (a *adminCtx) unavailable(what string, err error) {
-	a.s.unavailablePage(a.w, a.r, true, retryAdmin, "admin: "+what, err)
+	a.p.unavailableAdmin(a.w, a.r, "admin: "+what, err)
+}
+
+// unavailableAdmin answers a store failure in the admin area: 503 with
+// Retry-After; the store's error goes to the log only.
+func (p *Pages) unavailableAdmin(w http.ResponseWriter, r *http.Request, what string, err error) {
+	p.cfg.Logger.Error("store failed: "+what, "error", err)
+	w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
+	p.showError(w, r, http.StatusServiceUnavailable, errorView{Key: retryAdmin, Admin: true, Unavailable: true})
 }
 
 // redirect answers a successful POST (or a GET of a moved page) with 303.

@@ -1,10 +1,11 @@
-package authserver
+package pages
 
 import (
 	"errors"
 	"net/http"
 	"net/url"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -35,11 +36,11 @@ func (a *adminCtx) activity() {
 	ctx := a.r.Context()
 	q := a.r.URL.Query()
 	clientID, subject, cursor := q.Get("client_id"), q.Get("subject"), q.Get("after")
-	if (clientID == "" && subject == "") || len(clientID) > maxClientIDLen || len(subject) > maxClientIDLen {
+	if (clientID == "" && subject == "") || len(clientID) > authserver.MaxClientIDLen || len(subject) > authserver.MaxClientIDLen {
 		a.fail(http.StatusBadRequest, "admin.error.bad_activity_link")
 		return
 	}
-	page, err := a.s.Audit(ctx, store.AuditQuery{Subject: subject, ClientID: clientID,
+	page, err := a.as.Audit(ctx, store.AuditQuery{Subject: subject, ClientID: clientID,
 		Limit: activityPageSize, Cursor: cursor})
 	switch {
 	case errors.Is(err, store.ErrBadCursor):
@@ -51,7 +52,7 @@ func (a *adminCtx) activity() {
 	}
 	v := adminActivityView{ClientID: clientID, Name: clientID, Subject: subject, More: cursor != ""}
 	if clientID != "" {
-		c, err := a.s.knownClient(ctx, clientID, map[string]*store.Client{})
+		c, err := a.as.KnownClient(ctx, clientID)
 		if err != nil {
 			a.unavailable("loading the client", err)
 			return
@@ -61,7 +62,7 @@ func (a *adminCtx) activity() {
 			return
 		}
 		if c != nil {
-			v.Name, v.Kind = displayName(c), c.Kind
+			v.Name, v.Kind = c.Name, c.Kind
 		}
 	}
 	switch {

@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -37,21 +38,21 @@ func (a *adminCtx) toOverview() { a.redirect(sitepath.AdminApplications, nil) }
 // overview lists everything; with MCP connections off, only the switch
 // and the connected applications. Each list is paged on its own.
 func (a *adminCtx) overview() {
-	on, err := a.s.MCPConnectionsEnabled(a.r.Context())
+	on, err := a.as.MCPConnectionsEnabled(a.r.Context())
 	if err != nil {
 		a.unavailable("reading the MCP connections switch", err)
 		return
 	}
 	v := adminOverview{adminPage: a.page("admin.overview"), Enabled: on}
 	v.Notice = a.notice()
-	connected, err := a.s.ConnectedApps(a.r.Context())
+	connected, err := a.as.ConnectedApps(a.r.Context())
 	if err != nil {
 		a.unavailable("counting the connected people", err)
 		return
 	}
-	var apps, metadata, loopback []ClientInfo
+	var apps, metadata, loopback []authserver.ClientInfo
 	if v.Enabled {
-		clients, err := a.s.ListClients(a.r.Context())
+		clients, err := a.as.ListClients(a.r.Context())
 		if err != nil {
 			a.unavailable("listing the clients", err)
 			return
@@ -68,7 +69,7 @@ func (a *adminCtx) overview() {
 		}
 	}
 	rows := metadataByUse(metadata, connected)
-	pages := newListPager(a.r.URL.Query(), a.s.adminPageSize)
+	pages := newListPager(a.r.URL.Query(), a.p.adminPageSize)
 	var ok bool
 	if v.Connected, v.ConnectedPages, ok = pageOf(a, pages, "connected", connected); !ok {
 		return
@@ -108,11 +109,11 @@ func (a *adminCtx) toggle() {
 		a.fail(http.StatusBadRequest, "admin.error.switch_unclear")
 		return
 	}
-	if err := a.s.SetMCPConnections(a.r.Context(), on); err != nil {
+	if err := a.as.SetMCPConnections(a.r.Context(), on); err != nil {
 		a.unavailable("saving the MCP connections switch", err)
 		return
 	}
-	a.s.cfg.Logger.Info("admin: MCP connections switched", "on", on, "by", a.id.Subject)
+	a.p.cfg.Logger.Info("admin: MCP connections switched", "on", on, "by", a.id.Subject)
 	done := "off"
 	if on {
 		done = "on"
@@ -122,17 +123,17 @@ func (a *adminCtx) toggle() {
 
 // appFormView fills the application form: the creation form without c,
 // else c's. msg is why it was refused, "" when it was not.
-func (a *adminCtx) appFormView(c *store.Client, in AppSpec, msg string) adminAppForm {
+func (a *adminCtx) appFormView(c *authserver.ClientInfo, in authserver.AppSpec, msg string) adminAppForm {
 	title := a.page("admin.new_app")
 	if c != nil {
-		title = a.page("admin.edit_title", "name", displayName(c))
+		title = a.page("admin.edit_title", "name", c.Name)
 	}
 	v := adminAppForm{adminPage: title, Name: in.Name,
 		RedirectURIs: strings.Join(in.RedirectURIs, "\n"), Confidential: in.Confidential,
 		Scopes: scopeChoices(a.lang, in.Scopes)}
 	v.Error = msg
 	if c != nil {
-		v.ClientID, v.Confidential = c.ID, !c.Public()
+		v.ClientID, v.Confidential = c.ClientID, c.Confidential()
 	}
 	return v
 }
@@ -140,8 +141,8 @@ func (a *adminCtx) appFormView(c *store.Client, in AppSpec, msg string) adminApp
 // newApp shows the creation form. Its form nonce lets a resubmission of
 // the same form be recognised instead of creating a second application.
 func (a *adminCtx) newApp() {
-	v := a.appFormView(nil, AppSpec{}, "")
-	v.FormNonce = randomString()
+	v := a.appFormView(nil, authserver.AppSpec{}, "")
+	v.FormNonce = formNonce()
 	a.render(http.StatusOK, appFormTmpl, v)
 }
 
@@ -152,13 +153,13 @@ func (a *adminCtx) createApp() {
 	spec, ie := parseAppForm(form, true)
 	nonce := form.Get("form_nonce")
 	if ie == nil && (nonce == "" || len(nonce) > maxFormNonceLen) {
-		ie = inputError("admin.error.incomplete")
+		ie = authserver.NewInputError("admin.error.incomplete")
 	}
 	if ie != nil {
 		a.refuseAppForm(nil, nonce, ie.In(a.lang))
 		return
 	}
-	app, err := a.s.CreateApp(a.r.Context(), spec, nonce)
+	app, err := a.as.CreateApp(a.r.Context(), spec, nonce)
 	if err != nil {
 		a.clientFailure("creating the application", err)
 		return
@@ -167,22 +168,22 @@ func (a *adminCtx) createApp() {
 		a.redirect(adminPathEdit, url.Values{"client_id": {app.ClientID}, "done": {"resubmit"}})
 		return
 	}
-	a.s.cfg.Logger.Info("admin: member application created", "client_id", app.ClientID, "by", a.id.Subject)
+	a.p.cfg.Logger.Info("admin: member application created", "client_id", app.ClientID, "by", a.id.Subject)
 	a.showSecret(a.page("admin.created_title"), app.ClientInfo, app.ClientSecret, true)
 }
 
 // refuseAppForm shows the form again with what the operator typed and
 // why it was refused.
-func (a *adminCtx) refuseAppForm(c *store.Client, nonce, msg string) {
+func (a *adminCtx) refuseAppForm(c *authserver.ClientInfo, nonce, msg string) {
 	form := a.r.PostForm
-	in := AppSpec{Name: form.Get("name"), Scopes: form["scope"],
+	in := authserver.AppSpec{Name: form.Get("name"), Scopes: form["scope"],
 		RedirectURIs: []string{strings.TrimSpace(form.Get("redirect_uris"))},
 		Confidential: form.Get("client_type") == "confidential"}
 	v := a.appFormView(c, in, msg)
 	if c == nil {
 		v.FormNonce = nonce
 		if nonce == "" || len(nonce) > maxFormNonceLen {
-			v.FormNonce = randomString()
+			v.FormNonce = formNonce()
 		}
 	}
 	a.render(http.StatusBadRequest, appFormTmpl, v)
@@ -194,31 +195,31 @@ func (a *adminCtx) refuseAppForm(c *store.Client, nonce, msg string) {
 // its hash alone), and it works the same across gateway instances. The
 // page is no-store; a resubmitted creation form is recognised by its
 // nonce and does not create or reveal anything again.
-func (a *adminCtx) showSecret(page adminPage, c ClientInfo, secret string, created bool) {
+func (a *adminCtx) showSecret(page adminPage, c authserver.ClientInfo, secret string, created bool) {
 	v := adminSecretView{adminPage: page, ClientID: c.ClientID, Name: c.Name,
 		Secret: secret, AuthMethod: c.AuthMethod, Created: created, Scopes: c.Scopes,
-		RedirectURIs: c.RedirectURIs, Issuer: a.s.cfg.Issuer}
+		RedirectURIs: c.RedirectURIs, Issuer: a.as.Issuer()}
 	a.render(http.StatusOK, secretTmpl, v)
 }
 
 // loadClient finds a stored client of one of the kinds, answering 404
 // itself when there is none.
-func (a *adminCtx) loadClient(kinds ...string) (*store.Client, bool) {
-	c, err := a.s.clientOfKind(a.r.Context(), a.target(), kinds...)
+func (a *adminCtx) loadClient(kinds ...string) (*authserver.ClientInfo, bool) {
+	c, err := a.as.ClientOfKind(a.r.Context(), a.target(), kinds...)
 	if err != nil {
 		a.clientFailure("loading the client", err)
 		return nil, false
 	}
-	return c, true
+	return &c, true
 }
 
 // clientFailure answers an error of the client operations: 404 for a
 // missing client (or one of a kind the page does not handle), 400 for a
 // refused input, 503 for the store.
 func (a *adminCtx) clientFailure(what string, err error) {
-	var ie *InputError
+	var ie *authserver.InputError
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, ErrWrongKind):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, authserver.ErrWrongKind):
 		a.fail(http.StatusNotFound, "admin.error.no_client")
 	case errors.As(err, &ie):
 		a.failInput(ie, "")
@@ -240,7 +241,7 @@ func (a *adminCtx) editApp() {
 		return
 	}
 	v := a.appFormView(c,
-		AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
+		authserver.AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
 	v.Notice = a.notice()
 	a.render(http.StatusOK, appFormTmpl, v)
 }
@@ -255,11 +256,11 @@ func (a *adminCtx) updateApp() {
 		a.refuseAppForm(c, "", ie.In(a.lang))
 		return
 	}
-	if _, err := a.s.UpdateApp(a.r.Context(), c.ID, spec); err != nil {
+	if _, err := a.as.UpdateApp(a.r.Context(), c.ClientID, spec); err != nil {
 		a.clientFailure("saving the application", err)
 		return
 	}
-	a.s.cfg.Logger.Info("admin: member application updated", "client_id", c.ID, "by", a.id.Subject)
+	a.p.cfg.Logger.Info("admin: member application updated", "client_id", c.ClientID, "by", a.id.Subject)
 	a.redirect(sitepath.AdminApplications, url.Values{"done": {"saved"}})
 }
 
@@ -267,12 +268,12 @@ func (a *adminCtx) updateApp() {
 // one stops working at once (tokens already issued stay valid, but no
 // refresh succeeds with the old secret).
 func (a *adminCtx) regenerateSecret() {
-	info, secret, err := a.s.RegenerateSecret(a.r.Context(), a.target())
+	info, secret, err := a.as.RegenerateSecret(a.r.Context(), a.target())
 	if err != nil {
 		a.clientFailure("saving the new secret", err)
 		return
 	}
-	a.s.cfg.Logger.Info("admin: client secret regenerated", "client_id", info.ClientID, "by", a.id.Subject)
+	a.p.cfg.Logger.Info("admin: client secret regenerated", "client_id", info.ClientID, "by", a.id.Subject)
 	a.showSecret(a.page("admin.secret_title", "name", info.Name), info, secret, false)
 }
 
@@ -281,24 +282,24 @@ func (a *adminCtx) confirmDelete() {
 	if !ok {
 		return
 	}
-	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("admin.delete_title", "name", displayName(c)),
-		Client: clientInfo(c), Loopback: c.Kind == store.KindLoopback})
+	a.render(http.StatusOK, deleteTmpl, adminDeleteView{adminPage: a.page("admin.delete_title", "name", c.Name),
+		Client: *c, Loopback: c.Kind == store.KindLoopback})
 }
 
 // deleteClient deletes a member application or a loopback client and
 // revokes its grants, so its tokens stop working at once.
 func (a *adminCtx) deleteClient() {
 	id := a.target()
-	if _, err := a.s.DeleteClient(a.r.Context(), id); err != nil {
+	if _, err := a.as.DeleteClient(a.r.Context(), id); err != nil {
 		a.clientFailure("deleting the client", err)
 		return
 	}
-	a.s.cfg.Logger.Info("admin: client deleted", "client_id", id, "by", a.id.Subject)
+	a.p.cfg.Logger.Info("admin: client deleted", "client_id", id, "by", a.id.Subject)
 	a.redirect(sitepath.AdminApplications, url.Values{"done": {"deleted"}})
 }
 
-func (a *adminCtx) reviewView(c *store.Client, scopes []string, reviewed bool, msg string) adminReviewView {
-	v := adminReviewView{adminPage: a.page("admin.review_title", "name", displayName(c)), Client: clientInfo(c),
+func (a *adminCtx) reviewView(c *authserver.ClientInfo, scopes []string, reviewed bool, msg string) adminReviewView {
+	v := adminReviewView{adminPage: a.page("admin.review_title", "name", c.Name), Client: *c,
 		Scopes: scopeChoices(a.lang, scopes), Reviewed: reviewed}
 	v.Error = msg
 	return v
@@ -329,14 +330,14 @@ func (a *adminCtx) review() {
 		msg = a.t("admin.invalid.choose_review")
 	}
 	if msg == "" {
-		_, err := a.s.ReviewClient(a.r.Context(), c.ID, form["scope"], reviewed)
-		var ie *InputError
+		_, err := a.as.ReviewClient(a.r.Context(), c.ClientID, form["scope"], reviewed)
+		var ie *authserver.InputError
 		if !errors.As(err, &ie) {
 			if err != nil {
 				a.clientFailure("saving the review", err)
 				return
 			}
-			a.s.cfg.Logger.Info("admin: metadata-document client reviewed", "client_id", c.ID, "by", a.id.Subject)
+			a.p.cfg.Logger.Info("admin: metadata-document client reviewed", "client_id", c.ClientID, "by", a.id.Subject)
 			a.redirect(sitepath.AdminApplications, url.Values{"done": {"reviewed"}})
 			return
 		}

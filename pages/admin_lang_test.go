@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/i18n"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -20,7 +21,7 @@ import (
 // person connected to a vendor.
 func adminFixture(t *testing.T) (*fixture, string) {
 	f := newFixture(t)
-	f.srv.cfg.SchoolName = func() string { return "Demo School" }
+	f.pages.cfg.SchoolName = func() string { return "Demo School" }
 	f.enableMCP()
 	app, _ := f.newApp("Planner", "confidential", "openid")
 	md := &store.Client{ID: "https://agent.example/client.json", Name: "Agent", Kind: store.KindMetadata,
@@ -72,7 +73,7 @@ func TestAdminPagesInEachLanguage(t *testing.T) {
 	if err := f.store.AddUsage(context.Background(), []store.UsageDelta{served}); err != nil {
 		t.Fatal(err)
 	}
-	for _, lang := range Languages {
+	for _, lang := range i18n.Languages {
 		get := func(target string) *httptest.ResponseRecorder {
 			hdr := map[string]string{"Cookie": "session=owner"}
 			if accepts[lang] != "" {
@@ -178,7 +179,7 @@ func TestAdminPagesInEachLanguage(t *testing.T) {
 // none of the pages' languages.
 func TestAdminPagesInSchoolLanguage(t *testing.T) {
 	f, _ := adminFixture(t)
-	f.srv.cfg.SchoolLanguage = func() string { return "it" }
+	f.pages.cfg.SchoolLanguage = func() string { return "it" }
 	rec := f.serve("GET", sitepath.AdminApplications, nil, map[string]string{"Cookie": "session=owner", "Accept-Language": "ja"})
 	adminPageIn(t, f, rec, "it", msg("it", "admin.overview"))
 	rec = f.serve("GET", sitepath.AdminApplications, nil, map[string]string{"Cookie": "session=owner"})
@@ -191,7 +192,7 @@ func TestAdminPagesInSchoolLanguage(t *testing.T) {
 func TestAdminOverviewPaged(t *testing.T) {
 	f := newFixture(t)
 	f.enableMCP()
-	f.srv.adminPageSize = 2
+	f.pages.adminPageSize = 2
 	ctx := context.Background()
 	for _, c := range []struct{ id, name string }{
 		{"https://zed.example/c.json", "Zed"}, {"https://beta.example/c.json", "Beta"}, {"https://alpha.example/c.json", "Alpha"},

@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -89,13 +90,13 @@ func (p listPager) link(name string, page int) string {
 // metadataRow is a metadata-document client with how many people are
 // connected to it.
 type metadataRow struct {
-	ClientInfo
+	authserver.ClientInfo
 	People int
 }
 
 // metadataByUse is the metadata-document clients, most connected people
 // first, then by name.
-func metadataByUse(clients []ClientInfo, connected []ConnectedApp) []metadataRow {
+func metadataByUse(clients []authserver.ClientInfo, connected []authserver.ConnectedApp) []metadataRow {
 	people := make(map[string]int, len(connected))
 	for _, c := range connected {
 		people[c.ClientID] = c.People

@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -106,7 +107,7 @@ func TestAdminConnectedPeople(t *testing.T) {
 		t.Errorf("disconnect = %d %q", code, loc)
 	}
 	for i, g := range []issued{a, a2} {
-		if _, err := f.srv.LookupAccessToken(context.Background(), g.access); !errors.Is(err, ErrInvalidToken) {
+		if _, err := f.srv.LookupAccessToken(context.Background(), g.access); !errors.Is(err, authserver.ErrInvalidToken) {
 			t.Errorf("the disconnected person's grant %d: %v", i+1, err)
 		}
 	}
@@ -129,7 +130,7 @@ func TestAdminConnectedPeople(t *testing.T) {
 			t.Errorf("grant disconnect %d = %d %q, want done=%s", i+1, code, loc, done)
 		}
 	}
-	if _, err := f.srv.LookupAccessToken(context.Background(), b.access); !errors.Is(err, ErrInvalidToken) {
+	if _, err := f.srv.LookupAccessToken(context.Background(), b.access); !errors.Is(err, authserver.ErrInvalidToken) {
 		t.Errorf("the disconnected grant: %v", err)
 	}
 	for _, tc := range []struct {
@@ -163,8 +164,8 @@ func TestAdminConnectedPeopleStoreDown(t *testing.T) {
 		{"disconnect", "POST", adminPathDisconnect, "DisconnectClient"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fs.fail(c.fail)
-			defer fs.fail("none")
+			fs.Fail(c.fail)
+			defer fs.Fail("none")
 			rec := f.adminGet(c.target, "owner")
 			if c.method == "POST" {
 				rec = f.adminPost(c.target, "owner", url.Values{"client_id": {memberClient}, "subject": {"member-1"}, "csrf_token": {csrf}}, nil)
@@ -181,10 +182,14 @@ func TestAdminConnectedPeopleStoreDown(t *testing.T) {
 
 // disconnects records what the server counts as disconnects.
 type disconnects struct {
-	nopObserver
 	mu  sync.Mutex
 	got []string
 }
+
+func (*disconnects) TokenIssued(string)     {}
+func (*disconnects) Refused(string, string) {}
+func (*disconnects) Registered(string)      {}
+func (*disconnects) TokenLookup(bool)       {}
 
 func (d *disconnects) GrantDisconnected(by string) {
 	d.mu.Lock()
@@ -209,32 +214,31 @@ func TestDisconnectMetric(t *testing.T) {
 			csrf := f.accountCSRF("student")
 			f.disconnectForm("student", memberClient, csrf, nil)
 			f.disconnectForm("student", memberClient, csrf, nil) // nothing left: not again
-		}, []string{DisconnectedByMember}},
+		}, []string{authserver.DisconnectedByMember}},
 		{"member, two devices", func(f *fixture, g issued) {
 			f.grantTo(memberClient, "student", "openid")
 			f.disconnectForm("student", memberClient, f.accountCSRF("student"), nil)
-		}, []string{DisconnectedByMember, DisconnectedByMember}},
+		}, []string{authserver.DisconnectedByMember, authserver.DisconnectedByMember}},
 		{"operator", func(f *fixture, g issued) {
 			f.adminPost(adminPathDisconnect, "owner", url.Values{"client_id": {memberClient}, "subject": {"member-1"},
 				"csrf_token": {f.adminCSRF()}}, nil)
-		}, []string{DisconnectedByOperator}},
+		}, []string{authserver.DisconnectedByOperator}},
 		{"operator, one grant", func(f *fixture, g issued) {
 			for range 2 {
 				f.adminPost(adminPathDisconnect, "owner", url.Values{"grant_id": {g.grantID}, "subject": {"member-1"},
 					"csrf_token": {f.adminCSRF()}}, nil)
 			}
-		}, []string{DisconnectedByOperator}},
+		}, []string{authserver.DisconnectedByOperator}},
 		{"client revokes its refresh token", func(f *fixture, g issued) {
 			revoke(f, g.refresh, memberClient)
 			revoke(f, g.refresh, memberClient)
-		}, []string{DisconnectedByClient}},
+		}, []string{authserver.DisconnectedByClient}},
 		{"client revokes an access token", func(f *fixture, g issued) { revoke(f, g.access, memberClient) }, nil},
 		{"another client's token", func(f *fixture, g issued) { revoke(f, g.refresh, confidential) }, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t)
 			d := &disconnects{}
-			f.srv.cfg.Observer = d
+			f := newFixtureWith(t, func(c *authserver.Config) { c.Observer = d })
 			g := f.grantTo(memberClient, "student", "openid")
 			c.end(f, g)
 			if !slices.Equal(d.got, c.want) {

@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"context"
@@ -13,8 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
+)
+
+// What the server keeps, as these tests look for it in the store: the
+// switch's setting, and a client secret's prefix (its hash is hashToken's).
+const (
+	settingMCPConnections = "mcp_connections"
+	prefixSecret          = "sgcs_"
 )
 
 var (
@@ -236,9 +244,13 @@ func TestAdminSwitch(t *testing.T) {
 		t.Errorf("switch without a state: %d", rec.Code)
 	}
 	// The stored value wins over the Caddyfile's initial one on restart.
-	f.srv.cfg.MCPConnections = false
-	if err := f.srv.initSettings(context.Background()); err != nil || !f.mcpOn() {
-		t.Errorf("the switch did not survive a restart: %v", err)
+	again, err := authserver.New(t.Context(), authserver.Config{Issuer: issuer, SessionURL: issuer + "/session",
+		MCPConnections: false, Now: f.clock.Now}, f.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on, err := again.MCPConnectionsEnabled(t.Context()); err != nil || !on {
+		t.Errorf("the switch did not survive a restart: %v %v", on, err)
 	}
 }
 
@@ -279,7 +291,7 @@ func TestAdminCreateApps(t *testing.T) {
 					t.Fatalf("the secret is not shown once: %s", page)
 				}
 				raw, _ := json.Marshal(c)
-				if c.SecretHash != hashSecret(sm[1]) || strings.Contains(string(raw), sm[1]) {
+				if c.SecretHash != hashToken(sm[1]) || strings.Contains(string(raw), sm[1]) {
 					t.Errorf("the secret must be stored only as its hash: %s", raw)
 				}
 				if !strings.Contains(page, "shown only this once") {
@@ -362,7 +374,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 	}
 	c, _ := f.store.GetClient(context.Background(), id)
 	if c.Name != "Planner 2" || !slices.Equal(c.RedirectURIs, []string{"https://planner.example/back"}) ||
-		!slices.Equal(c.Scopes, []string{"openid", "email", "account:write"}) || c.SecretHash != hashSecret(secret) {
+		!slices.Equal(c.Scopes, []string{"openid", "email", "account:write"}) || c.SecretHash != hashToken(secret) {
 		t.Errorf("after edit: %+v", c)
 	}
 
@@ -384,7 +396,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 		t.Fatalf("regenerate: %d\n%s", rec.Code, rec.Body)
 	}
 	c, _ = f.store.GetClient(context.Background(), id)
-	if c.SecretHash != hashSecret(sm[1]) || secretMatches(secret, c.SecretHash) {
+	if c.SecretHash != hashToken(sm[1]) || c.SecretHash == hashToken(secret) {
 		t.Error("the new secret is not the stored one, or the old one still matches")
 	}
 	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {m["refresh_token"].(string)}, "client_id": {id}}
@@ -407,7 +419,7 @@ func TestAdminEditRegenerateDelete(t *testing.T) {
 	if _, err := f.store.GetClient(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("still stored: %v", err)
 	}
-	if _, err := f.srv.LookupAccessToken(t.Context(), access); !errors.Is(err, ErrInvalidToken) {
+	if _, err := f.srv.LookupAccessToken(t.Context(), access); !errors.Is(err, authserver.ErrInvalidToken) {
 		t.Errorf("a deleted client's token still works: %v", err)
 	}
 	for _, target := range []string{adminPathEdit + "?client_id=" + id, adminPathDelete + "?client_id=" + id} {
@@ -556,7 +568,7 @@ func TestAdminCSRFAndOrigin(t *testing.T) {
 	}
 
 	// A token is bound to the operator and expires.
-	key, err := f.srv.adminCSRFKey(context.Background())
+	key, err := f.srv.FormKey(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +600,7 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 	f.enableMCP()
 	const docID = "https://agent.example/oauth/client.json?v=1&x=<y>"
 	md := &store.Client{ID: docID, Name: "Doc Agent", Kind: store.KindMetadata, Audience: store.AudienceMember,
-		RedirectURIs: []string{"https://agent.example/cb"}, Scopes: DefaultMemberScopes, AuthMethod: "none",
+		RedirectURIs: []string{"https://agent.example/cb"}, Scopes: authserver.DefaultMemberScopes, AuthMethod: "none",
 		IssuedAt: f.clock.Now()}
 	if err := f.store.PutClient(context.Background(), md); err != nil {
 		t.Fatal(err)
@@ -605,11 +617,11 @@ func TestAdminReviewMetadataClient(t *testing.T) {
 	}
 
 	mayRequest := func(scope string) bool {
-		c, err := f.store.GetClient(context.Background(), docID)
-		if err != nil {
-			t.Fatal(err)
+		c, err := f.srv.KnownClient(context.Background(), docID)
+		if err != nil || c == nil {
+			t.Fatal(c, err)
 		}
-		return checkScopes(c, []string{scope}) == nil
+		return slices.Contains(c.AllowedScopes, scope)
 	}
 	if !mayRequest("account:read") || mayRequest("account:write") {
 		t.Fatal("an unreviewed metadata client must get read and identity scopes only")

@@ -1,7 +1,6 @@
-package authserver
+package pages
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,16 +39,12 @@ type usageRow struct {
 var usageWindowKeys = []string{"admin.usage_window.5m", "admin.usage_window.1h", "admin.usage_window.24h"}
 
 func (a *adminCtx) usage() {
-	read := a.s.cfg.Usage
-	if read == nil {
-		read = func(ctx context.Context) (*store.Usage, error) { return a.s.store.LoadUsage(ctx) }
-	}
-	u, err := read(a.r.Context())
+	u, err := a.p.cfg.Usage(a.r.Context())
 	if err != nil {
 		a.unavailable("reading the usage", err)
 		return
 	}
-	now := a.s.cfg.Now()
+	now := a.p.cfg.Now()
 	windows := make([]store.UsageWindow, len(store.UsageWindows))
 	for i, length := range store.UsageWindows {
 		windows[i] = u.Window(length, now)

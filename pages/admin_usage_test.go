@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"context"
@@ -100,12 +100,12 @@ func TestAdminUsageReader(t *testing.T) {
 	d := store.UsageDelta{Minute: f.clock.Now(), LastActive: f.clock.Now()}
 	d.Latency[0] = 42
 	pending.Add([]store.UsageDelta{d})
-	f.srv.cfg.Usage = func(context.Context) (*store.Usage, error) { return &pending, nil }
+	f.pages.cfg.Usage = func(context.Context) (*store.Usage, error) { return &pending, nil }
 	rec := f.serve("GET", adminPathUsage, nil, map[string]string{"Cookie": "session=owner"})
 	if rows := usageRows(rec.Body.String()); rec.Code != 200 || rows["requests"][0] != "42" {
 		t.Errorf("= %d %v", rec.Code, rows["requests"])
 	}
-	f.srv.cfg.Usage = func(context.Context) (*store.Usage, error) { return nil, errors.New("database down") }
+	f.pages.cfg.Usage = func(context.Context) (*store.Usage, error) { return nil, errors.New("database down") }
 	rec = f.serve("GET", adminPathUsage, nil, map[string]string{"Cookie": "session=owner"})
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
 		strings.Contains(rec.Body.String(), "database down") {

@@ -1,10 +1,11 @@
-package authserver
+package pages
 
 import (
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -41,25 +42,13 @@ var theAdminPaths = adminPaths{
 type adminOverview struct {
 	adminPage
 	Enabled        bool
-	Apps, Loopback []ClientInfo
+	Apps, Loopback []authserver.ClientInfo
 	// Metadata is sorted by use, as Connected is.
 	Metadata []metadataRow
 	// Connected is the applications people are connected to, with how
 	// many people each.
-	Connected                                               []ConnectedApp
+	Connected                                               []authserver.ConnectedApp
 	ConnectedPages, AppsPages, MetadataPages, LoopbackPages pager
-}
-
-// ConnectedApp is an application with how many people are connected to
-// it, and by how many live grants (a person who allowed it on two devices
-// is one person and two grants).
-type ConnectedApp struct {
-	ClientID string `json:"client_id"`
-	Name     string `json:"client_name"`
-	// Kind is empty for a client no longer known.
-	Kind   string `json:"kind,omitempty"`
-	People int    `json:"people"`
-	Grants int    `json:"grants"`
 }
 
 // adminPeopleView is the people connected to one application, one row
@@ -69,7 +58,7 @@ type adminPeopleView struct {
 	ClientID, Name, Kind string
 	// People and Grants are the application's counts.
 	People, Grants int
-	Connections    []ConnectionInfo
+	Connections    []authserver.ConnectionInfo
 	Next           string
 	More           bool
 }
@@ -97,13 +86,13 @@ type adminSecretView struct {
 
 type adminDeleteView struct {
 	adminPage
-	Client   ClientInfo
+	Client   authserver.ClientInfo
 	Loopback bool
 }
 
 type adminReviewView struct {
 	adminPage
-	Client   ClientInfo
+	Client   authserver.ClientInfo
 	Scopes   []scopeChoice
 	Reviewed bool
 }
@@ -111,14 +100,14 @@ type adminReviewView struct {
 // page is what every admin page shows; its title is the message key
 // (with its placeholders' name-value pairs).
 func (a *adminCtx) page(key string, args ...any) adminPage {
-	return adminPage{Title: a.t(key, args...), School: a.s.schoolName(), Person: personLabel(a.id),
-		CSRF: a.csrf, Now: a.s.cfg.Now()}
+	return adminPage{Title: a.t(key, args...), School: a.p.schoolName(), Person: authserver.PersonLabel(a.id),
+		CSRF: a.csrf, Now: a.p.cfg.Now()}
 }
 
 // scopeChoices are the scopes to choose from, described in lang.
 func scopeChoices(lang string, checked []string) []scopeChoice {
 	var out []scopeChoice
-	for i, sc := range memberAppScopes() {
+	for i, sc := range authserver.MemberAppScopes() {
 		out = append(out, scopeChoice{ID: "scope-" + strconv.Itoa(i), Name: sc,
 			Words: scopeWords(lang, sc), Checked: slices.Contains(checked, sc)})
 	}

@@ -1,23 +1,21 @@
-package authserver
+package pages
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/store"
 )
 
-// Forms of the admin area carry a token bound to the operator and to the
-// time the page was rendered, and a browser's word that they were sent
-// from this site is checked before anything else.
+// Forms of the admin area and the person's area carry a token bound to
+// the person and to the time the page was rendered, derived from the
+// site's key (authserver's FormKey), and a browser's word that they were
+// sent from this site is checked before anything else.
 
 // adminCSRFMaxAge bounds how long a rendered form stays valid; adminCSRFSkew
 // tolerates the clocks of several gateway instances.
@@ -25,11 +23,6 @@ const (
 	adminCSRFMaxAge = 12 * time.Hour
 	adminCSRFSkew   = 5 * time.Minute
 )
-
-// settingAdminCSRFKey holds the per-site random key CSRF tokens are
-// derived from; it lives in the store so every gateway instance of the
-// site accepts the forms any of them rendered.
-const settingAdminCSRFKey = "admin_csrf_key"
 
 // sameOriginForm refuses a form a browser says came from another site.
 // "Origin: null" is what browsers send for this area's own forms, whose
@@ -44,23 +37,6 @@ func sameOriginForm(r *http.Request, issuer string) bool {
 		return true
 	}
 	return false
-}
-
-// adminCSRFKey returns the site's CSRF key, creating it on first use.
-func (s *Server) adminCSRFKey(ctx context.Context) ([]byte, error) {
-	v, err := s.store.GetSetting(ctx, settingAdminCSRFKey)
-	if err == nil && len(v) >= 32 {
-		return v, nil
-	}
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
-	}
-	if err := s.store.PutSetting(ctx, settingAdminCSRFKey, []byte(randomString())); err != nil {
-		return nil, err
-	}
-	// Read back: if another instance wrote its key at the same time, the
-	// stored one is what both use from now on.
-	return s.store.GetSetting(ctx, settingAdminCSRFKey)
 }
 
 // Form tokens bind a form to the person it was rendered for (their

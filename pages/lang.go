@@ -1,90 +1,32 @@
-package authserver
+package pages
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/text/language"
-
+	"github.com/schoolgate/schoolgate/i18n"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// The pages people read are written in the languages the schools teach
-// in. Each language's messages are one flat file under pages/messages
-// (key → text, {name} marking a value put in); the pages reach them
-// through one template function, t. English is the reference: every
-// other file has its keys, with the same placeholders.
-
-// Languages are the languages of the pages, as base BCP 47 tags; the
-// first, English, is the last fallback.
-var Languages = []string{"en", "de", "fr", "it", "es", "pt"}
-
-// IsLanguage reports whether the pages are written in lang.
-func IsLanguage(lang string) bool { return slices.Contains(Languages, lang) }
-
-var messages = loadMessages()
-
-var langMatcher = func() language.Matcher {
-	tags := make([]language.Tag, len(Languages))
-	for i, l := range Languages {
-		tags[i] = language.Make(l)
-	}
-	return language.NewMatcher(tags)
-}()
-
-// loadMessages reads every language's file; a missing or unreadable one
-// panics, which every test run catches: the files are part of the binary.
-func loadMessages() map[string]map[string]string {
-	all := make(map[string]map[string]string, len(Languages))
-	for _, l := range Languages {
-		raw, err := pageFiles.ReadFile("pages/messages/" + l + ".json")
-		if err != nil {
-			panic(err)
-		}
-		m := map[string]string{}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			panic(fmt.Sprintf("pages/messages/%s.json: %v", l, err))
-		}
-		all[l] = m
-	}
-	return all
-}
-
-// chooseLanguage picks the page's language: the best of the browser's
-// Accept-Language (its q-values respected) that the pages are written
-// in, else fallback (the school's language).
-func chooseLanguage(acceptLanguage, fallback string) string {
-	if !IsLanguage(fallback) {
-		fallback = Languages[0]
-	}
-	prefs, _, err := language.ParseAcceptLanguage(acceptLanguage)
-	if err != nil || len(prefs) == 0 {
-		return fallback
-	}
-	_, i, conf := langMatcher.Match(prefs...)
-	if conf == language.No {
-		return fallback
-	}
-	return Languages[i]
-}
+// The pages are written in the languages of package i18n, chosen for
+// each request by the browser's Accept-Language and the school's
+// language; they reach the messages through one template function, t.
 
 // pageLang is the language of the page answering r.
-func (s *Server) pageLang(r *http.Request) string {
-	school := Languages[0]
-	if s.cfg.SchoolLanguage != nil {
-		school = s.cfg.SchoolLanguage()
+func (p *Pages) pageLang(r *http.Request) string {
+	school := i18n.Languages[0]
+	if p.cfg.SchoolLanguage != nil {
+		school = p.cfg.SchoolLanguage()
 	}
 	if r == nil {
-		return chooseLanguage("", school)
+		return i18n.Choose("", school)
 	}
-	return chooseLanguage(r.Header.Get("Accept-Language"), school)
+	return i18n.Choose(r.Header.Get("Accept-Language"), school)
 }
 
 // setLanguageHeaders says which language the page is in, and that
@@ -100,70 +42,20 @@ func setLanguageHeaders(w http.ResponseWriter, lang string) {
 	h.Add("Vary", "Accept-Language")
 }
 
-// placeholder is a {name} in a message.
-var placeholder = regexp.MustCompile(`\{[a-z_]+\}`)
-
-// msg is the message key in lang with its placeholders filled from args,
-// name-value pairs; a key missing in lang falls back to English, and
-// one missing in English is the key itself (the completeness test
-// fails on both).
-func msg(lang, key string, args ...any) string {
-	text, ok := messages[lang][key]
-	if !ok {
-		if text, ok = messages[Languages[0]][key]; !ok {
-			return key
-		}
-	}
-	if len(args) == 0 {
-		return text
-	}
-	vals := placeholderValues(args, func(v any) string { return fmt.Sprint(v) })
-	return placeholder.ReplaceAllStringFunc(text, func(p string) string {
-		if v, ok := vals[p]; ok {
-			return v
-		}
-		return p
-	})
-}
-
-// msgHTML is msg for a page: the text and plain values are escaped,
-// values of type template.HTML (made by the el function) are put in as
-// they are, so that a placeholder can carry its own element.
+// msgHTML is a message for a page: the text and plain values are
+// escaped, values of type template.HTML (made by the el function) are put
+// in as they are, so that a placeholder can carry its own element.
 func msgHTML(lang, key string, args ...any) template.HTML {
-	text, ok := messages[lang][key]
-	if !ok {
-		if text, ok = messages[Languages[0]][key]; !ok {
-			text = key
-		}
-	}
-	vals := placeholderValues(args, func(v any) string {
+	return template.HTML(i18n.Expand(lang, key, args, template.HTMLEscapeString, func(v any) string {
 		if h, ok := v.(template.HTML); ok {
 			return string(h)
 		}
 		return template.HTMLEscapeString(fmt.Sprint(v))
-	})
-	var b strings.Builder
-	last := 0
-	for _, m := range placeholder.FindAllStringIndex(text, -1) {
-		b.WriteString(template.HTMLEscapeString(text[last:m[0]]))
-		if v, ok := vals[text[m[0]:m[1]]]; ok {
-			b.WriteString(v)
-		} else {
-			b.WriteString(template.HTMLEscapeString(text[m[0]:m[1]]))
-		}
-		last = m[1]
-	}
-	b.WriteString(template.HTMLEscapeString(text[last:]))
-	return template.HTML(b.String())
+	}))
 }
 
-func placeholderValues(args []any, str func(any) string) map[string]string {
-	vals := make(map[string]string, len(args)/2)
-	for i := 0; i+1 < len(args); i += 2 {
-		vals["{"+fmt.Sprint(args[i])+"}"] = str(args[i+1])
-	}
-	return vals
-}
+// msg is the message key in lang, as plain text.
+func msg(lang, key string, args ...any) string { return i18n.Msg(lang, key, args...) }
 
 // el is an element around escaped text, for a message's placeholder:
 // {{t "key" "name" (el "strong" "id" .Name)}}. id may be "".
@@ -205,12 +97,12 @@ func pageFuncs(lang string) template.FuncMap {
 // scopeWords says in plain words, in lang, what a scope grants: a
 // scope's own message, else its area's in the read/write sentence.
 func scopeWords(lang, scope string) string {
-	if _, ok := messages[Languages[0]]["scope."+scope]; ok {
+	if i18n.Has("scope." + scope) {
 		return msg(lang, "scope."+scope)
 	}
 	area, access, _ := strings.Cut(scope, ":")
 	words := strings.ReplaceAll(area, "_", " ")
-	if _, ok := messages[Languages[0]]["area."+area]; ok {
+	if i18n.Has("area." + area) {
 		words = msg(lang, "area."+area)
 	}
 	switch {
@@ -222,6 +114,21 @@ func scopeWords(lang, scope string) string {
 		return msg(lang, "scope.write", "area", words)
 	}
 	return scope
+}
+
+// kindWords says in lang what kind of application a client of kind is.
+func kindWords(lang, kind, clientID string) string {
+	switch kind {
+	case store.KindVendor:
+		return msg(lang, "kind.vendor")
+	case store.KindApp:
+		return msg(lang, "kind.app")
+	case store.KindMetadata:
+		return msg(lang, "kind.metadata", "host", hostOf(clientID))
+	case store.KindLoopback:
+		return msg(lang, "kind.loopback")
+	}
+	return msg(lang, "kind.gone")
 }
 
 // when is a moment for a person: relative while recent ("3 days ago"),

@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"html"
@@ -9,42 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/i18n"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
-
-// Every language has every English message, nothing else, and the same
-// placeholders in each.
-func TestMessagesComplete(t *testing.T) {
-	en := messages[Languages[0]]
-	for _, lang := range Languages[1:] {
-		m := messages[lang]
-		for key, text := range en {
-			tr, ok := m[key]
-			if !ok {
-				t.Errorf("%s: %q is missing", lang, key)
-				continue
-			}
-			if got, want := placeholdersOf(tr), placeholdersOf(text); !slices.Equal(got, want) {
-				t.Errorf("%s: %q has the placeholders %v, English %v", lang, key, got, want)
-			}
-			if strings.TrimSpace(tr) == "" {
-				t.Errorf("%s: %q is empty", lang, key)
-			}
-		}
-		for key := range m {
-			if _, ok := en[key]; !ok {
-				t.Errorf("%s: %q is not an English message", lang, key)
-			}
-		}
-	}
-}
-
-func placeholdersOf(text string) []string {
-	p := placeholder.FindAllString(text, -1)
-	slices.Sort(p)
-	return slices.Compact(p)
-}
 
 // The English scope sentences are the ones /auth.md's table is built
 // from, and every area of the scope table has words in the catalog.
@@ -54,42 +22,12 @@ func TestScopeWordsInEveryLanguage(t *testing.T) {
 			t.Errorf("%s: %q in English, the scope table says %q", sc, got, want)
 		}
 		area, _, _ := strings.Cut(sc, ":")
-		if _, fixed := messages["en"]["scope."+sc]; !fixed && messages["en"]["area."+area] == "" {
+		if !i18n.Has("scope."+sc) && !i18n.Has("area."+area) {
 			t.Errorf("%s: no words for the area %q", sc, area)
 		}
 	}
 	if got := scopeWords("de", "membership_plans:write"); got != "Die Daten der Schule lesen und ändern: Mitgliedschaftspläne" {
 		t.Errorf("German membership_plans:write = %q", got)
-	}
-}
-
-func TestChooseLanguage(t *testing.T) {
-	for _, c := range []struct{ accept, school, want string }{
-		{"", "", "en"},
-		{"", "de", "de"},
-		{"de", "", "de"},
-		{"de-CH", "fr", "de"},
-		{"fr-CA,fr;q=0.9", "", "fr"},
-		{"pt-BR", "", "pt"},
-		{"es-419", "", "es"},
-		{"it-IT,it;q=0.9,en;q=0.8", "", "it"},
-		{"ja", "fr", "fr"},           // unknown: the school's
-		{"ja", "", "en"},             // then English
-		{"ja", "xx", "en"},           // a school language the pages lack
-		{"ja;q=0.9, zh", "it", "it"}, // nothing known at any weight
-		{"en;q=0.3, de;q=0.8", "", "de"},
-		{"de;q=0.2, es;q=0.5, fr;q=0.4", "", "es"},
-		{"de, en;q=0.5", "fr", "de"},
-		{"de;q=0, fr;q=0.1", "it", "fr"}, // q=0: not acceptable
-		{"de;q=0", "it", "it"},
-		{"gsw", "", "de"}, // Swiss German reads German
-		{"*", "fr", "fr"},
-		{"!!!not a header", "it", "it"},
-		{strings.Repeat("x-", 400), "es", "es"},
-	} {
-		if got := chooseLanguage(c.accept, c.school); got != c.want {
-			t.Errorf("chooseLanguage(%q, %q) = %q, want %q", c.accept, c.school, got, c.want)
-		}
 	}
 }
 
@@ -174,7 +112,7 @@ func TestPagesInEachLanguage(t *testing.T) {
 	refused := sitepath.Authorize + "?" + q.Encode()
 	accepts := map[string]string{"en": "en-US,en;q=0.9", "de": "de-CH", "fr": "fr-FR,fr;q=0.9,en;q=0.5",
 		"it": "it", "es": "es-419,es;q=0.9", "pt": "pt-BR"}
-	for _, lang := range Languages {
+	for _, lang := range i18n.Languages {
 		accept := accepts[lang]
 		page := pageIn(t, f, consent, "student", accept, lang)
 		for _, want := range []string{msg(lang, "consent.allow"), msg(lang, "consent.asks"),
@@ -206,7 +144,7 @@ func TestPagesInEachLanguage(t *testing.T) {
 	}
 	// Unknown languages: the school's, then English.
 	pageIn(t, f, consent, "student", "ja, zh;q=0.5", "en")
-	f.srv.cfg.SchoolLanguage = func() string { return "it" }
+	f.pages.cfg.SchoolLanguage = func() string { return "it" }
 	page := pageIn(t, f, consent, "student", "ja, zh;q=0.5", "it")
 	if !strings.Contains(page, "Consenti") {
 		t.Errorf("the school's language: %s", page)

@@ -1,29 +1,98 @@
-package authserver
+// Package pages is one school's HTML pages: the consent page and the
+// error page that the authorization server shows in its flows, the
+// person's own area (sitepath.AccountArea: the applications they
+// connected) and the operator's admin area (sitepath.Admin), in the
+// languages of package i18n. The pages stand on the authorization
+// server's exported operations, and the server shows them through
+// authserver.Pages; its route table dispatches, limits and counts every
+// request before a page sees it.
+//
+// The pages are html/template files under templates/: one layout
+// (layout.html) around each page, the admin area's frame (admin.html)
+// around its pages, and one stylesheet (stylesheet.go). Every value
+// reaches a page through html/template, so names, redirect URIs and
+// client ids are escaped for their context.
+package pages
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
+	"log/slog"
 	"net/http"
-	"strconv"
+	"strings"
+	"time"
 
-	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/i18n"
+	"github.com/schoolgate/schoolgate/store"
 )
 
-// The gateway's HTML pages are html/template files under pages/: one
-// layout (layout.html) around each page, the admin area's frame
-// (admin.html) around its pages, and one stylesheet (stylesheet.go).
-// Every value reaches a page through html/template, so names, redirect
-// URIs and client ids are escaped for their context.
+// Config is what the pages know of their school beyond its authorization
+// server.
+type Config struct {
+	// SchoolName is the school's name as people know it, asked for at
+	// every consent (the catalog may rename the school while the server
+	// runs); nil or "" shows the issuer.
+	SchoolName func() string
+	// SchoolLanguage is the language (one of i18n.Languages) of the
+	// pages for a browser whose Accept-Language names none of them; nil
+	// or another value means English.
+	SchoolLanguage func() string
+	// Usage reads the school's usage for the admin area's page: what the
+	// store holds and what this instance has not stored yet. nil reads
+	// the store alone.
+	Usage  func(ctx context.Context) (*store.Usage, error)
+	Logger *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
 
-//go:embed pages
+// Pages are one school's pages, on its authorization server.
+type Pages struct {
+	as  *authserver.Server
+	cfg Config
+	// adminPageSize is how many rows an admin overview list shows a page.
+	adminPageSize int
+}
+
+var _ authserver.Pages = (*Pages)(nil)
+
+// New makes the pages of the authorization server as; a school gives it
+// to the server as its authserver.Config.Pages.
+func New(as *authserver.Server, cfg Config) *Pages {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Usage == nil {
+		cfg.Usage = as.StoredUsage
+	}
+	return &Pages{as: as, cfg: cfg, adminPageSize: defaultAdminPageSize}
+}
+
+// schoolName is the name the pages give the school: the configured one,
+// else the origin.
+func (p *Pages) schoolName() string {
+	if p.cfg.SchoolName != nil {
+		if name := strings.TrimSpace(p.cfg.SchoolName()); name != "" {
+			return name
+		}
+	}
+	return p.as.Issuer()
+}
+
+//go:embed templates
 var pageFiles embed.FS
 
 var (
-	consentTmpl  = parsePage(Languages, "consent.html")
-	errorTmpl    = parsePage(Languages, "error.html")
-	accountTmpl  = parsePage(Languages, "account_applications.html")
-	confirmTmpl  = parsePage(Languages, "account_disconnect.html")
+	consentTmpl  = parsePage(i18n.Languages, "consent.html")
+	errorTmpl    = parsePage(i18n.Languages, "error.html")
+	accountTmpl  = parsePage(i18n.Languages, "account_applications.html")
+	confirmTmpl  = parsePage(i18n.Languages, "account_disconnect.html")
 	overviewTmpl = parseAdminPage("admin_overview.html")
 	appFormTmpl  = parseAdminPage("admin_app_form.html")
 	secretTmpl   = parseAdminPage("admin_secret.html")
@@ -44,7 +113,7 @@ func (p pageSet) in(lang string) *template.Template {
 	if t, ok := p[lang]; ok {
 		return t
 	}
-	return p[Languages[0]]
+	return p[i18n.Languages[0]]
 }
 
 // parsePage is the layout with the page's files, in each of langs; the
@@ -54,9 +123,9 @@ func parsePage(langs []string, files ...string) pageSet {
 	set := make(pageSet, len(langs))
 	for _, lang := range langs {
 		t := template.Must(template.New("layout.html").Funcs(pageFuncs(lang)).
-			ParseFS(pageFiles, "pages/layout.html"))
+			ParseFS(pageFiles, "templates/layout.html"))
 		for _, f := range files {
-			template.Must(t.ParseFS(pageFiles, "pages/"+f))
+			template.Must(t.ParseFS(pageFiles, "templates/"+f))
 		}
 		set[lang] = t
 	}
@@ -65,7 +134,7 @@ func parsePage(langs []string, files ...string) pageSet {
 
 // parseAdminPage is an admin page in the admin area's frame.
 func parseAdminPage(file string) pageSet {
-	return parsePage(Languages, "admin.html", file)
+	return parsePage(i18n.Languages, "admin.html", file)
 }
 
 // setPageHeaders protects the gateway's own HTML pages: no framing
@@ -124,20 +193,25 @@ func (errorView) Overview() string { return theAdminPaths.Overview }
 // Applications is where the person's area's error page leads back to.
 func (errorView) Applications() string { return theAccountPaths.Applications }
 
+// Error answers with the error page the authorization server asks for.
+func (p *Pages) Error(w http.ResponseWriter, r *http.Request, status int, e authserver.ErrorPage) {
+	p.showError(w, r, status, errorView{Key: e.Key, Args: e.Args, Detail: e.Detail, Unavailable: e.Unavailable})
+}
+
 // showError answers with the error page, in the language r asks for.
-func (s *Server) showError(w http.ResponseWriter, r *http.Request, status int, v errorView) {
+func (p *Pages) showError(w http.ResponseWriter, r *http.Request, status int, v errorView) {
 	setPageHeaders(w, "")
-	lang := s.pageLang(r)
+	lang := p.pageLang(r)
 	setLanguageHeaders(w, lang)
 	if v.Admin {
-		v.School = s.schoolName()
+		v.School = p.schoolName()
 	}
 	if v.Key != "" {
-		v.Message = msg(lang, v.Key, v.Args...)
+		v.Message = i18n.Msg(lang, v.Key, v.Args...)
 	}
 	page, err := renderPage(errorTmpl.in(lang), v)
 	if err != nil {
-		s.cfg.Logger.Error("rendering the error page", "error", err)
+		p.cfg.Logger.Error("rendering the error page", "error", err)
 		http.Error(w, v.Message, status)
 		return
 	}
@@ -145,29 +219,11 @@ func (s *Server) showError(w http.ResponseWriter, r *http.Request, status int, v
 	_, _ = w.Write(page)
 }
 
-// errorPage answers the person directly with the message key (and its
-// placeholders' name-value pairs); used where redirecting to the client
-// is not safe.
-func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, key string, args ...any) {
-	s.showError(w, r, status, errorView{Key: key, Args: args})
+// errorPage answers with the error page of a sign-in request saying the
+// message key (and its placeholders' name-value pairs).
+func (p *Pages) errorPage(w http.ResponseWriter, r *http.Request, status int, key string, args ...any) {
+	p.showError(w, r, status, errorView{Key: key, Args: args})
 }
 
-// unavailablePage answers a browser whose request the store failed: 503
-// with Retry-After, and never a redirect to the client, which would end
-// the authorization with an error the client acts on (and the state it
-// consumes) when a retry in a moment would have succeeded. key tells the
-// person how to retry; the store's error goes to the log only.
-func (s *Server) unavailablePage(w http.ResponseWriter, r *http.Request, admin bool, key, what string, err error) {
-	s.cfg.Logger.Error("store failed: "+what, "error", err)
-	w.Header().Set("Retry-After", strconv.Itoa(policy.RetryAfterUnavailable))
-	s.showError(w, r, http.StatusServiceUnavailable, errorView{Key: key, Admin: admin, Unavailable: true})
-}
-
-// What a person is told to do when the store failed, by where they are
-// (message keys).
-const (
-	retryReload = "error.retry_reload"
-	retryForm   = "error.retry_form"
-	retryStart  = "error.retry_start"
-	retryAdmin  = "error.retry_admin"
-)
+// What an operator is told to do when the store failed (a message key).
+const retryAdmin = "error.retry_admin"

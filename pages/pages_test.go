@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -55,7 +56,7 @@ func TestPagesLoadOnlyTheStylesheet(t *testing.T) {
 			const doc = "https://agent.example/client.json"
 			if err := f.store.PutClient(context.Background(), &store.Client{ID: doc, Name: "Doc Agent", Kind: store.KindMetadata,
 				Audience: store.AudienceMember, RedirectURIs: []string{"https://agent.example/cb"},
-				Scopes: DefaultMemberScopes, AuthMethod: "none", IssuedAt: f.clock.Now()}); err != nil {
+				Scopes: authserver.DefaultMemberScopes, AuthMethod: "none", IssuedAt: f.clock.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			return f.adminGet(adminPathReview+"?client_id="+url.QueryEscape(doc), "owner").Result()
@@ -164,7 +165,7 @@ func TestConsentNamesTheSchool(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.srv.cfg.SchoolName = tc.schoolName
+			f.pages.cfg.SchoolName = tc.schoolName
 			_, challenge := pkce()
 			rec := f.authorize(authParams(challenge), "student")
 			body := rec.Body.String()
@@ -216,21 +217,21 @@ func TestOneErrorPage(t *testing.T) {
 // where access can be removed later.
 func TestConsentTrustCues(t *testing.T) {
 	for _, c := range []struct {
-		client    store.Client
+		client    authserver.ClientInfo
 		says, not string
 		warns     bool
 	}{
-		{store.Client{ID: "vendor", Kind: store.KindVendor}, "Set up by Demo School.", "Not reviewed", false},
-		{store.Client{ID: "app_x", Kind: store.KindApp}, "Set up by Demo School.", "Not reviewed", false},
-		{store.Client{ID: "https://agent.example/client.json", Kind: store.KindMetadata, Reviewed: true}, "Reviewed by Demo School.", "Not reviewed", false},
-		{store.Client{ID: "https://agent.example/client.json", Kind: store.KindMetadata},
+		{authserver.ClientInfo{ClientID: "vendor", Kind: store.KindVendor}, "Set up by Demo School.", "Not reviewed", false},
+		{authserver.ClientInfo{ClientID: "app_x", Kind: store.KindApp}, "Set up by Demo School.", "Not reviewed", false},
+		{authserver.ClientInfo{ClientID: "https://agent.example/client.json", Kind: store.KindMetadata, Reviewed: true}, "Reviewed by Demo School.", "Not reviewed", false},
+		{authserver.ClientInfo{ClientID: "https://agent.example/client.json", Kind: store.KindMetadata},
 			`Not reviewed by <strong>Demo School</strong>: this application registered itself and comes from <strong id="client-host">agent.example</strong>.`, "Set up by", true},
-		{store.Client{ID: "sgc_cli", Kind: store.KindLoopback},
+		{authserver.ClientInfo{ClientID: "sgc_cli", Kind: store.KindLoopback},
 			`Not reviewed by <strong>Demo School</strong>: this application registered itself and comes from <strong id="client-host">127.0.0.1:4000</strong>.`, "Set up by", true},
 	} {
 		t.Run(c.client.Kind, func(t *testing.T) {
 			v := consentView{School: "Demo School", Origin: "Demo School", ClientName: "Tool",
-				ClientHost: clientHost(&c.client, "http://127.0.0.1:4000/cb"), Trust: trustOf(&c.client),
+				ClientHost: clientHost(c.client, "http://127.0.0.1:4000/cb"), Trust: trustOf(c.client),
 				Applications: sitepath.AccountApplications}
 			page, err := renderPage(consentTmpl.in("en"), v)
 			if err != nil {

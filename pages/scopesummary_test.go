@@ -1,6 +1,10 @@
-package authserver
+package pages
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/schoolgate/schoolgate/i18n"
+)
 
 // An application's one line says the most far-reaching thing its scopes
 // let it do, in every language, and never falls back to a key.
@@ -26,7 +30,7 @@ func TestScopeSummary(t *testing.T) {
 			t.Errorf("summary of %v = %q, want %q", c.scopes, got, c.want)
 		}
 		key := scopeSummary(c.scopes)
-		for _, lang := range Languages {
+		for _, lang := range i18n.Languages {
 			if key != "" && msg(lang, key) == key {
 				t.Errorf("%s: no message %s", lang, key)
 			}

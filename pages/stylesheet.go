@@ -1,4 +1,4 @@
-package authserver
+package pages
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -20,9 +21,9 @@ var (
 )
 
 func mustReadPageFile(name string) []byte {
-	b, err := pageFiles.ReadFile("pages/" + name)
+	b, err := pageFiles.ReadFile("templates/" + name)
 	if err != nil {
-		panic("authserver: " + err.Error())
+		panic("pages: " + err.Error())
 	}
 	return b
 }
@@ -35,7 +36,7 @@ func contentHash(b []byte) string {
 	return hex.EncodeToString(sum[:contentDigestBytes])
 }
 
-// serveAsset answers GET and HEAD under sitepath.Assets: the stylesheet,
+// Asset answers GET and HEAD under sitepath.Assets: the stylesheet,
 // or a JSON 404 for any other name.
 //
 // The stylesheet of another build (pages-<hash>.css with another hash) is
@@ -43,14 +44,14 @@ func contentHash(b []byte) string {
 // serve a school side by side (a rolling upgrade), a page from one may
 // ask another for its stylesheet, and a page styled by its neighbour's
 // build reads better than an unstyled one.
-func serveAsset(w http.ResponseWriter, r *http.Request) {
+func (*Pages) Asset(w http.ResponseWriter, r *http.Request) {
 	cache := "public, max-age=31536000, immutable"
 	switch {
 	case r.URL.Path == stylesheetPath:
 	case isStylesheetName(strings.TrimPrefix(r.URL.Path, sitepath.Assets)):
 		cache = "no-cache"
 	default:
-		WriteNotFound(w)
+		authserver.WriteNotFound(w)
 		return
 	}
 	h := w.Header()
