@@ -27,7 +27,7 @@ type Pages interface {
 	Consent(w http.ResponseWriter, r *http.Request, c *ConsentPage)
 	// Error answers with the error page.
 	Error(w http.ResponseWriter, r *http.Request, status int, e ErrorPage)
-	// Account serves the person's own area (sitepath.AccountArea and
+	// Account serves the person's own area (sitepath.AccountPages and
 	// below), Admin the operator's (sitepath.Admin and below), Asset what
 	// the pages load (below sitepath.Assets).
 	Account(w http.ResponseWriter, r *http.Request)

@@ -25,7 +25,7 @@ func init() {
 // adminAPI adds operator endpoints to Caddy's admin API (which is local
 // and origin-checked by Caddy):
 //
-//	GET  /schoolgate/sites            the running schools, their keys and catalog; a platform's every school
+//	GET  /schoolgate/running          the running schools, their keys and catalog; a platform's every school (old name: /schoolgate/sites)
 //	GET  /schoolgate/health           200 when every site block's school's store reads and a key signs and every platform's registry reads, else 503; ?issuer= one school
 //	POST /schoolgate/keys/rotate      {"issuer": "..."}: publish a new signing key
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
@@ -45,7 +45,8 @@ func (adminAPI) CaddyModule() caddy.ModuleInfo {
 // Routes returns the admin routes.
 func (adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
-		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(audited(handleSites))},
+		{Pattern: "/schoolgate/running", Handler: caddy.AdminHandlerFunc(audited(handleRunning))},
+		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(audited(handleRunning))}, // running's old name
 		{Pattern: "/schoolgate/health", Handler: caddy.AdminHandlerFunc(audited(handleHealth))},
 		{Pattern: "/schoolgate/keys/rotate", Handler: caddy.AdminHandlerFunc(audited(handleRotate))},
 		{Pattern: "/schoolgate/catalog/refresh", Handler: caddy.AdminHandlerFunc(audited(handleCatalogRefresh))},
@@ -122,7 +123,9 @@ func runningSites(r *http.Request) ([]*site, error) {
 	return sites, nil
 }
 
-func handleSites(w http.ResponseWriter, r *http.Request) error {
+// handleRunning answers /schoolgate/running (and its old name,
+// /schoolgate/sites): every school this Caddy runs now.
+func handleRunning(w http.ResponseWriter, r *http.Request) error {
 	sites, err := runningSites(r)
 	if err != nil {
 		return err

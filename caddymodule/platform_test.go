@@ -673,7 +673,7 @@ func TestPlatformAdminAPI(t *testing.T) {
 	runningAs(t, tp.app)
 
 	rec := httptest.NewRecorder()
-	if err := handleSites(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/sites", nil)); err != nil {
+	if err := handleRunning(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/running", nil)); err != nil {
 		t.Fatal(err)
 	}
 	var list []siteStatus

@@ -1,6 +1,6 @@
 // Package pages is one school's HTML pages: the consent page and the
 // error page that the authorization server shows in its flows, the
-// person's own area (sitepath.AccountArea: the applications they
+// person's own area (sitepath.AccountPages: the applications they
 // connected) and the operator's admin area (sitepath.Admin), in the
 // languages of package i18n. The pages stand on the authorization
 // server's exported operations, and the server shows them through
