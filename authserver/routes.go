@@ -105,7 +105,7 @@ var routes = [...]route{
 		limit: limitAuthorize, pages: true, serve: (*Server).handleAccount},
 	// What the pages load.
 	{Endpoint: Endpoint{Path: sitepath.Assets}, below: sitepath.Assets, getOnly: true,
-		serve: func(_ *Server, w http.ResponseWriter, r *http.Request) { serveAsset(w, r) }},
+		serve: func(s *Server, w http.ResponseWriter, r *http.Request) { s.pages.Asset(w, r) }},
 }
 
 // notFound answers every other path of the server's namespaces.

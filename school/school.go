@@ -23,6 +23,7 @@ import (
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/pages"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitedocs"
 	"github.com/schoolgate/schoolgate/store"
@@ -58,7 +59,7 @@ type Config struct {
 	// every CatalogRefresh. Default: none.
 	Catalog string
 	// Language is the language of the pages people read for a browser
-	// that asks for none of authserver.Languages. Default: the catalog
+	// that asks for none of i18n.Languages. Default: the catalog
 	// feed's language when the pages are written in it, else English.
 	Language string
 	// CatalogRefresh is how often Catalog and AdminOpenAPIURL are read
@@ -261,8 +262,6 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		SessionURL:        cfg.upstreamURL(cfg.SessionURL),
 		LoginURL:          cfg.LoginURL,
 		AdminPrefix:       cfg.AdminPrefix,
-		SchoolName:        s.schoolName,
-		SchoolLanguage:    s.schoolLanguage,
 		Vendors:           cfg.Vendors,
 		MCPConnections:    cfg.MCPConnections,
 		CodeTTL:           cfg.CodeTTL,
@@ -280,7 +279,10 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		Observer:          s.observe,
 		Logger:            s.log,
 		Now:               s.now,
-		Usage:             s.Usage,
+		Pages: func(as *authserver.Server) authserver.Pages {
+			return pages.New(as, pages.Config{SchoolName: s.schoolName, SchoolLanguage: s.schoolLanguage,
+				Usage: s.Usage, Logger: s.log, Now: s.now})
+		},
 	}, cfg.Store)
 	if err != nil {
 		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}

@@ -42,6 +42,11 @@ type Site struct {
 	Scopes []string
 	// ProtectedResourceScopes are what a member client requests.
 	ProtectedResourceScopes []string
+	// Endpoints are the authorization server's, in its route table's
+	// order; the documents list those with a title.
+	Endpoints []Endpoint
+	// GrantTypes are the grants the token endpoint accepts.
+	GrantTypes []string
 	// MCPConnections reports whether the beta feature "MCP connections" is
 	// on, i.e. operators can create member applications.
 	MCPConnections bool
@@ -63,6 +68,12 @@ type Site struct {
 	// from a URL that could not be read yet: /openapi.json lacks the
 	// school's own operations and is served with no-store.
 	AdminOpenAPIUnread bool
+}
+
+// Endpoint is one endpoint of the authorization server, as the documents
+// name it: Title is empty for one they do not list (the consent step).
+type Endpoint struct {
+	Path, Title string
 }
 
 // Cache-Control of a document: one rendered from everything the site has
@@ -128,6 +139,9 @@ func normalizeSite(s Site) (Site, error) {
 	}
 	if len(s.ProtectedResourceScopes) == 0 {
 		return Site{}, errors.New("no protected-resource scopes configured")
+	}
+	if len(listedEndpoints(s.Endpoints)) == 0 || len(s.GrantTypes) == 0 {
+		return Site{}, errors.New("the authorization server's endpoints and grant types are required")
 	}
 	p := strings.Trim(strings.TrimSpace(s.AdminPrefix), "/")
 	if p != "" {
