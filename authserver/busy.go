@@ -36,7 +36,7 @@ func (s *Server) WriteBusy(w http.ResponseWriter, r *http.Request, status int, r
 // with the error page saying the school is busy, in their language.
 func (s *Server) WriteBusyPage(w http.ResponseWriter, r *http.Request, status int, retryAfter time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds(retryAfter)))
-	s.showError(w, r, status, errorView{Key: "error.busy", Unavailable: true})
+	s.showError(w, r, status, ErrorPage{Key: "error.busy", Unavailable: true})
 }
 
 // RetryAfterSeconds is a wait as Retry-After gives it: whole seconds,
