@@ -97,17 +97,16 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 
 // wait is Admit's slow path.
 func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error) {
-	if err := s.queueUp(ctx, cfg, t, false); err != nil {
+	if err := s.queueUp(ctx, cfg, t); err != nil {
 		return Slot{}, err
 	}
 	t = now()
 	return Slot{s: s, ctx: ctx, since: t, cpu: s.gate.cost.begin(t), counted: true}, nil
 }
 
-// queueUp takes a slot for s, waiting in its queue if none is free or
-// others wait: at the back within the bounds, or, for a request resuming
-// after a pause, at the front with no bound but ctx.
-func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming bool) error {
+// queueUp takes a slot for s, waiting at the back of its queue, within
+// the bounds, if none is free or others wait.
+func (s *School) queueUp(ctx context.Context, cfg *settings, t int64) error {
 	g := s.gate
 	g.mu.Lock()
 	g.expire(t)
@@ -117,33 +116,25 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 		s.turn()
 		return nil
 	}
-	if !resuming && s.queue.len() >= cfg.queue {
+	if s.queue.len() >= cfg.queue {
 		g.mu.Unlock()
 		return errQueueFull
 	}
 	w := newWaiter()
 	g.seq++
 	w.seq = g.seq
-	if resuming {
-		s.queue.pushFront(w)
-	} else {
-		s.queue.push(w)
-	}
+	s.queue.push(w)
 	g.list(s)
 	g.queued.Add(1)
 	g.dispatch(cfg)
 	g.arm(t)
 	g.mu.Unlock()
 
-	var timeout <-chan time.Time
-	if !resuming {
-		w.timer.Reset(cfg.wait)
-		timeout = w.timer.C
-	}
+	w.timer.Reset(cfg.wait)
 	var err error
 	select {
 	case <-w.ch:
-	case <-timeout:
+	case <-w.timer.C:
 		err = errWait
 	case <-ctx.Done():
 		err = ctx.Err()
