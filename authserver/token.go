@@ -213,7 +213,7 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
-	err := s.store.RotateRefresh(ctx, tokenKey(raw), now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
+	err := s.store.RotateRefresh(ctx, tokenKey(raw), "", now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		resp, fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {
