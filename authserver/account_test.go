@@ -45,7 +45,7 @@ func (f *fixture) grantTo(clientID, person string, scopes ...string) issued {
 	err = f.store.RedeemCode(context.Background(), hashToken(code), func(code *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		g := &store.Grant{ID: randomString(), ClientID: clientID, Audience: c.Audience, Scopes: scopes,
 			Resource: issuer, Identity: id, AuthTime: now, CreatedAt: now}
-		resp, toks := f.srv.mintTokens(g, scopes, now)
+		resp, toks := f.srv.mintTokens(g, scopes, now, "", "")
 		out = issued{grantID: g.ID, access: resp.AccessToken, refresh: resp.RefreshToken}
 		return g, toks, nil
 	})

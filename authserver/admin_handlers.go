@@ -129,7 +129,7 @@ func (a *adminCtx) appFormView(c *store.Client, in AppSpec, msg string) adminApp
 	}
 	v := adminAppForm{adminPage: title, Name: in.Name,
 		RedirectURIs: strings.Join(in.RedirectURIs, "\n"), Confidential: in.Confidential,
-		Scopes: scopeChoices(a.lang, in.Scopes)}
+		DPoPBound: in.DPoPBound, Scopes: scopeChoices(a.lang, in.Scopes)}
 	v.Error = msg
 	if c != nil {
 		v.ClientID, v.Confidential = c.ID, !c.Public()
@@ -177,7 +177,7 @@ func (a *adminCtx) refuseAppForm(c *store.Client, nonce, msg string) {
 	form := a.r.PostForm
 	in := AppSpec{Name: form.Get("name"), Scopes: form["scope"],
 		RedirectURIs: []string{strings.TrimSpace(form.Get("redirect_uris"))},
-		Confidential: form.Get("client_type") == "confidential"}
+		Confidential: form.Get("client_type") == "confidential", DPoPBound: form.Get("dpop_bound") == "on"}
 	v := a.appFormView(c, in, msg)
 	if c == nil {
 		v.FormNonce = nonce
@@ -240,7 +240,7 @@ func (a *adminCtx) editApp() {
 		return
 	}
 	v := a.appFormView(c,
-		AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
+		AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, DPoPBound: c.DPoPBound}, "")
 	v.Notice = a.notice()
 	a.render(http.StatusOK, appFormTmpl, v)
 }

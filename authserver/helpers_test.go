@@ -63,6 +63,12 @@ const (
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with a change to the configuration.
+func newFixtureWith(t testing.TB, change func(*Config)) *fixture {
+	t.Helper()
 	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie("session")
 		var id store.Identity
@@ -84,7 +90,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
-	srv, err := New(context.Background(), Config{
+	cfg := Config{
 		Issuer:     issuer,
 		SessionURL: legacy.URL + "/api/session",
 		LoginURL:   "/login",
@@ -95,7 +101,11 @@ func newFixture(t testing.TB) *fixture {
 			{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: store.AudienceOperator},
 		},
 		Now: clk.Now,
-	}, st)
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	srv, err := New(context.Background(), cfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}
