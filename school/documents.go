@@ -164,6 +164,8 @@ func docsSite(cfg *Config, p *policy.Policy, name string, mcpOn bool, adminOpenA
 		Scopes:                  policy.RequestableScopes,
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
 		MCPConnections:          mcpOn,
+		DPoP:                    cfg.DPoP.String(),
+		DPoPNonce:               cfg.DPoPNonce,
 		AdminOpenAPI:            adminOpenAPI,
 		AdminScopes:             sitedocs.PolicyScopes(p),
 	}

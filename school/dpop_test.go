@@ -165,3 +165,27 @@ func BenchmarkProtectedDPoP(b *testing.B) {
 		})
 	}
 }
+
+// A school that requires DPoP says so in /auth.md, /openapi.json and its
+// protected-resource metadata, and refuses a bearer token at its
+// resources with the DPoP challenge alone.
+func TestDPoPRequiredDocuments(t *testing.T) {
+	ts := newTestSite(t, func(c *Config) { c.DPoP = policy.DPoPRequired })
+	for path, want := range map[string]string{
+		"/auth.md":      "**DPoP-bound tokens only**",
+		"/openapi.json": "This school issues DPoP-bound tokens only",
+		"/.well-known/oauth-protected-resource": `"dpop_bound_access_tokens_required":true`,
+	} {
+		rec := ts.serve(t, httptest.NewRequest("GET", testIssuer+path, nil))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("%s: %d, want %q in it", path, rec.Code, want)
+		}
+	}
+	r := httptest.NewRequest("POST", testIssuer+"/account/graphql", nil)
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	rec := ts.serve(t, r)
+	values := rec.Header().Values("WWW-Authenticate")
+	if rec.Code != 401 || len(values) != 1 || !strings.HasPrefix(values[0], "DPoP ") {
+		t.Errorf("a bearer token: %d %q", rec.Code, values)
+	}
+}
