@@ -172,8 +172,8 @@ func BenchmarkProtectedDPoP(b *testing.B) {
 func TestDPoPRequiredDocuments(t *testing.T) {
 	ts := newTestSite(t, func(c *Config) { c.DPoP = policy.DPoPRequired })
 	for path, want := range map[string]string{
-		"/auth.md":      "**DPoP-bound tokens only**",
-		"/openapi.json": "This school issues DPoP-bound tokens only",
+		"/auth.md":                              "**DPoP-bound tokens only**",
+		"/openapi.json":                         "This school issues DPoP-bound tokens only",
 		"/.well-known/oauth-protected-resource": `"dpop_bound_access_tokens_required":true`,
 	} {
 		rec := ts.serve(t, httptest.NewRequest("GET", testIssuer+path, nil))
