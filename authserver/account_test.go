@@ -346,8 +346,8 @@ func TestAccountPageStates(t *testing.T) {
 		{"empty", "GET", sitepath.AccountApplications, "student", http.StatusOK, "You have not connected any application", ""},
 		{"bad cursor", "GET", sitepath.AccountApplications + "?after=!!!", "student", http.StatusBadRequest, "not valid", ""},
 		{"forged cursor", "GET", sitepath.AccountApplications + "?after=bm90LWEtY3Vyc29y", "student", http.StatusBadRequest, "not valid", ""},
-		{"unknown page", "GET", sitepath.AccountArea + "/other", "student", http.StatusNotFound, "no such page", ""},
-		{"the area itself", "GET", sitepath.AccountArea, "student", http.StatusNotFound, "no such page", ""},
+		{"unknown page", "GET", sitepath.AccountPages + "/other", "student", http.StatusNotFound, "no such page", ""},
+		{"the area itself", "GET", sitepath.AccountPages, "student", http.StatusNotFound, "no such page", ""},
 		{"posting the page", "POST", sitepath.AccountApplications, "student", http.StatusMethodNotAllowed, "only be viewed", ""},
 		{"getting the form", "GET", accountPathDisconnect, "student", http.StatusMethodNotAllowed, "Disconnect button", ""},
 	} {

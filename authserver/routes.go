@@ -101,7 +101,7 @@ var routes = [...]route{
 	// and CSRF checks; the person's area has the sign-in pages' limit.
 	// Their refusals are counted as "other".
 	{Endpoint: Endpoint{Path: sitepath.Admin}, below: sitepath.Admin + "/", serve: (*Server).handleAdmin},
-	{Endpoint: Endpoint{Path: sitepath.AccountArea}, below: sitepath.AccountArea + "/",
+	{Endpoint: Endpoint{Path: sitepath.AccountPages}, below: sitepath.AccountPages + "/",
 		limit: limitAuthorize, pages: true, serve: (*Server).handleAccount},
 	// What the pages load.
 	{Endpoint: Endpoint{Path: sitepath.Assets}, below: sitepath.Assets, getOnly: true,

@@ -14,7 +14,7 @@ import (
 // TestRouteFor holds the table's lookup to the URL space sitepath
 // describes: every route is reachable through the gateway, each exact
 // path finds its own route, and the areas are exactly what IsAdmin,
-// IsAccount and the assets' prefix say.
+// IsAccountPages and the assets' prefix say.
 func TestRouteFor(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range routes {
@@ -37,8 +37,8 @@ func TestRouteFor(t *testing.T) {
 		switch {
 		case sitepath.IsAdmin(p):
 			return sitepath.Admin
-		case sitepath.IsAccount(p):
-			return sitepath.AccountArea
+		case sitepath.IsAccountPages(p):
+			return sitepath.AccountPages
 		case strings.HasPrefix(p, sitepath.Assets):
 			return sitepath.Assets
 		}

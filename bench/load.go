@@ -98,7 +98,7 @@ func loadCtx(parent context.Context, c int, d time.Duration, work int, pid int, 
 				}
 				t0 := time.Now()
 				err := req(ctx, w)
-				if ctx.Err() != nil && err != nil {
+				if ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 					return // cut off by the end of the run, not a failure
 				}
 				per[w] = append(per[w], time.Since(t0))

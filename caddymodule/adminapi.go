@@ -25,8 +25,8 @@ func init() {
 // adminAPI adds operator endpoints to Caddy's admin API (which is local
 // and origin-checked by Caddy):
 //
-//	GET  /schoolgate/sites            the running schools, their keys and catalog; a platform's every school
-//	GET  /schoolgate/health           200 when every school's store reads and a key signs, else 503; the platforms' registries
+//	GET  /schoolgate/running          the running schools, their keys and catalog; a platform's every school (old name: /schoolgate/sites)
+//	GET  /schoolgate/health           200 when every site block's school's store reads and a key signs and every platform's registry reads, else 503; ?issuer= one school
 //	POST /schoolgate/keys/rotate      {"issuer": "..."}: publish a new signing key
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
 //	POST /schoolgate/backup           {"issuer", "file"} or {"all": true, "dir"}: copy the stores while they serve
@@ -45,7 +45,8 @@ func (adminAPI) CaddyModule() caddy.ModuleInfo {
 // Routes returns the admin routes.
 func (adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
-		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(audited(handleSites))},
+		{Pattern: "/schoolgate/running", Handler: caddy.AdminHandlerFunc(audited(handleRunning))},
+		{Pattern: "/schoolgate/sites", Handler: caddy.AdminHandlerFunc(audited(handleRunning))}, // running's old name
 		{Pattern: "/schoolgate/health", Handler: caddy.AdminHandlerFunc(audited(handleHealth))},
 		{Pattern: "/schoolgate/keys/rotate", Handler: caddy.AdminHandlerFunc(audited(handleRotate))},
 		{Pattern: "/schoolgate/catalog/refresh", Handler: caddy.AdminHandlerFunc(audited(handleCatalogRefresh))},
@@ -122,7 +123,9 @@ func runningSites(r *http.Request) ([]*site, error) {
 	return sites, nil
 }
 
-func handleSites(w http.ResponseWriter, r *http.Request) error {
+// handleRunning answers /schoolgate/running (and its old name,
+// /schoolgate/sites): every school this Caddy runs now.
+func handleRunning(w http.ResponseWriter, r *http.Request) error {
 	sites, err := runningSites(r)
 	if err != nil {
 		return err
@@ -175,12 +178,17 @@ func failedSites() []*failedSite {
 	return app.Failed()
 }
 
-// handleHealth reports each school's store, signing keys and catalog; a
-// load balancer or monitor reads the status code.
+// handleHealth reports each site block's school (its store, signing keys
+// and catalog) and each platform's registry and counts (platformstatus.go);
+// with ?issuer=, the one school's check, a platform's too. A load
+// balancer or monitor reads the status code.
 func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	sites, err := runningSites(r)
 	if err != nil {
 		return err
+	}
+	if issuer := r.URL.Query().Get("issuer"); issuer != "" {
+		return healthOf(w, r, issuer)
 	}
 	out := make([]school.Health, 0, len(sites))
 	status := http.StatusOK
@@ -198,7 +206,7 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 	}
 	var platforms []platformSummary
 	for _, p := range runningPlatforms() {
-		hs, sum, healthy := p.health(r.Context())
+		hs, sum, healthy := p.health()
 		out = append(out, hs...)
 		platforms = append(platforms, sum)
 		if !healthy {
@@ -211,6 +219,22 @@ func handleHealth(w http.ResponseWriter, r *http.Request) error {
 		answer["platforms"] = platforms
 	}
 	return writeAdminJSON(w, status, answer)
+}
+
+// healthOf checks one school, found as the other operations on one school
+// find it (siteOf): a platform's idle school is built for its check.
+func healthOf(w http.ResponseWriter, r *http.Request, issuer string) error {
+	s, release, err := siteOf(w, issuer)
+	if err != nil {
+		return err
+	}
+	defer release()
+	h := s.Health(r.Context())
+	status := http.StatusOK
+	if !h.Healthy {
+		status = http.StatusServiceUnavailable
+	}
+	return writeAdminJSON(w, status, map[string]any{"healthy": h.Healthy, "sites": []school.Health{h}})
 }
 
 // siteFromBody reads {"issuer": "..."} from a POST and finds that school,

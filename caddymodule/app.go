@@ -26,10 +26,14 @@ type App struct {
 	// FairShare is how the instance is shared between schools while it
 	// is contended (globaloption.go). Default: on, with its defaults.
 	FairShare *FairShare `json:"fair_share,omitempty"`
-	// MetricsPerSchool is which schools have metric series of their own:
-	// none, all, or "top <n>" by traffic. Default: all for site blocks
-	// only, else top 50.
+	// MetricsPerSchool is which schools have metric series of their own
+	// beside the instance's totals: none, all, or "top <n>" by traffic
+	// (metricsschools.go). Default: all for a config of site blocks only,
+	// none for one with a school_platform.
 	MetricsPerSchool string `json:"metrics_per_school,omitempty"`
+
+	// metrics are the config's (metrics.go).
+	metrics *metrics
 
 	mu sync.Mutex
 	// gateways are the config's schools in the order they were
@@ -67,9 +71,16 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 }
 
 var (
-	_ caddy.App       = (*App)(nil)
-	_ caddy.Validator = (*App)(nil)
+	_ caddy.App         = (*App)(nil)
+	_ caddy.Provisioner = (*App)(nil)
+	_ caddy.Validator   = (*App)(nil)
 )
+
+// Provision finds the config's metrics, which its schools count into.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.metrics = metricsFor(ctx.GetMetricsRegistry())
+	return nil
+}
 
 // Validate checks the app's own options.
 func (a *App) Validate() error { return a.validateGlobal() }
@@ -150,6 +161,21 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	gateways, platforms := a.gateways, a.platforms
 	a.mu.Unlock()
+	// The schools are counted once every site block is provisioned,
+	// which is after the App's own Validate.
+	per, err := perSchoolOf(a.MetricsPerSchool, len(gateways), len(platforms) > 0)
+	if err != nil {
+		for _, g := range gateways {
+			g.run.end()
+		}
+		for _, p := range platforms {
+			p.tables.end()
+		}
+		return err
+	}
+	if a.metrics != nil {
+		a.metrics.setPerSchool(per)
+	}
 	if err := startGateways(a, gateways); err != nil {
 		for _, p := range platforms {
 			p.tables.end()

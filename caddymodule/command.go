@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,7 +27,13 @@ func init() {
 		Long: `
 Talks to the schoolgate routes of a running Caddy's admin API. The admin
 address is --address, else the one of --config (and --adapter), else
-Caddy's default (localhost:2019). Answers are printed as JSON.`,
+Caddy's default (localhost:2019). Answers are printed as JSON; a refusal
+is printed as its message, and the command exits 1.
+
+Two words name a school: "running" lists what this Caddy serves now (site
+blocks' schools and platforms' schools, with their state, keys and
+catalog); "schools" writes and reads a school_platform's registry, whose
+records are the schools it serves. "sites" is running's old name.`,
 		CobraFunc: schoolgateCommands,
 	})
 }
@@ -40,6 +47,9 @@ type adminCall struct {
 	path       func(issuer string) string
 	body       func(cmd *cobra.Command, issuer string, args []string) (any, error)
 	flags      func(cmd *cobra.Command)
+
+	// aliases are the command's old names, still answering.
+	aliases []string
 }
 
 func schoolgateCommands(root *cobra.Command) {
@@ -48,10 +58,15 @@ func schoolgateCommands(root *cobra.Command) {
 		return map[string]string{"issuer": issuer}, nil
 	}
 	calls := []adminCall{
-		{use: "sites", short: "List the running schools, their keys and catalog", method: http.MethodGet,
-			path: func(string) string { return "/schoolgate/sites" }},
-		{use: "health", short: "Check every school's store, keys and catalog (exit 1 when unhealthy)",
-			method: http.MethodGet, path: func(string) string { return "/schoolgate/health" }},
+		{use: "running", aliases: []string{"sites"}, short: "List the schools this Caddy runs now, their state, keys and catalog (old name: sites)",
+			method: http.MethodGet, path: func(string) string { return "/schoolgate/running" }},
+		{use: "health", short: "Check the site blocks' schools and the platforms' registries, or with --issuer one school (exit 1 when unhealthy)",
+			method: http.MethodGet, path: func(issuer string) string {
+				if issuer == "" {
+					return "/schoolgate/health"
+				}
+				return "/schoolgate/health" + withIssuer(issuer)
+			}},
 		{use: "rotate-keys", short: "Publish a new signing key (it signs an hour later)", method: http.MethodPost,
 			path: func(string) string { return "/schoolgate/keys/rotate" }, body: issuerBody},
 		{use: "refresh-catalog", short: "Import the catalog feed now", method: http.MethodPost,
@@ -121,7 +136,7 @@ func schoolgateCommands(root *cobra.Command) {
 }
 
 func (a adminCall) command() *cobra.Command {
-	c := &cobra.Command{Use: a.use, Short: a.short, Args: a.args}
+	c := &cobra.Command{Use: a.use, Aliases: a.aliases, Short: a.short, Args: a.args}
 	if c.Args == nil {
 		c.Args = cobra.NoArgs
 	}
@@ -164,7 +179,14 @@ func (a adminCall) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("finding the admin API: %v", err)
 	}
-	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, path, nil, body)
+	resp, err := adminRequest(adminAddr, method, path, nil, body)
+	var refused *adminError
+	if errors.As(err, &refused) && refused.Answer != nil {
+		// An answer without a message (the health check's report with
+		// its 503) is what the operator asked for: it is printed, and
+		// the command exits 1.
+		_, _ = os.Stdout.Write(refused.Answer)
+	}
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,29 +24,45 @@ import (
 func schoolsCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "schools",
-		Short: "Add, change, remove and list the schools of a school_platform",
+		Short: "Add, change, remove and list the schools of a school_platform's registry",
 		Long: `
 Writes the registry of the running Caddy's school_platform through its admin
-API; the change is served without a reload. The admin address is --address,
+API; the change is served without a reload. A school here is its registry's
+record (what caddy schoolgate running lists is what this Caddy serves now). The admin address is --address,
 else the one of --caddy-config (and --adapter), else Caddy's default
 (localhost:2019). With several platforms in the config, --platform names one
 ("dir <path>" or "postgres", as caddy schoolgate schools list shows).`,
 	}
 	add := &cobra.Command{
-		Use:   "add <issuer> --upstream <url> [--host <alias>]... [--config <file.json>]",
-		Short: "Add a school (refused if the registry has it)",
+		Use:   "add <issuer> --upstream <url> [--host <alias>]... [--config <file.json>] [--option <name>=<value>]... [--disable]",
+		Short: "Add a school to the registry (refused if it has it: change it with set)",
 		Args:  cobra.ExactArgs(1),
-		RunE:  func(cmd *cobra.Command, args []string) error { return writeSchool(cmd, args[0], false) },
+		RunE:  func(cmd *cobra.Command, args []string) error { return addSchool(cmd, args[0]) },
 	}
-	recordFlags(add)
+	recordFlags(add, "a JSON file of the school_gateway options")
 	add.Flags().Bool("disable", false, "add it disabled: its record only, answering 404")
 	set := &cobra.Command{
-		Use:   "set <issuer> [--upstream <url>] [--host <alias>]... [--no-hosts] [--config <file.json>] [--disable|--enable]",
-		Short: "Change a school: what the flags name is replaced, the rest kept",
-		Args:  cobra.ExactArgs(1),
-		RunE:  func(cmd *cobra.Command, args []string) error { return writeSchool(cmd, args[0], true) },
+		Use: "set <issuer> [--option <name>=<value>]... [--unset <name>]... [--config <patch.json>] [--upstream <url>] " +
+			"[--host <alias>]... [--no-hosts] [--disable|--enable]",
+		Short: "Change what the flags name in a school's record, and nothing else",
+		Long: `
+Reads the school's record, changes what the flags name and keeps the rest,
+and writes it on condition of the version it read; a change another writer
+made meanwhile is read again and this change made on it (three tries).
+
+The options: --option name=value sets one school_gateway option (its JSON
+name; a.b for b inside the object a). The value is JSON when it reads as
+JSON (30, true, {"events":5}, "quoted"), else the string as written (30s,
+http://10.0.0.5:9080). --unset name removes one. --config file.json is a
+JSON merge patch (RFC 7396) of the options: each option it names is set,
+merged into an object option, or removed where it is null; the others are
+kept. They apply in the order: --config, --option and --unset, --upstream.
+--host replaces the aliases, --no-hosts removes them.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return setSchool(cmd, args[0]) },
 	}
-	recordFlags(set)
+	recordFlags(set, "a JSON merge patch (RFC 7396) of the school_gateway options: those it names are set, null removes one")
+	set.Flags().StringArray("unset", nil, "remove one school_gateway option, by its name (a.b inside an object; repeat for more)")
 	set.Flags().Bool("no-hosts", false, "remove every alias")
 	set.Flags().Bool("disable", false, "keep the record and the data, answer 404")
 	set.Flags().Bool("enable", false, "serve it again")
@@ -111,64 +127,54 @@ else the one of --caddy-config (and --adapter), else Caddy's default
 }
 
 // recordFlags are the flags that make a record, add's and set's.
-func recordFlags(c *cobra.Command) {
-	c.Flags().String("upstream", "", "the legacy server (the school_gateway upstream); it wins over the config file's")
+func recordFlags(c *cobra.Command, config string) {
+	c.Flags().String("upstream", "", "the legacy server (the school_gateway option upstream); it wins over --config and --option")
 	c.Flags().StringArray("host", nil, "a further host name the school answers on (repeat for more)")
-	c.Flags().String("config", "", "a JSON file of the school_gateway options")
+	c.Flags().String("config", "", config)
+	c.Flags().StringArray("option", nil, "name=value: one school_gateway option, the value JSON when it reads as JSON, "+
+		"else a string (a.b=value inside an object; repeat for more)")
 }
 
-// writeSchool adds a school, or (change) changes the one the registry
-// has, conditionally on the version read, so that a write made meanwhile
-// by another operator is not overwritten.
-func writeSchool(cmd *cobra.Command, issuer string, change bool) error {
-	fl := cmd.Flags()
-	platform, _ := fl.GetString("platform")
-	body := map[string]any{"issuer": issuer, "platform": platform}
-	var current struct {
-		Hosts    []string        `json:"hosts"`
-		Disabled bool            `json:"disabled"`
-		Config   json.RawMessage `json:"config"`
-		Version  int64           `json:"version"`
-	}
-	if change {
-		raw, err := showRequest(cmd, issuer)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(raw, &current); err != nil {
-			return fmt.Errorf("reading the school's record: %v", err)
-		}
-		// A file written by hand, never written through a registry, has
-		// version 0, which a condition cannot name.
-		if current.Version > 0 {
-			body["if_version"] = current.Version
-		}
-	} else {
-		body["if_version"] = 0
-	}
-	cfg, err := schoolConfig(cmd, current.Config)
+// schoolRecord is a school's record as the admin API shows it, the part
+// a change reads.
+type schoolRecord struct {
+	Hosts    []string        `json:"hosts"`
+	Disabled bool            `json:"disabled"`
+	Config   json.RawMessage `json:"config"`
+	Version  int64           `json:"version"`
+}
+
+// addSchool adds a school the registry does not have: its write asks
+// that there be none (if_version 0), so that it never replaces a record.
+func addSchool(cmd *cobra.Command, issuer string) error {
+	patches, err := configChanges(cmd)
 	if err != nil {
 		return err
 	}
-	body["config"] = cfg
+	cfg, _, err := patchConfig(nil, patches)
+	if err != nil {
+		return err
+	}
+	var opts map[string]json.RawMessage
+	if json.Unmarshal(cfg, &opts) != nil || opts["upstream"] == nil {
+		return errors.New("--upstream is required (or an upstream in --config or --option)")
+	}
+	fl := cmd.Flags()
+	platform, _ := fl.GetString("platform")
 	hosts, _ := fl.GetStringArray("host")
-	if noHosts, _ := fl.GetBool("no-hosts"); noHosts && len(hosts) > 0 {
-		return errors.New("--no-hosts and --host: say one")
-	} else if !noHosts && !fl.Changed("host") {
-		hosts = current.Hosts
-	}
-	body["hosts"] = hosts
-	disable, _ := fl.GetBool("disable")
-	enable, _ := fl.GetBool("enable")
-	switch {
-	case disable && enable:
-		return errors.New("--disable and --enable: say one")
-	case disable:
-		body["disabled"] = true
-	case !enable:
-		body["disabled"] = current.Disabled
-	}
+	disabled, _ := fl.GetBool("disable")
+	body := map[string]any{"issuer": issuer, "platform": platform, "hosts": hosts, "disabled": disabled,
+		"config": cfg, "if_version": 0}
 	raw, err := schoolsRequest(cmd, http.MethodPost, "/schoolgate/schools", body)
+	var refused *adminError
+	if errors.As(err, &refused) && refused.Status == http.StatusConflict {
+		// The condition failed, or a host is another school's: only
+		// the first is the school being there already.
+		if have, readErr := readRecord(cmd, issuer); readErr == nil {
+			return fmt.Errorf("%s is in the registry already (version %d): change it with "+
+				"caddy schoolgate schools set %s --option name=value (or --upstream, --host, --config …)", issuer, have.Version, issuer)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -176,32 +182,132 @@ func writeSchool(cmd *cobra.Command, issuer string, change bool) error {
 	return err
 }
 
-// schoolConfig is the school_gateway options of --config (else current),
-// with --upstream set over them.
-func schoolConfig(cmd *cobra.Command, current json.RawMessage) (map[string]json.RawMessage, error) {
-	cfg := map[string]json.RawMessage{}
-	file, _ := cmd.Flags().GetString("config")
-	switch {
-	case file != "":
-		raw, err := os.ReadFile(file)
+// setTries bounds how often set reads a record again that another writer
+// changed between its read and its write.
+const setTries = 3
+
+// setSchool changes what the flags name in a school's record: it reads
+// the record, makes the change on it and writes it on condition of the
+// version read (registry.Conditional, in the registry's write itself), so
+// that a change another operator made meanwhile is not lost: refused, the
+// change is made again on the record as it is now.
+func setSchool(cmd *cobra.Command, issuer string) error {
+	change, err := readSetFlags(cmd)
+	if err != nil {
+		return err
+	}
+	platform, _ := cmd.Flags().GetString("platform")
+	for try := 1; ; try++ {
+		current, err := readRecord(cmd, issuer)
 		if err != nil {
-			return nil, fmt.Errorf("--config: %v", err)
+			return err
 		}
-		if err := json.Unmarshal(raw, &cfg); err != nil || cfg == nil {
-			return nil, fmt.Errorf("--config: %s is not a JSON object of the school_gateway options", file)
+		body, changed, err := change.apply(current)
+		if err != nil {
+			return err
 		}
-	case len(current) > 0:
-		if err := json.Unmarshal(current, &cfg); err != nil || cfg == nil {
-			cfg = map[string]json.RawMessage{}
+		if !changed {
+			return fmt.Errorf("%s has this already (version %d): nothing was written", issuer, current.Version)
+		}
+		body["issuer"], body["platform"] = issuer, platform
+		// A file written by hand, never written through a registry, has
+		// version 0, which a condition cannot name.
+		if current.Version > 0 {
+			body["if_version"] = current.Version
+		}
+		raw, err := schoolsRequest(cmd, http.MethodPost, "/schoolgate/schools", body)
+		var refused *adminError
+		if !errors.As(err, &refused) || refused.Status != http.StatusConflict {
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(raw)
+			return err
+		}
+		// Refused for the version, or for a host another school has:
+		// the record read again tells which.
+		now, readErr := readRecord(cmd, issuer)
+		var gone *adminError
+		switch {
+		case errors.As(readErr, &gone) && gone.Status == http.StatusNotFound:
+			return fmt.Errorf("%s was removed from the registry while this change was made: nothing was written", issuer)
+		case readErr != nil:
+			return fmt.Errorf("%v; reading the record again: %w", err, readErr)
+		case now.Version == current.Version:
+			return err
+		case try == setTries:
+			return fmt.Errorf("%s was changed by another writer each of the %d times this change was made on it "+
+				"(now version %d): nothing of this change was written; run the command again", issuer, setTries, now.Version)
 		}
 	}
-	if upstream, _ := cmd.Flags().GetString("upstream"); upstream != "" {
-		cfg["upstream"], _ = json.Marshal(upstream)
+}
+
+// setChange is what set's flags change in a record.
+type setChange struct {
+	patches []map[string]any
+	// hosts replace the aliases when setHosts.
+	hosts    []string
+	setHosts bool
+	// disabled is set when setDisabled.
+	disabled, setDisabled bool
+}
+
+func readSetFlags(cmd *cobra.Command) (setChange, error) {
+	fl := cmd.Flags()
+	var c setChange
+	var err error
+	if c.patches, err = configChanges(cmd); err != nil {
+		return c, err
 	}
-	if _, ok := cfg["upstream"]; !ok {
-		return nil, errors.New("--upstream is required (or a --config file that sets upstream)")
+	c.hosts, _ = fl.GetStringArray("host")
+	noHosts, _ := fl.GetBool("no-hosts")
+	if noHosts && len(c.hosts) > 0 {
+		return c, errors.New("--no-hosts and --host: say one")
 	}
-	return cfg, nil
+	c.setHosts = noHosts || fl.Changed("host")
+	disable, _ := fl.GetBool("disable")
+	enable, _ := fl.GetBool("enable")
+	if disable && enable {
+		return c, errors.New("--disable and --enable: say one")
+	}
+	c.disabled, c.setDisabled = disable, disable || enable
+	if len(c.patches) == 0 && !c.setHosts && !c.setDisabled {
+		return c, errors.New("name what to change: --option name=value, --unset name, --config <patch.json>, " +
+			"--upstream, --host, --no-hosts, --disable or --enable")
+	}
+	return c, nil
+}
+
+// apply makes the change on a record: the body of its write, and
+// whether it differs from the record.
+func (c setChange) apply(r schoolRecord) (map[string]any, bool, error) {
+	cfg, changed, err := patchConfig(r.Config, c.patches)
+	if err != nil {
+		return nil, false, err
+	}
+	hosts, disabled := r.Hosts, r.Disabled
+	if c.setHosts {
+		changed = changed || !slices.Equal(c.hosts, hosts)
+		hosts = c.hosts
+	}
+	if c.setDisabled {
+		changed = changed || c.disabled != disabled
+		disabled = c.disabled
+	}
+	return map[string]any{"hosts": hosts, "disabled": disabled, "config": cfg}, changed, nil
+}
+
+// readRecord reads a school's record through the admin API.
+func readRecord(cmd *cobra.Command, issuer string) (schoolRecord, error) {
+	var r schoolRecord
+	raw, err := showRequest(cmd, issuer)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, fmt.Errorf("reading the school's record: %v", err)
+	}
+	return r, nil
 }
 
 // showRequest reads one school's record from the admin API.
@@ -213,8 +319,8 @@ func showRequest(cmd *cobra.Command, issuer string) ([]byte, error) {
 	return schoolsRequest(cmd, http.MethodGet, "/schoolgate/schools?"+q.Encode(), nil)
 }
 
-// schoolsRequest makes one admin API request and returns its answer; an
-// error status is an error carrying the answer, as for the other
+// schoolsRequest makes one admin API request and returns its answer; a
+// refusal is an *adminError with the API's message, as for the other
 // commands.
 func schoolsRequest(cmd *cobra.Command, method, path string, body any) ([]byte, error) {
 	fl := cmd.Flags()
@@ -237,7 +343,7 @@ func schoolsRequest(cmd *cobra.Command, method, path string, body any) ([]byte, 
 	if body != nil {
 		header = http.Header{"Content-Type": {"application/json"}}
 	}
-	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, path, header, reader)
+	resp, err := adminRequest(adminAddr, method, path, header, reader)
 	if err != nil {
 		return nil, err
 	}

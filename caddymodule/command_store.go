@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -119,8 +118,7 @@ func migrateStore(ctx context.Context, out io.Writer, data, issuer, dsn, secret 
 	if err != nil {
 		return fmt.Errorf("--issuer: %v", err)
 	}
-	// The file's name within data is the gateway's (Gateway.dataPath).
-	dump, err := boltstore.Export(filepath.Join(data, "school.db"))
+	dump, err := boltstore.Export(boltstore.Path(data))
 	if err != nil {
 		return err
 	}

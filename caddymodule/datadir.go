@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/boltstore"
 )
 
 // dataPath is the site's bbolt file.
@@ -21,9 +23,9 @@ func (g *Gateway) dataPath() string {
 	if dir == "" {
 		dir = filepath.Join(defaultDataRoot(), hostFileName(g.Issuer))
 	}
-	abs, err := filepath.Abs(filepath.Join(dir, "school.db"))
+	abs, err := filepath.Abs(boltstore.Path(dir))
 	if err != nil {
-		return filepath.Join(dir, "school.db")
+		return boltstore.Path(dir)
 	}
 	return abs
 }
@@ -50,7 +52,7 @@ func hostFileName(origin string) string {
 }
 
 // prepareDefaultDir makes the school's default data directory, unless a
-// directory of another spelling of its issuer holds a school.db. Before
+// directory of another spelling of its issuer holds a store file. Before
 // the issuer was kept in one spelling, the directory was named after the
 // issuer as written: HTTPS://School.Example:443/ made School.Example_443,
 // https://School.Example/ made School.Example. Opening the canonical
@@ -72,7 +74,7 @@ func (g *Gateway) prepareDefaultDir() error {
 	if len(others) == 0 {
 		return spellings.mkdir(root, dir)
 	}
-	_, ownErr := os.Stat(filepath.Join(dir, "school.db"))
+	_, ownErr := os.Stat(boltstore.Path(dir))
 	if len(others) == 1 && ownErr != nil {
 		return fmt.Errorf("data: %s holds data of %s under another spelling of the issuer (an earlier version named "+
 			"the directory after the issuer as written); the school's directory is now %s: move %s to %s, or set data %s",
@@ -108,7 +110,7 @@ var readDataRoot = os.ReadDir
 
 // otherSpellings lists the directories under root, other than name
 // itself, that an earlier version made for another spelling of the origin
-// whose directory is name, and that hold a school.db. The caller holds
+// whose directory is name, and that hold a store file. The caller holds
 // x.mu.
 func (x *spellingIndex) otherSpellings(root, name, scheme string) ([]string, error) {
 	if err := x.refresh(root); err != nil {
@@ -122,7 +124,7 @@ func (x *spellingIndex) otherSpellings(root, name, scheme string) ([]string, err
 	var out []string
 	for _, e := range candidates {
 		dir := filepath.Join(root, e)
-		if _, err := os.Stat(filepath.Join(dir, "school.db")); err != nil {
+		if _, err := os.Stat(boltstore.Path(dir)); err != nil {
 			continue
 		}
 		// On a file system that ignores case, School.Example is the

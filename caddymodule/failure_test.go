@@ -81,7 +81,7 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 	t.Cleanup(func() { activeApp = prev })
 
 	rec := httptest.NewRecorder()
-	if err := handleSites(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/sites", nil)); err != nil {
+	if err := handleRunning(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/running", nil)); err != nil {
 		t.Fatal(err)
 	}
 	var sites []siteStatus

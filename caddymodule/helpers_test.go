@@ -100,7 +100,7 @@ type copylessStore struct{ store.Store }
 
 // runningAs makes app the running config's for the admin API until the
 // test ends.
-func runningAs(t *testing.T, app *App) {
+func runningAs(t testing.TB, app *App) {
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })

@@ -2,131 +2,323 @@ package caddymodule
 
 import (
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"
 )
 
-// Metrics per site, in Caddy's metrics registry (served where Caddy
-// serves metrics: the admin endpoint's /metrics, or a `metrics` handler).
-// Every series carries the site's issuer as the label "site".
-type metrics struct {
-	tokensIssued *prometheus.CounterVec // site, grant_type
-	refused      *prometheus.CounterVec // site, endpoint, reason
-	registered   *prometheus.CounterVec // site, kind
-	tokenLookups *prometheus.CounterVec // site, result (hit, miss)
-	protected    *prometheus.CounterVec // site, outcome
-	mcpRequests  *prometheus.CounterVec // site, caller (anonymous, member, operator, refused)
-	disconnects  *prometheus.CounterVec // site, by (member, operator, client)
-	refusals     *prometheus.CounterVec // site, cause (legacy_busy, legacy_timeout)
+// The gateway's metrics are in Caddy's metrics registry, served where
+// Caddy serves metrics (the admin endpoint's /metrics, or a `metrics`
+// handler). Each event a school counts adds to the instance's totals,
+// series without a school's label, so that their number does not grow
+// with the schools; and to the school's own counters, which are series
+// (schoolgate_school_*, labelled site) only for the schools
+// metrics_per_school chooses, chosen at each scrape (metricsschools.go).
+// A label's values are a fixed set (families): a value outside it is
+// counted as "other", so that nothing a request carries makes a series.
+
+// family is one metric: its labels beside site, and each label's values.
+type family struct {
+	name, help string
+	labels     []string
+	values     [][]string
+	// zeros gives the totals a series for each value from the start, so
+	// that a rate reads 0 rather than nothing; a family of two labels has
+	// a series once its pair counted something.
+	zeros bool
+
+	// size is the number of slots, every value of each label and "other"
+	// (slot); slotLabels are each slot's label values.
+	size       int
+	slotLabels [][]string
+	// total and perSchool describe the instance's series and a school's.
+	total, perSchool *prometheus.Desc
 }
 
-// metricsFor returns the collectors of reg (a config's registry),
-// registering them with the first site; the other sites of the config
-// get the ones already registered.
-func metricsFor(reg *prometheus.Registry) *metrics {
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "schoolgate", Name: name, Help: help},
-			append([]string{"site"}, labels...))
-		if reg == nil {
-			return c
+const (
+	famTokens = iota
+	famRefused
+	famRegistered
+	famLookups
+	famProtected
+	famMCP
+	famDisconnects
+	famRequestsRefused
+	numFamilies
+)
+
+// otherValue is the label value of what is outside a label's values.
+const otherValue = "other"
+
+// families are the metrics, with the values their labels take. The
+// values of the refusals' reason are the error codes the authorization
+// server answers with (TestMetricsKnowEveryCode checks them against its
+// source).
+var families = [numFamilies]*family{
+	famTokens: {name: "tokens_issued_total", help: "Token responses of the token endpoint, by grant type.",
+		labels: []string{"grant_type"}, values: [][]string{authserver.GrantTypes()}, zeros: true},
+	famRefused: {name: "oauth_refused_total", help: "OAuth error answers, by endpoint and error code (rate_limited for 429).",
+		labels: []string{"endpoint", "reason"}, values: [][]string{endpointNames(), {
+			"invalid_request", "invalid_client", "invalid_grant", "invalid_scope", "invalid_target",
+			"unsupported_grant_type", "invalid_client_metadata", "invalid_redirect_uri", "server_error",
+			"temporarily_unavailable", "not_found", "rate_limited"}}},
+	famRegistered: {name: "registrations_total", help: "Successful dynamic client registrations, by the kind of client returned.",
+		labels: []string{"kind"}, values: [][]string{{store.KindVendor, store.KindLoopback}}, zeros: true},
+	famLookups: {name: "token_lookups_total", help: "Access-token validations, by whether the in-memory cache answered.",
+		labels: []string{"result"}, values: [][]string{{"hit", "miss"}}, zeros: true},
+	famProtected: {name: "protected_requests_total", help: "Requests to protected resources, by outcome.",
+		labels: []string{"outcome"}, values: [][]string{{"allowed", "denied_by_policy", "path_refused",
+			"invalid_request", "invalid_token", "insufficient_scope", "temporarily_unavailable"}}, zeros: true},
+	famMCP: {name: "mcp_requests_total", help: "Requests to /mcp, by caller.",
+		labels: []string{"caller"}, values: [][]string{{"anonymous", policy.AudienceMember, policy.AudienceOperator, "refused", "unavailable"}}, zeros: true},
+	famDisconnects: {name: "grants_disconnected_total", help: "Grants ended, by who ended them: the person (member), an operator, or the client revoking its refresh token.",
+		labels: []string{"by"}, values: [][]string{{authserver.DisconnectedByMember, authserver.DisconnectedByOperator, authserver.DisconnectedByClient}}, zeros: true},
+	famRequestsRefused: {name: "requests_refused_total", help: "Requests refused for want of capacity, the instance's (fair share) or the school's (budget, legacy server), by cause.",
+		labels: []string{"cause"}, values: [][]string{causeNames()}, zeros: true},
+}
+
+// endpointNames are the authorization server's endpoints as the refusals
+// name them; the pages' areas are "other".
+func endpointNames() []string {
+	var names []string
+	for _, e := range authserver.Endpoints() {
+		if !slices.Contains(names, e.Name) {
+			names = append(names, e.Name)
 		}
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-					return existing
+	}
+	return names
+}
+
+func init() {
+	for _, f := range families {
+		f.size = 1
+		for _, vs := range f.values {
+			f.size *= len(vs) + 1
+		}
+		f.slotLabels = make([][]string, f.size)
+		for slot := range f.size {
+			labels := make([]string, len(f.values))
+			for i, rest := len(f.values)-1, slot; i >= 0; i-- {
+				n := len(f.values[i]) + 1
+				labels[i] = otherValue
+				if v := rest % n; v < len(f.values[i]) {
+					labels[i] = f.values[i][v]
 				}
+				rest /= n
+			}
+			f.slotLabels[slot] = labels
+		}
+		f.total = prometheus.NewDesc("schoolgate_"+f.name, f.help, f.labels, nil)
+		f.perSchool = prometheus.NewDesc("schoolgate_school_"+f.name, "One school's: "+f.help,
+			append([]string{"site"}, f.labels...), nil)
+	}
+}
+
+// index is v's place among values, len(values) ("other") if it is none of
+// them. The lists are a few names: a scan is as quick as a map.
+func index(values []string, v string) int {
+	for i, known := range values {
+		if known == v {
+			return i
+		}
+	}
+	return len(values)
+}
+
+// slot1 and slot2 are the slots of a family's label values.
+func (f *family) slot1(v string) int { return index(f.values[0], v) }
+
+func (f *family) slot2(a, b string) int {
+	return index(f.values[0], a)*(len(f.values[1])+1) + index(f.values[1], b)
+}
+
+// counterSet is a set of counters, a family's slots made on the family's
+// first event, so that a school that never sees a refusal holds no
+// refusal counters. Counting is an atomic load and add: no lock, no label
+// lookup. A family's slots take whole cache lines (cacheLineSlots), so
+// that two sets counted from different processors do not share one.
+type counterSet struct {
+	fams [numFamilies]atomic.Pointer[[]atomic.Uint64]
+}
+
+// cacheLineSlots are the counters in a cache line of 64 bytes.
+const cacheLineSlots = 8
+
+func (c *counterSet) add(f, slot int) {
+	p := c.fams[f].Load()
+	if p == nil {
+		s := make([]atomic.Uint64, (families[f].size+cacheLineSlots-1)/cacheLineSlots*cacheLineSlots)
+		if !c.fams[f].CompareAndSwap(nil, &s) {
+			p = c.fams[f].Load()
+		} else {
+			p = &s
+		}
+	}
+	(*p)[slot].Add(1)
+}
+
+// slots are a family's counters, nil before its first event.
+func (c *counterSet) slots(f int) []atomic.Uint64 {
+	if p := c.fams[f].Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// metrics are a config's: the instance's totals, each school's counters
+// by issuer, and which schools have series (metricsschools.go). One
+// collector in the config's registry, shared by its schools.
+type metrics struct {
+	// totals are the instance's counts in shards, a school counting into
+	// one of them (schoolCounters.shard), so that the schools served on
+	// different processors do not all add to one counter; a scrape adds
+	// the shards up.
+	totals [totalShards]counterSet
+
+	mu      sync.Mutex
+	schools map[string]*schoolCounters
+	made    int // schools' counters made, which deals them the shards
+
+	// per is which schools have series: nil until the App's Start set it
+	// (every school, as for site blocks).
+	per atomic.Pointer[perSchool]
+	// rankMu serializes the ranking of a top by traffic; ranked is when
+	// it last ran.
+	rankMu sync.Mutex
+	ranked time.Time
+}
+
+// totalShards is how many shards the totals are counted in.
+const totalShards = 16
+
+// schoolCounters are one school's counters, kept by issuer while the
+// config runs (and its record is in the registry, for a platform's), so
+// that a school let go of and built again counts on.
+type schoolCounters struct {
+	site string
+	// shard is the totals' shard the school counts into.
+	shard *counterSet
+	counterSet
+	// events counts the school's events but its token validations (each
+	// repeats a protected or /mcp request's count): its traffic, which a
+	// top ranks by.
+	events atomic.Uint64
+	// What the ranking of a top keeps, under rankMu: the school's
+	// counted events at the last ranking, its traffic score, and whether
+	// it was in the top.
+	counted uint64
+	score   float64
+	inTop   bool
+}
+
+// metricsFor returns the metrics of reg (a config's registry), registering
+// them with the config's first school; the others get the ones already
+// registered.
+func metricsFor(reg *prometheus.Registry) *metrics {
+	m := &metrics{schools: map[string]*schoolCounters{}}
+	if reg == nil {
+		return m
+	}
+	if err := reg.Register(m); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*metrics); ok {
+				return existing
 			}
 		}
-		return c
-	}
-	m := &metrics{
-		tokensIssued: counter("tokens_issued_total", "Token responses of the token endpoint, by grant type.", "grant_type"),
-		refused:      counter("oauth_refused_total", "OAuth error answers, by endpoint and error code (rate_limited for 429).", "endpoint", "reason"),
-		registered:   counter("registrations_total", "Successful dynamic client registrations, by the kind of client returned.", "kind"),
-		tokenLookups: counter("token_lookups_total", "Access-token validations, by whether the in-memory cache answered.", "result"),
-		protected:    counter("protected_requests_total", "Requests to protected resources, by outcome.", "outcome"),
-		mcpRequests:  counter("mcp_requests_total", "Requests to /mcp, by caller.", "caller"),
-		disconnects:  counter("grants_disconnected_total", "Grants ended, by who ended them: the person (member), an operator, or the client revoking its refresh token.", "by"),
-		refusals:     counter("refusals_total", "Requests the school answered itself because its legacy server could not take them, by cause: legacy_busy (503), legacy_timeout (504).", "cause"),
 	}
 	return m
 }
 
-// siteObserver counts one site's events; it implements
-// school.Observer. The series counted on every request are bound once,
-// so the request path does no label lookup.
+// schoolOf returns the counters of a school, made on its first build.
+func (m *metrics) schoolOf(site string) *schoolCounters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sc := m.schools[site]
+	if sc == nil {
+		sc = &schoolCounters{site: site, shard: &m.totals[m.made%totalShards]}
+		m.schools[site] = sc
+		m.made++
+	}
+	return sc
+}
+
+// forget lets go of a school's counters: a platform's school removed from
+// its registry, whose series would otherwise stay as long as the config
+// runs. A request still in flight in it counts into counters no series
+// shows any more, and into the totals.
+func (m *metrics) forget(site string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.schools, site)
+}
+
+// siteObserver counts one school's events into the instance's totals and
+// the school's counters; it implements school.Observer.
 type siteObserver struct {
-	m                      *metrics
-	site                   string
-	lookupHit, lookupMiss  prometheus.Counter
-	allowed, mcpAnonymous  prometheus.Counter
-	mcpMember, mcpOperator prometheus.Counter
+	total  *counterSet
+	school *schoolCounters
 }
 
 func newSiteObserver(m *metrics, site string) siteObserver {
-	return siteObserver{m: m, site: site,
-		lookupHit: m.tokenLookups.WithLabelValues(site, "hit"), lookupMiss: m.tokenLookups.WithLabelValues(site, "miss"),
-		allowed:      m.protected.WithLabelValues(site, "allowed"),
-		mcpAnonymous: m.mcpRequests.WithLabelValues(site, "anonymous"),
-		mcpMember:    m.mcpRequests.WithLabelValues(site, policy.AudienceMember),
-		mcpOperator:  m.mcpRequests.WithLabelValues(site, policy.AudienceOperator)}
+	sc := m.schoolOf(site)
+	return siteObserver{total: sc.shard, school: sc}
+}
+
+func (o siteObserver) count(f, slot int) {
+	o.total.add(f, slot)
+	o.school.add(f, slot)
+	o.school.events.Add(1)
 }
 
 func (o siteObserver) TokenIssued(grantType string) {
-	o.m.tokensIssued.WithLabelValues(o.site, grantType).Inc()
+	o.count(famTokens, families[famTokens].slot1(grantType))
 }
 
 func (o siteObserver) Refused(endpoint, code string) {
-	o.m.refused.WithLabelValues(o.site, endpoint, code).Inc()
+	o.count(famRefused, families[famRefused].slot2(endpoint, code))
 }
 
-func (o siteObserver) Registered(kind string) { o.m.registered.WithLabelValues(o.site, kind).Inc() }
+func (o siteObserver) Registered(kind string) {
+	o.count(famRegistered, families[famRegistered].slot1(kind))
+}
 
 func (o siteObserver) TokenLookup(cached bool) {
+	slot := 1 // miss
 	if cached {
-		o.lookupHit.Inc()
-	} else {
-		o.lookupMiss.Inc()
+		slot = 0
 	}
+	// Not traffic: the request validated is counted as one.
+	o.total.add(famLookups, slot)
+	o.school.add(famLookups, slot)
 }
 
 func (o siteObserver) GrantDisconnected(by string) {
-	o.m.disconnects.WithLabelValues(o.site, by).Inc()
+	o.count(famDisconnects, families[famDisconnects].slot1(by))
 }
 
 func (o siteObserver) ProtectedOutcome(outcome string) {
-	if outcome == "allowed" {
-		o.allowed.Inc()
-		return
-	}
-	o.m.protected.WithLabelValues(o.site, outcome).Inc()
+	o.count(famProtected, families[famProtected].slot1(outcome))
 }
 
 func (o siteObserver) MCPCaller(caller string) {
-	switch caller {
-	case "anonymous":
-		o.mcpAnonymous.Inc()
-	case policy.AudienceMember:
-		o.mcpMember.Inc()
-	case policy.AudienceOperator:
-		o.mcpOperator.Inc()
-	default:
-		o.m.mcpRequests.WithLabelValues(o.site, caller).Inc()
-	}
+	o.count(famMCP, families[famMCP].slot1(caller))
 }
 
 func (o siteObserver) Refusal(cause store.Cause) {
-	o.m.refusals.WithLabelValues(o.site, cause.String()).Inc()
+	o.count(famRequestsRefused, families[famRequestsRefused].slot1(cause.String()))
 }
 
 // observerRef is a site's observer. A reload that keeps the site (its
-// configuration unchanged) points it at the new config's metrics registry,
-// which is the one Caddy then serves.
+// configuration unchanged) points it at the new config's metrics,
+// which are the ones Caddy then serves.
 type observerRef struct{ p atomic.Pointer[siteObserver] }
 
 func newObserverRef(o siteObserver) *observerRef {
@@ -146,13 +338,14 @@ func (r *observerRef) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOut
 func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }
 func (r *observerRef) Refusal(cause store.Cause)       { r.p.Load().Refusal(cause) }
 
-// forget deletes every series of a site: a platform's school removed from
-// its registry, whose series would otherwise stay as long as the config
-// runs, one set per school ever removed.
-func (m *metrics) forget(site string) {
-	only := prometheus.Labels{"site": site}
-	for _, v := range []*prometheus.CounterVec{m.tokensIssued, m.refused, m.registered, m.tokenLookups,
-		m.protected, m.mcpRequests, m.disconnects, m.refusals} {
-		v.DeletePartialMatch(only)
+// causeNames are the names of the causes Refusal is given: want of
+// capacity. The others of store.Cause (rate_limited, store_unavailable)
+// are counted where they are answered, as OAuth refusals and outcomes.
+func causeNames() []string {
+	var names []string
+	for _, c := range []store.Cause{store.CauseFairShare, store.CauseBudgetRequests, store.CauseBudgetMCPAnonymous,
+		store.CauseMCPAnonymousAddress, store.CauseLegacyBusy, store.CauseLegacyTimeout} {
+		names = append(names, c.String())
 	}
+	return names
 }

@@ -3,10 +3,15 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddytls"
+
+	"github.com/schoolgate/schoolgate/registry"
 )
 
 func init() {
@@ -25,8 +30,16 @@ func init() {
 // The answer is a lookup in the platforms' host tables: a school added
 // to the registry gets its certificate on its first handshake, one
 // removed or disabled gets none from then on.
+//
+// A refusal is logged at INFO with its reason (Caddy logs it at DEBUG
+// only, so that "why has this school no certificate?" had no answer),
+// once per host in each minute of the clock, for at most
+// refusalHostsPerMinute hosts a minute: a flood of handshakes naming
+// random hosts grows neither the memory nor the log.
 type CertificatePermission struct {
-	app *App
+	app      *App
+	log      *slog.Logger
+	refusals *refusalLog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -50,6 +63,8 @@ func (c *CertificatePermission) Provision(ctx caddy.Context) error {
 		return err
 	}
 	c.app = app.(*App)
+	c.log = ctx.Slogger()
+	c.refusals = &refusalLog{now: time.Now}
 	return nil
 }
 
@@ -69,6 +84,16 @@ func (c *CertificatePermission) CertificateAllowed(_ context.Context, name strin
 	if c.app.allowsCertificate(name) {
 		return nil
 	}
+	host := hostName(registry.HostKey(name, true))
+	switch c.refusals.admit(host) {
+	case logRefusal:
+		// The reason is looked for only here, at most
+		// refusalHostsPerMinute times a minute.
+		c.log.Info("on-demand certificate refused", "host", host, "reason", c.app.certificateRefusal(host))
+	case logFull:
+		c.log.Info("on-demand certificates refused for more hosts this minute than are logged: "+
+			"the others are logged from the next minute on", "hosts_logged", refusalHostsPerMinute)
+	}
 	return fmt.Errorf("%s: %w: no school of this server answers on it", name, caddytls.ErrPermissionDenied)
 }
 
@@ -85,4 +110,96 @@ func (a *App) allowsCertificate(name string) bool {
 		}
 	}
 	return false
+}
+
+// certificateRefusal says why no certificate is given for host (a name
+// allowsCertificate refused): a disabled school answers on it, or a
+// school of an http issuer only, or none. It looks through every record
+// of the platforms, so it is asked once per logged refusal only.
+func (a *App) certificateRefusal(host string) string {
+	list := a.platformList.Load()
+	if list == nil || len(*list) == 0 {
+		return "not registered: no school_platform is configured"
+	}
+	unread := false
+	for _, p := range *list {
+		t := p.tables.state.Load()
+		if t == nil {
+			unread = true
+			continue
+		}
+		for _, e := range t.schools {
+			if e.rec.Disabled && answersOn(&e.rec, host) {
+				return "disabled: " + e.rec.Issuer + " answers on it, and is disabled in the registry"
+			}
+		}
+		for key, e := range t.http {
+			if hostName(key) == host {
+				return "http only: " + e.rec.Issuer + " answers on it over http, and gets no certificate"
+			}
+		}
+	}
+	if unread {
+		return "not registered: a platform's registry is not read yet"
+	}
+	return "not registered: no school of the registry answers on it"
+}
+
+// answersOn reports whether a record names host, whatever the port.
+func answersOn(r *registry.Record, host string) bool {
+	for _, key := range r.HostKeys() {
+		if hostName(key) == host {
+			return true
+		}
+	}
+	return false
+}
+
+// refusalHostsPerMinute bounds the hosts whose refusals are logged in a
+// minute, and so the memory of the refusal log.
+const refusalHostsPerMinute = 100
+
+// refusalLog decides which refusals are logged: a host's first in each
+// minute of the clock, for the first refusalHostsPerMinute hosts of the
+// minute, and one line when that number is reached. Its map is cleared
+// when the minute changes, so it never holds more than that number of
+// hosts.
+type refusalLog struct {
+	now    func() time.Time // time.Now, or a test's clock
+	mu     sync.Mutex
+	minute int64
+	hosts  map[string]struct{}
+	full   bool
+}
+
+// What admit decides for one refusal.
+const (
+	logNothing = iota
+	logRefusal
+	logFull
+)
+
+// admit decides for a refusal of host now.
+func (l *refusalLog) admit(host string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.now().Unix() / 60; m != l.minute || l.hosts == nil {
+		l.minute, l.full = m, false
+		if l.hosts == nil {
+			l.hosts = make(map[string]struct{}, refusalHostsPerMinute)
+		}
+		clear(l.hosts)
+	}
+	if _, seen := l.hosts[host]; seen {
+		return logNothing
+	}
+	if len(l.hosts) >= refusalHostsPerMinute {
+		if l.full {
+			return logNothing
+		}
+		l.full = true
+		return logFull
+	}
+	l.hosts[host] = struct{}{}
+	return logRefusal
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -672,7 +673,7 @@ func TestPlatformAdminAPI(t *testing.T) {
 	runningAs(t, tp.app)
 
 	rec := httptest.NewRecorder()
-	if err := handleSites(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/sites", nil)); err != nil {
+	if err := handleRunning(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/running", nil)); err != nil {
 		t.Fatal(err)
 	}
 	var list []siteStatus
@@ -714,14 +715,104 @@ func TestPlatformAdminAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := platformSummary{Registry: "dir " + tp.root, Schools: 4, Active: 1, Failed: 1, Disabled: 1, MaxActive: 10}
-	// A failed school is reported and does not take the instance out.
+	// A failed school is reported and does not take the instance out;
+	// the built one is not checked (its own check is ?issuer=).
 	if rec.Code != http.StatusOK || !health.Healthy || len(health.Platforms) != 1 || health.Platforms[0] != want ||
-		len(health.Sites) != 2 {
-		t.Errorf("health: %d %s, want 200 with %+v", rec.Code, rec.Body, want)
+		len(health.Sites) != 1 || health.Sites[0].Issuer != "https://failed.example" {
+		t.Errorf("health: %d %s, want 200 with %+v and the failed school", rec.Code, rec.Body, want)
 	}
 	if e := tp.school("https://idle.example"); e.state() != "idle" || storeOpen(tp.dataFile(e.rec.Issuer)) || tp.activeCount() != 1 {
 		t.Errorf("the admin API built an idle school: %s, %d active", e.state(), tp.activeCount())
 	}
+
+	// One school's check, by its issuer in any spelling.
+	for _, tt := range []struct {
+		issuer string
+		status int
+		want   string
+	}{
+		{"HTTPS://Active.Example:443", http.StatusOK, `"store":"ok"`},
+		{"https://idle.example", http.StatusOK, `"store":"ok"`}, // built for its check
+		{"https://failed.example", http.StatusServiceUnavailable, "failed to load"},
+		{"https://off.example", http.StatusConflict, "disabled"},
+		{"https://none.example", http.StatusNotFound, "no school"},
+		{"not an origin", http.StatusBadRequest, "issuer"},
+	} {
+		rec := httptest.NewRecorder()
+		err := handleHealth(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/health?issuer="+url.QueryEscape(tt.issuer), nil))
+		status, body := rec.Code, rec.Body.String()
+		var apiErr caddy.APIError
+		if errors.As(err, &apiErr) {
+			status, body = apiErr.HTTPStatus, apiErr.Err.Error()
+		}
+		if status != tt.status || !strings.Contains(body, tt.want) {
+			t.Errorf("?issuer=%s: %d %s, want %d with %s", tt.issuer, status, body, tt.status, tt.want)
+		}
+	}
+}
+
+// The health check's counts follow the schools through their changes,
+// kept as they change rather than counted at each check: built, failed
+// and built again, disabled and enabled, removed.
+func TestPlatformHealthCounts(t *testing.T) {
+	tp := newTestPlatform(t, 10)
+	broken := tp.brokenData(t)
+	tp.put(t, "https://a.example", nil, "")
+	tp.put(t, "https://b.example", nil, "")
+	tp.put(t, "https://f.example", nil, `,"data":`+strconv.Quote(broken))
+	off := tp.put(t, "https://off.example", nil, "")
+	off.Disabled = true
+	if _, err := tp.reg.Put(t.Context(), off); err != nil {
+		t.Fatal(err)
+	}
+	tp.do(t, "https://a.example"+discoveryPath)
+	tp.do(t, "https://f.example"+discoveryPath)
+	check := func(step string, want platformSummary) {
+		t.Helper()
+		want.Registry, want.MaxActive = "dir "+tp.root, 10
+		if _, got := platformHealth(t, tp); got != want {
+			t.Errorf("%s: %+v, want %+v", step, got, want)
+		}
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		if len(tp.failing) != want.Failed {
+			t.Errorf("%s: %d schools kept as failing, want %d", step, len(tp.failing), want.Failed)
+		}
+	}
+	check("at first", platformSummary{Schools: 4, Active: 1, Failed: 1, Disabled: 1})
+
+	if err := os.RemoveAll(filepath.Join(broken, "school.db")); err != nil {
+		t.Fatal(err)
+	}
+	f := tp.school("https://f.example")
+	if !f.rebuild(f.failed.Load()) {
+		t.Fatal("the failed school was not built again")
+	}
+	check("the failed school built again", platformSummary{Schools: 4, Active: 2, Disabled: 1})
+
+	off.Disabled = false
+	if _, err := tp.reg.Put(t.Context(), off); err != nil {
+		t.Fatal(err)
+	}
+	a := tp.put(t, "https://a.example", nil, "")
+	a.Disabled = true
+	if _, err := tp.reg.Put(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	check("one enabled, the built one disabled", platformSummary{Schools: 4, Active: 1, Disabled: 1})
+
+	tp.put(t, "https://g.example", nil, `,"data":`+strconv.Quote(broken+"2"))
+	if err := os.MkdirAll(filepath.Join(broken+"2", "school.db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tp.do(t, "https://g.example"+discoveryPath)
+	check("another failing", platformSummary{Schools: 5, Active: 1, Failed: 1, Disabled: 1})
+	for _, issuer := range []string{"https://g.example", "https://a.example"} {
+		if err := tp.reg.Remove(t.Context(), issuer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("the failing and the disabled removed", platformSummary{Schools: 3, Active: 1})
 }
 
 // A reload hands the schools in use, whose records are unchanged, to the

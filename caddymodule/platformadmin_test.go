@@ -166,6 +166,33 @@ func TestPlatformCommandRotateKeys(t *testing.T) {
 	}
 }
 
+// `caddy schoolgate health --issuer` checks one school of a platform,
+// which the platform's part of the health check does not visit; a failed
+// one exits with the 503.
+func TestPlatformCommandHealthOfOne(t *testing.T) {
+	tp := newTestPlatform(t, 10)
+	broken := tp.brokenData(t)
+	tp.put(t, "https://a.example", nil, "")
+	tp.put(t, "https://failed.example", nil, `,"data":`+strconv.Quote(broken))
+	tp.do(t, "https://a.example"+discoveryPath)
+	tp.do(t, "https://failed.example"+discoveryPath)
+	runningAs(t, tp.app)
+	addr := runAdminServer(t)
+
+	out, err := runCommand(t, "health", "--address", addr)
+	if err != nil || strings.Contains(out, `"issuer":"https://a.example"`) {
+		t.Errorf("health: %v %s; want 200 without the built school's own check", err, out)
+	}
+	out, err = runCommand(t, "health", "--address", addr, "--issuer", "https://A.example")
+	if err != nil || !strings.Contains(out, `"issuer":"https://a.example","healthy":true,"store":"ok"`) {
+		t.Errorf("health --issuer: %v %s", err, out)
+	}
+	if _, err := runCommand(t, "health", "--address", addr, "--issuer", "https://failed.example"); err == nil ||
+		!strings.Contains(err.Error(), "HTTP 503") {
+		t.Errorf("health --issuer of a failed school: %v", err)
+	}
+}
+
 // runAdminServer runs Caddy with its admin endpoint on a loopback port and
 // no app, and returns the endpoint's address.
 func runAdminServer(t *testing.T) string {

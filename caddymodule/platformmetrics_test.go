@@ -5,6 +5,11 @@ import (
 	"testing"
 )
 
+// protectedPath is a protected resource: a GET of it (which the policy
+// refuses) is counted, denied_by_policy, and answered by the gateway, not
+// the legacy server.
+const protectedPath = "/account/graphql"
+
 // seriesOf counts the platform's metric series of a school.
 func (tp *testPlatform) seriesOf(t *testing.T, issuer string) int {
 	t.Helper()
@@ -31,12 +36,12 @@ func (tp *testPlatform) seriesOf(t *testing.T, issuer string) int {
 // record is there, and a school added again under a removed one's issuer
 // counts anew.
 func TestPlatformMetricsOfRemovedSchool(t *testing.T) {
-	tp := newTestPlatform(t, 2)
+	tp := newTestPlatform(t, 2, func(tp *testPlatform) { tp.app.MetricsPerSchool = metricsPerSchoolAll })
 	for _, s := range []string{"a", "b", "c", "d"} {
 		tp.put(t, "https://"+s+".example", nil, "")
 	}
 	for _, s := range []string{"a", "b", "c", "d"} {
-		tp.do(t, "https://"+s+".example"+discoveryPath)
+		tp.do(t, "https://"+s+".example"+protectedPath) // counted
 		if tp.seriesOf(t, "https://"+s+".example") == 0 {
 			t.Fatalf("%s counts nothing", s)
 		}
@@ -81,8 +86,37 @@ func TestPlatformMetricsOfRemovedSchool(t *testing.T) {
 		t.Error("b lost its series with the others")
 	}
 	tp.put(t, "https://a.example", nil, "")
-	tp.do(t, "https://a.example"+discoveryPath)
+	tp.do(t, "https://a.example"+protectedPath)
 	if tp.seriesOf(t, "https://a.example") == 0 {
 		t.Error("a added again counts nothing")
 	}
+}
+
+// A platform's schools have no series of their own by default: their
+// events are counted in the instance's totals, whose series are as many
+// with one school as with many.
+func TestPlatformMetricsDefault(t *testing.T) {
+	tp := newTestPlatform(t, 10)
+	for _, s := range []string{"a", "b", "c"} {
+		tp.put(t, "https://"+s+".example", nil, "")
+		tp.do(t, "https://"+s+".example"+protectedPath)
+		if n := tp.seriesOf(t, "https://"+s+".example"); n != 0 {
+			t.Errorf("%s has %d series of its own", s, n)
+		}
+	}
+	families, err := tp.ctx.GetMetricsRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "schoolgate_protected_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if l := m.GetLabel(); len(l) == 1 && l[0].GetValue() == "denied_by_policy" && m.GetCounter().GetValue() == 3 {
+				return
+			}
+		}
+	}
+	t.Error("the three refused requests are not in schoolgate_protected_requests_total{outcome=\"denied_by_policy\"}")
 }

@@ -1,8 +1,13 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -22,7 +27,7 @@ import (
 func recordGateway(r *registry.Record) (*Gateway, error) {
 	g := new(Gateway)
 	if err := caddy.StrictUnmarshalJSON(r.Config, g); err != nil {
-		return nil, fmt.Errorf("config: %v", err)
+		return nil, optionError(r.Config, err)
 	}
 	if g.Issuer != "" {
 		issuer, err := policy.ParseOrigin(g.Issuer)
@@ -87,4 +92,27 @@ func placeInPostgres(pg *PostgresStore) placement {
 		g.Store = &StoreConfig{Postgres: &PostgresStore{DSN: pg.DSN, KeySecret: pg.KeySecret}}
 		return nil
 	}
+}
+
+// optionError is a configuration's refusal naming the option refused: a
+// value's own decoder (a duration's) does not say whose value it read.
+// Each option is read alone once more, on a refusal only; the first
+// refused, in the options' order by name, is named.
+func optionError(cfg json.RawMessage, err error) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(cfg, &obj) != nil {
+		return fmt.Errorf("config: %v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{name: obj[name]})
+		oneErr := caddy.StrictUnmarshalJSON(one, new(Gateway))
+		switch {
+		case oneErr == nil:
+			continue
+		case strings.Contains(oneErr.Error(), strconv.Quote(name)):
+			return fmt.Errorf("config: %v", oneErr) // it names the option already
+		}
+		return fmt.Errorf("config: %s: %v", name, oneErr)
+	}
+	return fmt.Errorf("config: %v", err)
 }

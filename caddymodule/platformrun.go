@@ -63,9 +63,13 @@ type platform struct {
 	pending []registry.Change
 	ended   bool
 
-	// mu guards active and dataFiles.
+	// mu guards active, failing and dataFiles.
 	mu     sync.Mutex
 	active map[*activeSchool]struct{}
+	// failing are the schools of the table that failed to build, kept as
+	// they fail and recover so that the health check reads them without
+	// a pass over every school (platformstatus.go).
+	failing map[*platformSchool]struct{}
 	// dataFiles are the bbolt files of the schools built, by path: two
 	// records naming one data directory would mix two schools in one
 	// file.
@@ -98,7 +102,7 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 	life, end := context.WithCancel(context.Background())
 	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
 		metrics: metricsFor(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
-		active: map[*activeSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
+		active: map[*activeSchool]struct{}{}, failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
 	return p

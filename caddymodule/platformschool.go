@@ -338,9 +338,11 @@ func (e *platformSchool) fail(err error) *platformFailure {
 	life, stop := context.WithCancel(e.p.life)
 	f := &platformFailure{failedSite: newFailedSite(g, lf), next: next, releaseNext: releaseNext, stop: stop}
 	e.failed.Store(f)
+	e.p.noteFailing(e, true)
 	e.scheduleRebuilds(life, f)
 	if e.retired.Load() {
 		f.end() // retire ran meanwhile (retire)
+		e.p.noteFailing(e, false)
 	}
 	return f
 }
@@ -380,6 +382,7 @@ func (e *platformSchool) rebuild(f *platformFailure) bool {
 		return false
 	}
 	e.failed.Store(nil)
+	e.p.noteFailing(e, false)
 	f.end()
 	e.install(a)
 	e.p.ctx.Slogger().Info("a school of the platform failed to load before and serves now", "issuer", e.rec.Issuer)
@@ -399,6 +402,7 @@ func (e *platformSchool) retire(removed bool) {
 		a.close()
 	}
 	e.p.releaseData(e)
+	e.p.noteFailing(e, false)
 	// A stand-in installed by a build that ran meanwhile ends here or
 	// in fail, which reads retired after it installed it.
 	if f := e.failed.Load(); f != nil {
@@ -474,6 +478,20 @@ func (p *platform) pickIdle() []*activeSchool {
 	}
 	p.over.Store(false)
 	return out
+}
+
+// noteFailing adds e to the failing schools, or takes it out: once it is
+// built, or retired. A failure and a retire running at once leave it out
+// (fail reads retired after it adds e; retire sets it before it takes e
+// out).
+func (p *platform) noteFailing(e *platformSchool, failing bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if failing {
+		p.failing[e] = struct{}{}
+	} else {
+		delete(p.failing, e)
+	}
 }
 
 // forget stops counting a school let go of.

@@ -22,8 +22,10 @@ type hostTable struct {
 	// names counts the keys of https that name each host without its
 	// port: the names a certificate is given for.
 	names map[string]int
-	// schools are every record's school, disabled ones too, by issuer.
-	schools map[string]*platformSchool
+	// schools are every record's school, disabled ones too, by issuer;
+	// disabled counts those disabled, for the health check.
+	schools  map[string]*platformSchool
+	disabled int
 }
 
 func newHostTable(size int) *hostTable {
@@ -34,7 +36,7 @@ func newHostTable(size int) *hostTable {
 // clone is a copy of t to change before it replaces t.
 func (t *hostTable) clone() *hostTable {
 	return &hostTable{https: maps.Clone(t.https), http: maps.Clone(t.http), names: maps.Clone(t.names),
-		schools: maps.Clone(t.schools)}
+		schools: maps.Clone(t.schools), disabled: t.disabled}
 }
 
 // lookup finds the school of r's host and scheme (requestHTTPS: the
@@ -57,8 +59,12 @@ func (t *hostTable) lookup(r *http.Request) *platformSchool {
 // add makes e's record the school of its issuer and, unless disabled, of
 // its hosts. The caller replaces t with the table it builds.
 func (t *hostTable) add(e *platformSchool) {
+	if old := t.schools[e.rec.Issuer]; old != nil && old.rec.Disabled {
+		t.disabled--
+	}
 	t.schools[e.rec.Issuer] = e
 	if e.rec.Disabled {
+		t.disabled++
 		return
 	}
 	tls := strings.HasPrefix(e.rec.Issuer, "https://")
@@ -77,6 +83,9 @@ func (t *hostTable) add(e *platformSchool) {
 func (t *hostTable) remove(e *platformSchool) {
 	if t.schools[e.rec.Issuer] == e {
 		delete(t.schools, e.rec.Issuer)
+		if e.rec.Disabled {
+			t.disabled--
+		}
 	}
 	tls := strings.HasPrefix(e.rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)

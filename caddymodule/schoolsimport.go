@@ -15,12 +15,10 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/spf13/cobra"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
@@ -65,7 +63,7 @@ func importCommand() *cobra.Command {
 Reads the school_gateway site blocks of a Caddyfile (through Caddy's caddyfile
 adapter) and writes one registry record per school, keeping each school's data:
 a bbolt school's record names its data directory (data), or with --move its
-school.db is moved into the registry's directory for it (refused while a Caddy
+` + boltstore.FileName + ` is moved into the registry's directory for it (refused while a Caddy
 holds the file); a PostgreSQL school's record is the record only, its rows stay
 as they are. The registry is written directly: "--registry dir <path>", or
 "--registry postgres <dsn>" (else $` + envDatabaseURL + `) with --key-secret
@@ -491,11 +489,10 @@ func (s *importedSchool) shape(o importOptions) error {
 		return errors.New("it keeps its state in a bbolt file: copy it into the database first (caddy schoolgate migrate-store), " +
 			"set store postgres in its block, then import it")
 	}
-	file := filepath.Join(s.data, "school.db")
-	_, srcErr := os.Stat(file)
+	_, srcErr := os.Stat(boltstore.Path(s.data))
 	if !o.move {
 		if srcErr != nil {
-			return fmt.Errorf("%s has no school.db: run the import as the user Caddy runs as (a block without data keeps its school under that user's data directory), or set data in the block", s.data)
+			return fmt.Errorf("%s has no %s: run the import as the user Caddy runs as (a block without data keeps its school under that user's data directory), or set data in the block", s.data, boltstore.FileName)
 		}
 		var cfg map[string]json.RawMessage
 		_ = json.Unmarshal(s.rec.Config, &cfg)
@@ -504,12 +501,12 @@ func (s *importedSchool) shape(o importOptions) error {
 		return nil
 	}
 	s.moveTo = filepath.Join(o.target, hostFileName(s.rec.Issuer))
-	_, dstErr := os.Stat(filepath.Join(s.moveTo, "school.db"))
+	_, dstErr := os.Stat(boltstore.Path(s.moveTo))
 	switch {
 	case srcErr == nil && dstErr == nil:
-		return fmt.Errorf("both %s and %s hold a school.db: which is the school's is yours to say", s.data, s.moveTo)
+		return fmt.Errorf("both %s and %s hold a %s: which is the school's is yours to say", s.data, s.moveTo, boltstore.FileName)
 	case srcErr != nil && dstErr != nil:
-		return fmt.Errorf("%s has no school.db: run the import as the user Caddy runs as, or set data in the block", s.data)
+		return fmt.Errorf("%s has no %s: run the import as the user Caddy runs as, or set data in the block", s.data, boltstore.FileName)
 	}
 	return nil
 }
@@ -562,17 +559,18 @@ func (s *importedSchool) write(ctx context.Context, reg registry.Registry) error
 // to, unless a running Caddy holds it, and returns how to move it back.
 // A file moved already (a second run) is left.
 func moveSchoolFile(from, to string) (undo func() error, err error) {
-	src, dst := filepath.Join(from, "school.db"), filepath.Join(to, "school.db")
-	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
-		if boltstore.Making(src) {
-			// Its school runs and has not committed yet: moving nothing
-			// now would leave it to make its file here later.
-			return nil, fmt.Errorf("%s is held by a running Caddy: stop it first", src)
-		}
-		return func() error { return nil }, nil
-	}
-	if err := checkUnheld(src); err != nil {
+	src, dst := boltstore.Path(from), boltstore.Path(to)
+	// A school that runs and has not committed yet is making its file:
+	// moving nothing now would leave it to make its file here later.
+	held, err := boltstore.Held(src)
+	switch {
+	case err != nil:
 		return nil, err
+	case held:
+		return nil, fmt.Errorf("%s is held by a running Caddy: stop it first", src)
+	}
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return func() error { return nil }, nil
 	}
 	if err := os.MkdirAll(to, 0o700); err != nil {
 		return nil, err
@@ -589,24 +587,11 @@ func moveSchoolFile(from, to string) (undo func() error, err error) {
 	return func() error { return os.Rename(dst, src) }, nil
 }
 
-// checkUnheld refuses a bbolt file a running gateway holds: its lock
-// tells.
-func checkUnheld(path string) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return fmt.Errorf("%s is held by a running Caddy: stop it first", path)
-	}
-	if err != nil {
-		return fmt.Errorf("opening %s: %v", path, err)
-	}
-	return db.Close()
-}
-
 // where says where the school's data stays.
 func (s *importedSchool) where() string {
 	switch {
 	case s.moveTo != "":
-		return "its school.db moved to " + s.moveTo
+		return "its " + boltstore.FileName + " moved to " + s.moveTo
 	case s.data != "":
 		return "data " + s.data
 	}

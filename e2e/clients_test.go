@@ -171,8 +171,10 @@ func TestSchoolgateCommand(t *testing.T) {
 	if m := mustRun("health"); m["healthy"] != true {
 		t.Errorf("health: %v", m)
 	}
-	if out, err := run("sites"); err != nil || !strings.Contains(out, gw.URL) {
-		t.Errorf("sites: %v %s", err, out)
+	for _, name := range []string{"running", "sites"} { // sites: running's old name
+		if out, err := run(name); err != nil || !strings.Contains(out, gw.URL) {
+			t.Errorf("%s: %v %s", name, err, out)
+		}
 	}
 	if m := mustRun("rotate-keys", "--issuer", gw.URL); m["kid"] == nil {
 		t.Errorf("rotate-keys: %v", m)

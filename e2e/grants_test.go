@@ -135,7 +135,7 @@ func TestGrantsCommand(t *testing.T) {
 		t.Errorf("grants after the second revocation: %v %s", err, out)
 	}
 	_, _, raw := get(t, "http://"+gw.AdminAddr+"/metrics")
-	series := `schoolgate_grants_disconnected_total{by="operator",site="` + gw.URL + `"}`
+	series := `schoolgate_school_grants_disconnected_total{by="operator",site="` + gw.URL + `"}`
 	if got := metricValue(t, string(raw), series); got != 3 {
 		t.Errorf("%s = %v, want 3 (one grant, then two)", series, got)
 	}

@@ -98,13 +98,33 @@ func TestPlatformImport(t *testing.T) {
 	if list := schoolsCmd("list"); !strings.Contains(list, third) || strings.Count(list, "\n") != 4 {
 		t.Errorf("list:\n%s", list)
 	}
+	// One option changed, the others kept; a refusal in plain words,
+	// exiting 1.
+	schoolsCmd("set", third, "--option", "code_ttl=2m")
+	if shown := schoolsCmd("show", third); !strings.Contains(shown, `"code_ttl": "2m"`) || !strings.Contains(shown, `"upstream": "`+sch.URL+`"`) {
+		t.Errorf("show after set --option:\n%s", shown)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", third, "--upstream", sch.URL}, "Error: " + third + " is in the registry already (version 2): change it with caddy schoolgate schools set"},
+		{[]string{"set", third, "--option", "code_ttl=soon"}, `Error: config: code_ttl: time: invalid duration "soon" (HTTP 400)`},
+	} {
+		cmd := exec.Command(caddyBin, append([]string{"schoolgate", "schools"}, append(tt.args, "--address", admin)...)...)
+		out, err := cmd.CombinedOutput()
+		if err == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), tt.want) || strings.Contains(string(out), `{"error"`) {
+			t.Errorf("schools %v: %v\n%s, want exit 1 and %q", tt.args, err, out, tt.want)
+		}
+	}
 	schoolsCmd("remove", third)
 	within(t, "the school removed to answer 404", time.Second, func() bool {
 		r, err := tryFetch(c, third+"/.well-known/oauth-authorization-server")
 		return err == nil && r.status == 404
 	})
 	out, err = exec.Command(caddyBin, "schoolgate", "schools", "show", third, "--address", admin).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "HTTP 404") {
+	if err == nil || !strings.Contains(string(out), "Error: no school with issuer "+third+" in the registry dir") ||
+		!strings.Contains(string(out), "(HTTP 404)") || strings.Contains(string(out), `{"error"`) {
 		t.Errorf("show of the school removed: %v\n%s", err, out)
 	}
 }

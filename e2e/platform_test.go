@@ -86,14 +86,21 @@ func putSchool(t *testing.T, reg registry.Registry, issuer, upstream string, dis
 // sites); the admin address is added.
 func startPlatform(t *testing.T, dir, global, sites string) (admin string) {
 	t.Helper()
+	admin, _ = startPlatformLogged(t, dir, global, sites)
+	return admin
+}
+
+// startPlatformLogged is startPlatform, and the process, whose output is
+// Caddy's log.
+func startPlatformLogged(t *testing.T, dir, global, sites string) (admin string, caddy *process) {
+	t.Helper()
 	admin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := fmt.Sprintf("{\n\tadmin %s\n\tstorage file_system %s\n%s}\n\n%s", admin, filepath.Join(dir, "caddy-storage"), global, sites)
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, caddyfile.Format([]byte(cfg)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	start(t, caddyBin, "run", "--config", path, "--adapter", "caddyfile")
-	return admin
+	return admin, start(t, caddyBin, "run", "--config", path, "--adapter", "caddyfile")
 }
 
 // platformSite is a school of /schoolgate/sites.
@@ -207,6 +214,13 @@ func TestPlatformDir(t *testing.T) {
 	if status != 200 || !strings.Contains(string(body), `"schools":2`) {
 		t.Errorf("health: %d %s", status, body)
 	}
+	// A platform's metrics are the instance's totals, no school's own.
+	fetch(t, c, origin("a")+"/account/graphql") // a GET: refused by the policy, counted
+	_, _, raw := get(t, "http://"+admin+"/metrics")
+	if got := metricValue(t, string(raw), `schoolgate_protected_requests_total{outcome="denied_by_policy"}`); got != 1 ||
+		strings.Contains(string(raw), "schoolgate_school_") {
+		t.Errorf("metrics: denied_by_policy %v, want 1, and no school's series:\n%s", got, grepLines(string(raw), "schoolgate_"))
+	}
 
 	// A reload hands the schools in use to the new config as they are.
 	out, err := exec.Command(caddyBin, "reload", "--force", "--config", filepath.Join(dir, "Caddyfile"),
@@ -225,7 +239,8 @@ func TestPlatformDir(t *testing.T) {
 // On-demand TLS with the schoolgate permission and Caddy's internal
 // issuer: a handshake naming a registered school's host gets a
 // certificate for it; one naming no school's host, or a school removed
-// before it had one, gets none.
+// before it had one, gets none, and Caddy's log says so at INFO with the
+// reason.
 func TestPlatformCertificates(t *testing.T) {
 	sch := startSchool(t)
 	dir := t.TempDir()
@@ -236,7 +251,7 @@ func TestPlatformCertificates(t *testing.T) {
 	putSchool(t, reg, origin("a"), sch.URL, false, "")
 	putSchool(t, reg, origin("gone"), sch.URL, false, "")
 	global := fmt.Sprintf("\thttp_port %d\n\thttps_port %d\n\tskip_install_trust\n\ton_demand_tls {\n\t\tpermission schoolgate\n\t}\n", httpPort, httpsPort)
-	admin := startPlatform(t, dir, global, fmt.Sprintf("https:// {\n\ttls {\n\t\ton_demand\n\t\tissuer internal\n\t}\n\tschool_platform {\n\t\tregistry dir %s\n\t}\n}\n", regDir))
+	admin, caddy := startPlatformLogged(t, dir, global, fmt.Sprintf("https:// {\n\ttls {\n\t\ton_demand\n\t\tissuer internal\n\t}\n\tschool_platform {\n\t\tregistry dir %s\n\t}\n}\n", regDir))
 	addr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
 	handshake := func(name string) (*tls.ConnectionState, error) {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr,
@@ -272,5 +287,19 @@ func TestPlatformCertificates(t *testing.T) {
 		if _, err := handshake(name); err == nil {
 			t.Errorf("%s got a certificate", name)
 		}
+	}
+	for _, name := range []string{"nobody.test", "gone.test"} {
+		want := `"logger":"tls.permission.schoolgate","msg":"on-demand certificate refused","host":"` + name +
+			`","reason":"not registered: no school of the registry answers on it"`
+		// Caddy's output reaches the test through a pipe, after the
+		// handshake's failure may have.
+		waitFor(t, "a line in Caddy's log at INFO with "+want, func() bool {
+			for _, line := range strings.Split(caddy.out.String(), "\n") {
+				if strings.Contains(line, want) && strings.HasPrefix(line, `{"level":"info"`) {
+					return true
+				}
+			}
+			return false
+		})
 	}
 }

@@ -132,7 +132,7 @@ func (p *Policy) protectedKey(key string) bool {
 	// Anything that starts with the Account API's path, even mid-segment
 	// ("/account/graphqlx"): legacy routers that match string prefixes
 	// serve it from the GraphQL handler, and nothing else lives there.
-	return strings.HasPrefix(key, sitepath.Account) || underPrefix(key, p.matchKeys().admin)
+	return strings.HasPrefix(key, sitepath.AccountAPI) || underPrefix(key, p.matchKeys().admin)
 }
 
 // canonicalize applies RFC 3986 normalization to an absolute path:

@@ -79,7 +79,7 @@ var accountScopes = []string{"account:read"}
 // legacy routers ignore, cannot step around a rule.
 func (p *Policy) Decide(method, canonicalPath string) (Requirement, Decision) {
 	n := normalizePath(canonicalPath)
-	if n == sitepath.Account {
+	if n == sitepath.AccountAPI {
 		switch method {
 		case "POST":
 			return Requirement{Audience: AudienceMember, Scopes: accountScopes}, Allow

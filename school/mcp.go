@@ -118,7 +118,7 @@ func (s *Site) accountQuery(ctx context.Context, tok *policy.Token, query string
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Upstream+sitepath.Account, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Upstream+sitepath.AccountAPI, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -141,11 +141,11 @@ type Observer interface {
 	// MCPCaller counts a request to /mcp by caller: anonymous, member,
 	// operator or refused.
 	MCPCaller(caller string)
-	// Refusal counts a request the school answered itself because its
-	// legacy server could not take it, by cause: store.CauseLegacyBusy
-	// (503), store.CauseLegacyTimeout (504). A call of the school's own
-	// refused alike (session lookup, the MCP tools' Account API) counts
-	// too.
+	// Refusal counts a request the gateway answered itself for want of
+	// capacity, the instance's, the school's or its legacy server's, by
+	// cause (store.Cause: fair share, a budget, the legacy server busy
+	// or timing out). A call of the school's own refused alike (session
+	// lookup, the MCP tools' Account API) counts too.
 	Refusal(cause store.Cause)
 }
 

@@ -6,7 +6,7 @@ import "github.com/schoolgate/schoolgate/sitepath"
 // the MCP server, which also serves anonymous callers.
 func resourcePaths(s Site) obj {
 	return obj{
-		{sitepath.Account, onPost(operation{tag: "Account", id: "accountGraphQL",
+		{sitepath.AccountAPI, onPost(operation{tag: "Account", id: "accountGraphQL",
 			summary: "Member Account API (GraphQL)",
 			description: "Reads the signed-in member's data: `viewer { id email enrolledCourses(first: N) { nodes { slug " +
 				"expireDate hasLifetimeAccess lastWatchedLecture { lectureId positionSeconds } } } }`, and the member's orders " +

@@ -45,16 +45,16 @@ func TestOpenAPIDocument(t *testing.T) {
 			"application/x-www-form-urlencoded", "schema", "$ref"), "#/components/schemas/TokenRequest"},
 		{"graphql 401 header", dig(doc, "components", "responses", "InvalidToken", "headers", "WWW-Authenticate", "$ref"),
 			"#/components/headers/WWWAuthenticate"},
-		{"graphql 401", dig(doc, "paths", sitepath.Account, "post", "responses", "401", "$ref"),
+		{"graphql 401", dig(doc, "paths", sitepath.AccountAPI, "post", "responses", "401", "$ref"),
 			"#/components/responses/InvalidToken"},
-		{"graphql 403", dig(doc, "paths", sitepath.Account, "post", "responses", "403", "$ref"),
+		{"graphql 403", dig(doc, "paths", sitepath.AccountAPI, "post", "responses", "403", "$ref"),
 			"#/components/responses/InsufficientScope"},
 		{"register 201", dig(doc, "paths", sitepath.Register, "post", "responses", "201", "content",
 			"application/json", "schema", "$ref"), "#/components/schemas/RegistrationResponse"},
 		{"register error example", dig(doc, "paths", sitepath.Register, "post", "responses", "400", "content",
 			"application/json", "examples", "invalid_redirect_uri", "value", "error"), "invalid_redirect_uri"},
 		{"userinfo scope", fmt.Sprint(dig(doc, "paths", sitepath.UserInfo, "get", "security")), "[map[oauth2:[openid]]]"},
-		{"account security", fmt.Sprint(dig(doc, "paths", sitepath.Account, "post", "security")), "[map[oauth2:[account:read]]]"},
+		{"account security", fmt.Sprint(dig(doc, "paths", sitepath.AccountAPI, "post", "security")), "[map[oauth2:[account:read]]]"},
 		{"mcp security optional", fmt.Sprint(dig(doc, "paths", sitepath.MCP, "post", "security")), "[map[] map[oauth2:[account:read]]]"},
 	}
 	for _, c := range checks {
@@ -92,7 +92,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 
 	for _, p := range []string{sitepath.Token, sitepath.Revoke, sitepath.UserInfo, sitepath.Register,
-		sitepath.Introspect, sitepath.Authorize, sitepath.Account, sitepath.MCP,
+		sitepath.Introspect, sitepath.Authorize, sitepath.AccountAPI, sitepath.MCP,
 		sitepath.OpenAPI, sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing} {
 		if dig(doc, "paths", p) == nil {
 			t.Errorf("path %s missing", p)
@@ -217,7 +217,7 @@ func TestAuthMarkdown(t *testing.T) {
 			testIssuer + sitepath.Revoke,
 			testIssuer + sitepath.Introspect,
 			testIssuer + sitepath.UserInfo,
-			testIssuer + sitepath.Account,
+			testIssuer + sitepath.AccountAPI,
 			testIssuer + sitepath.MCP,
 			"http://127.0.0.1:8765/callback",
 			"Developers → OAuth applications",

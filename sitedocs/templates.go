@@ -106,7 +106,7 @@ func linksAt(base string) links {
 		Register:            base + sitepath.Register,
 		AdminApplications:   base + sitepath.AdminApplications,
 		AccountApplications: base + sitepath.AccountApplications,
-		Account:             base + sitepath.Account,
+		Account:             base + sitepath.AccountAPI,
 		MCP:                 base + sitepath.MCP,
 		OpenAPI:             base + sitepath.OpenAPI,
 		AuthGuide:           base + sitepath.AuthGuide,

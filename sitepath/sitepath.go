@@ -24,11 +24,12 @@ const (
 	// applications): same-origin HTML pages, no CORS.
 	Admin             = "/oauth/admin"
 	AdminApplications = Admin + "/applications"
-	// Account is the signed-in person's own area: the applications they
-	// connected (AccountApplications), which they may disconnect. Same-
-	// origin HTML pages, no CORS, like the admin area.
-	AccountArea         = "/oauth/account"
-	AccountApplications = AccountArea + "/applications"
+	// AccountPages is the signed-in person's own pages, the gateway's:
+	// the applications they connected (AccountApplications), which they
+	// may disconnect. Same-origin HTML pages, no CORS, like the admin
+	// area. Not the legacy site's Account API (AccountAPI).
+	AccountPages        = "/oauth/account"
+	AccountApplications = AccountPages + "/applications"
 	// Assets are the files the gateway's own pages load (their
 	// stylesheet), under names that change with their content.
 	Assets = "/oauth/assets/"
@@ -37,9 +38,10 @@ const (
 // MCP is where the MCP server answers (also with a trailing slash).
 const MCP = "/mcp"
 
-// Account is the member Account API (GraphQL), a protected resource of
+// AccountAPI is the member Account API (GraphQL), a protected resource of
 // the legacy site: the gateway checks the token and forwards the request.
-const Account = "/account/graphql"
+// Not the person's pages of the gateway (AccountPages).
+const AccountAPI = "/account/graphql"
 
 // The documents generated from the site's configuration and catalog.
 const (
@@ -58,7 +60,7 @@ func IsAuthServer(path string) bool {
 	case JWKS, OIDCConfig, Authorize, Consent:
 		return true
 	}
-	return IsAdmin(path) || IsAccount(path) || strings.HasPrefix(path, Assets) || strings.HasPrefix(path, "/.well-known/oauth-") ||
+	return IsAdmin(path) || IsAccountPages(path) || strings.HasPrefix(path, Assets) || strings.HasPrefix(path, "/.well-known/oauth-") ||
 		strings.HasPrefix(path, "/api/oauth/") || path == "/api/oauth" ||
 		strings.HasPrefix(path, OIDCConfig)
 }
@@ -68,9 +70,10 @@ func IsAdmin(path string) bool {
 	return path == Admin || strings.HasPrefix(path, Admin+"/")
 }
 
-// IsAccount reports whether a path belongs to the person's own area.
-func IsAccount(path string) bool {
-	return path == AccountArea || strings.HasPrefix(path, AccountArea+"/")
+// IsAccountPages reports whether a path belongs to the person's own
+// pages (AccountPages).
+func IsAccountPages(path string) bool {
+	return path == AccountPages || strings.HasPrefix(path, AccountPages+"/")
 }
 
 // IsDocument reports whether a path is one of the generated documents.

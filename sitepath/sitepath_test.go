@@ -24,7 +24,7 @@ func TestOwners(t *testing.T) {
 		{Admin + "/", true, true, false},
 		{AdminApplications, true, true, false},
 		{AdminApplications + "/review", true, true, false},
-		{AccountArea, true, false, false},
+		{AccountPages, true, false, false},
 		{AccountApplications, true, false, false},
 		{AccountApplications + "/disconnect", true, false, false},
 		{"/oauth/accounts", false, false, false},
@@ -41,7 +41,7 @@ func TestOwners(t *testing.T) {
 		{MCP + "/", false, false, true},
 		{"/mcp/x", false, false, false},
 		{"/mcpx", false, false, false},
-		{Account, false, false, false},
+		{AccountAPI, false, false, false},
 		{OpenAPI, false, false, false},
 		{"/", false, false, false},
 	}
@@ -54,6 +54,27 @@ func TestOwners(t *testing.T) {
 		}
 		if got := IsMCP(tc.path); got != tc.mcp {
 			t.Errorf("IsMCP(%q) = %v", tc.path, got)
+		}
+	}
+}
+
+// The two accounts are told apart by their names: the legacy site's
+// Account API, which the gateway protects, and the person's pages, which
+// it serves.
+func TestAccounts(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, want string
+		pages            bool
+	}{
+		{"AccountAPI", AccountAPI, "/account/graphql", false},
+		{"AccountPages", AccountPages, "/oauth/account", true},
+		{"AccountApplications", AccountApplications, "/oauth/account/applications", true},
+	} {
+		if tc.path != tc.want {
+			t.Errorf("%s = %q, want %q", tc.name, tc.path, tc.want)
+		}
+		if got := IsAccountPages(tc.path); got != tc.pages {
+			t.Errorf("IsAccountPages(%s) = %v", tc.name, got)
 		}
 	}
 }

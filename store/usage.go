@@ -92,7 +92,12 @@ var causes = [NumCauses]struct {
 }
 
 // String is the cause's name, as stored and shown.
-func (c Cause) String() string { return causes[c].name }
+func (c Cause) String() string {
+	if c < 0 || c >= NumCauses {
+		return "unknown"
+	}
+	return causes[c].name
+}
 
 // Status is the HTTP status a request refused for c is answered with.
 func (c Cause) Status() int { return causes[c].status }
