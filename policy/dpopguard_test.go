@@ -220,3 +220,13 @@ func TestAuthorizeBoundToken(t *testing.T) {
 	ch.Write(w)
 	checkChallenges(t, w.Header().Values("WWW-Authenticate"), SchemeDPoP, "insufficient_scope", true)
 }
+
+// Browser clients may send the DPoP header and read DPoP-Nonce.
+func TestCORSAllowsDPoP(t *testing.T) {
+	h := http.Header{}
+	AllowCORS(h, "GET, POST")
+	if !strings.Contains(h.Get("Access-Control-Allow-Headers"), "DPoP") ||
+		!strings.Contains(h.Get("Access-Control-Expose-Headers"), "DPoP-Nonce") {
+		t.Errorf("CORS headers %v", h)
+	}
+}
