@@ -18,12 +18,9 @@ import (
 // DPoP (RFC 9449) beside bearer tokens: a member token bound to an ES256
 // key (what oauth4webapi and openid-client make by default), used at the
 // Account API with a new proof per request, and code exchanges with a
-// proof. Proofs are signed before each run, never during it: the bench's
+// proof (-dpop-alg picks another algorithm). Proofs are signed before each run, never during it: the bench's
 // signing would otherwise share the CPU with the gateway it measures, and
 // a client signs on its own machine.
-
-// dpopAlg is the bench's proof algorithm.
-const dpopAlg = "ES256"
 
 var errProofsRanOut = errors.New("the run used every proof signed for it; sign more")
 
@@ -60,7 +57,7 @@ func signProofs(k *dpopclient.Key, n int, method, url, token string) *proofPool 
 
 // dpopSetup makes the bench's DPoP key and a member token bound to it.
 func (b *bench) dpopSetup(ctx context.Context) error {
-	key, err := dpopclient.NewKey(dpopAlg)
+	key, err := dpopclient.NewKey(b.cfg.dpopAlg)
 	if err != nil {
 		return err
 	}
@@ -86,7 +83,7 @@ func (b *bench) dpopSetup(ctx context.Context) error {
 func (b *bench) dpopTarget(url string) target {
 	var proofs atomic.Pointer[proofPool]
 	return target{
-		name: "gateway (member token, DPoP " + dpopAlg + ")",
+		name: "gateway (member token, DPoP " + b.cfg.dpopAlg + ")",
 		prepare: func(rate float64) {
 			n := int(rate*b.cfg.duration.Seconds()*1.5) + 1000
 			proofs.Store(signProofs(b.dpopKey, n, http.MethodPost, url, b.dpopMember.Access))
@@ -110,7 +107,7 @@ func (b *bench) dpopNote(bearer, dpop []stats) {
 	fmt.Fprintf(&b.notes, "\nprotected: DPoP (%s) ÷ bearer in this run: %.2f× (target ≥ 0.85×), p99 %.2f× (target ≤ 1.15×); "+
 		"Caddy CPU a request %s against %s. At %.0f proofs a second the replay cache holds at most %.0f proofs "+
 		"(%.0f s of them), %.1f MB at %d bytes a proof (BenchmarkReplayCacheMemory)\n",
-		dpopAlg, rate/median(bearer, stats.rps), p99(dpop)/p99(bearer),
+		b.cfg.dpopAlg, rate/median(bearer, stats.rps), p99(dpop)/p99(bearer),
 		us(median(dpop, func(s stats) float64 { return float64(s.cpuPerRequest()) })),
 		us(median(bearer, func(s stats) float64 { return float64(s.cpuPerRequest()) })),
 		rate, entries, replayKept.Seconds(), entries*replayBytes/1e6, replayBytes)

@@ -474,7 +474,7 @@ func (b *bench) tokenEndpoint() error {
 	// This tree's code exchanges with a DPoP proof, against its own
 	// without.
 	t := sites[0]
-	b.row("token endpoint", fmt.Sprintf("code exchange + ID token + DPoP %s proof, %d clients", dpopAlg, c), t.exchDPoP,
+	b.row("token endpoint", fmt.Sprintf("code exchange + ID token + DPoP %s proof, %d clients", b.cfg.dpopAlg, c), t.exchDPoP,
 		fmt.Sprintf("%.2f× without DPoP (target ≥ 0.9×)", median(t.exchDPoP, stats.rps)/median(t.exch, stats.rps)))
 	return nil
 }
