@@ -144,8 +144,8 @@ func (s *Server) logOnly(ctx context.Context, e store.AuditEvent) {
 
 // clip bounds a caller's string before it goes into a log line.
 func clip(v string) string {
-	if len(v) > maxClientIDLen {
-		return v[:maxClientIDLen]
+	if len(v) > MaxClientIDLen {
+		return v[:MaxClientIDLen]
 	}
 	return v
 }
@@ -161,7 +161,7 @@ func (s *Server) Audit(ctx context.Context, q store.AuditQuery) (store.AuditPage
 // ExportSubject returns everything the school's store keeps about one
 // person; store.ErrNotFound when it keeps nothing.
 func (s *Server) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
-	if subject == "" || len(subject) > maxClientIDLen {
+	if subject == "" || len(subject) > MaxClientIDLen {
 		return nil, store.ErrNotFound
 	}
 	return s.store.ExportSubject(ctx, subject)
@@ -173,7 +173,7 @@ func (s *Server) ExportSubject(ctx context.Context, subject string) (*store.Subj
 // instances as any revocation does. store.ErrNotFound: nothing was kept
 // (an unknown person, or one erased already).
 func (s *Server) EraseSubject(ctx context.Context, subject string) (*store.Erased, error) {
-	if subject == "" || len(subject) > maxClientIDLen {
+	if subject == "" || len(subject) > MaxClientIDLen {
 		return nil, store.ErrNotFound
 	}
 	ctx, _ = s.auditContext(ctx)

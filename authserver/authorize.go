@@ -42,7 +42,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	req.RedirectURI, req.State = redirectURI, state
 
-	id, err := s.lookupSession(r.Context(), r)
+	id, err := s.Session(r.Context(), r)
 	if err != nil {
 		s.cfg.Logger.Error("session lookup failed", "error", err)
 		s.redirectError(w, r, redirectURI, state, "temporarily_unavailable", "the school site could not confirm who is signed in")
@@ -71,7 +71,7 @@ func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *s
 	if err != nil {
 		// Not "no consent": that would ask again, or refuse prompt=none
 		// with consent_required, for a person who approved.
-		s.unavailablePage(w, r, false, retryReload, "reading the remembered consent", err)
+		s.unavailablePage(w, r, retryReload, "reading the remembered consent", err)
 		return
 	}
 	remembered := coversAll(prior, req.Scopes)
@@ -107,7 +107,7 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 	if errors.As(err, &me) {
 		// The person reads why in their language; the document's fault,
 		// which only its developer can act on, follows as it is.
-		s.showError(w, r, http.StatusBadRequest, errorView{Key: "error.client_metadata",
+		s.showError(w, r, http.StatusBadRequest, ErrorPage{Key: "error.client_metadata",
 			Detail: "invalid_client_metadata: " + me.msg})
 		return nil, "", false
 	}
@@ -116,7 +116,7 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 		s.errorPage(w, r, http.StatusBadRequest, "error.unknown_client")
 		return nil, "", false
 	case err != nil:
-		s.unavailablePage(w, r, false, retryReload, "looking up the client", err)
+		s.unavailablePage(w, r, retryReload, "looking up the client", err)
 		return nil, "", false
 	}
 	redirectURI := q.Get("redirect_uri")
@@ -223,11 +223,7 @@ func (s *Server) checkPerson(c *store.Client, id *store.Identity) *authzError {
 // returns it here once signed in.
 func (s *Server) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 	back := s.url(sitepath.Authorize) + "?" + r.URL.RawQuery
-	login := s.cfg.LoginURL
-	if strings.HasPrefix(login, "/") {
-		login = s.url(login)
-	}
-	u, err := url.Parse(login)
+	u, err := url.Parse(s.LoginPage())
 	if err != nil {
 		s.errorPage(w, r, http.StatusInternalServerError, "error.login_misconfigured")
 		return
@@ -250,7 +246,7 @@ func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *store.Au
 		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
 	})
 	if err != nil {
-		s.unavailablePage(w, r, false, retry, "storing the authorization code", err)
+		s.unavailablePage(w, r, retry, "storing the authorization code", err)
 		return
 	}
 	s.redirectTo(w, r, req.RedirectURI, status, url.Values{"code": {raw}, "state": {req.State}})

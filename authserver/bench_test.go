@@ -93,7 +93,7 @@ func BenchmarkDispatch(b *testing.B) {
 		{"jwks-post", http.MethodPost, sitepath.JWKS},
 		{"preflight", http.MethodOptions, sitepath.Introspect},
 		{"unknown", http.MethodGet, "/api/oauth/unknown"},
-		{"asset-head", http.MethodHead, stylesheetPath},
+		{"asset-head", http.MethodHead, sitepath.Assets + "pages-0123456789ab.css"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			r := httptest.NewRequest(c.method, c.path, nil)

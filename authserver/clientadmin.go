@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/schoolgate/schoolgate/i18n"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -17,8 +18,8 @@ import (
 // pages and by automation (Caddy's admin API, see caddymodule/adminapi.go).
 // The caller is trusted: whoever reaches these is the site's operator.
 
-// ClientInfo is what an operator sees of a stored client; never a secret
-// or a hash.
+// ClientInfo is what an operator, or a person asked for consent, sees of
+// a client; never a secret or a hash.
 type ClientInfo struct {
 	ClientID      string    `json:"client_id"`
 	Name          string    `json:"client_name"`
@@ -67,9 +68,10 @@ type InputError struct {
 
 func (e *InputError) Error() string { return e.Msg }
 
-// inputError is the InputError saying the message key.
-func inputError(key string, args ...any) *InputError {
-	return &InputError{Msg: msg(Languages[0], key, args...), Key: key, Args: args}
+// NewInputError is the InputError saying the message key (with its
+// placeholders' name-value pairs).
+func NewInputError(key string, args ...any) *InputError {
+	return &InputError{Msg: i18n.Msg(i18n.Languages[0], key, args...), Key: key, Args: args}
 }
 
 // In is the message in lang.
@@ -77,24 +79,24 @@ func (e *InputError) In(lang string) string {
 	if e.Key == "" {
 		return e.Msg
 	}
-	return msg(lang, e.Key, e.Args...)
+	return i18n.Msg(lang, e.Key, e.Args...)
 }
 
 // ErrWrongKind is returned when an operation does not apply to the kind
 // of client named (deleting a vendor, reviewing a member application).
 var ErrWrongKind = errors.New("the operation does not apply to this kind of client")
 
-// normalize validates the spec in place: trimmed name, unique redirect
+// Normalize validates the spec in place: trimmed name, unique redirect
 // URIs, scopes in the table's order. The error is for the operator.
-func (spec *AppSpec) normalize() *InputError {
+func (spec *AppSpec) Normalize() *InputError {
 	spec.Name = strings.TrimSpace(spec.Name)
 	switch {
 	case spec.Name == "":
-		return inputError("admin.invalid.name_empty")
+		return NewInputError("admin.invalid.name_empty")
 	case !utf8.ValidString(spec.Name) || strings.IndexFunc(spec.Name, unicode.IsControl) >= 0:
-		return inputError("admin.invalid.name_control")
+		return NewInputError("admin.invalid.name_control")
 	case utf8.RuneCountInString(spec.Name) > maxAppNameLen:
-		return inputError("admin.invalid.name_long", "n", maxAppNameLen)
+		return NewInputError("admin.invalid.name_long", "n", maxAppNameLen)
 	}
 	var uris []string
 	for _, raw := range spec.RedirectURIs {
@@ -106,11 +108,11 @@ func (spec *AppSpec) normalize() *InputError {
 			return ie
 		}
 		if uris = append(uris, raw); len(uris) > maxAppRedirectURIs {
-			return inputError("admin.invalid.redirects_many", "n", maxAppRedirectURIs)
+			return NewInputError("admin.invalid.redirects_many", "n", maxAppRedirectURIs)
 		}
 	}
 	if len(uris) == 0 {
-		return inputError("admin.invalid.redirects_none")
+		return NewInputError("admin.invalid.redirects_none")
 	}
 	spec.RedirectURIs = uris
 	scopes, ie := parseMemberScopes(spec.Scopes)
@@ -152,7 +154,7 @@ type CreatedApp struct {
 // creation idempotent: another call with the same key returns the first
 // application, marked Existing.
 func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*CreatedApp, error) {
-	if ie := spec.normalize(); ie != nil {
+	if ie := spec.Normalize(); ie != nil {
 		return nil, ie
 	}
 	if key != "" {
@@ -191,7 +193,7 @@ func (s *Server) UpdateApp(ctx context.Context, id string, spec AppSpec) (Client
 	if err != nil {
 		return ClientInfo{}, err
 	}
-	if ie := spec.normalize(); ie != nil {
+	if ie := spec.Normalize(); ie != nil {
 		return ClientInfo{}, ie
 	}
 	c.Name, c.RedirectURIs, c.Scopes, c.DPoPBound = spec.Name, spec.RedirectURIs, spec.Scopes, spec.DPoPBound
@@ -210,7 +212,7 @@ func (s *Server) RegenerateSecret(ctx context.Context, id string) (ClientInfo, s
 		return ClientInfo{}, "", err
 	}
 	if c.Public() {
-		return ClientInfo{}, "", inputError("admin.invalid.public_no_secret")
+		return ClientInfo{}, "", NewInputError("admin.invalid.public_no_secret")
 	}
 	secret := newToken(prefixSecret)
 	c.SecretHash = hashSecret(secret)
@@ -265,10 +267,21 @@ func (s *Server) ReviewClient(ctx context.Context, id string, scopes []string, r
 	return clientInfo(c), nil
 }
 
+// ClientOfKind is a stored client of one of the kinds, as an operator
+// sees it: store.ErrNotFound when there is none, ErrWrongKind when it is
+// of another kind.
+func (s *Server) ClientOfKind(ctx context.Context, id string, kinds ...string) (ClientInfo, error) {
+	c, err := s.clientOfKind(ctx, id, kinds...)
+	if err != nil {
+		return ClientInfo{}, err
+	}
+	return clientInfo(c), nil
+}
+
 // clientOfKind loads a stored client of one of the kinds; store.ErrNotFound
 // when there is none, ErrWrongKind when it is of another kind.
 func (s *Server) clientOfKind(ctx context.Context, id string, kinds ...string) (*store.Client, error) {
-	if id == "" || len(id) > maxClientIDLen {
+	if id == "" || len(id) > MaxClientIDLen {
 		return nil, store.ErrNotFound
 	}
 	c, err := s.store.GetClient(ctx, id)

@@ -1,14 +1,12 @@
 package authserver
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/store"
 )
 
 // Config is one site's authorization server configuration.
@@ -23,14 +21,6 @@ type Config struct {
 	LoginURL string
 	// AdminPrefix is the path prefix of the admin API (for documents).
 	AdminPrefix string
-	// SchoolName is the school's name as people know it, asked for at
-	// every consent (the catalog may rename the school while the server
-	// runs); nil or "" shows the issuer.
-	SchoolName func() string
-	// SchoolLanguage is the language (one of Languages) of the pages
-	// for a browser whose Accept-Language names none of them; nil or
-	// another value means English.
-	SchoolLanguage func() string
 	// Vendors are clients configured in the Caddyfile.
 	Vendors []VendorClient
 	// MCPConnections is the initial value of the beta feature switch.
@@ -79,10 +69,10 @@ type Config struct {
 	RequestID func(*http.Request) string
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// Usage reads the school's usage for the admin area's page: what the
-	// store holds and what this instance has not stored yet. nil reads
-	// the store alone.
-	Usage func(ctx context.Context) (*store.Usage, error)
+	// Pages makes the server's HTML pages once the server is built
+	// (package pages' New); nil answers people's browsers in plain text,
+	// without a consent page or the pages' areas.
+	Pages func(*Server) Pages
 }
 
 // VendorClient is a client configured by the operator.

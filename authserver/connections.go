@@ -3,6 +3,7 @@ package authserver
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/schoolgate/schoolgate/store"
@@ -44,7 +45,7 @@ func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (Connection
 	if (f.Subject == "") == (f.ClientID == "") {
 		return ConnectionPage{}, &InputError{Msg: "Name either the person (subject) or the application (client_id)."}
 	}
-	if len(f.Subject) > maxClientIDLen || len(f.ClientID) > maxClientIDLen {
+	if len(f.Subject) > MaxClientIDLen || len(f.ClientID) > MaxClientIDLen {
 		return ConnectionPage{Connections: []ConnectionInfo{}}, nil
 	}
 	after, err := decodeGroupCursor(f.Cursor)
@@ -80,31 +81,6 @@ func (s *Server) ListConnections(ctx context.Context, f GrantFilter) (Connection
 		page.Connections = append(page.Connections, connectionInfo(c, client))
 	}
 	return page, nil
-}
-
-// personConnection is subject's connection to clientID, nil when the
-// person holds no live grant of it. A person's applications are few, so
-// their list is read until it is found.
-func (s *Server) personConnection(ctx context.Context, subject, clientID string) (*ConnectionInfo, error) {
-	if clientID == "" || len(clientID) > maxClientIDLen {
-		return nil, nil
-	}
-	f := GrantFilter{Subject: subject, Limit: store.MaxGrantPage}
-	for {
-		page, err := s.ListConnections(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range page.Connections {
-			if c.ClientID == clientID {
-				return &c, nil
-			}
-		}
-		if page.Next == "" {
-			return nil, nil
-		}
-		f.Cursor = page.Next
-	}
 }
 
 func connectionInfo(c *store.Connection, client *store.Client) ConnectionInfo {
@@ -161,7 +137,7 @@ type Disconnection struct {
 // grant was live and only a remembered consent was forgotten;
 // store.ErrNotFound, that the person has neither with this application.
 func (s *Server) DisconnectClient(ctx context.Context, clientID, subject, by string) (Disconnection, error) {
-	if clientID == "" || len(clientID) > maxClientIDLen || subject == "" || len(subject) > maxClientIDLen {
+	if clientID == "" || len(clientID) > MaxClientIDLen || subject == "" || len(subject) > MaxClientIDLen {
 		return Disconnection{}, store.ErrNotFound
 	}
 	ctx = s.record(ctx, s.disconnectEvent(ctx, by, store.AuditEvent{Subject: subject, ClientID: clientID}))
@@ -197,11 +173,11 @@ type DisconnectRequest struct {
 func (r DisconnectRequest) Check() error {
 	switch {
 	case r.GrantID != "" && r.ClientID != "":
-		return inputError("admin.invalid.disconnect_both")
+		return NewInputError("admin.invalid.disconnect_both")
 	case r.GrantID == "" && r.ClientID == "":
-		return inputError("admin.invalid.disconnect_none")
+		return NewInputError("admin.invalid.disconnect_none")
 	case r.Subject == "":
-		return inputError("admin.invalid.disconnect_subject")
+		return NewInputError("admin.invalid.disconnect_subject")
 	}
 	return nil
 }
@@ -225,4 +201,62 @@ func (s *Server) Disconnect(ctx context.Context, r DisconnectRequest, by string)
 		d.Ended = 1
 	}
 	return d, err
+}
+
+// ConnectedApp is an application with how many people are connected to
+// it, and by how many live grants (a person who allowed it on two devices
+// is one person and two grants).
+type ConnectedApp struct {
+	ClientID string `json:"client_id"`
+	Name     string `json:"client_name"`
+	// Kind is empty for a client no longer known.
+	Kind   string `json:"kind,omitempty"`
+	People int    `json:"people"`
+	Grants int    `json:"grants"`
+}
+
+// ConnectedApps is every application holding live grants, and every
+// configured vendor, with how many people are connected to it (and by how
+// many grants), most connected first, then by name.
+// Clients are few (registrations are capped), so naming them all costs one
+// read.
+func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
+	counts, err := s.GrantCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := s.store.ListClients(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*store.Client{}
+	for _, c := range clients {
+		byID[c.ID] = c
+	}
+	for id, c := range s.vendors {
+		byID[id] = c
+	}
+	out := []ConnectedApp{}
+	for id, n := range counts {
+		app := ConnectedApp{ClientID: id, Name: id, People: n.People, Grants: n.Grants}
+		if c := byID[id]; c != nil {
+			app.Name, app.Kind = displayName(c), c.Kind
+		}
+		out = append(out, app)
+	}
+	for id, c := range s.vendors {
+		if counts[id].Grants == 0 {
+			out = append(out, ConnectedApp{ClientID: id, Name: displayName(c), Kind: c.Kind})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].People != out[j].People {
+			return out[i].People > out[j].People
+		}
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ClientID < out[j].ClientID
+	})
+	return out, nil
 }

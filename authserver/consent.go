@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -25,93 +24,20 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *store.Cl
 	p := &store.PendingAuth{ID: randomString(), CSRFHash: hashToken(csrf), Request: *req,
 		Identity: *id, ExpiresAt: now.Add(s.cfg.ConsentTTL)}
 	if err := s.store.PutPending(r.Context(), p); err != nil {
-		s.unavailablePage(w, r, false, retryReload, "storing the pending authorization", err)
+		s.unavailablePage(w, r, retryReload, "storing the pending authorization", err)
 		return
 	}
-	view := consentView{
-		School:       s.schoolName(),
-		Origin:       s.cfg.Issuer,
-		ClientName:   displayName(c),
-		ClientHost:   clientHost(c, req.RedirectURI),
-		RedirectHost: hostOf(req.RedirectURI),
-		Person:       personLabel(id),
-		Action:       sitepath.Consent,
-		RequestID:    p.ID,
-		CSRF:         csrf,
-		Approved:     coversAll(prior, req.Scopes),
-		AskEachTime:  !redirectProvesClient(c, req.RedirectURI),
-		Trust:        trustOf(c),
-		Applications: sitepath.AccountApplications,
-	}
-	lang := s.pageLang(r)
-	for _, sc := range req.Scopes {
-		view.Scopes = append(view.Scopes, scopeView{sc, scopeWords(lang, sc), slices.Contains(prior, sc)})
-	}
-	page, err := renderPage(consentTmpl.in(lang), view)
-	if err != nil {
-		s.cfg.Logger.Error("rendering the consent page", "error", err)
-		s.errorPage(w, r, http.StatusInternalServerError, "error.not_shown")
-		return
-	}
-	setPageHeaders(w, " "+originOf(req.RedirectURI))
-	setLanguageHeaders(w, lang)
-	_, _ = w.Write(page)
-}
-
-// consentView is what the consent page shows: who asks (the client, and
-// the host that vouches for it), for which school and person, and what.
-type consentView struct {
-	// School is the school's name, Origin the site it is asked for.
-	School, Origin                               string
-	ClientName, ClientHost, RedirectHost, Person string
-	Scopes                                       []scopeView
-	Action, RequestID, CSRF                      string
-	// Approved: the person approved every scope before. AskEachTime: the
-	// redirect URI does not prove the client, which is why they are asked
-	// again.
-	Approved, AskEachTime bool
-	// Trust is who vouches for the application (trustOf); Applications
-	// is the page where the person can remove its access later.
-	Trust, Applications string
-}
-
-// The consent page's trust cues: an application the school set up (a
-// vendor in the configuration, a member application an operator
-// created), a metadata-document client an operator reviewed, or one
-// nobody at the school looked at (self-registered, or a metadata
-// document not reviewed), which the page warns about, naming the host it
-// comes from (clientHost).
-const (
-	trustSchool     = "school"
-	trustReviewed   = "reviewed"
-	trustUnreviewed = "unreviewed"
-)
-
-func trustOf(c *store.Client) string {
-	switch {
-	case c.Kind == store.KindVendor, c.Kind == store.KindApp:
-		return trustSchool
-	case c.Kind == store.KindMetadata && c.Reviewed:
-		return trustReviewed
-	}
-	return trustUnreviewed
-}
-
-// scopeView is one requested scope; Before marks one approved before.
-type scopeView struct {
-	Name, Words string
-	Before      bool
-}
-
-// schoolName is the name the consent page asks for: the configured one,
-// else the origin.
-func (s *Server) schoolName() string {
-	if s.cfg.SchoolName != nil {
-		if name := strings.TrimSpace(s.cfg.SchoolName()); name != "" {
-			return name
-		}
-	}
-	return s.cfg.Issuer
+	s.pages.Consent(w, r, &ConsentPage{
+		Client:      clientInfo(c),
+		Scopes:      req.Scopes,
+		RedirectURI: req.RedirectURI,
+		Person:      id,
+		Prior:       prior,
+		Approved:    coversAll(prior, req.Scopes),
+		AskEachTime: !redirectProvesClient(c, req.RedirectURI),
+		RequestID:   p.ID,
+		CSRF:        csrf,
+	})
 }
 
 // handleConsent serves the consent form's POST.
@@ -139,7 +65,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		// Nothing was taken, so the same form may be sent again.
-		s.unavailablePage(w, r, false, retryForm, "taking the pending authorization", err)
+		s.unavailablePage(w, r, retryForm, "taking the pending authorization", err)
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(hashToken(r.PostForm.Get("csrf_token"))), []byte(p.CSRFHash)) != 1 ||
@@ -147,7 +73,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusForbidden, "error.form_invalid")
 		return
 	}
-	id, err := s.lookupSession(r.Context(), r)
+	id, err := s.Session(r.Context(), r)
 	if err != nil || id == nil || id.Subject != p.Identity.Subject {
 		s.errorPage(w, r, http.StatusForbidden, "error.other_person")
 		return
@@ -200,32 +126,9 @@ func displayName(c *store.Client) string {
 	return c.ID
 }
 
-// clientHost is the host that vouches for the client: the document host
-// of a metadata-document client, else the redirect host.
-func clientHost(c *store.Client, redirectURI string) string {
-	if c.Kind == store.KindMetadata {
-		return hostOf(c.ID)
-	}
-	return hostOf(redirectURI)
-}
-
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	return u.Host
-}
-
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
-}
-
-func personLabel(id *store.Identity) string {
+// PersonLabel is how the pages and the operator's lists name a person:
+// their name and address, else either, else their subject.
+func PersonLabel(id *store.Identity) string {
 	switch {
 	case id.Name != "" && id.Email != "":
 		return id.Name + " <" + id.Email + ">"

@@ -68,7 +68,7 @@ const DefaultGrantPage = 50
 var errBadCursor = &InputError{Msg: "The list position (cursor) is not one this server gave; start from the first page."}
 
 // maxCursorLen bounds a cursor: it holds a client id (up to
-// maxClientIDLen) or a subject, base64 encoded.
+// MaxClientIDLen) or a subject, base64 encoded.
 const maxCursorLen = 4096
 
 // encodeCursor makes a list position opaque to its users: its time, its
@@ -142,7 +142,7 @@ func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, erro
 	if (f.Subject == "") == (f.ClientID == "") {
 		return GrantPage{}, &InputError{Msg: "Name either the person (subject) or the application (client_id)."}
 	}
-	if len(f.Subject) > maxClientIDLen || len(f.ClientID) > maxClientIDLen {
+	if len(f.Subject) > MaxClientIDLen || len(f.ClientID) > MaxClientIDLen {
 		return GrantPage{Grants: []GrantInfo{}}, nil
 	}
 	after, err := decodeCursor(f.Cursor, f.Subject != "")
@@ -197,6 +197,17 @@ func (s *Server) knownClient(ctx context.Context, id string, seen map[string]*st
 	return c, nil
 }
 
+// KnownClient is the client that id names, a vendor or a stored one, as
+// an operator sees it; nil when it is no longer known.
+func (s *Server) KnownClient(ctx context.Context, id string) (*ClientInfo, error) {
+	c, err := s.knownClient(ctx, id, map[string]*store.Client{})
+	if err != nil || c == nil {
+		return nil, err
+	}
+	info := clientInfo(c)
+	return &info, nil
+}
+
 func grantInfo(g *store.Grant, c *store.Client) GrantInfo {
 	info := GrantInfo{GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientID, Audience: g.Audience,
 		Subject: g.Identity.Subject, Email: g.Identity.Email, Name: g.Identity.Name, Scopes: g.Scopes,
@@ -229,7 +240,7 @@ var ErrAlreadyDisconnected = errors.New("the grant had been revoked already")
 // names who asked, for the metric and the log. store.ErrNotFound means no such
 // grant of this person.
 func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (GrantInfo, error) {
-	if id == "" || len(id) > 128 || subject == "" || len(subject) > maxClientIDLen {
+	if id == "" || len(id) > 128 || subject == "" || len(subject) > MaxClientIDLen {
 		return GrantInfo{}, store.ErrNotFound
 	}
 	ctx = s.record(ctx, s.disconnectEvent(ctx, by, store.AuditEvent{Subject: subject, Target: id}))
@@ -252,22 +263,7 @@ func (s *Server) DisconnectGrant(ctx context.Context, id, subject, by string) (G
 	return info, nil
 }
 
-// kindWords says in lang what kind of application a client of kind is.
-func kindWords(lang, kind, clientID string) string {
-	switch kind {
-	case store.KindVendor:
-		return msg(lang, "kind.vendor")
-	case store.KindApp:
-		return msg(lang, "kind.app")
-	case store.KindMetadata:
-		return msg(lang, "kind.metadata", "host", hostOf(clientID))
-	case store.KindLoopback:
-		return msg(lang, "kind.loopback")
-	}
-	return msg(lang, "kind.gone")
-}
-
 // Person is who gave the grant, as the operator's pages show it.
 func (g GrantInfo) Person() string {
-	return personLabel(&store.Identity{Subject: g.Subject, Name: g.Name, Email: g.Email})
+	return PersonLabel(&store.Identity{Subject: g.Subject, Name: g.Name, Email: g.Email})
 }

@@ -46,6 +46,9 @@ type RateLimits struct {
 	Token       Limit // token endpoint, per address
 	TokenClient Limit // token endpoint, per client_id
 	Revoke      Limit // revocation and introspection, per address
+	// MCPAnonymous limits the anonymous /mcp calls per address (the
+	// school applies it, AllowAnonymousMCP).
+	MCPAnonymous Limit
 }
 
 // DefaultRateLimits stop floods without getting in the way of real use:
@@ -59,6 +62,10 @@ var DefaultRateLimits = RateLimits{
 	Token:       Per(1200, time.Minute, 300),
 	TokenClient: Per(6000, time.Minute, 1000),
 	Revoke:      Per(600, time.Minute, 100),
+	// An agent browsing the catalog calls a tool a few times a minute;
+	// an AI vendor's servers call for all of its users from a few
+	// addresses, as they do the token endpoint.
+	MCPAnonymous: Per(1200, time.Minute, 300),
 }
 
 // maxLimiterKeys bounds each limiter's memory.
@@ -105,7 +112,7 @@ func (l *limiter) allow(key string, now time.Time) (bool, time.Duration) {
 
 // limiters are a site's limiters.
 type limiters struct {
-	register, newClients, authorize, token, tokenClient, revoke *limiter
+	register, newClients, authorize, token, tokenClient, revoke, mcpAnonymous *limiter
 }
 
 // of returns the limiter of a route's class, nil for none.
@@ -126,7 +133,18 @@ func (l *limiters) of(c limitClass) *limiter {
 func newLimiters(l RateLimits) limiters {
 	return limiters{register: newLimiter(l.Register), newClients: newLimiter(l.NewClients),
 		authorize: newLimiter(l.Authorize), token: newLimiter(l.Token),
-		tokenClient: newLimiter(l.TokenClient), revoke: newLimiter(l.Revoke)}
+		tokenClient: newLimiter(l.TokenClient), revoke: newLimiter(l.Revoke),
+		mcpAnonymous: newLimiter(l.MCPAnonymous)}
+}
+
+// AllowAnonymousMCP takes one event of the anonymous /mcp limit of the
+// request's address; refused, it says how long until the next would be
+// allowed. The caller answers (in JSON-RPC) and counts the refusal.
+func (s *Server) AllowAnonymousMCP(r *http.Request) (bool, time.Duration) {
+	if s.limits.mcpAnonymous == nil {
+		return true, 0
+	}
+	return s.limits.mcpAnonymous.allow(s.clientAddr(r), s.cfg.Now())
 }
 
 // clientAddr is the caller's address for limits: what the adapter says

@@ -105,7 +105,7 @@ var routes = [...]route{
 		limit: limitAuthorize, pages: true, serve: (*Server).handleAccount},
 	// What the pages load.
 	{Endpoint: Endpoint{Path: sitepath.Assets}, below: sitepath.Assets, getOnly: true,
-		serve: func(_ *Server, w http.ResponseWriter, r *http.Request) { serveAsset(w, r) }},
+		serve: func(s *Server, w http.ResponseWriter, r *http.Request) { s.pages.Asset(w, r) }},
 }
 
 // notFound answers every other path of the server's namespaces.
@@ -162,6 +162,16 @@ func (rt *route) metricName() string {
 		return "other"
 	}
 	return rt.Name
+}
+
+// IsPublicDocument reports whether path is one of the documents any
+// client may need whatever else is refused: the metadata documents, the
+// JWKS (clients validating ID tokens) and what the pages load. They are
+// cheap, the same for everyone, and cached; a school's budget does not
+// count them.
+func IsPublicDocument(path string) bool {
+	rt := routeFor(path)
+	return rt.getOnly && rt != &notFound
 }
 
 // Endpoints are the server's endpoints of one path each (not the pages'

@@ -46,7 +46,7 @@ func TestRouteFor(t *testing.T) {
 	}
 	for _, p := range []string{sitepath.Admin + "/", sitepath.AdminApplications, sitepath.AdminApplications + "/x/review",
 		"/oauth/administrator", "/oauth/adminx/y", sitepath.AccountApplications, sitepath.AccountApplications + "/disconnect",
-		"/oauth/accounts", stylesheetPath, sitepath.Assets + "unknown", "/oauth/assets", "/oauth", "/oauth/other",
+		"/oauth/accounts", sitepath.Assets + "pages-0123456789ab.css", sitepath.Assets + "unknown", "/oauth/assets", "/oauth", "/oauth/other",
 		"/api/oauth", "/api/oauth/unknown", sitepath.OIDCConfig + "/x", sitepath.ProtectedResource + "/mcp",
 		sitepath.Token + "/", strings.Repeat("/x", 100)} {
 		rt := routeFor(p)

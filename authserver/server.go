@@ -30,8 +30,8 @@ type Server struct {
 	// check requests with.
 	dpop  *policy.DPoP
 	guard policy.Guard
-	// adminPageSize is how many rows an admin overview list shows a page.
-	adminPageSize int
+	// pages draw the HTML pages (pagesapi.go).
+	pages Pages
 	// docs are the encoded discovery documents (metadataDoc).
 	docs [docKinds * 2]atomic.Pointer[[]byte]
 }
@@ -49,13 +49,16 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: store, keys: keys, vendors: vendorClients(cfg.Vendors),
-		cache: newTokenCache(16384), metadata: newMetadataResolver(cfg.MetadataDocuments, cfg.Now),
-		adminPageSize: defaultAdminPageSize}
+		cache: newTokenCache(16384), metadata: newMetadataResolver(cfg.MetadataDocuments, cfg.Now)}
 	limits := DefaultRateLimits
 	if cfg.RateLimits != nil {
 		limits = *cfg.RateLimits
 	}
 	s.limits = newLimiters(limits)
+	s.pages = Pages(plainPages{})
+	if cfg.Pages != nil {
+		s.pages = cfg.Pages(s)
+	}
 	if err := s.initSettings(ctx); err != nil {
 		return nil, err
 	}

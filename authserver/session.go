@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -15,9 +16,9 @@ import (
 // in; the person sees an error page rather than a login loop.
 var errSessionUnavailable = errors.New("session lookup failed")
 
-// lookupSession asks the legacy site who the browser is signed in as,
+// Session asks the legacy site who the browser is signed in as,
 // forwarding only its cookies. It returns nil, nil when nobody is.
-func (s *Server) lookupSession(ctx context.Context, r *http.Request) (*store.Identity, error) {
+func (s *Server) Session(ctx context.Context, r *http.Request) (*store.Identity, error) {
 	cookie := r.Header.Get("Cookie")
 	if cookie == "" {
 		return nil, nil
@@ -48,4 +49,14 @@ func (s *Server) lookupSession(ctx context.Context, r *http.Request) (*store.Ide
 		return nil, fmt.Errorf("%w: the session has no sub", errSessionUnavailable)
 	}
 	return &id, nil
+}
+
+// LoginPage is the legacy login page, absolute: the configured URL, a
+// path taken relative to the issuer. The pages that need a signed-in
+// person send the browser there with return_to.
+func (s *Server) LoginPage() string {
+	if strings.HasPrefix(s.cfg.LoginURL, "/") {
+		return s.url(s.cfg.LoginURL)
+	}
+	return s.cfg.LoginURL
 }

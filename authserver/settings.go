@@ -78,3 +78,10 @@ func (s *Server) CheckStore(ctx context.Context) error {
 	}
 	return err
 }
+
+// StoredUsage is the school's usage as the store holds it: what every
+// instance has added (store.Usage), not what this one counted and has not
+// stored yet.
+func (s *Server) StoredUsage(ctx context.Context) (*store.Usage, error) {
+	return s.store.LoadUsage(ctx)
+}

@@ -62,6 +62,11 @@ func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.Au
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The request waits for the commit's sync, not the processors.
+	if w := store.WaiterOf(ctx); w != nil {
+		w.Pause()
+		defer w.Resume()
+	}
 	var at *store.AuditTx
 	err := s.commit(auditing(ctx, &at, fn))
 	if err == nil {

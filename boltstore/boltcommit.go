@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Group commit for the hot paths (codes and tokens). Every bbolt commit
@@ -54,6 +56,11 @@ var errTrySolo = errors.New("run the write in a transaction of its own")
 func (s *boltStore) write(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// The request waits for the commit's sync, not the processors.
+	if w := store.WaiterOf(ctx); w != nil {
+		w.Pause()
+		defer w.Resume()
 	}
 	c := &commitCall{fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
 	g := &s.group

@@ -158,6 +158,7 @@ const startParallel = 16
 // first such school in the order they were provisioned names it), and
 // the requests waiting for the schools not built are let go.
 func (a *App) Start() error {
+	fairShare.Configure(a.FairShare.options())
 	a.mu.Lock()
 	gateways, platforms := a.gateways, a.platforms
 	a.mu.Unlock()

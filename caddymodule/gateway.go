@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/i18n"
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -255,8 +256,8 @@ func (g *Gateway) Validate() error {
 			return err
 		}
 	}
-	if g.Language != "" && !authserver.IsLanguage(g.Language) {
-		return fmt.Errorf("language: %q is not one of the pages' languages (%s)", g.Language, strings.Join(authserver.Languages, ", "))
+	if g.Language != "" && !i18n.IsLanguage(g.Language) {
+		return fmt.Errorf("language: %q is not one of the pages' languages (%s)", g.Language, strings.Join(i18n.Languages, ", "))
 	}
 	if !strings.HasPrefix(g.AdminPrefix, "/") || strings.Contains(g.AdminPrefix, "..") {
 		return fmt.Errorf("admin_prefix: %q must be an absolute path", g.AdminPrefix)

@@ -21,15 +21,16 @@ type FairShare struct {
 	// Off admits every request as it comes, whoever's school it is for.
 	// Default: false.
 	Off bool `json:"off,omitempty"`
-	// Concurrency is how many requests the gateway works on at once
-	// before requests wait for their school's turn. Default: chosen from
-	// the processors Go may use.
+	// Concurrency is the number of slots while the instance is shared:
+	// requests the gateway works on at once, each slot also held for the
+	// HTTP work around a request, before requests wait for their
+	// school's turn. Default: the processors Go may use (GOMAXPROCS).
 	Concurrency int `json:"concurrency,omitempty"`
 	// Queue is how many requests of one school may wait for a turn;
-	// more are answered 503 at once. Default: see the admission package.
+	// more are answered 503 at once. Default: 128.
 	Queue int `json:"queue,omitempty"`
 	// Wait is the longest a request waits for a turn before it is
-	// answered 503 with Retry-After. Default: see the admission package.
+	// answered 503 with Retry-After. Default: 1s.
 	Wait caddy.Duration `json:"wait,omitempty"`
 }
 

@@ -110,6 +110,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 	observe := newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
 	cfg.Store, cfg.Observer, cfg.Logger, cfg.Scheduler = stored.Store, observe, ctx.Slogger(), background
 	cfg.AuditLogger, cfg.RequestID = auditLogger(ctx), requestID
+	cfg.Admission, cfg.Instances = fairShare.School(cfg.Weight), stored.instances
 	sch, err := school.New(life, cfg)
 	var de *school.DataError
 	switch {

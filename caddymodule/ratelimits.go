@@ -19,7 +19,8 @@ type RateLimits struct {
 	// Off disables every limit. Default: false.
 	Off bool `json:"off,omitempty"`
 	// Limits by name (register, new_clients, authorize, token,
-	// token_client, revoke). Default: the built-in value of each.
+	// token_client, revoke, mcp_anonymous). Default: the built-in value
+	// of each.
 	Limits map[string]RateLimit `json:"limits,omitempty"`
 }
 
@@ -41,6 +42,8 @@ var rateLimitNames = map[string]func(*authserver.RateLimits) *authserver.Limit{
 	"token":        func(l *authserver.RateLimits) *authserver.Limit { return &l.Token },
 	"token_client": func(l *authserver.RateLimits) *authserver.Limit { return &l.TokenClient },
 	"revoke":       func(l *authserver.RateLimits) *authserver.Limit { return &l.Revoke },
+	// Anonymous /mcp calls, per address (school applies it).
+	"mcp_anonymous": func(l *authserver.RateLimits) *authserver.Limit { return &l.MCPAnonymous },
 }
 
 // authserverLimits turns the configuration into the server's limits.
@@ -72,7 +75,7 @@ func (g *Gateway) validateRateLimits() error {
 	}
 	for name, rl := range g.RateLimits.Limits {
 		if _, ok := rateLimitNames[name]; !ok {
-			return fmt.Errorf("rate_limit: unknown limit %q (known: register, new_clients, authorize, token, token_client, revoke)", name)
+			return fmt.Errorf("rate_limit: unknown limit %q (known: register, new_clients, authorize, token, token_client, revoke, mcp_anonymous)", name)
 		}
 		if rl.Events <= 0 || rl.Period <= 0 || rl.Burst < 0 {
 			return fmt.Errorf("rate_limit %s: needs a positive rate and a burst of at least 1", name)
@@ -98,7 +101,7 @@ func (g *Gateway) unmarshalRateLimit(d *caddyfile.Dispenser) error {
 		return d.Err("rate_limit: expects off, or <name> <events>/<s|m|h> [<burst>]")
 	}
 	if _, ok := rateLimitNames[args[0]]; !ok {
-		return d.Errf("rate_limit: unknown limit %q (known: register, new_clients, authorize, token, token_client, revoke)", args[0])
+		return d.Errf("rate_limit: unknown limit %q (known: register, new_clients, authorize, token, token_client, revoke, mcp_anonymous)", args[0])
 	}
 	rl, err := parseRate(d, "rate_limit "+args[0], args[1:])
 	if err != nil {

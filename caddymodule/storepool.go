@@ -78,6 +78,10 @@ type siteStore struct {
 	// file's path, or "postgres".
 	where   string
 	release func() error
+	// instances counts the instances sharing the store's database, among
+	// which the school's budget is divided; nil for a bbolt file, which
+	// one instance has.
+	instances func() int
 }
 
 // openStore opens the store g names (see storeKinds), or the bbolt file.
@@ -157,7 +161,7 @@ func openPostgres(ctx context.Context, cfg *PostgresStore, issuer string) (*site
 		_ = release()
 		return nil, fmt.Errorf("store postgres: %v", err)
 	}
-	return &siteStore{Store: site, where: "postgres", release: release}, nil
+	return &siteStore{Store: site, where: "postgres", release: release, instances: pool.Instances()}, nil
 }
 
 // loadUsage reads the issuer's usage on the pool of its DSN, without

@@ -142,3 +142,16 @@ func clipString(s string) string {
 	}
 	return s[:n] + "..."
 }
+
+// CodeBusy is the JSON-RPC error of a call the gateway does not serve now
+// because the school is busy (its budget spent, or its turn on the
+// instance not come); a server error of the range JSON-RPC leaves to
+// implementations.
+const CodeBusy = -32000
+
+// WriteBusy answers such a call with status (429 or 503) and a JSON-RPC
+// error; the caller sets Retry-After.
+func WriteBusy(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeRPCError(w, status, CodeBusy, msg)
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,6 +32,10 @@ var connectWindow = 15 * time.Second
 type Pool struct {
 	db  *pgxpool.Pool
 	hub *hub // delivers other instances' changes (listen.go)
+	// inst counts the instances using the database, once asked
+	// (instances.go).
+	instOnce sync.Once
+	inst     *instances
 }
 
 // Connect opens a pool on dsn, waits for the database to be reachable
@@ -60,6 +65,9 @@ func open(ctx context.Context, dsn string, maxConns int32) (*Pool, []string, err
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	if cfg.ConnConfig.Tracer == nil {
+		cfg.ConnConfig.Tracer = waitTracer{}
+	}
 	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pgstore: opening a pool on %s: %w", hostOf(cfg), scrub(err))
@@ -79,6 +87,10 @@ func open(ctx context.Context, dsn string, maxConns int32) (*Pool, []string, err
 // Close closes the pool's connections. The Caddy adapter calls it once no
 // site uses the pool; calling it again does nothing.
 func (p *Pool) Close() {
+	p.instOnce.Do(func() {}) // no count starts from now on
+	if p.inst != nil {
+		p.inst.close()
+	}
 	p.hub.close()
 	p.db.Close()
 }

@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/admission"
 )
 
 // BenchmarkProtectedRequest measures the gateway's work on an allowed
@@ -87,3 +90,42 @@ type discardWriter struct {
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(status int)      { d.status = status }
+
+// BenchmarkAdmission is what admission adds to a request the school
+// serves itself (the discovery document) and to a protected one: without
+// a gate, with the gate of a school alone on the instance (the fast
+// path), and with the instance shared by a second school and slots free
+// (counted, the slot in the request's context).
+func BenchmarkAdmission(b *testing.B) {
+	for _, path := range []string{"/.well-known/openid-configuration", "/account/graphql"} {
+		for _, mode := range []string{"none", "lone", "shared"} {
+			b.Run(strings.Trim(strings.ReplaceAll(path, "/", "-"), "-")+"/"+mode, func(b *testing.B) {
+				var gate *admission.Gate
+				if mode != "none" {
+					gate = admission.NewGate(admission.Options{Concurrency: 1 << 20})
+				}
+				ts := newTestSite(b, func(c *Config) {
+					c.Observer = nil
+					if gate != nil {
+						c.Admission = gate.School(1)
+					}
+				})
+				if mode == "shared" {
+					sl, _ := gate.School(1).Admit(context.Background())
+					sl.Release()
+				}
+				method := "GET"
+				if path == "/account/graphql" {
+					method = "POST"
+				}
+				r := httptest.NewRequest(method, path, nil)
+				auth := []string{"Bearer " + ts.token}
+				b.ReportAllocs()
+				for b.Loop() {
+					r.Header["Authorization"] = auth
+					_ = ts.Serve(httptest.NewRecorder(), r, ts.upstream)
+				}
+			})
+		}
+	}
+}

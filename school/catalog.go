@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/text/language"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/i18n"
 	"github.com/schoolgate/schoolgate/sitedocs"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -180,12 +180,12 @@ func (s *Site) schoolLanguage() string {
 	}
 	if idx := s.catalog.Loaded(); idx != nil {
 		if tag, err := language.Parse(idx.Feed().Language); err == nil {
-			if base, _ := tag.Base(); authserver.IsLanguage(base.String()) {
+			if base, _ := tag.Base(); i18n.IsLanguage(base.String()) {
 				return base.String()
 			}
 		}
 	}
-	return authserver.Languages[0]
+	return i18n.Languages[0]
 }
 
 // CatalogRefreshed is when the feed was last fetched and imported by the

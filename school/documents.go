@@ -163,6 +163,8 @@ func docsSite(cfg *Config, p *policy.Policy, name string, mcpOn bool, adminOpenA
 		AdminPrefix:             cfg.AdminPrefix,
 		Scopes:                  policy.RequestableScopes,
 		ProtectedResourceScopes: authserver.ProtectedResourceScopes,
+		Endpoints:               docsEndpoints,
+		GrantTypes:              authserver.GrantTypes(),
 		MCPConnections:          mcpOn,
 		DPoP:                    cfg.DPoP.String(),
 		DPoPNonce:               cfg.DPoPNonce,
@@ -170,6 +172,16 @@ func docsSite(cfg *Config, p *policy.Policy, name string, mcpOn bool, adminOpenA
 		AdminScopes:             sitedocs.PolicyScopes(p),
 	}
 }
+
+// docsEndpoints are the authorization server's endpoints, from its route
+// table, as the documents name them.
+var docsEndpoints = func() []sitedocs.Endpoint {
+	var out []sitedocs.Endpoint
+	for _, e := range authserver.Endpoints() {
+		out = append(out, sitedocs.Endpoint{Path: e.Path, Title: e.Title})
+	}
+	return out
+}()
 
 // rebuildDocs renders the documents from the configuration and the
 // current catalog.

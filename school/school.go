@@ -19,9 +19,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/pages"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitedocs"
 	"github.com/schoolgate/schoolgate/store"
@@ -57,7 +59,7 @@ type Config struct {
 	// every CatalogRefresh. Default: none.
 	Catalog string
 	// Language is the language of the pages people read for a browser
-	// that asks for none of authserver.Languages. Default: the catalog
+	// that asks for none of i18n.Languages. Default: the catalog
 	// feed's language when the pages are written in it, else English.
 	Language string
 	// CatalogRefresh is how often Catalog and AdminOpenAPIURL are read
@@ -101,6 +103,13 @@ type Config struct {
 	Weight int
 	// Budget is the school's own limits, whatever its neighbours do.
 	Budget Budget
+	// Admission is the school's handle on the instance's fair share,
+	// made with Weight (package admission). Default: none, every request
+	// admitted at once.
+	Admission *admission.School
+	// Instances is how many instances serve the school now, each taking
+	// its part of the budget; counted in the background. Default: one.
+	Instances func() int
 
 	// Store is the school's opened store; the school does not close it.
 	// Required.
@@ -143,9 +152,13 @@ type Observer interface {
 	MCPCaller(caller string)
 	// Refusal counts a request the gateway answered itself for want of
 	// capacity, the instance's, the school's or its legacy server's, by
-	// cause (store.Cause: fair share, a budget, the legacy server busy
-	// or timing out). A call of the school's own refused alike (session
-	// lookup, the MCP tools' Account API) counts too.
+	// cause (store.Cause): fair_share (503: it waited past its turn on
+	// the instance, or its school's queue was full), budget_requests and
+	// budget_mcp_anonymous (429: the school's budget is spent),
+	// mcp_anonymous_address (429: the anonymous /mcp limit of the
+	// caller's address), legacy_busy (503) and legacy_timeout (504). A
+	// call of the school's own refused alike (session lookup, the MCP
+	// tools' Account API) counts too.
 	Refusal(cause store.Cause)
 }
 
@@ -202,6 +215,9 @@ type Site struct {
 	// since is when the school was built.
 	since time.Time
 
+	// budget is the school's own limits (admit.go).
+	budget budgets
+
 	catalog *catalog.Manager
 	// mcp is the MCP server, built by the first /mcp request (mcpHandler)
 	// and again after the school's name changed (renameMCP); mcpBuild
@@ -245,14 +261,13 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 	s.legacy = NewLegacy(cfg.Budget, s.observe)
 	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer)
 	s.since = s.now().UTC()
+	s.budget = newBudgets(cfg.Budget, cfg.Instances)
 	var err error
 	s.as, err = authserver.New(ctx, authserver.Config{
 		Issuer:            cfg.Issuer,
 		SessionURL:        cfg.upstreamURL(cfg.SessionURL),
 		LoginURL:          cfg.LoginURL,
 		AdminPrefix:       cfg.AdminPrefix,
-		SchoolName:        s.schoolName,
-		SchoolLanguage:    s.schoolLanguage,
 		Vendors:           cfg.Vendors,
 		MCPConnections:    cfg.MCPConnections,
 		DPoP:              cfg.DPoP,
@@ -272,7 +287,10 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		Observer:          s.observe,
 		Logger:            s.log,
 		Now:               s.now,
-		Usage:             s.Usage,
+		Pages: func(as *authserver.Server) authserver.Pages {
+			return pages.New(as, pages.Config{SchoolName: s.schoolName, SchoolLanguage: s.schoolLanguage,
+				Usage: s.Usage, Logger: s.log, Now: s.now})
+		},
 	}, cfg.Store)
 	if err != nil {
 		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}
@@ -322,6 +340,7 @@ func (c *Config) defaults() {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}
 	}
+	c.Client = pausing(c.Client)
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
@@ -387,20 +406,3 @@ func (nopObserver) GrantDisconnected(string) {}
 func (nopObserver) ProtectedOutcome(string)  {}
 func (nopObserver) MCPCaller(string)         {}
 func (nopObserver) Refusal(store.Cause)      {}
-
-// Budget is a school's own limits. A zero Limit is no limit.
-type Budget struct {
-	// Requests limits all the school's requests but its discovery
-	// documents and JWKS.
-	Requests authserver.Limit
-	// MCPAnonymous limits the school's anonymous /mcp calls, all callers
-	// together.
-	MCPAnonymous authserver.Limit
-	// LegacyConcurrency bounds the requests waiting on the legacy server
-	// at once; zero is DefaultLegacyConcurrency.
-	LegacyConcurrency int
-}
-
-// DefaultLegacyConcurrency is how many requests of one school may wait on
-// its legacy server at once unless its budget says otherwise.
-const DefaultLegacyConcurrency = 256

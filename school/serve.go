@@ -5,8 +5,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/sitepath"
+	"github.com/schoolgate/schoolgate/store"
 )
 
 // Serve routes a request: the school's own endpoints are answered here;
@@ -29,25 +30,47 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request, next Handler) error
 	if !ok {
 		return nil
 	}
-	switch path := r.URL.Path; {
-	case sitepath.IsAuthServer(path):
-		s.as.ServeHTTP(w, r)
-		return nil
-	case sitepath.IsMCP(path):
-		s.serveMCP(w, r)
-		return nil
-	case sitepath.IsDocument(path):
-		s.serveDocument(w, r)
+	rt := routeOf(r.URL.Path, protected)
+	slot, ok := s.admit(w, r, rt)
+	if !ok {
 		return nil
 	}
-	if protected {
+	if slot.Counted() {
+		// The instance is shared: the slot goes into the request's
+		// context, for the store and the calls to the legacy server to
+		// give it back while they wait (store.Waiter).
+		held := new(admission.Slot)
+		*held = slot
+		defer held.Release()
+		return s.route(w, r.WithContext(store.WithWaiter(r.Context(), held)), next, rt, held)
+	}
+	defer slot.Release()
+	return s.route(w, r, next, rt, &slot)
+}
+
+// route serves an admitted request by its route; the slot is given back
+// before the legacy server is asked.
+func (s *Site) route(w http.ResponseWriter, r *http.Request, next Handler, rt route, slot *admission.Slot) error {
+	switch rt {
+	case routeAuth, routePublic:
+		s.as.ServeHTTP(w, r)
+		return nil
+	case routeMCP:
+		s.serveMCP(w, r)
+		return nil
+	case routeDocument:
+		s.serveDocument(w, r)
+		return nil
+	case routeProtected:
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			writePreflight(w)
 			return nil
 		}
-		return s.serveProtected(w, r, next)
+		return s.serveProtected(w, r, next, slot)
 	}
+	// The legacy site: the gateway's work is done.
 	stripBearer(r.Header)
+	slot.Release()
 	return s.legacy.Forward(w, r, next)
 }
 
@@ -97,7 +120,7 @@ func writePathRefusal(w http.ResponseWriter, err error, resourceMetadata string)
 
 // serveProtected checks the bearer token against the route's requirement
 // and forwards the request with identity headers instead of the token.
-func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handler) error {
+func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handler, slot *admission.Slot) error {
 	req, decision := s.policy.Decide(r.Method, r.URL.EscapedPath())
 	if decision != policy.Allow {
 		s.observe.ProtectedOutcome("denied_by_policy")
@@ -117,6 +140,7 @@ func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handl
 	if err := s.setAssertion(r.Header, tok); err != nil {
 		return &StatusError{Status: http.StatusServiceUnavailable, Err: err}
 	}
+	slot.Release()
 	return s.legacy.forward(w, r, next, writeProtectedRefusal)
 }
 

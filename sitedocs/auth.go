@@ -4,7 +4,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -13,7 +12,7 @@ import (
 type authView struct {
 	page
 	// Endpoints are the authorization server's, in the endpoint table.
-	Endpoints []authserver.Endpoint
+	Endpoints []Endpoint
 	// MemberScopes is what a member client requests, space-separated.
 	MemberScopes string
 	// AuthorizeQuery is the query of the walkthrough's authorization
@@ -34,7 +33,7 @@ func renderAuth(s Site) ([]byte, error) {
 	memberScopes := strings.Join(s.ProtectedResourceScopes, " ")
 	return render("auth.md", authView{
 		page:           newPage(s),
-		Endpoints:      listedEndpoints(),
+		Endpoints:      listedEndpoints(s.Endpoints),
 		MemberScopes:   memberScopes,
 		AuthorizeQuery: exampleAuthorizeQuery(s.Issuer, memberScopes),
 		ViewerQuery:    exampleViewerQuery,

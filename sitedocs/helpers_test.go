@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 )
 
@@ -29,8 +30,20 @@ func testSite() Site {
 		AdminPrefix:             "/admin/api/",
 		Scopes:                  testScopes,
 		ProtectedResourceScopes: []string{"openid", "profile", "email", "account:read"},
+		Endpoints:               authServerEndpoints(),
+		GrantTypes:              authserver.GrantTypes(),
 		MCPConnections:          true,
 	}
+}
+
+// authServerEndpoints are the authorization server's endpoints as the
+// school gives them: the documents are tested against its real table.
+func authServerEndpoints() []Endpoint {
+	var out []Endpoint
+	for _, e := range authserver.Endpoints() {
+		out = append(out, Endpoint{Path: e.Path, Title: e.Title})
+	}
+	return out
 }
 
 func eur(a float64) *catalog.Price { return &catalog.Price{Amount: a, Currency: "EUR"} }

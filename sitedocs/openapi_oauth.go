@@ -1,17 +1,16 @@
 package sitedocs
 
 import (
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // authServerPaths are the authorization server's endpoints the documents
-// list, in authserver's order; discoveryOperations and oauthOperations
-// say what each does.
+// list, in its order; discoveryOperations and oauthOperations say what
+// each does.
 func authServerPaths(s Site) obj {
 	ops := append(discoveryOperations(s), oauthOperations(s)...)
 	var paths obj
-	for _, e := range listedEndpoints() {
+	for _, e := range listedEndpoints(s.Endpoints) {
 		if op, ok := ops.get(e.Path); ok {
 			paths = paths.with(e.Path, op)
 		}
@@ -20,10 +19,10 @@ func authServerPaths(s Site) obj {
 }
 
 // listedEndpoints are the authorization server's endpoints that the
-// documents list: those authserver gives a title.
-func listedEndpoints() []authserver.Endpoint {
-	var out []authserver.Endpoint
-	for _, e := range authserver.Endpoints() {
+// documents list: those with a title.
+func listedEndpoints(all []Endpoint) []Endpoint {
+	var out []Endpoint
+	for _, e := range all {
 		if e.Title != "" {
 			out = append(out, e)
 		}

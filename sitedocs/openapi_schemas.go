@@ -1,7 +1,6 @@
 package sitedocs
 
 import (
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -31,7 +30,7 @@ func openAPISchemas(s Site) obj {
 			{"error_description", str("Human-readable explanation")},
 		})},
 		{"TokenRequest", object([]string{"grant_type", "client_id"}, obj{
-			{"grant_type", strEnum("Grant type", authserver.GrantTypes()...)},
+			{"grant_type", strEnum("Grant type", s.GrantTypes...)},
 			{"code", str("authorization_code: the authorization code")},
 			{"redirect_uri", str("authorization_code: the same value as at authorization")},
 			{"client_id", str("The client's id (both grants)")},

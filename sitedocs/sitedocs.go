@@ -42,6 +42,11 @@ type Site struct {
 	Scopes []string
 	// ProtectedResourceScopes are what a member client requests.
 	ProtectedResourceScopes []string
+	// Endpoints are the authorization server's, in its route table's
+	// order; the documents list those with a title.
+	Endpoints []Endpoint
+	// GrantTypes are the grants the token endpoint accepts.
+	GrantTypes []string
 	// MCPConnections reports whether the beta feature "MCP connections" is
 	// on, i.e. operators can create member applications.
 	MCPConnections bool
@@ -83,6 +88,12 @@ func (Site) DPoPAlgs() string { return "`" + strings.Join(policy.DPoPAlgs, "`, `
 
 // DPoPAlgList is the algorithms as a challenge's algs lists them.
 func (Site) DPoPAlgList() string { return strings.Join(policy.DPoPAlgs, " ") }
+
+// Endpoint is one endpoint of the authorization server, as the documents
+// name it: Title is empty for one they do not list (the consent step).
+type Endpoint struct {
+	Path, Title string
+}
 
 // Cache-Control of a document: one rendered from everything the site has
 // is public for five minutes; one that lacks an input the site has but
@@ -147,6 +158,9 @@ func normalizeSite(s Site) (Site, error) {
 	}
 	if len(s.ProtectedResourceScopes) == 0 {
 		return Site{}, errors.New("no protected-resource scopes configured")
+	}
+	if len(listedEndpoints(s.Endpoints)) == 0 || len(s.GrantTypes) == 0 {
+		return Site{}, errors.New("the authorization server's endpoints and grant types are required")
 	}
 	p := strings.Trim(strings.TrimSpace(s.AdminPrefix), "/")
 	if p != "" {

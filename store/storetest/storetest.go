@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsageAdds", testUsageAdds},
 		{"UsageRetention", testUsageRetention},
 		{"UsageLastActive", testUsageLastActive},
+		{"Waiter", testWaiter},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

@@ -32,7 +32,7 @@ import {
 const axeSource = createRequire(import.meta.url)('axe-core').source;
 
 export const WIDTHS = [360, 1280];
-// The languages of the pages (authserver.Languages), each a browser
+// The languages of the pages (i18n.Languages), each a browser
 // locale whose Accept-Language asks for it.
 export const LANGUAGES = { en: 'en-US', de: 'de-DE', fr: 'fr-FR', it: 'it-IT', es: 'es-ES', pt: 'pt-PT' };
 export const APPLICATIONS = '/oauth/account/applications';

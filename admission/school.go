@@ -1,0 +1,169 @@
+package admission
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// School is one school's handle on the gate: its weight and its slots
+// taken and requests waiting.
+type School struct {
+	gate   *Gate
+	weight uint64
+	// inflight are the school's requests under way: holding a slot, or
+	// given it back and cooling (gate.go).
+	inflight atomic.Int64
+	// pass is the school's place in the round of turns (stride
+	// scheduling): each slot it takes while the instance is shared moves
+	// it on by stride/weight.
+	pass atomic.Uint64
+	// queue and listed (in gate.waiting) are the gate's, under its mu.
+	queue  waiters
+	listed bool
+}
+
+// turn moves the school on by a turn and returns its pass before.
+func (s *School) turn() uint64 { return s.pass.Add(stride/s.weight) - stride/s.weight }
+
+// fairerThan reports whether s should have the next slot before o: fewer
+// slots for its weight, or as many and served less lately, or as lately
+// and the older waiter.
+func (s *School) fairerThan(o *School) bool {
+	a, b := uint64(s.inflight.Load())*o.weight, uint64(o.inflight.Load())*s.weight
+	if a != b {
+		return a < b
+	}
+	if p, q := s.pass.Load(), o.pass.Load(); p != q {
+		return p < q
+	}
+	return s.queue.head().seq < o.queue.head().seq
+}
+
+// InFlight is how many of the school's requests are under way now.
+func (s *School) InFlight() int { return int(s.inflight.Load()) }
+
+// Refusal is a request not admitted: why, and when to try again.
+type Refusal struct {
+	// Cause is CauseQueueFull or CauseWait.
+	Cause string
+	// RetryAfter is when a retry may be let in.
+	RetryAfter time.Duration
+}
+
+func (r *Refusal) Error() string {
+	if r.Cause == CauseQueueFull {
+		return "the server is busy: too many of the school's requests wait for their turn"
+	}
+	return "the server is busy: the request waited too long for the school's turn"
+}
+
+// The causes of a Refusal.
+const (
+	CauseQueueFull = "queue_full"
+	CauseWait      = "wait"
+)
+
+// The refusals, allocated once: a refusal under a flood costs nothing.
+var (
+	errQueueFull = &Refusal{Cause: CauseQueueFull, RetryAfter: time.Second}
+	errWait      = &Refusal{Cause: CauseWait, RetryAfter: time.Second}
+)
+
+// Admit lets a request in: at once while the school is alone on the
+// instance or a slot is free and nobody waits, else after waiting in the
+// school's queue for its turn. The error is a *Refusal, or ctx's error
+// when the request ended while it waited; the Slot is then zero.
+func (s *School) Admit(ctx context.Context) (Slot, error) {
+	g := s.gate
+	cfg := g.cfg.Load()
+	if cfg.off {
+		return Slot{}, nil
+	}
+	t := now()
+	g.noteSchool(s, t)
+	if !g.shared(t) {
+		// A lone school has the whole instance: its slots are not even
+		// counted, and cost nothing but the clock.
+		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t)}, nil
+	}
+	if g.tryTake(s, cfg.slots, t) {
+		s.inflight.Add(1)
+		s.turn()
+		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t), counted: true}, nil
+	}
+	return s.wait(ctx, cfg, t)
+}
+
+// wait is Admit's slow path.
+func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error) {
+	if err := s.queueUp(ctx, cfg, t, false); err != nil {
+		return Slot{}, err
+	}
+	t = now()
+	return Slot{s: s, ctx: ctx, since: t, cpu: s.gate.cost.begin(t), counted: true}, nil
+}
+
+// queueUp takes a slot for s, waiting in its queue if none is free or
+// others wait: at the back within the bounds, or, for a request resuming
+// after a pause, at the front with no bound but ctx.
+func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming bool) error {
+	g := s.gate
+	g.mu.Lock()
+	g.expire(t)
+	if g.queued.Load() == 0 && s.inflight.Load() < g.capFor(s, cfg.slots, false, t) && g.takeLocked(cfg.slots) {
+		g.mu.Unlock()
+		s.inflight.Add(1)
+		s.turn()
+		return nil
+	}
+	if !resuming && s.queue.len() >= cfg.queue {
+		g.mu.Unlock()
+		return errQueueFull
+	}
+	w := newWaiter()
+	g.seq++
+	w.seq = g.seq
+	if resuming {
+		s.queue.pushFront(w)
+	} else {
+		s.queue.push(w)
+	}
+	g.list(s)
+	g.queued.Add(1)
+	g.dispatch(cfg)
+	g.arm(t)
+	g.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if !resuming {
+		w.timer.Reset(cfg.wait)
+		timeout = w.timer.C
+	}
+	var err error
+	select {
+	case <-w.ch:
+	case <-timeout:
+		err = errWait
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	w.timer.Stop()
+	if err != nil {
+		g.mu.Lock()
+		if w.granted {
+			// Handed a slot as the wait ended: keep it.
+			<-w.ch
+			err = nil
+		} else {
+			s.queue.remove(w)
+			if s.queue.len() == 0 {
+				g.unlistSchool(s)
+			}
+			g.queued.Add(-1)
+		}
+		g.mu.Unlock()
+	}
+	w.put()
+	return err
+}

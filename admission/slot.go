@@ -1,0 +1,121 @@
+package admission
+
+import "context"
+
+// Slot is an admitted request's hold on the gate. Release it once the
+// gateway's own work for the request is done. Releasing twice, or a zero
+// Slot, does nothing, so `defer slot.Release()` after Admit is always
+// right; a copy of a Slot is not a second hold and must not be released.
+type Slot struct {
+	s   *School
+	ctx context.Context
+	// since is when the slot was taken, on the gate's clock; cpu the
+	// sample's reading then.
+	since int64
+	cpu   sample
+	// counted: the slot is one of the gate's. A lone school's are not.
+	counted bool
+	// depth counts the Pauses not resumed; pausedAt is when the first
+	// began, paused the time spent paused.
+	depth    int32
+	pausedAt int64
+	paused   int64
+}
+
+// Counted reports whether the slot is one of the gate's: the instance
+// is shared, and Pause gives something back.
+func (sl *Slot) Counted() bool { return sl.s != nil && sl.counted }
+
+// Release gives the slot back, to the fairest waiting school. While the
+// instance is shared, the school keeps counting it a little longer, for
+// the measured HTTP work around a request (capFor, fairerThan).
+func (sl *Slot) Release() {
+	s := sl.s
+	if s == nil {
+		return
+	}
+	sl.s = nil
+	if !sl.counted && !sl.cpu.sampled {
+		return
+	}
+	g := s.gate
+	t := now()
+	if sl.cpu.sampled {
+		g.cost.end(sl.cpu, t-sl.since-sl.paused, t)
+	}
+	if !sl.counted || sl.depth > 0 {
+		return // a paused slot was given back already
+	}
+	if o := g.cost.ns.Load(); o > 0 && g.shared(t) {
+		g.used.Add(-1)
+		g.mu.Lock()
+		g.cool(s, t+o)
+		g.expire(t)
+		g.dispatch(g.cfg.Load())
+		g.arm(t)
+		g.mu.Unlock()
+		return
+	}
+	s.giveBack(t)
+}
+
+// giveBack frees a slot of s at once.
+func (s *School) giveBack(t int64) {
+	g := s.gate
+	s.inflight.Add(-1)
+	g.used.Add(-1)
+	if g.queued.Load() != 0 {
+		g.mu.Lock()
+		g.expire(t)
+		g.dispatch(g.cfg.Load())
+		g.arm(t)
+		g.mu.Unlock()
+	}
+}
+
+// Pause gives the slot back while the request waits on I/O — a database
+// round trip, a commit's sync, a call to the legacy server — doing none of
+// the work the slots stand for; Resume takes one again. Pauses nest: the
+// slot is taken again at the last Resume. A lone school's slot is not
+// counted, and a pause costs nothing.
+func (sl *Slot) Pause() {
+	if sl.s == nil || !sl.counted {
+		return
+	}
+	sl.depth++
+	if sl.depth > 1 {
+		return
+	}
+	sl.pausedAt = now()
+	sl.s.giveBack(sl.pausedAt)
+}
+
+// Resume takes a slot again after Pause: before any request of the school
+// that waits to begin, never refused, for the request has work under way
+// (a transaction, a commit). A request whose context ended meanwhile goes
+// on without a slot.
+func (sl *Slot) Resume() {
+	s := sl.s
+	if s == nil || !sl.counted || sl.depth == 0 {
+		return
+	}
+	sl.depth--
+	if sl.depth > 0 {
+		return
+	}
+	g := s.gate
+	t := now()
+	sl.paused += t - sl.pausedAt
+	cfg := g.cfg.Load()
+	if cfg.off {
+		sl.counted = false
+		return
+	}
+	if g.tryTake(s, cfg.slots, t) {
+		s.inflight.Add(1)
+		return
+	}
+	if err := s.queueUp(sl.ctx, cfg, t, true); err != nil {
+		sl.counted = false
+	}
+}

@@ -1,0 +1,311 @@
+package school
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/admission"
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
+)
+
+func (o *countingObserver) Refusal(cause store.Cause) { o.counts["refused "+cause.String()]++ }
+
+// clock is a test's time, moved by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// admitRefusal is what a refused request must be answered with, by endpoint.
+type admitRefusal struct {
+	name, method, path string
+	header             map[string]string
+	contentType        string
+	body               []string
+}
+
+// refusals are the endpoints' shapes of a refusal: the error page in
+// the person's language, RFC 6749 JSON at the OAuth endpoints, a JSON-RPC
+// error at /mcp, the protected API's JSON error, plain text elsewhere.
+var refusals = []admitRefusal{
+	{"token endpoint", "POST", "/api/oauth/token", nil, "application/json",
+		[]string{`"error":"temporarily_unavailable"`, "retry after"}},
+	{"sign-in page", "GET", "/oauth/authorize?client_id=x", map[string]string{"Accept-Language": "de"}, "text/html",
+		[]string{`lang="de"`, "Die Schule ist gerade ausgelastet"}},
+	{"person's area", "GET", "/oauth/account/applications", map[string]string{"Accept-Language": "it"}, "text/html",
+		[]string{"La scuola è molto impegnata"}},
+	{"anonymous /mcp", "POST", "/mcp", map[string]string{"Content-Type": "application/json"}, "application/json",
+		[]string{`"jsonrpc":"2.0"`, `"code":-32000`, "retry after"}},
+	{"protected API", "POST", "/account/graphql", map[string]string{"Authorization": "Bearer x"}, "application/json",
+		[]string{`"error":"temporarily_unavailable"`}},
+	{"document", "GET", "/llms.txt", nil, "text/plain", []string{"retry after"}},
+	{"legacy page, a browser", "GET", "/courses/light", map[string]string{"Accept": "text/html", "Accept-Language": "fr"}, "text/html",
+		[]string{"L&#39;école est très sollicitée"}},
+	{"legacy, not a page", "POST", "/api/cart", nil, "text/plain", []string{"retry after"}},
+}
+
+// checkAdmitRefusal serves tt and checks its status, Retry-After and shape.
+func checkAdmitRefusal(t *testing.T, ts *testSite, tt admitRefusal, status int) {
+	t.Helper()
+	r := httptest.NewRequest(tt.method, tt.path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	for k, v := range tt.header {
+		r.Header.Set(k, v)
+	}
+	rec := ts.serve(t, r)
+	if ts.upstream.header != nil {
+		t.Fatalf("%s: forwarded to the legacy server", tt.name)
+	}
+	if rec.Code != status {
+		t.Fatalf("%s: status %d, want %d: %s", tt.name, rec.Code, status, rec.Body)
+	}
+	if ra := rec.Header().Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("%s: Retry-After %q", tt.name, ra)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, tt.contentType) {
+		t.Errorf("%s: Content-Type %q, want %s", tt.name, ct, tt.contentType)
+	}
+	for _, want := range tt.body {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("%s: body lacks %q: %s", tt.name, want, rec.Body)
+		}
+	}
+	if strings.HasPrefix(tt.contentType, "application/json") && !json.Valid(rec.Body.Bytes()) {
+		t.Errorf("%s: not JSON: %s", tt.name, rec.Body)
+	}
+}
+
+// A school whose budget of requests is spent answers 429 with
+// Retry-After in each endpoint's shape, and still serves its discovery
+// documents and JWKS; the budget refills with time.
+func TestBudgetRequests(t *testing.T) {
+	c := &clock{t: time.Now()}
+	ts := newTestSite(t, func(cfg *Config) {
+		cfg.Budget.Requests = authserver.Per(1, time.Minute, 1)
+		cfg.Now = c.now
+	})
+	// The one request of the minute.
+	ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil))
+	for _, tt := range refusals {
+		checkAdmitRefusal(t, ts, tt, http.StatusTooManyRequests)
+	}
+	if n := ts.observed.counts["refused budget_requests"]; n != len(refusals) {
+		t.Errorf("counted %d refusals by budget_requests, want %d: %v", n, len(refusals), ts.observed.counts)
+	}
+	for _, path := range []string{"/.well-known/openid-configuration", "/.well-known/oauth-authorization-server",
+		"/.well-known/oauth-protected-resource", "/.well-known/jwks.json"} {
+		if rec := ts.serve(t, httptest.NewRequest("GET", path, nil)); rec.Code != http.StatusOK {
+			t.Errorf("%s with the budget spent: %d, want 200", path, rec.Code)
+		}
+	}
+	c.add(time.Minute)
+	if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); ts.upstream.header == nil {
+		t.Errorf("a minute later: %d %s, want the request forwarded", rec.Code, rec.Body)
+	}
+}
+
+// A refusal writes nothing to the store: a registration refused for the
+// budget creates no client.
+func TestBudgetRefusalWritesNothing(t *testing.T) {
+	ts := newTestSite(t, func(cfg *Config) { cfg.Budget.Requests = authserver.Per(1, time.Hour, 1) })
+	ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil))
+	r := httptest.NewRequest("POST", "/api/oauth/register",
+		strings.NewReader(`{"client_name":"x","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`))
+	r.Header.Set("Content-Type", "application/json")
+	if rec := ts.serve(t, r); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("register: %d %s", rec.Code, rec.Body)
+	}
+	clients, err := ts.store.ListClients(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clients) != 0 {
+		t.Errorf("a refused registration stored %d clients", len(clients))
+	}
+}
+
+// The anonymous /mcp budget counts anonymous calls only: a member's call
+// is served when the anonymous budget is spent.
+func TestBudgetMCPAnonymous(t *testing.T) {
+	ts := newTestSite(t, func(cfg *Config) { cfg.Budget.MCPAnonymous = authserver.Per(1, time.Hour, 1) })
+	call := func(bearer string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", testIssuer+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if bearer != "" {
+			r.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		return ts.serve(t, r)
+	}
+	if rec := call(""); rec.Code != http.StatusOK {
+		t.Fatalf("first anonymous call: %d %s", rec.Code, rec.Body)
+	}
+	if rec := call(""); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"jsonrpc"`) {
+		t.Fatalf("second anonymous call: %d %s, want a 429 JSON-RPC error", rec.Code, rec.Body)
+	}
+	if rec := call(ts.token); rec.Code != http.StatusOK {
+		t.Fatalf("a member's call: %d %s", rec.Code, rec.Body)
+	}
+	if ts.observed.counts["refused budget_mcp_anonymous"] != 1 {
+		t.Errorf("counted %v", ts.observed.counts)
+	}
+}
+
+// Anonymous /mcp has a limit per caller's address by default, as the
+// OAuth endpoints have; another address is not refused for it.
+func TestMCPAnonymousPerAddress(t *testing.T) {
+	if authserver.DefaultRateLimits.MCPAnonymous.Every <= 0 {
+		t.Fatal("no default anonymous /mcp limit per address")
+	}
+	limits := authserver.DefaultRateLimits
+	limits.MCPAnonymous = authserver.Per(1, time.Hour, 2)
+	ts := newTestSite(t, func(cfg *Config) { cfg.RateLimits = &limits })
+	call := func(addr string) int {
+		r := httptest.NewRequest("POST", testIssuer+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.RemoteAddr = addr + ":4000"
+		return ts.serve(t, r).Code
+	}
+	for i, want := range []int{200, 200, 429} {
+		if got := call("192.0.2.1"); got != want {
+			t.Fatalf("call %d from one address: %d, want %d", i+1, got, want)
+		}
+	}
+	if got := call("192.0.2.2"); got != http.StatusOK {
+		t.Fatalf("another address: %d", got)
+	}
+	if ts.observed.counts["refused mcp_anonymous_address"] != 1 {
+		t.Errorf("counted %v", ts.observed.counts)
+	}
+}
+
+// With several instances serving the school, each takes its part of the
+// budget: a budget of 4 a minute across two instances lets this one
+// admit 2.
+func TestBudgetDividedByInstances(t *testing.T) {
+	c := &clock{t: time.Now()}
+	ts := newTestSite(t, func(cfg *Config) {
+		cfg.Budget.Requests = authserver.Per(4, time.Minute, 4)
+		cfg.Instances = func() int { return 2 }
+		cfg.Now = c.now
+	})
+	admitted := 0
+	for range 6 {
+		if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); rec.Code != http.StatusTooManyRequests {
+			admitted++
+		}
+	}
+	if admitted != 2 {
+		t.Fatalf("admitted %d of a budget of 4 between two instances, want 2", admitted)
+	}
+	c.add(30 * time.Second) // this instance's part refills at 2 a minute
+	if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); rec.Code == http.StatusTooManyRequests {
+		t.Fatalf("half a minute later: refused")
+	}
+}
+
+// sharedGate makes a gate whose instance is shared by the test's school
+// and another, which holds the one slot: the school's requests wait
+// their turn past the bound.
+func busyGate(t *testing.T, ts func(*admission.School) *testSite) (*testSite, func()) {
+	t.Helper()
+	g := admission.NewGate(admission.Options{Concurrency: 1, Wait: 5 * time.Millisecond})
+	mine, other := g.School(1), g.School(1)
+	site := ts(mine)
+	sl, err := mine.Admit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.Release()
+	held, err := other.Admit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return site, held.Release
+}
+
+// A request whose turn on the shared instance does not come within the
+// bound is answered 503 with Retry-After, in its endpoint's shape
+// (discovery included: fair share counts every request).
+func TestFairShareRefusal(t *testing.T) {
+	ts, release := busyGate(t, func(h *admission.School) *testSite {
+		return newTestSite(t, func(cfg *Config) { cfg.Admission = h })
+	})
+	defer release()
+	discovery := admitRefusal{"discovery", "GET", "/.well-known/openid-configuration", nil, "application/json",
+		[]string{`"error":"temporarily_unavailable"`}}
+	for _, tt := range append(refusals, discovery) {
+		checkAdmitRefusal(t, ts, tt, http.StatusServiceUnavailable)
+	}
+	if n := ts.observed.counts["refused fair_share"]; n != len(refusals)+1 {
+		t.Errorf("counted %v", ts.observed.counts)
+	}
+}
+
+// A request gives its slot back before it goes to the legacy server: a
+// slow legacy server holds none of the instance.
+func TestSlotReleasedBeforeTheLegacyServer(t *testing.T) {
+	g := admission.NewGate(admission.Options{Concurrency: 4})
+	mine, other := g.School(1), g.School(1)
+	ts := newTestSite(t, func(cfg *Config) { cfg.Admission = mine })
+	sl, _ := other.Admit(context.Background()) // the instance is shared: slots count
+	defer sl.Release()
+	for _, tt := range []struct{ method, path string }{{"GET", "/courses/light"}, {"POST", "/account/graphql"}} {
+		held := -1
+		next := handlerFunc(func(http.ResponseWriter, *http.Request) error { held = mine.InFlight(); return nil })
+		r := httptest.NewRequest(tt.method, tt.path, nil)
+		r.Header.Set("Authorization", "Bearer "+ts.token)
+		if err := ts.Serve(httptest.NewRecorder(), r, next); err != nil {
+			t.Fatal(err)
+		}
+		if held != 0 {
+			t.Errorf("%s %s: the school held %d slots while the legacy server answered", tt.method, tt.path, held)
+		}
+	}
+	if mine.InFlight() != 0 {
+		t.Errorf("%d slots held after the requests", mine.InFlight())
+	}
+}
+
+type handlerFunc func(http.ResponseWriter, *http.Request) error
+
+func (f handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) error { return f(w, r) }
+
+// A request gives its slot back while it waits on the legacy server (the
+// sign-in's session lookup) and on the store (a commit's sync), and takes
+// it again after.
+func TestSlotPausedWhileWaiting(t *testing.T) {
+	g := admission.NewGate(admission.Options{Concurrency: 4})
+	mine, other := g.School(1), g.School(1)
+	var during atomic.Int64
+	during.Store(-1)
+	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		during.Store(int64(mine.InFlight()))
+		http.Error(w, `{"error":"not_signed_in"}`, http.StatusUnauthorized)
+	}))
+	defer legacy.Close()
+	ts := newTestSite(t, func(cfg *Config) { cfg.Admission, cfg.Upstream = mine, legacy.URL })
+	sl, _ := other.Admit(context.Background()) // the instance is shared: slots count
+	defer sl.Release()
+	r := httptest.NewRequest("GET", "/oauth/account/applications", nil)
+	r.Header.Set("Cookie", "session=x")
+	ts.serve(t, r)
+	if during.Load() != 0 {
+		t.Errorf("the school held %d slots while the legacy server answered the session lookup", during.Load())
+	}
+	if mine.InFlight() != 0 {
+		t.Errorf("%d slots held after the request", mine.InFlight())
+	}
+}

@@ -1,0 +1,87 @@
+package school
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/schoolgate/schoolgate/authserver"
+)
+
+// Budget is a school's own limits, whatever its neighbours do. A zero
+// Limit is no limit.
+type Budget struct {
+	// Requests limits all the school's requests but its public documents
+	// (authserver.IsPublicDocument: the metadata documents, the JWKS and
+	// what the pages load).
+	Requests authserver.Limit
+	// MCPAnonymous limits the school's anonymous /mcp calls, all callers
+	// together.
+	MCPAnonymous authserver.Limit
+	// LegacyConcurrency bounds the requests waiting on the legacy server
+	// at once; zero is DefaultLegacyConcurrency.
+	LegacyConcurrency int
+}
+
+// DefaultLegacyConcurrency is how many requests of one school may wait on
+// its legacy server at once unless its budget says otherwise.
+const DefaultLegacyConcurrency = 256
+
+// bucket is one rate of a school's budget: a token bucket shared by every
+// request of the school on this instance. Where several instances serve
+// the school (Config.Instances), each takes its part: the rate and the
+// burst divided by their number, so that together they admit the budget.
+type bucket struct {
+	limit     authserver.Limit
+	instances func() int
+	// mu guards parts, the number of instances the limiter was set for.
+	mu      sync.Mutex
+	parts   int
+	limiter *rate.Limiter
+}
+
+// newBucket returns the bucket of a limit; nil for none.
+func newBucket(l authserver.Limit, instances func() int) *bucket {
+	if l.Every <= 0 {
+		return nil
+	}
+	b := &bucket{limit: l, instances: instances, parts: 1,
+		limiter: rate.NewLimiter(rate.Every(l.Every), max(1, l.Burst))}
+	return b
+}
+
+// allow takes one event; when refused, it says how long until the next
+// would be allowed. A nil bucket allows everything.
+func (b *bucket) allow(now time.Time) (bool, time.Duration) {
+	if b == nil {
+		return true, 0
+	}
+	if b.instances != nil {
+		b.share(now)
+	}
+	r := b.limiter.ReserveN(now, 1)
+	if !r.OK() {
+		return false, b.limit.Every
+	}
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// share sets the limiter to this instance's part of the budget when the
+// number of instances changed. The number is counted in the background
+// (never on a request's path); reading it is a load.
+func (b *bucket) share(now time.Time) {
+	n := max(1, b.instances())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n == b.parts {
+		return
+	}
+	b.parts = n
+	b.limiter.SetLimitAt(now, rate.Every(b.limit.Every*time.Duration(n)))
+	b.limiter.SetBurstAt(now, max(1, (b.limit.Burst+n-1)/n))
+}

@@ -1,0 +1,26 @@
+package store
+
+import "context"
+
+// Waiter is what a request holds of its instance while the gateway works
+// on it (a slot of package admission's gate). A store call that waits on
+// I/O — a database round trip, a commit's sync — pauses it for the wait,
+// so that a request waiting on the disk or the network holds no share of
+// the processors meanwhile. Pauses nest; every Pause has its Resume.
+type Waiter interface {
+	Pause()
+	Resume()
+}
+
+type waiterKey struct{}
+
+// WithWaiter returns ctx with the request's Waiter.
+func WithWaiter(ctx context.Context, w Waiter) context.Context {
+	return context.WithValue(ctx, waiterKey{}, w)
+}
+
+// WaiterOf returns the request's Waiter; nil when it has none.
+func WaiterOf(ctx context.Context) Waiter {
+	w, _ := ctx.Value(waiterKey{}).(Waiter)
+	return w
+}
