@@ -33,6 +33,15 @@ type assertionClaims struct {
 	TokenAudience string   `json:"token_audience"`
 	IssuedAt      int64    `json:"iat"`
 	Expires       int64    `json:"exp"`
+	// Cnf is the key a DPoP-bound token is bound to (RFC 9449 §6.1), so
+	// that the legacy server may tell a sender-constrained call; absent
+	// for a bearer token.
+	Cnf *confirmation `json:"cnf,omitempty"`
+}
+
+// confirmation is RFC 7800's cnf claim with RFC 9449's jkt member.
+type confirmation struct {
+	JKT string `json:"jkt"`
 }
 
 // IdentityAssertion returns the signed identity assertion of a validated
@@ -57,11 +66,15 @@ func (s *Server) signAssertion(t *policy.Token, audience string) (string, time.T
 	if roles == nil {
 		roles = []string{}
 	}
-	payload, err := json.Marshal(assertionClaims{
+	claims := assertionClaims{
 		Issuer: s.cfg.Issuer, Audience: audience, Subject: t.Subject, Email: t.Email, Name: t.Name,
 		OrgID: t.OrgID, Roles: roles, Scope: strings.Join(t.Scopes, " "), ClientID: t.ClientID,
 		TokenAudience: t.Audience, IssuedAt: now.Unix(), Expires: exp.Unix(),
-	})
+	}
+	if t.JKT != "" {
+		claims.Cnf = &confirmation{JKT: t.JKT}
+	}
+	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", time.Time{}, err
 	}

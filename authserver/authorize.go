@@ -15,7 +15,7 @@ import (
 // singleParams may appear at most once in an authorization request
 // (RFC 6749 §3.1).
 var singleParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state",
-	"code_challenge", "code_challenge_method", "nonce", "prompt"}
+	"code_challenge", "code_challenge_method", "nonce", "prompt", "dpop_jkt"}
 
 // authzError is an error sent back to the client's redirect URI.
 type authzError struct {
@@ -169,6 +169,14 @@ func (s *Server) parseAuthRequest(q url.Values, client *store.Client) (*store.Au
 	if e != nil {
 		return nil, &authzError{e.Code, e.Description}
 	}
+	// RFC 9449 §10: dpop_jkt binds the code to a key. A school with DPoP
+	// off knows no such parameter and ignores it, as unknown ones are.
+	var jkt string
+	if s.dpop.On() && q.Has("dpop_jkt") {
+		if jkt = q.Get("dpop_jkt"); !validJKT(jkt) {
+			return nil, &authzError{"invalid_request", "dpop_jkt must be the base64url SHA-256 thumbprint of a key (43 characters)"}
+		}
+	}
 	return &store.AuthRequest{
 		ClientID:      client.ID,
 		Scopes:        dedupe(scopes),
@@ -176,6 +184,7 @@ func (s *Server) parseAuthRequest(q url.Values, client *store.Client) (*store.Au
 		Nonce:         q.Get("nonce"),
 		CodeChallenge: challenge,
 		Audience:      client.Audience,
+		DPoPJKT:       jkt,
 	}, nil
 }
 

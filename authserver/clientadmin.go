@@ -31,6 +31,8 @@ type ClientInfo struct {
 	AuthMethod    string    `json:"token_endpoint_auth_method"`
 	Reviewed      bool      `json:"reviewed"`
 	IssuedAt      time.Time `json:"issued_at"`
+	// DPoPBound: the client gets DPoP-bound tokens only (RFC 9449 §5.2).
+	DPoPBound bool `json:"dpop_bound_access_tokens"`
 }
 
 // Confidential reports whether the client authenticates with a secret.
@@ -39,7 +41,7 @@ func (c ClientInfo) Confidential() bool { return c.AuthMethod != "none" }
 func clientInfo(c *store.Client) ClientInfo {
 	return ClientInfo{ClientID: c.ID, Name: displayName(c), Kind: c.Kind, Audience: c.Audience,
 		RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, AllowedScopes: allowedScopes(c),
-		AuthMethod: c.AuthMethod, Reviewed: c.Reviewed, IssuedAt: c.IssuedAt}
+		AuthMethod: c.AuthMethod, Reviewed: c.Reviewed, IssuedAt: c.IssuedAt, DPoPBound: c.DPoPBound}
 }
 
 // AppSpec describes a member application.
@@ -48,6 +50,10 @@ type AppSpec struct {
 	RedirectURIs []string `json:"redirect_uris"`
 	Scopes       []string `json:"scopes"`
 	Confidential bool     `json:"confidential"`
+	// DPoPBound makes the token endpoint issue the application
+	// DPoP-bound tokens only, whatever the school allows (RFC 9449 §5.2's
+	// dpop_bound_access_tokens); a school with dpop off issues it none.
+	DPoPBound bool `json:"dpop_bound_access_tokens,omitempty"`
 }
 
 // InputError is an operator input the server refuses; its message says
@@ -156,7 +162,7 @@ func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*Crea
 	}
 	c := &store.Client{ID: "app_" + randomString()[:22], Name: spec.Name, Kind: store.KindApp,
 		Audience: store.AudienceMember, RedirectURIs: spec.RedirectURIs, Scopes: spec.Scopes,
-		AuthMethod: "none", IssuedAt: s.cfg.Now().UTC(), RegistrationKey: key}
+		AuthMethod: "none", IssuedAt: s.cfg.Now().UTC(), RegistrationKey: key, DPoPBound: spec.DPoPBound}
 	var secret string
 	if spec.Confidential {
 		secret = newToken(prefixSecret)
@@ -178,8 +184,8 @@ func (s *Server) CreateApp(ctx context.Context, spec AppSpec, key string) (*Crea
 	return &CreatedApp{ClientInfo: clientInfo(c), ClientSecret: secret}, nil
 }
 
-// UpdateApp changes a member application's name, redirect URIs and
-// scopes (not its type or secret). Narrower scopes apply to new
+// UpdateApp changes a member application's name, redirect URIs, scopes
+// and whether it gets DPoP-bound tokens only (not its type or secret). Narrower scopes apply to new
 // authorizations and to refreshes (see the token endpoint), not to access
 // tokens already issued, which expire within the hour.
 func (s *Server) UpdateApp(ctx context.Context, id string, spec AppSpec) (ClientInfo, error) {
@@ -190,7 +196,7 @@ func (s *Server) UpdateApp(ctx context.Context, id string, spec AppSpec) (Client
 	if ie := spec.Normalize(); ie != nil {
 		return ClientInfo{}, ie
 	}
-	c.Name, c.RedirectURIs, c.Scopes = spec.Name, spec.RedirectURIs, spec.Scopes
+	c.Name, c.RedirectURIs, c.Scopes, c.DPoPBound = spec.Name, spec.RedirectURIs, spec.Scopes, spec.DPoPBound
 	if err := s.store.PutClient(ctx, c); err != nil {
 		return ClientInfo{}, err
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // Config is one site's authorization server configuration.
@@ -23,6 +25,12 @@ type Config struct {
 	Vendors []VendorClient
 	// MCPConnections is the initial value of the beta feature switch.
 	MCPConnections bool
+	// DPoP is what the school makes of DPoP (RFC 9449); the zero value
+	// is policy.DPoPAllowed.
+	DPoP policy.DPoPMode
+	// DPoPNonce makes every DPoP proof carry a nonce of the school's
+	// (RFC 9449 §8, §9).
+	DPoPNonce bool
 
 	CodeTTL      time.Duration
 	AccessTTL    time.Duration

@@ -24,7 +24,7 @@ func (s *Server) url(path string) string { return s.cfg.Issuer + path }
 func (s *Server) ResourceMetadataURL() string { return s.url(sitepath.ProtectedResource) }
 
 func (s *Server) protectedResourceMetadata() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"resource":                 s.cfg.Issuer,
 		"resource_name":            "Account API and MCP server",
 		"authorization_servers":    []string{s.cfg.Issuer},
@@ -32,6 +32,13 @@ func (s *Server) protectedResourceMetadata() map[string]any {
 		"bearer_methods_supported": []string{"header"},
 		"resource_documentation":   s.url(sitepath.AuthGuide),
 	}
+	// RFC 9728 §2: what proofs the resources verify, and whether they
+	// accept bearer tokens at all.
+	if s.dpop.On() {
+		m["dpop_signing_alg_values_supported"] = policy.DPoPAlgs
+		m["dpop_bound_access_tokens_required"] = s.dpop.Mode() == policy.DPoPRequired
+	}
+	return m
 }
 
 func (s *Server) authorizationServerMetadata(oidc, canSign bool) map[string]any {
@@ -63,6 +70,10 @@ func (s *Server) authorizationServerMetadata(oidc, canSign bool) map[string]any 
 		m["id_token_signing_alg_values_supported"] = []string{"ES256"}
 	} else {
 		delete(m, "jwks_uri")
+	}
+	if s.dpop.On() {
+		// RFC 9449 §5.1.
+		m["dpop_signing_alg_values_supported"] = policy.DPoPAlgs
 	}
 	if oidc {
 		m["claims_parameter_supported"] = false

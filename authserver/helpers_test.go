@@ -68,6 +68,12 @@ const (
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with a change to the configuration.
+func newFixtureWith(t testing.TB, change func(*Config)) *fixture {
+	t.Helper()
 	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie("session")
 		var id store.Identity
@@ -89,7 +95,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
-	srv, err := New(context.Background(), Config{
+	cfg := Config{
 		Issuer:     issuer,
 		SessionURL: legacy.URL + "/api/session",
 		LoginURL:   "/login",
@@ -101,7 +107,11 @@ func newFixture(t testing.TB) *fixture {
 		},
 		Now:   clk.Now,
 		Pages: func(*Server) Pages { return testPages{} },
-	}, st)
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	srv, err := New(context.Background(), cfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +382,7 @@ func (f *fixture) grantTo(clientID, person string, scopes ...string) issued {
 	err = f.store.RedeemCode(context.Background(), hashToken(code), func(code *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		g := &store.Grant{ID: randomString(), ClientID: clientID, Audience: c.Audience, Scopes: scopes,
 			Resource: issuer, Identity: id, AuthTime: now, CreatedAt: now}
-		resp, toks := f.srv.mintTokens(g, scopes, now)
+		resp, toks := f.srv.mintTokens(g, scopes, now, "", "")
 		out = issued{grantID: g.ID, access: resp.AccessToken, refresh: resp.RefreshToken}
 		return g, toks, nil
 	})

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -53,10 +54,17 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		"iat":           pt.IssuedAt.Unix(),
 		"audience_type": pt.Audience,
 	}
-	if t.Kind == store.TokenAccess {
-		body["token_type"] = "Bearer"
-	} else {
+	switch {
+	case t.Kind != store.TokenAccess:
 		body["token_type"] = "refresh_token"
+	case t.JKT != "":
+		body["token_type"] = policy.SchemeDPoP
+	default:
+		body["token_type"] = policy.SchemeBearer
+	}
+	if t.JKT != "" {
+		// RFC 9449 §6.2: the key the token is bound to.
+		body["cnf"] = map[string]string{"jkt": t.JKT}
 	}
 	writeJSON(w, http.StatusOK, body)
 }

@@ -21,6 +21,9 @@ type oauthError struct {
 	// since no HTTP scheme is offered, and strict libraries read the body
 	// of a 401 without a challenge as the OAuth error it is.
 	Challenge string `json:"-"`
+	// Nonce is sent as DPoP-Nonce: the nonce to retry with after
+	// use_dpop_nonce (RFC 9449 §8).
+	Nonce string `json:"-"`
 }
 
 func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
@@ -76,6 +79,9 @@ func writeOAuthError(w http.ResponseWriter, e *oauthError) {
 	}
 	if e.Challenge != "" {
 		w.Header().Set("WWW-Authenticate", e.Challenge)
+	}
+	if e.Nonce != "" {
+		w.Header().Set("DPoP-Nonce", e.Nonce)
 	}
 	out := *e
 	out.Description = errorText(e.Description)

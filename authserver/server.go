@@ -26,6 +26,10 @@ type Server struct {
 	cache    *tokenCache
 	metadata *metadataResolver
 	limits   limiters
+	// dpop is the school's DPoP, guard what its protected resources
+	// check requests with.
+	dpop  *policy.DPoP
+	guard policy.Guard
 	// pages draw the HTML pages (pagesapi.go).
 	pages Pages
 	// docs are the encoded discovery documents (metadataDoc).
@@ -58,6 +62,10 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 	if err := s.initSettings(ctx); err != nil {
 		return nil, err
 	}
+	if s.dpop, err = newDPoP(ctx, &s.cfg, store); err != nil {
+		return nil, err
+	}
+	s.guard = policy.Guard{Lookup: s, Origin: s.cfg.Issuer, DPoP: s.dpop}
 	s.follow(ctx)
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -11,7 +12,11 @@ const settingMCPConnections = "mcp_connections"
 
 // initialSettings are the switches' values a site's first start stores.
 func (c *Config) initialSettings() map[string][]byte {
-	return map[string][]byte{settingMCPConnections: []byte(onOff(c.MCPConnections))}
+	settings := map[string][]byte{settingMCPConnections: []byte(onOff(c.MCPConnections))}
+	if c.DPoPNonce && c.DPoP != policy.DPoPOff {
+		settings[settingDPoPNonceKey] = newNonceKey()
+	}
+	return settings
 }
 
 // initSettings stores the Caddyfile's initial value of each switch the

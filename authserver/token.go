@@ -31,10 +31,11 @@ const (
 
 // grantType is a grant the token endpoint accepts: its grant_type and
 // what redeems it for the client that authenticated, from the request's
-// form.
+// form, with the thumbprint of the DPoP key the client proved holding
+// ("" without a proof).
 type grantType struct {
 	name   string
-	redeem func(s *Server, ctx context.Context, client *store.Client, form url.Values) (*tokenResponse, *oauthError)
+	redeem func(s *Server, ctx context.Context, client *store.Client, form url.Values, jkt string) (*tokenResponse, *oauthError)
 }
 
 // grantTypes are the token endpoint's grants, in the order discovery and
@@ -90,7 +91,22 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, e)
 		return
 	}
-	resp, e := grant.redeem(s, r.Context(), client, form)
+	proof, e := s.tokenProof(r)
+	if e == nil && proof == nil && s.requiresDPoP(client) {
+		e = errInvalidDPoPProof("this school issues this client DPoP-bound tokens only: send a DPoP proof (RFC 9449) with the token request")
+	}
+	if e != nil {
+		s.refuse(w, r, e)
+		return
+	}
+	resp, e := grant.redeem(s, r.Context(), client, form, proofKey(proof))
+	if proof != nil {
+		// The nonce to use next, with the answer whatever it is, so
+		// that the client's next request needs no use_dpop_nonce round.
+		if n := s.dpop.NonceFor(proof); n != "" {
+			w.Header().Set("DPoP-Nonce", n)
+		}
+	}
 	if e != nil {
 		s.refuse(w, r, e)
 		return
@@ -100,8 +116,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // exchangeCode redeems an authorization code (RFC 6749 §4.1.3, RFC 7636,
-// RFC 8707).
-func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form url.Values) (*tokenResponse, *oauthError) {
+// RFC 8707). With a DPoP proof of key jkt the tokens are bound to it (RFC
+// 9449 §5): the access token always, the refresh token of a public
+// client (a confidential client's is bound by its secret).
+func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form url.Values, jkt string) (*tokenResponse, *oauthError) {
 	code, verifier, redirectURI := form.Get("code"), form.Get("code_verifier"), form.Get("redirect_uri")
 	switch {
 	case code == "":
@@ -120,7 +138,7 @@ func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form ur
 	var nonce string
 	err := s.store.RedeemCode(ctx, tokenKey(code), func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		resp, fail = nil, nil
-		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], now); fail != nil {
+		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], jkt, now); fail != nil {
 			return nil, nil, fail
 		}
 		grant = &store.Grant{ID: newGrantID(now), ClientID: client.ID, Audience: c.Request.Audience,
@@ -128,7 +146,7 @@ func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form ur
 			AuthTime: c.AuthTime, CreatedAt: now}
 		nonce = c.Request.Nonce
 		var toks []store.IssuedToken
-		resp, toks = s.mintTokens(grant, grant.Scopes, now)
+		resp, toks = s.mintTokens(grant, grant.Scopes, now, jkt, refreshKey(client, jkt))
 		return grant, toks, nil
 	})
 	switch {
@@ -168,7 +186,7 @@ func (s *Server) withIDToken(ctx context.Context, resp *tokenResponse, g *store.
 	return resp, nil
 }
 
-func (s *Server) checkCode(c *store.Code, client *store.Client, redirectURI, verifier string, resources []string, now time.Time) *oauthError {
+func (s *Server) checkCode(c *store.Code, client *store.Client, redirectURI, verifier string, resources []string, jkt string, now time.Time) *oauthError {
 	switch {
 	case now.After(c.ExpiresAt):
 		return errInvalidGrant("the authorization code has expired")
@@ -178,6 +196,9 @@ func (s *Server) checkCode(c *store.Code, client *store.Client, redirectURI, ver
 		return errInvalidGrant("redirect_uri differs from the authorization request")
 	case !pkceMatches(verifier, c.Request.CodeChallenge):
 		return errInvalidGrant("code_verifier does not match the code_challenge")
+	case c.Request.DPoPJKT != "" && c.Request.DPoPJKT != jkt:
+		// RFC 9449 §10: the code is bound to the key dpop_jkt named.
+		return errInvalidGrant("the authorization code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof of that key")
 	}
 	if len(resources) == 0 && c.Request.Audience == store.AudienceMember {
 		return errInvalidTarget("resource is required for member tokens; use " + s.cfg.Issuer)
@@ -190,22 +211,41 @@ func (s *Server) checkCode(c *store.Code, client *store.Client, redirectURI, ver
 	return nil
 }
 
-// mintTokens creates a new access and refresh token for a grant.
-func (s *Server) mintTokens(g *store.Grant, scopes []string, now time.Time) (*tokenResponse, []store.IssuedToken) {
+// mintTokens creates a new access and refresh token for a grant, bound to
+// the DPoP keys accessJKT and refreshJKT ("": unbound). A bound access
+// token is of token_type DPoP (RFC 9449 §5).
+func (s *Server) mintTokens(g *store.Grant, scopes []string, now time.Time, accessJKT, refreshJKT string) (*tokenResponse, []store.IssuedToken) {
 	access, refresh := newTimedToken(prefixAccess, now), newTimedToken(prefixRefresh, now)
-	resp := &tokenResponse{AccessToken: access, TokenType: "Bearer",
+	tokenType := policy.SchemeBearer
+	if accessJKT != "" {
+		tokenType = policy.SchemeDPoP
+	}
+	resp := &tokenResponse{AccessToken: access, TokenType: tokenType,
 		ExpiresIn: int64(s.cfg.AccessTTL / time.Second), Scope: strings.Join(scopes, " "),
 		RefreshToken: refresh}
 	return resp, []store.IssuedToken{
 		{Hash: tokenKey(access), Token: &store.Token{Kind: store.TokenAccess, GrantID: g.ID, ClientID: g.ClientID,
-			Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL)}},
+			Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL), JKT: accessJKT}},
 		{Hash: tokenKey(refresh), Token: &store.Token{Kind: store.TokenRefresh, GrantID: g.ID, ClientID: g.ClientID,
-			Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}},
+			Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), JKT: refreshJKT}},
 	}
 }
 
-// refresh exchanges a refresh token for a new pair, rotating it.
-func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Values) (*tokenResponse, *oauthError) {
+// refreshKey is the key a client's new refresh token is bound to: a
+// public client's proof key (RFC 9449 §5: its refresh tokens are
+// bound), nothing for a confidential client, whose secret binds them.
+func refreshKey(client *store.Client, jkt string) string {
+	if client.Public() {
+		return jkt
+	}
+	return ""
+}
+
+// refresh exchanges a refresh token for a new pair, rotating it. A
+// refresh token bound to a DPoP key rotates only for a proof of that key
+// (the store refuses anyone else, changing nothing); the new tokens are
+// bound as a code exchange's are, to the proof's key.
+func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Values, jkt string) (*tokenResponse, *oauthError) {
 	raw := form.Get("refresh_token")
 	if raw == "" {
 		return nil, errInvalidRequest("refresh_token is required")
@@ -213,7 +253,7 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
-	err := s.store.RotateRefresh(ctx, tokenKey(raw), now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
+	err := s.store.RotateRefresh(ctx, tokenKey(raw), jkt, now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		resp, fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {
@@ -221,7 +261,7 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 			return nil, e
 		}
 		var toks []store.IssuedToken
-		resp, toks = s.mintTokens(g, scopes, now)
+		resp, toks = s.mintTokens(g, scopes, now, jkt, refreshKey(client, jkt))
 		return toks, nil
 	})
 	switch {
@@ -234,6 +274,8 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 	case errors.Is(err, store.ErrRefreshReuse):
 		s.cache.purge()
 		return nil, errInvalidGrant("the refresh token was already used; the grant is revoked")
+	case errors.Is(err, store.ErrWrongKey):
+		return nil, errInvalidGrant("the refresh token is bound to a DPoP key: refresh with a DPoP proof of that key")
 	}
 	// The transaction took no effect: the same refresh token still works.
 	return nil, s.unavailable("refreshing the token", err)

@@ -15,7 +15,7 @@ func (s *Server) handleUserInfo(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use GET or POST"})
 		return
 	}
-	tok, ch := policy.Check(r.Context(), s, r, policy.Requirement{Scopes: []string{"openid"}}, s.cfg.Issuer)
+	tok, ch := s.guard.Check(w, r, policy.Requirement{Scopes: []string{"openid"}})
 	if ch != nil {
 		ch.ResourceMetadata = s.ResourceMetadataURL()
 		ch.Write(w)

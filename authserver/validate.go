@@ -109,5 +109,6 @@ func (s *Server) policyToken(t *store.Token, g *store.Grant) *policy.Token {
 		Name:      g.Identity.Name,
 		OrgID:     g.Identity.OrgID,
 		Roles:     g.Identity.Roles,
+		JKT:       t.JKT,
 	}
 }

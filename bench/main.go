@@ -42,6 +42,8 @@ type config struct {
 	build       string
 	ab          string
 	peers       bool
+	// dpopAlg is the algorithm of the bench client's DPoP key (dpop.go).
+	dpopAlg string
 }
 
 func main() {
@@ -55,6 +57,7 @@ func main() {
 	flag.IntVar(&cfg.courses, "courses", 10000, "courses in the generated catalog")
 	flag.IntVar(&cfg.exchanges, "exchanges", 20000, "authorization codes exchanged per token round")
 	flag.IntVar(&cfg.grants, "grants", 100000, "live grants in the store for the memory and start-up figures")
+	flag.StringVar(&cfg.dpopAlg, "dpop-alg", "ES256", "the algorithm of the DPoP key of the protected and token scenarios' DPoP targets (ES256, EdDSA, RS256, PS256, ...)")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,store,memory, and the peers forward_auth,oidc-provider; store starts its own PostgreSQL)")
 	flag.StringVar(&cfg.build, "build", "", "measure Caddy built from this commit instead of the working tree (an older build through today's harness)")
 	flag.StringVar(&cfg.ab, "ab", "", "also run Caddy built from this commit, beside this tree's, through the token scenario, interleaved (an A/B of the token endpoint)")

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/internal/dpopclient"
 )
 
 // The OAuth client side of the bench: a signed-in browser (a cookie) that
@@ -61,6 +63,10 @@ type oauthClient struct {
 	// /token and it takes no resource parameter (its resource indicators
 	// are off, as the gateway's member tokens need none beyond the issuer).
 	peer bool
+	// dpop, when set, sends a DPoP proof of this key with every token
+	// request (dpop.go), from proofs when set, and expects DPoP tokens.
+	dpop   *dpopclient.Key
+	proofs *proofPool
 }
 
 // authorize gets a code, approving the consent page the first time.
@@ -157,6 +163,9 @@ func (o *oauthClient) token(ctx context.Context, form url.Values, id idRule) (to
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if err := o.addProof(req); err != nil {
+		return tokens{}, err
+	}
 	resp, err := o.http.Do(req)
 	if err != nil {
 		return tokens{}, err
@@ -166,6 +175,9 @@ func (o *oauthClient) token(ctx context.Context, form url.Values, id idRule) (to
 	var t tokens
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &t) != nil || t.Access == "" || t.Refresh == "" {
 		return tokens{}, fmt.Errorf("token endpoint: HTTP %d %.200s", resp.StatusCode, body)
+	}
+	if err := o.checkTokenType(body); err != nil {
+		return tokens{}, err
 	}
 	if id == idRequired && t.IDToken == "" {
 		return tokens{}, fmt.Errorf("no id_token: %.200s", body)

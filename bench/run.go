@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schoolgate/schoolgate/internal/dpopclient"
 	"github.com/schoolgate/schoolgate/internal/procstat"
 )
 
@@ -19,6 +20,10 @@ type target struct {
 	name string
 	req  request
 	peer func() int
+	// prepare, when set, runs before each of the target's runs, outside
+	// the measured time, given the highest rate a target of the scenario
+	// answered so far (0 before any).
+	prepare func(rate float64)
 }
 
 // bench holds what the scenarios share.
@@ -35,6 +40,12 @@ type bench struct {
 	// assertionMember is a member token of the school with identity_headers
 	// assertion (tokens are bound to their school's origin).
 	assertionMember tokens
+
+	// dpopKey is the bench client's DPoP key, dpopMember a member token
+	// bound to it and dpopOAuth the client that sends proofs (dpop.go).
+	dpopKey    *dpopclient.Key
+	dpopMember tokens
+	dpopOAuth  *oauthClient
 }
 
 func run(cfg config) error {
@@ -107,8 +118,14 @@ func (b *bench) setup() error {
 	}
 	b.member, err = b.oauth.exchange(ctx, code)
 	b.grants++
-	if err != nil || b.stack.assertion == "" {
+	if err != nil {
 		return err
+	}
+	if err := b.dpopSetup(ctx); err != nil {
+		return err
+	}
+	if b.stack.assertion == "" {
+		return nil
 	}
 	b.assertionMember, err = memberToken(ctx, &oauthClient{origin: b.stack.assertion, http: b.client})
 	if err != nil {
@@ -135,8 +152,12 @@ func (b *bench) compare(scenario string, targets ...target) error {
 // compareRuns is compare, returning each target's runs.
 func (b *bench) compareRuns(scenario string, targets ...target) ([][]stats, error) {
 	runs := make([][]stats, len(targets))
+	var fastest float64
 	for r := 0; r < b.cfg.rounds; r++ {
 		for i, t := range targets {
+			if t.prepare != nil {
+				t.prepare(fastest)
+			}
 			var profiling sync.WaitGroup
 			if r == 0 && b.cfg.profile != "" && strings.HasPrefix(scenario, b.cfg.profile) {
 				// Waited for before the next target's: Go runs one CPU
@@ -157,6 +178,7 @@ func (b *bench) compareRuns(scenario string, targets ...target) ([][]stats, erro
 				return nil, fmt.Errorf("%s / %s: %d of %d requests failed, first: %v", scenario, t.name, s.failures, s.requests, s.firstErr)
 			}
 			runs[i] = append(runs[i], s)
+			fastest = max(fastest, s.rps())
 		}
 	}
 	base := median(runs[len(runs)-1], stats.rps)
@@ -225,11 +247,12 @@ func (b *bench) get(ctx context.Context, url, want string) error {
 const viewerQuery = `{"query":"{ viewer { id email enrolledCourses(first: 5) { nodes { slug } } } }"}`
 
 // protected: the Account API through the gateway with a member token,
-// with the eight identity headers and with the signed assertion alone,
-// against plain reverse_proxy to the same upstream.
+// with a DPoP-bound one, with the eight identity headers and with the
+// signed assertion alone, against plain reverse_proxy to the same
+// upstream.
 func (b *bench) protected() error {
 	gw, plain := b.stack.gateway+"/account/graphql", b.stack.plain+"/account/graphql"
-	runs, err := b.compareRuns("protected /account/graphql", b.withAssertion(
+	targets := b.withAssertion(
 		target{name: "gateway (member token)", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
 		}},
@@ -238,11 +261,14 @@ func (b *bench) protected() error {
 		}},
 		target{name: "plain reverse_proxy", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
-		}})...)
+		}})
+	// The DPoP-bound token's target second, beside the bearer one.
+	runs, err := b.compareRuns("protected /account/graphql", slices.Insert(targets, 1, b.dpopTarget(gw))...)
 	if err != nil {
 		return err
 	}
-	b.assertionNote("protected", runs)
+	b.dpopNote(runs[0], runs[1])
+	b.assertionNote("protected", slices.Delete(slices.Clone(runs), 1, 2))
 	return nil
 }
 
@@ -445,6 +471,11 @@ func (b *bench) tokenEndpoint() error {
 			b.row("token endpoint", name, m.of(t), note)
 		}
 	}
+	// This tree's code exchanges with a DPoP proof, against its own
+	// without.
+	t := sites[0]
+	b.row("token endpoint", fmt.Sprintf("code exchange + ID token + DPoP %s proof, %d clients", b.cfg.dpopAlg, c), t.exchDPoP,
+		fmt.Sprintf("%.2f× without DPoP (target ≥ 0.9×)", median(t.exchDPoP, stats.rps)/median(t.exch, stats.rps)))
 	return nil
 }
 
@@ -455,11 +486,21 @@ type tokenSite struct {
 	oauth                 *oauthClient
 	pid                   func() int
 	auth, exch, refr, one []stats
+	// exchDPoP are the code exchanges with a DPoP proof, this tree's.
+	exchDPoP []stats
 }
 
 // tokenRound authorizes a batch of codes, exchanges them and refreshes
 // every grant once, at full concurrency.
 func (b *bench) tokenRound(t *tokenSite, profile bool) error {
+	// This tree's exchanges with a DPoP proof come before the others in
+	// every other round, so that neither always meets the fuller store.
+	dpop, dpopFirst := t.oauth == b.oauth, len(t.exch)%2 == 1
+	if dpop && dpopFirst {
+		if err := b.dpopRound(t); err != nil {
+			return err
+		}
+	}
 	p := &pool[pendingCode]{}
 	a, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, b.cfg.exchanges, func(ctx context.Context, _ int) error {
 		c, err := t.oauth.authorize(ctx)
@@ -493,6 +534,9 @@ func (b *bench) tokenRound(t *tokenSite, profile bool) error {
 		return fmt.Errorf("refresh: %v", err)
 	}
 	t.auth, t.exch, t.refr = append(t.auth, a), append(t.exch, e), append(t.refr, f)
+	if dpop && !dpopFirst {
+		return b.dpopRound(t)
+	}
 	return nil
 }
 

@@ -124,7 +124,7 @@ func (s *boltStore) GetToken(ctx context.Context, hash string) (*store.Token, *s
 }
 
 // RotateRefresh implements store.Store.
-func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
+func (s *boltStore) RotateRefresh(ctx context.Context, hash, holder string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
 	var outcome store.RotateOutcome
 	err := s.writeAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		tb := tx.Bucket(bucketTokens)
@@ -132,6 +132,9 @@ func (s *boltStore) RotateRefresh(ctx context.Context, hash string, now time.Tim
 		var g store.Grant
 		if err := getToken(tb, hash, &t); err != nil {
 			return err
+		}
+		if !t.HeldBy(holder) {
+			return store.ErrWrongKey
 		}
 		if err := getGrant(tx.Bucket(bucketGrants), t.GrantID, &g); err != nil {
 			return err

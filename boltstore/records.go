@@ -9,7 +9,9 @@ package boltstore
 // its count, 0 read as nil), a time as a flag (0: the zero time) then its
 // Unix seconds (varint) and nanoseconds (uvarint), read in UTC, and a bool
 // as one byte. A record starting with '{' is one written as JSON by an
-// earlier build and is read as such; every write is binary.
+// earlier build and is read as such; every write is binary. A token's
+// JKT (its DPoP binding) comes last: a binary token record that ends
+// before it was written by a build that knew no DPoP, and is unbound.
 
 import (
 	"encoding/binary"
@@ -42,7 +44,8 @@ func appendToken(b []byte, t *store.Token) []byte {
 	b = appendTime(b, t.IssuedAt)
 	b = appendTime(b, t.ExpiresAt)
 	b = appendTime(b, t.RotatedAt)
-	return appendBool(b, t.Revoked)
+	b = appendBool(b, t.Revoked)
+	return appendString(b, t.JKT)
 }
 
 // appendGrant appends g's binary form to b.
@@ -82,6 +85,9 @@ func decodeToken(raw []byte, t *store.Token) error {
 	t.ExpiresAt = r.time()
 	t.RotatedAt = r.time()
 	t.Revoked = r.bool()
+	if r.more() {
+		t.JKT = r.string()
+	}
 	return r.end("token")
 }
 
@@ -145,8 +151,8 @@ const maxTime = 1 + binary.MaxVarintLen64 + binary.MaxVarintLen32
 // tokenSize and grantSize bound the length of a record's binary form, so
 // that it is made in one allocation.
 func tokenSize(t *store.Token) int {
-	return 1 + 4*binary.MaxVarintLen64 + len(t.Kind) + len(t.GrantID) + len(t.ClientID) +
-		stringsSize(t.Scopes) + 3*maxTime + 1
+	return 1 + 5*binary.MaxVarintLen64 + len(t.Kind) + len(t.GrantID) + len(t.ClientID) +
+		stringsSize(t.Scopes) + 3*maxTime + 1 + len(t.JKT)
 }
 
 func grantSize(g *store.Grant) int {
@@ -331,6 +337,10 @@ func (r *reader) bool() bool {
 	r.fail()
 	return false
 }
+
+// more reports whether fields are left to read: a field added to the end
+// of a record is absent from records written before it.
+func (r *reader) more() bool { return r.err == nil && len(r.s) > 0 }
 
 // end reports the first malformed field, or bytes left over.
 func (r *reader) end(what string) error {

@@ -71,7 +71,7 @@ func TestBoltWorksWithJSONRecordsOfAnOlderFile(t *testing.T) {
 	later := now.Add(2 * time.Hour)
 	next := &store.Token{Kind: store.TokenRefresh, GrantID: "g1", ClientID: "app-1", Scopes: []string{"openid"},
 		IssuedAt: later, ExpiresAt: later.Add(30 * 24 * time.Hour)}
-	err = s.RotateRefresh(ctx, "refresh-g1", later, 0, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
+	err = s.RotateRefresh(ctx, "refresh-g1", "", later, 0, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		return []store.IssuedToken{{Hash: "refresh-g1-2", Token: next}}, nil
 	})
 	if err != nil {

@@ -231,6 +231,7 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //			audience <string>
 //		}]
 //		identity_headers all|assertion
+//		dpop off|allowed|required [nonce]
 //		upstream [<more upstreams...>] {
 //			<reverse_proxy options: lb_policy, health_uri, transport, header_up, ...>
 //		}
@@ -289,6 +290,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return g.unmarshalIdentityAssertion(d)
 	case "identity_headers":
 		return oneArg(d, opt, &g.IdentityHeaders)
+	case "dpop":
+		return g.unmarshalDPoP(d)
 	case "store":
 		return g.unmarshalStore(d)
 	case "upstream":

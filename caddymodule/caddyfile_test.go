@@ -12,6 +12,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
@@ -48,6 +49,7 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		refresh_token_ttl 48h
 		refresh_grace 5s
 		audit_retention 720h
+		dpop required nonce
 	}`)
 	d.Next()
 	var g Gateway
@@ -83,6 +85,8 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		{"refresh ttl", time.Duration(g.RefreshTTL), 48 * time.Hour},
 		{"grace", time.Duration(g.RefreshGrace), 5 * time.Second},
 		{"audit_retention", g.schoolConfig().AuditRetention, 720 * time.Hour},
+		{"dpop", g.schoolConfig().DPoP, policy.DPoPRequired},
+		{"dpop nonce", g.schoolConfig().DPoPNonce, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -125,6 +129,10 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"school_gateway http://127.0.0.1:9 {\n rate_limit token 5/s zero\n}", "burst"},
 		{"school_gateway http://127.0.0.1:9 {\n rate_limit\n}", "rate_limit"},
 		{"school_gateway http://127.0.0.1:9 {\n language de fr\n}", "language: expects exactly one value"},
+		{"school_gateway http://127.0.0.1:9 {\n dpop\n}", "dpop"},
+		{"school_gateway http://127.0.0.1:9 {\n dpop always\n}", "dpop"},
+		{"school_gateway http://127.0.0.1:9 {\n dpop required nonces\n}", "dpop"},
+		{"school_gateway http://127.0.0.1:9 {\n dpop required nonce extra\n}", "dpop"},
 	}
 	for _, tt := range tests {
 		d := caddyfile.NewTestDispenser(tt.body)
@@ -160,6 +168,9 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{"language unknown", func(g *Gateway) { g.Language = "nl" }, `language: "nl" is not one of the pages' languages (en, de, fr, it, es, pt)`},
 		{"language with a region", func(g *Gateway) { g.Language = "de-CH" }, "language:"},
 		{"language in capitals", func(g *Gateway) { g.Language = "DE" }, "language:"},
+		{"dpop required", func(g *Gateway) { g.DPoP, g.DPoPNonce = "required", true }, ""},
+		{"dpop unknown", func(g *Gateway) { g.DPoP = "mandatory" }, `dpop: "mandatory" is not off, allowed or required`},
+		{"dpop nonce while off", func(g *Gateway) { g.DPoP, g.DPoPNonce = "off", true }, "dpop_nonce"},
 		{"vendor without redirect", func(g *Gateway) { g.Vendors = []Vendor{{Name: "V", ClientID: "v"}} }, "redirect_uri"},
 		{"vendor bad client id", func(g *Gateway) {
 			g.Vendors = []Vendor{{Name: "V", ClientID: "a b", RedirectURIs: []string{"https://v.example/cb"}}}

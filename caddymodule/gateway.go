@@ -98,6 +98,14 @@ type Gateway struct {
 	// server that verifies it; requires identity_assertion on. Default:
 	// all.
 	IdentityHeaders string `json:"identity_headers,omitempty"`
+	// DPoP is what the school makes of DPoP (RFC 9449): "off", proofs
+	// ignored and bearer tokens only; "allowed", tokens bound to the key
+	// of a client that sends proofs, bearer tokens for one that does not;
+	// "required", DPoP-bound tokens only. Default: allowed.
+	DPoP string `json:"dpop,omitempty"`
+	// DPoPNonce makes every DPoP proof carry a nonce of the school's (RFC
+	// 9449 §8, §9). Default: false.
+	DPoPNonce bool `json:"dpop_nonce,omitempty"`
 	// CodeTTL is how long an authorization code lives. Default: 60s.
 	CodeTTL caddy.Duration `json:"code_ttl,omitempty"`
 	// AccessTTL is how long an access token lives. Default: 1h.
@@ -261,6 +269,9 @@ func (g *Gateway) Validate() error {
 		return fmt.Errorf("audit_retention: %v", err)
 	}
 	if err := g.validateIdentityAssertion(); err != nil {
+		return err
+	}
+	if err := g.validateDPoP(); err != nil {
 		return err
 	}
 	if err := g.validateStore(); err != nil {

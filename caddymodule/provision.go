@@ -150,6 +150,8 @@ func (g *Gateway) schoolConfig() school.Config {
 		AuditRetention:    time.Duration(g.AuditRetention),
 		RefreshGrace:      time.Duration(g.RefreshGrace),
 		NoRefreshGrace:    g.NoRefreshGrace,
+		DPoP:              g.dpopMode(),
+		DPoPNonce:         g.DPoPNonce,
 		AdminOpenAPI:      g.adminOpenAPI,
 		ClientIP:          clientIP,
 		Identified:        setPlaceholders,

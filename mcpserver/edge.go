@@ -16,12 +16,14 @@ const maxBodyBytes = 1 << 20
 
 // CORS answers. Mcp-Method and Mcp-Name are required request headers from
 // protocol version 2026-07-28 on, so browser clients of that version need
-// them allowed too. No Allow-Credentials: tokens are bearer headers, and
-// nothing at /mcp may be reachable with a browser's cookies.
+// them allowed too; so does DPoP, the proof a DPoP-bound token comes
+// with, and DPoP-Nonce is exposed for a client to retry with. No
+// Allow-Credentials: tokens are headers, and nothing at /mcp may be
+// reachable with a browser's cookies.
 const (
 	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
-	corsAllowHeaders  = "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
-	corsExposeHeaders = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
+	corsAllowHeaders  = "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name, DPoP"
+	corsExposeHeaders = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, DPoP-Nonce"
 	corsMaxAge        = "7200" // Chromium's ceiling
 	allowedMethods    = "POST, OPTIONS"
 )

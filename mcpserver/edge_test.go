@@ -130,7 +130,7 @@ func TestCORSPreflight(t *testing.T) {
 		"Access-Control-Allow-Origin":   "https://claude.ai",
 		"Access-Control-Allow-Methods":  "GET, POST, DELETE, OPTIONS",
 		"Access-Control-Allow-Headers":  "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID",
-		"Access-Control-Expose-Headers": "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate",
+		"Access-Control-Expose-Headers": "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, DPoP-Nonce",
 		"Access-Control-Max-Age":        "",
 	}
 	for k, v := range want {
@@ -138,6 +138,9 @@ func TestCORSPreflight(t *testing.T) {
 		if got == "" || !strings.HasPrefix(got, v) {
 			t.Errorf("%s = %q, want prefix %q", k, got, v)
 		}
+	}
+	if !strings.HasSuffix(resp.Header.Get("Access-Control-Allow-Headers"), ", DPoP") {
+		t.Errorf("the DPoP proof header is not allowed: %q", resp.Header.Get("Access-Control-Allow-Headers"))
 	}
 	if resp.Header.Get("Access-Control-Allow-Credentials") != "" {
 		t.Error("credentials must not be allowed")

@@ -50,7 +50,7 @@ func (a *adminCtx) readForm() bool {
 // parseAppForm reads the application form into a spec and validates it;
 // the error is shown to the operator above the form.
 func parseAppForm(form url.Values, withType bool) (authserver.AppSpec, *authserver.InputError) {
-	spec := authserver.AppSpec{Name: form.Get("name"), Scopes: form["scope"]}
+	spec := authserver.AppSpec{Name: form.Get("name"), Scopes: form["scope"], DPoPBound: form.Get("dpop_bound") == "on"}
 	for line := range strings.Lines(form.Get("redirect_uris")) {
 		spec.RedirectURIs = append(spec.RedirectURIs, line)
 	}

@@ -130,7 +130,7 @@ func (a *adminCtx) appFormView(c *authserver.ClientInfo, in authserver.AppSpec, 
 	}
 	v := adminAppForm{adminPage: title, Name: in.Name,
 		RedirectURIs: strings.Join(in.RedirectURIs, "\n"), Confidential: in.Confidential,
-		Scopes: scopeChoices(a.lang, in.Scopes)}
+		DPoPBound: in.DPoPBound, Scopes: scopeChoices(a.lang, in.Scopes)}
 	v.Error = msg
 	if c != nil {
 		v.ClientID, v.Confidential = c.ClientID, c.Confidential()
@@ -178,7 +178,7 @@ func (a *adminCtx) refuseAppForm(c *authserver.ClientInfo, nonce, msg string) {
 	form := a.r.PostForm
 	in := authserver.AppSpec{Name: form.Get("name"), Scopes: form["scope"],
 		RedirectURIs: []string{strings.TrimSpace(form.Get("redirect_uris"))},
-		Confidential: form.Get("client_type") == "confidential"}
+		Confidential: form.Get("client_type") == "confidential", DPoPBound: form.Get("dpop_bound") == "on"}
 	v := a.appFormView(c, in, msg)
 	if c == nil {
 		v.FormNonce = nonce
@@ -241,7 +241,7 @@ func (a *adminCtx) editApp() {
 		return
 	}
 	v := a.appFormView(c,
-		authserver.AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes}, "")
+		authserver.AppSpec{Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, DPoPBound: c.DPoPBound}, "")
 	v.Notice = a.notice()
 	a.render(http.StatusOK, appFormTmpl, v)
 }

@@ -72,7 +72,7 @@ type adminAppForm struct {
 	adminPage
 	// ClientID is set when editing.
 	ClientID, Name, RedirectURIs string
-	Confidential                 bool
+	Confidential, DPoPBound      bool
 	Scopes                       []scopeChoice
 	FormNonce                    string
 }

@@ -76,7 +76,7 @@ func flow(t *testing.T, s *Site, h func(string) string) {
 	must(s.RedeemCode(ctx, h("code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
 		return &store.Grant{ID: "g1", ClientID: "app-1", CreatedAt: epoch}, tokenPair("g1", h("access"), h("refresh")), nil
 	}))
-	must(s.RotateRefresh(ctx, h("refresh"), epoch, time.Minute, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
+	must(s.RotateRefresh(ctx, h("refresh"), "", epoch, time.Minute, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		return tokenPair("g1", h("access2"), h("refresh2")), nil
 	}))
 	must(s.RevokeToken(ctx, h("access")))

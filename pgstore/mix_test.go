@@ -48,7 +48,7 @@ func TestConcurrentMix(t *testing.T) {
 	}
 	ops := []func(s *Site, i int) error{
 		func(s *Site, i int) error {
-			return s.RotateRefresh(ctx, refresh[i], epoch, time.Hour, func(_ *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
+			return s.RotateRefresh(ctx, refresh[i], "", epoch, time.Hour, func(_ *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 				return tokenPair(g.ID, fresh(), fresh()), nil
 			})
 		},

@@ -89,7 +89,8 @@ func failure(op string, err error) error {
 	case errors.As(err, &cb):
 		return cb.err
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCodeReuse),
-		errors.Is(err, store.ErrRefreshReuse), errors.Is(err, store.ErrClientLimit):
+		errors.Is(err, store.ErrRefreshReuse), errors.Is(err, store.ErrClientLimit),
+		errors.Is(err, store.ErrWrongKey):
 		return err
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, scrub(err))

@@ -42,12 +42,15 @@ func (s *Site) GetToken(ctx context.Context, hash string) (*store.Token, *store.
 // locked, then its grant's (always in that order, as RedeemCode locks the
 // code before the grant), so rotations of one token take turns and see
 // each other's RotatedAt.
-func (s *Site) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
+func (s *Site) RotateRefresh(ctx context.Context, hash, holder string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
 	var outcome store.RotateOutcome
 	err := s.txAudit(ctx, "rotating a refresh token", func(ctx context.Context, tx pgx.Tx, at *store.AuditTx) error {
 		t, err := s.lockToken(ctx, tx, hash)
 		if err != nil {
 			return err
+		}
+		if !t.HeldBy(holder) {
+			return store.ErrWrongKey
 		}
 		g, err := s.lockGrant(ctx, tx, t.GrantID)
 		if err != nil {

@@ -9,7 +9,8 @@ import (
 )
 
 // Challenge is a protected resource's refusal: an RFC 6750 §3 Bearer
-// challenge with the RFC 9728 resource_metadata pointer, and a small JSON
+// challenge with the RFC 9728 resource_metadata pointer, an RFC 9449 §7.1
+// DPoP challenge beside it where the school takes DPoP, and a small JSON
 // body with the same error.
 type Challenge struct {
 	Status           int
@@ -19,7 +20,24 @@ type Challenge struct {
 	ResourceMetadata string
 	// RetryAfter, in seconds, is sent as Retry-After.
 	RetryAfter int
+
+	// Scheme is the scheme whose challenge carries the error and scope:
+	// the one the request used, SchemeBearer ("" too) or SchemeDPoP.
+	Scheme string
+	// DPoP adds the DPoP challenge, with the algorithms proofs may use.
+	DPoP bool
+	// NoBearer leaves the Bearer challenge out: the school accepts no
+	// bearer token (dpop required).
+	NoBearer bool
+	// Nonce, when set, is sent as DPoP-Nonce: the nonce to retry with.
+	Nonce string
 }
+
+// The authentication schemes of a protected resource.
+const (
+	SchemeBearer = "Bearer"
+	SchemeDPoP   = "DPoP"
+)
 
 // RetryAfterUnavailable is the Retry-After, in seconds, of every answer
 // to a request the store failed (unreachable, too slow, out of
@@ -44,10 +62,31 @@ func Unavailable() *Challenge {
 // token, which the 5xx answer is there to prevent.
 func (c *Challenge) challenges() bool { return c.Status < http.StatusInternalServerError }
 
-// Header renders the WWW-Authenticate value.
-func (c *Challenge) Header() string {
+// Header renders the first WWW-Authenticate value: the Bearer challenge,
+// or the DPoP one where bearer tokens are not accepted.
+func (c *Challenge) Header() string { return c.Headers()[0] }
+
+// Headers renders the WWW-Authenticate values, one per scheme, the Bearer
+// challenge first: a client that reads one header value, or only the
+// first challenge of it, as many do, finds the Bearer challenge and its
+// resource_metadata as before DPoP.
+func (c *Challenge) Headers() []string {
+	dpop := c.Scheme == SchemeDPoP
+	var out []string
+	if !c.NoBearer {
+		out = append(out, c.render(SchemeBearer, !dpop))
+	}
+	if c.DPoP || c.NoBearer || dpop {
+		out = append(out, c.render(SchemeDPoP, dpop || c.NoBearer))
+	}
+	return out
+}
+
+// render writes one scheme's challenge, with the error when it is the
+// scheme at fault.
+func (c *Challenge) render(scheme string, withError bool) string {
 	var b strings.Builder
-	b.WriteString("Bearer")
+	b.WriteString(scheme)
 	sep := " "
 	add := func(k, v string) {
 		if v == "" {
@@ -60,9 +99,14 @@ func (c *Challenge) Header() string {
 		b.WriteString(`"`)
 		sep = ", "
 	}
-	add("error", c.Error)
-	add("error_description", c.Description)
-	add("scope", c.Scope)
+	if withError {
+		add("error", c.Error)
+		add("error_description", c.Description)
+		add("scope", c.Scope)
+	}
+	if scheme == SchemeDPoP {
+		add("algs", dpopAlgsText)
+	}
 	add("resource_metadata", c.ResourceMetadata)
 	return b.String()
 }
@@ -85,7 +129,13 @@ func ErrorText(s string) string {
 func (c *Challenge) Write(w http.ResponseWriter) {
 	h := w.Header()
 	if c.challenges() {
-		h.Set("WWW-Authenticate", c.Header())
+		h.Del("WWW-Authenticate")
+		for _, v := range c.Headers() {
+			h.Add("WWW-Authenticate", v)
+		}
+	}
+	if c.Nonce != "" {
+		h.Set("DPoP-Nonce", c.Nonce)
 	}
 	if c.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(c.RetryAfter))
@@ -107,8 +157,14 @@ var errBadChallenge = errors.New("not a Bearer challenge")
 // parameters. It is what a strict client does with our header, and the
 // tests use it to check that header.
 func ParseChallenge(v string) (map[string]string, error) {
+	return ParseSchemeChallenge(SchemeBearer, v)
+}
+
+// ParseSchemeChallenge reads a WWW-Authenticate value of one challenge of
+// scheme into its parameters.
+func ParseSchemeChallenge(want, v string) (map[string]string, error) {
 	scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
-	if !strings.EqualFold(scheme, "Bearer") {
+	if !strings.EqualFold(scheme, want) {
 		return nil, errBadChallenge
 	}
 	out := map[string]string{}
@@ -145,17 +201,18 @@ func ParseChallenge(v string) (map[string]string, error) {
 }
 
 // AllowCORS opens a response to browser clients of any origin: the
-// gateway's APIs authenticate with bearer tokens, never cookies, so no
-// origin gains anything it could not do without a browser. methods, when
-// set, answers a preflight. Retry-After is exposed as well: it is not a
-// safelisted header, and without it a browser client could not pace its
-// retries after a 429 or 503.
+// gateway's APIs authenticate with bearer and DPoP tokens, never cookies,
+// so no origin gains anything it could not do without a browser. methods,
+// when set, answers a preflight. Retry-After and DPoP-Nonce are exposed
+// as well: neither is a safelisted header, and without them a browser
+// client could not pace its retries after a 429 or 503, nor retry with
+// the nonce a school asks for; a preflight allows the DPoP header.
 func AllowCORS(h http.Header, methods string) {
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After")
+	h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Retry-After, DPoP-Nonce")
 	if methods != "" {
 		h.Set("Access-Control-Allow-Methods", methods)
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version, DPoP")
 		h.Set("Access-Control-Max-Age", "600")
 	}
 }

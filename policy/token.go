@@ -31,6 +31,9 @@ type Token struct {
 	Name      string
 	OrgID     string
 	Roles     []string
+	// JKT is the thumbprint of the DPoP key the token is bound to (RFC
+	// 9449 §6); empty for a bearer token.
+	JKT string
 
 	// assertion caches the identity assertion signed for this token
 	// (assertion.go); a Token must therefore not be copied.
@@ -61,28 +64,42 @@ var (
 // BearerToken reads the RFC 6750 §2.1 credential. Tokens in the query or
 // the body are not accepted: URLs end up in logs and Referer headers.
 func BearerToken(r *http.Request) (string, error) {
+	_, tok, err := credential(r, false)
+	return tok, err
+}
+
+// credential reads the Authorization header's scheme and token: Bearer,
+// or, when dpop, DPoP (RFC 9449 §7.1), whose token is the same token68.
+func credential(r *http.Request, dpop bool) (scheme, tok string, err error) {
 	// Most requests have no query: parsing it would allocate a map on
 	// every one of them to find nothing.
 	if r.URL != nil && r.URL.RawQuery != "" && r.URL.Query().Has("access_token") {
-		return "", errTokenInURL
+		return "", "", errTokenInURL
 	}
 	values := r.Header.Values("Authorization")
 	switch len(values) {
 	case 0:
-		return "", errNoToken
+		return "", "", errNoToken
 	case 1:
 	default:
-		return "", errSeveral
+		return "", "", errSeveral
 	}
 	scheme, tok, ok := strings.Cut(values[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", errMalformed
+	switch {
+	case !ok:
+		return "", "", errMalformed
+	case strings.EqualFold(scheme, SchemeBearer):
+		scheme = SchemeBearer
+	case dpop && strings.EqualFold(scheme, SchemeDPoP):
+		scheme = SchemeDPoP
+	default:
+		return "", "", errMalformed
 	}
 	tok = strings.TrimLeft(tok, " ")
 	if !isToken68(tok) {
-		return "", errMalformed
+		return "", "", errMalformed
 	}
-	return tok, nil
+	return scheme, tok, nil
 }
 
 // isToken68 checks the b64token syntax of RFC 6750 §2.1.

@@ -166,6 +166,8 @@ func docsSite(cfg *Config, p *policy.Policy, name string, mcpOn bool, adminOpenA
 		Endpoints:               docsEndpoints,
 		GrantTypes:              authserver.GrantTypes(),
 		MCPConnections:          mcpOn,
+		DPoP:                    cfg.DPoP.String(),
+		DPoPNonce:               cfg.DPoPNonce,
 		AdminOpenAPI:            adminOpenAPI,
 		AdminScopes:             sitedocs.PolicyScopes(p),
 	}

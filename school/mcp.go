@@ -86,7 +86,7 @@ func (s *Site) serveMCP(w http.ResponseWriter, r *http.Request) {
 		mcp.ServeHTTP(w, r)
 		return
 	}
-	tok, ch := policy.Check(r.Context(), s.as, r, policy.Requirement{}, s.as.Issuer())
+	tok, ch := s.as.Guard().Check(w, r, policy.Requirement{})
 	if ch != nil {
 		caller := "refused"
 		if ch.Status == http.StatusServiceUnavailable {
@@ -97,7 +97,7 @@ func (s *Site) serveMCP(w http.ResponseWriter, r *http.Request) {
 		ch.Write(w)
 		return
 	}
-	r.Header.Del("Authorization")
+	stripCredentials(r.Header)
 	s.observe.MCPCaller(tok.Audience)
 	// An operator's token too: the tools serve it as anonymous, but its
 	// call of a member tool gets the Account API's 403, not sign-in

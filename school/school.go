@@ -91,6 +91,12 @@ type Config struct {
 	RequestID      func(*http.Request) string
 	RefreshGrace   time.Duration
 	NoRefreshGrace bool
+	// DPoP is what the school makes of DPoP (RFC 9449) at its token
+	// endpoint and protected resources. Default: policy.DPoPAllowed.
+	DPoP policy.DPoPMode
+	// DPoPNonce makes every DPoP proof carry one of the school's nonces.
+	// Default: false.
+	DPoPNonce bool
 
 	// Weight is the school's share of the instance while it is
 	// contended, against the other schools' weights. Default: 1.
@@ -264,6 +270,8 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		AdminPrefix:       cfg.AdminPrefix,
 		Vendors:           cfg.Vendors,
 		MCPConnections:    cfg.MCPConnections,
+		DPoP:              cfg.DPoP,
+		DPoPNonce:         cfg.DPoPNonce,
 		CodeTTL:           cfg.CodeTTL,
 		AccessTTL:         cfg.AccessTTL,
 		RefreshTTL:        cfg.RefreshTTL,

@@ -127,7 +127,7 @@ func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handl
 		writePolicyDenial(w, decision, s.as.ResourceMetadataURL())
 		return nil
 	}
-	tok, ch := policy.Check(r.Context(), s.as, r, req, s.as.Issuer())
+	tok, ch := s.as.Guard().Check(w, r, req)
 	if ch != nil {
 		s.observe.ProtectedOutcome(ch.Error)
 		ch.ResourceMetadata = s.as.ResourceMetadataURL()
@@ -135,7 +135,7 @@ func (s *Site) serveProtected(w http.ResponseWriter, r *http.Request, next Handl
 		return nil
 	}
 	s.observe.ProtectedOutcome("allowed")
-	r.Header.Del("Authorization")
+	stripCredentials(r.Header)
 	s.setIdentity(r, tok)
 	if err := s.setAssertion(r.Header, tok); err != nil {
 		return &StatusError{Status: http.StatusServiceUnavailable, Err: err}
@@ -173,12 +173,25 @@ func stripIdentityHeaders(h http.Header) {
 }
 
 // stripBearer keeps tokens from leaving the gateway on pass-through
-// requests; other credentials the legacy site may use pass unchanged.
+// requests: a Bearer or DPoP credential and a DPoP proof; other
+// credentials the legacy site may use pass unchanged.
 func stripBearer(h http.Header) {
 	for _, v := range h.Values("Authorization") {
-		if len(v) >= 7 && strings.EqualFold(v[:7], "bearer ") {
+		if len(v) >= 7 && strings.EqualFold(v[:7], "bearer ") || len(v) >= 5 && strings.EqualFold(v[:5], "dpop ") {
 			h.Del("Authorization")
-			return
+			break
 		}
+	}
+	if _, ok := h["Dpop"]; ok {
+		delete(h, "Dpop")
+	}
+}
+
+// stripCredentials removes what a checked request authenticated with: the
+// token and its DPoP proof, which the legacy server never sees.
+func stripCredentials(h http.Header) {
+	delete(h, "Authorization")
+	if _, ok := h["Dpop"]; ok {
+		delete(h, "Dpop")
 	}
 }

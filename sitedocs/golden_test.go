@@ -20,6 +20,10 @@ func TestGoldenDocuments(t *testing.T) {
 	bare.SchoolName, bare.AdminPrefix, bare.MCPConnections = "", "", false
 	unread := bare
 	unread.CatalogUnread = true
+	required := testSite()
+	required.DPoP, required.DPoPNonce = "required", true
+	off := bare
+	off.DPoP = "off"
 	variants := []struct {
 		dir   string
 		site  Site
@@ -29,6 +33,8 @@ func TestGoldenDocuments(t *testing.T) {
 		{"school", testSite(), testFeed(), []string{sitepath.OpenAPI, sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing}},
 		{"bare", bare, nil, []string{sitepath.AuthGuide, sitepath.LLMs, sitepath.Pricing}},
 		{"unread", unread, nil, []string{sitepath.LLMs, sitepath.Pricing}},
+		{"dpop-required", required, testFeed(), []string{sitepath.OpenAPI, sitepath.AuthGuide}},
+		{"dpop-off", off, nil, []string{sitepath.OpenAPI, sitepath.AuthGuide}},
 	}
 	for _, v := range variants {
 		set := mustBuild(t, v.site, v.feed)

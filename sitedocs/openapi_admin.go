@@ -20,7 +20,7 @@ func adminAPIPaths(s Site, admin *adminDoc) obj {
 			continue
 		}
 		base := s.AdminPrefix + "/" + a.Name
-		paths = paths.with(base, adminOperations(a, false)).with(base+"/{path}", adminOperations(a, true))
+		paths = paths.with(base, adminOperations(a, false, s)).with(base+"/{path}", adminOperations(a, true, s))
 	}
 	return append(paths, described...)
 }
@@ -29,7 +29,7 @@ func adminAPIPaths(s Site, admin *adminDoc) obj {
 // path or on any path below it. Reads need <area>:read, the rest
 // <area>:write, as the gateway enforces. What is common to every operation
 // is said once, on the path item and the Admin tag.
-func adminOperations(a adminArea, item bool) obj {
+func adminOperations(a adminArea, item bool, s Site) obj {
 	suffix, where := "", "the "+a.Words()+" area"
 	if item {
 		suffix, where = "Item", "a resource below the "+a.Words()+" area"
@@ -39,8 +39,12 @@ func adminOperations(a adminArea, item bool) obj {
 		{"description", "Proxied to the school's admin API with the caller's identity; request and response " +
 			"bodies are the school's own. Reads need `" + a.Name + ":read`, writes `" + a.Name + ":write`."},
 	}
+	var params []obj
 	if item {
-		ops = ops.with("parameters", []obj{ref("parameters", "AdminPath")})
+		params = append(params, ref("parameters", "AdminPath"))
+	}
+	if params = append(params, dpopParams(s)...); params != nil {
+		ops = ops.with("parameters", params)
 	}
 	op := func(method, verb, scope string, body bool) obj {
 		o := operation{tag: "Admin", summary: verb + " (" + scope + ")", id: "admin_" + a.Name + suffix + "_" + method,

@@ -55,12 +55,45 @@ func discoveryOperations(s Site) obj {
 	}
 }
 
+// tokenDPoPWords say what the token endpoint does with a DPoP proof.
+func tokenDPoPWords(s Site) string {
+	if !s.DPoPOn() {
+		return ""
+	}
+	w := " With a `DPoP` proof (RFC 9449) the access token is bound to the proof's key (`token_type` `DPoP`), " +
+		"and so is a public client's refresh token, which then refreshes only with a proof of that key."
+	if s.DPoPRequired() {
+		w += " This school issues DPoP-bound tokens only: a request without a proof is refused with `invalid_dpop_proof`."
+	}
+	if s.DPoPNonce {
+		w += " Every proof carries the school's nonce: a proof without it, or with a stale one, gets `use_dpop_nonce` " +
+			"and the nonce to use in the `DPoP-Nonce` header."
+	}
+	return w
+}
+
+func tokenDPoPErrors(s Site) string {
+	if !s.DPoPOn() {
+		return ""
+	}
+	return ", `invalid_dpop_proof`, `use_dpop_nonce` (RFC 9449)"
+}
+
+func tokenHeaders(s Site) obj {
+	h := obj{{"Cache-Control", ref("headers", "NoStore")}}
+	if s.DPoPOn() && s.DPoPNonce {
+		h = h.with("DPoP-Nonce", ref("headers", "DPoPNonce"))
+	}
+	return h
+}
+
 // oauthOperations are the authorization server's other endpoints.
 func oauthOperations(s Site) obj {
 	userinfo := func(method string) obj {
 		return operation{tag: "OAuth", summary: "OpenID Connect UserInfo", id: "userinfo" + method,
 			description: "Returns the claims of section 2.2: `sub`, `email` (with the `email` scope), `name`, `org_id`, `roles`.",
 			security:    oauthScopes("openid"),
+			parameters:  dpopParams(s),
 			responses:   protectedResponses(jsonResponse("Claims of the token's subject", "UserInfo")),
 		}.obj()
 	}
@@ -70,13 +103,15 @@ func oauthOperations(s Site) obj {
 			summary: "Token endpoint: exchange an authorization code or a refresh token",
 			description: "Public clients authenticate with `none` (only `client_id`), confidential clients with " +
 				"`client_secret_post`. Refresh tokens rotate on every use; presenting a rotated one revokes the grant. " +
-				"Refresh responses carry no `id_token`.",
+				"Refresh responses carry no `id_token`." + tokenDPoPWords(s),
+			parameters:  dpopParams(s),
 			requestBody: formBody("TokenRequest"),
 			responses: obj{
 				{"200", response("Token response (RFC 6749 §5.1)").
-					with("headers", obj{{"Cache-Control", ref("headers", "NoStore")}}).
+					with("headers", tokenHeaders(s)).
 					with("content", jsonContent(schemaRef("TokenResponse")))},
-				{"400", oauthErrorResponse("`invalid_request`, `invalid_grant`, `invalid_scope`, `invalid_target` (RFC 8707) and the other RFC 6749 §5.2 errors")},
+				{"400", oauthErrorResponse("`invalid_request`, `invalid_grant`, `invalid_scope`, `invalid_target` (RFC 8707)" +
+					tokenDPoPErrors(s) + " and the other RFC 6749 §5.2 errors")},
 				{"401", oauthErrorResponse("`invalid_client`")},
 			},
 		})},
@@ -121,7 +156,7 @@ func oauthOperations(s Site) obj {
 }
 
 func authorizeOperation(s Site) operation {
-	return operation{tag: "OAuth", id: "authorize",
+	op := operation{tag: "OAuth", id: "authorize",
 		summary: "Authorization endpoint (Authorization Code with PKCE S256)",
 		description: "The user agent is sent here. A browser that is not signed in is sent to the site's login page " +
 			"first. On approval the user is redirected to `redirect_uri` with `code`, `state` and `iss` (RFC 9207).",
@@ -149,6 +184,12 @@ func authorizeOperation(s Site) operation {
 			{"400", htmlPage("Unknown client or unregistered redirect URI: an error page, never a redirect")},
 		},
 	}
+	if s.DPoPOn() {
+		op.parameters = append(op.parameters, queryParam("dpop_jkt", false,
+			str("RFC 9449 §10: the base64url SHA-256 JWK thumbprint of the client's DPoP key; the code is then "+
+				"redeemed only with a DPoP proof of that key")))
+	}
+	return op
 }
 
 // registrationErrors is the registration endpoint's 400 answer, with an

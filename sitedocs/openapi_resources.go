@@ -12,7 +12,8 @@ func resourcePaths(s Site) obj {
 				"expireDate hasLifetimeAccess lastWatchedLecture { lectureId positionSeconds } } } }`, and the member's orders " +
 				"and event registrations. The token must carry `account:read` and be bound to " + s.Issuer +
 				" (`resource`). There is no anonymous mode: a request without a token gets 401 `invalid_token`.",
-			security: oauthScopes("account:read"),
+			security:   oauthScopes("account:read"),
+			parameters: dpopParams(s),
 			requestBody: requiredBody(obj{{"application/json", obj{
 				{"schema", schemaRef("GraphQLRequest")},
 				{"example", obj{{"query", exampleViewerQuery}}},
@@ -29,6 +30,7 @@ func resourcePaths(s Site) obj {
 				"operator token, gets 403 `insufficient_scope` naming every scope the call needs, as the Account API does.",
 			// No security requirement, or a member token.
 			security:    []obj{{}, {{"oauth2", []string{"account:read"}}}},
+			parameters:  dpopParams(s),
 			requestBody: jsonBody("JSONRPCMessage"),
 			responses: obj{
 				{"200", response("JSON-RPC response, as JSON or as a server-sent event stream").with("content",

@@ -4,6 +4,19 @@ import (
 	"github.com/schoolgate/schoolgate/policy"
 )
 
+// tokenType is the token response's token_type: Bearer, and DPoP where
+// the school takes DPoP.
+func tokenType(s Site) obj {
+	switch {
+	case !s.DPoPOn():
+		return strEnum("Always Bearer", "Bearer")
+	case s.DPoPRequired():
+		return strEnum("Always DPoP: this school issues DPoP-bound tokens only", "DPoP")
+	}
+	return strEnum("`DPoP` when the token request carried a DPoP proof (the token is bound to its key), else `Bearer`",
+		"Bearer", "DPoP")
+}
+
 // openAPISchemas are the request and response bodies of the operations.
 func openAPISchemas(s Site) obj {
 	strArray := func(desc string) obj {
@@ -27,8 +40,8 @@ func openAPISchemas(s Site) obj {
 			{"refresh_token", str("refresh_token: the refresh token")},
 		})},
 		{"TokenResponse", object([]string{"access_token", "token_type"}, obj{
-			{"access_token", str("Opaque bearer token")},
-			{"token_type", strEnum("Always Bearer", "Bearer")},
+			{"access_token", str("Opaque access token")},
+			{"token_type", tokenType(s)},
 			{"expires_in", integer("Lifetime of the access token in seconds")},
 			{"scope", str("Granted scopes, space-separated")},
 			{"refresh_token", str("Refresh token; a new one on every refresh (rotation)")},
@@ -61,8 +74,10 @@ func openAPISchemas(s Site) obj {
 			{"iss", str("")},
 			{"exp", integer("Expiry, seconds since the epoch")},
 			{"iat", integer("Issue time, seconds since the epoch")},
-			{"token_type", str("`Bearer` or `refresh_token`")},
+			{"token_type", str("`Bearer`, `DPoP` (an access token bound to a DPoP key) or `refresh_token`")},
 			{"audience_type", strEnum("Who the token acts for", policy.AudienceMember, policy.AudienceOperator)},
+			{"cnf", object([]string{"jkt"}, obj{{"jkt", str("RFC 9449 §6.2: the base64url SHA-256 thumbprint of the DPoP key the token is bound to")}}).
+				with("description", "Present for a token bound to a DPoP key")},
 		})},
 		{"RegistrationRequest", object([]string{"redirect_uris"}, obj{
 			{"client_name", str("Matched against the known vendor integrations")},

@@ -50,6 +50,12 @@ type Site struct {
 	// MCPConnections reports whether the beta feature "MCP connections" is
 	// on, i.e. operators can create member applications.
 	MCPConnections bool
+	// DPoP is what the school makes of DPoP (RFC 9449): its option's
+	// value, off, allowed or required ("" is allowed).
+	DPoP string
+	// DPoPNonce reports whether DPoP proofs must carry the school's
+	// nonce.
+	DPoPNonce bool
 	// AdminOpenAPI is the school's own OpenAPI 3.0 (JSON) description of
 	// its admin API, merged into /openapi.json when set.
 	AdminOpenAPI []byte
@@ -69,6 +75,19 @@ type Site struct {
 	// school's own operations and is served with no-store.
 	AdminOpenAPIUnread bool
 }
+
+// DPoPOn reports whether the school takes DPoP proofs.
+func (s Site) DPoPOn() bool { return s.DPoP != policy.DPoPOff.String() }
+
+// DPoPRequired reports whether it takes DPoP-bound tokens only.
+func (s Site) DPoPRequired() bool { return s.DPoP == policy.DPoPRequired.String() }
+
+// DPoPAlgs are the algorithms its proofs may use, as the metadata lists
+// them.
+func (Site) DPoPAlgs() string { return "`" + strings.Join(policy.DPoPAlgs, "`, `") + "`" }
+
+// DPoPAlgList is the algorithms as a challenge's algs lists them.
+func (Site) DPoPAlgList() string { return strings.Join(policy.DPoPAlgs, " ") }
 
 // Endpoint is one endpoint of the authorization server, as the documents
 // name it: Title is empty for one they do not list (the consent step).
@@ -152,6 +171,11 @@ func normalizeSite(s Site) (Site, error) {
 	}
 	s.AdminPrefix = p
 	s.SchoolName = cleanText(s.SchoolName)
+	mode, err := policy.ParseDPoPMode(s.DPoP)
+	if err != nil {
+		return Site{}, fmt.Errorf("dpop: %v", err)
+	}
+	s.DPoP = mode.String()
 	if s.SchoolName == "" {
 		s.SchoolName = s.Issuer
 	}

@@ -54,6 +54,10 @@ type Client struct {
 	// RegistrationKey identifies an identical dynamic registration, so that
 	// repeating it returns the same client instead of piling up new ones.
 	RegistrationKey string `json:"registration_key,omitempty"`
+	// DPoPBound is RFC 9449's dpop_bound_access_tokens: the token
+	// endpoint issues this client DPoP-bound tokens only, whatever the
+	// school allows.
+	DPoPBound bool `json:"dpop_bound_access_tokens,omitempty"`
 }
 
 // Public reports whether the client authenticates with method "none".
@@ -79,6 +83,10 @@ type AuthRequest struct {
 	Nonce         string   `json:"nonce,omitempty"`
 	CodeChallenge string   `json:"code_challenge"`
 	Audience      string   `json:"audience"`
+	// DPoPJKT is the dpop_jkt of the request (RFC 9449 §10): the code is
+	// redeemed only with a DPoP proof made with the key of this JWK
+	// SHA-256 thumbprint. Empty: not bound.
+	DPoPJKT string `json:"dpop_jkt,omitempty"`
 }
 
 // Code is an issued authorization code, stored under its hash.
@@ -148,7 +156,17 @@ type Token struct {
 	Revoked   bool      `json:"revoked,omitempty"`
 	// RotatedAt is set on a refresh token once it has been exchanged.
 	RotatedAt time.Time `json:"rotated_at,omitempty"`
+	// JKT binds the token to a DPoP key (RFC 9449 §6): the base64url
+	// SHA-256 thumbprint of the key a client must prove it holds to use
+	// it. Empty: a bearer token (or a refresh token of a confidential
+	// client, which its secret binds instead).
+	JKT string `json:"jkt,omitempty"`
 }
+
+// HeldBy reports whether the presenter of t, who proved holding the key
+// of thumbprint jkt (empty: no proof), may use it: an unbound token by
+// anyone, a bound one by its key's holder alone.
+func (t *Token) HeldBy(jkt string) bool { return t.JKT == "" || t.JKT == jkt }
 
 // Consent remembers which scopes a person granted a client.
 type Consent struct {

@@ -31,6 +31,11 @@ var (
 	// ErrClientLimit: CreateClient was given a limit and the site already
 	// holds that many clients of the kind.
 	ErrClientLimit = errors.New("too many clients of this kind")
+	// ErrWrongKey: a refresh token bound to a DPoP key was presented by
+	// someone who did not prove holding that key. Nothing changed: whoever
+	// presented it says nothing about the client that holds the key, so it
+	// is neither a rotation nor a replay.
+	ErrWrongKey = errors.New("the refresh token is bound to another DPoP key")
 )
 
 // IssuedToken is a token to be stored under its hash.
@@ -55,10 +60,10 @@ type IssuedToken struct {
 //     they capture outside on every call: the last call's result is the one
 //     stored. An error a callback returns aborts the transaction and is
 //     returned as is.
-//   - Errors: ErrNotFound, ErrCodeReuse, ErrRefreshReuse and ErrClientLimit
-//     mean the same in every store; anything else is the store failing
-//     (unreachable, too slow, out of retries), which callers answer with
-//     503 and never with "no" or "off".
+//   - Errors: ErrNotFound, ErrCodeReuse, ErrRefreshReuse, ErrWrongKey and
+//     ErrClientLimit mean the same in every store; anything else is the
+//     store failing (unreachable, too slow, out of retries), which callers
+//     answer with 503 and never with "no" or "off".
 //   - What is decided from what is stored is decided in one method, never
 //     by a read and then a write: several gateway instances may share the
 //     store, and another may write in between.
@@ -141,12 +146,15 @@ type TokenStore interface {
 	// RotateRefresh stores the tokens that rotate returns for a refresh
 	// token, in one transaction, as DecideRotate rules: the first rotation
 	// marks the token rotated; another within grace of it rotates again;
-	// one later revokes the grant and yields ErrRefreshReuse. A rotation
+	// one later revokes the grant and yields ErrRefreshReuse. Before any
+	// of that, a token that holder (the thumbprint of the DPoP key the
+	// presenter proved holding, empty for none) does not hold
+	// (Token.HeldBy) yields ErrWrongKey and changes nothing. A rotation
 	// that stores tokens records now as the grant's RefreshedAt when
 	// Grant.RefreshDue says so (at most once per RefreshedPrecision): the
 	// one write that tells a person when an application last used its
 	// access, which no request for a protected resource makes.
-	RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error
+	RotateRefresh(ctx context.Context, hash, holder string, now time.Time, grace time.Duration, rotate func(*Token, *Grant) ([]IssuedToken, error)) error
 	// RevokeToken revokes a token, as DecideRevoke rules: a refresh token
 	// takes its whole grant along.
 	RevokeToken(ctx context.Context, hash string) error

@@ -28,7 +28,7 @@ func testNotFound(t *testing.T, s store.Store) {
 		}},
 		{"GetToken", func(*testing.T) error { _, _, err := s.GetToken(ctx, "x"); return err }},
 		{"RotateRefresh", func(t *testing.T) error {
-			return s.RotateRefresh(ctx, "x", epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
+			return s.RotateRefresh(ctx, "x", "", epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 				t.Error("a callback ran for a missing row")
 				return nil, nil
 			})
@@ -81,7 +81,7 @@ func testCancelledContext(t *testing.T, s store.Store) {
 		{"PutCode", func() error { return s.PutCode(ctx, "x", newCode("app-1")) }},
 		{"RedeemCode", func() error { return s.RedeemCode(ctx, code, issue) }},
 		{"GetToken", func() error { _, _, err := s.GetToken(ctx, p.access); return err }},
-		{"RotateRefresh", func() error { return s.RotateRefresh(ctx, p.refresh, epoch, grace, rotate) }},
+		{"RotateRefresh", func() error { return s.RotateRefresh(ctx, p.refresh, "", epoch, grace, rotate) }},
 		{"RevokeToken", func() error { return s.RevokeToken(ctx, p.refresh) }},
 		{"RevokeGrant", func() error { _, g, _ := s.GetToken(live, p.access); return s.RevokeGrant(ctx, g.ID) }},
 		{"RevokeClientGrants", func() error { _, err := s.RevokeClientGrants(ctx, "app-1"); return err }},

@@ -154,11 +154,11 @@ func (f *Failing) GetToken(ctx context.Context, hash string) (*store.Token, *sto
 	return f.Store.GetToken(ctx, hash)
 }
 
-func (f *Failing) RotateRefresh(ctx context.Context, hash string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
+func (f *Failing) RotateRefresh(ctx context.Context, hash, holder string, now time.Time, grace time.Duration, rotate func(*store.Token, *store.Grant) ([]store.IssuedToken, error)) error {
 	if err := f.failing("RotateRefresh"); err != nil {
 		return err
 	}
-	return f.Store.RotateRefresh(ctx, hash, now, grace, rotate)
+	return f.Store.RotateRefresh(ctx, hash, holder, now, grace, rotate)
 }
 
 func (f *Failing) RevokeToken(ctx context.Context, hash string) error {

@@ -341,7 +341,7 @@ func testRefreshedAt(t *testing.T, s store.Store) {
 	}
 	// A refused rotation records nothing.
 	refused := errors.New("refused")
-	err = s.RotateRefresh(ctx, next.refresh, when.Add(time.Hour), grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
+	err = s.RotateRefresh(ctx, next.refresh, "", when.Add(time.Hour), grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		return nil, refused
 	})
 	if err != refused {

@@ -151,7 +151,7 @@ func testErasureSeen(t *testing.T, a, b store.Store) {
 	if _, _, err := b.GetToken(ctx, p.access); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the other instance still reads ada's token: %v", err)
 	}
-	err := b.RotateRefresh(ctx, p.refresh, epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
+	err := b.RotateRefresh(ctx, p.refresh, "", epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		return nil, nil
 	})
 	wantErr(t, "a refresh at the other instance", err, store.ErrNotFound)

@@ -32,6 +32,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RefreshRotation", testRefreshRotation},
 		{"RefreshCallbackError", testRefreshCallbackError},
 		{"ConcurrentRotation", testConcurrentRotation},
+		{"DPoPBindings", testDPoPBindings},
+		{"RefreshHolder", testRefreshHolder},
 		{"Revocation", testRevocation},
 		{"RevokeClientGrants", testRevokeClientGrants},
 		{"PurgeExpired", testPurgeExpired},

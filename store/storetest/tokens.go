@@ -16,7 +16,7 @@ const grace = 30 * time.Second
 func rotateAt(s store.Store, hash string, now time.Time) (pair, int, error) {
 	var p pair
 	calls := 0
-	err := s.RotateRefresh(context.Background(), hash, now, grace, func(_ *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
+	err := s.RotateRefresh(context.Background(), hash, "", now, grace, func(_ *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		calls++
 		var toks []store.IssuedToken
 		p, toks = newTokens(g)
@@ -57,7 +57,7 @@ func testRefreshCallbackError(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	_, p := grantOf(t, s, "app-1")
 	refused := errors.New("scope widened")
-	err := s.RotateRefresh(ctx, p.refresh, epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
+	err := s.RotateRefresh(ctx, p.refresh, "", epoch, grace, func(*store.Token, *store.Grant) ([]store.IssuedToken, error) {
 		return nil, refused
 	})
 	if err != refused {
