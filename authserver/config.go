@@ -43,6 +43,9 @@ type Config struct {
 	// AuditRetention is how long audit events are kept before the
 	// janitor purges them (CheckAuditRetention).
 	AuditRetention time.Duration
+	// StepRetention is how long the connection doctor keeps an
+	// application's steps after its last attempt (CheckStepRetention).
+	StepRetention time.Duration
 	// KeyPublishDelay is how long a rotated key is published before it signs.
 	KeyPublishDelay time.Duration
 
@@ -131,6 +134,7 @@ func (c *Config) setDefaults() {
 	def(&c.ConsentTTL, DefaultConsentTTL)
 	def(&c.KeyPublishDelay, DefaultKeyPublishDelay)
 	def(&c.AuditRetention, DefaultAuditRetention)
+	def(&c.StepRetention, DefaultStepRetention)
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}

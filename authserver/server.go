@@ -34,6 +34,9 @@ type Server struct {
 	pages Pages
 	// docs are the encoded discovery documents (metadataDoc).
 	docs [docKinds * 2]atomic.Pointer[[]byte]
+	// steps are the connection steps noted and not yet stored
+	// (doctor.go).
+	steps stepLog
 }
 
 // New builds the authorization server of a site on its store. ctx bounds
@@ -65,7 +68,7 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 	if s.dpop, err = newDPoP(ctx, &s.cfg, store); err != nil {
 		return nil, err
 	}
-	s.guard = policy.Guard{Lookup: s, Origin: s.cfg.Issuer, DPoP: s.dpop}
+	s.guard = policy.Guard{Lookup: s, Origin: s.cfg.Issuer, DPoP: s.dpop, Refused: s.noteUseRefused}
 	s.follow(ctx)
 	return s, nil
 }
@@ -73,6 +76,9 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 func (c *Config) validate() error {
 	if err := CheckAuditRetention(c.AuditRetention); err != nil {
 		return fmt.Errorf("audit retention: %v", err)
+	}
+	if err := CheckStepRetention(c.StepRetention); err != nil {
+		return fmt.Errorf("doctor retention: %v", err)
 	}
 	issuer, err := policy.ParseOrigin(c.Issuer)
 	if err != nil {
@@ -123,4 +129,5 @@ func (s *Server) purgeExpired(ctx context.Context, every time.Duration) {
 	if _, err := s.store.PurgeAudit(ctx, s.cfg.Now().Add(-s.cfg.AuditRetention)); err != nil {
 		s.cfg.Logger.Warn("purging audit events past their retention", "error", err)
 	}
+	s.purgeSteps(ctx)
 }

@@ -14,6 +14,10 @@ type Guard struct {
 	Lookup Lookup
 	Origin string
 	DPoP   *DPoP
+	// Refused, when set, is told of each valid token Check refuses
+	// (another origin, its binding, its scopes), so that the school can
+	// say why an application's calls fail; nil: nobody is.
+	Refused func(tok *Token, ch *Challenge)
 }
 
 // Check authenticates a request to a protected resource and applies req.
@@ -43,17 +47,25 @@ func (g *Guard) Check(w http.ResponseWriter, r *http.Request, req Requirement) (
 		return nil, Unavailable()
 	}
 	if !boundTo(tok, g.Origin) {
-		return nil, g.refuse(http.StatusUnauthorized, "invalid_token",
-			"the access token was issued for a different origin; request one for "+g.Origin, scheme)
+		return nil, g.refused(tok, g.refuse(http.StatusUnauthorized, "invalid_token",
+			"the access token was issued for a different origin; request one for "+g.Origin, scheme))
 	}
 	if ch := g.checkBinding(w, r, scheme, raw, tok); ch != nil {
-		return nil, ch
+		return nil, g.refused(tok, ch)
 	}
 	if ch := Authorize(tok, req); ch != nil {
 		g.decorate(ch, scheme)
-		return nil, ch
+		return nil, g.refused(tok, ch)
 	}
 	return tok, nil
+}
+
+// refused tells Refused of a refusal of tok, and returns it.
+func (g *Guard) refused(tok *Token, ch *Challenge) *Challenge {
+	if g.Refused != nil {
+		g.Refused(tok, ch)
+	}
+	return ch
 }
 
 // checkBinding holds the token to its scheme: a bound token to a proof

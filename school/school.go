@@ -373,6 +373,7 @@ func (s *Site) schedule(ctx context.Context) {
 	s.scheduleCatalog(ctx)
 	s.scheduleAdminOpenAPI(ctx)
 	s.scheduleUsage(ctx)
+	s.scheduleSteps(ctx)
 }
 
 // Issuer is the school's origin.
