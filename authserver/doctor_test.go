@@ -176,3 +176,18 @@ func TestDoctorFloodIsCounted(t *testing.T) {
 		t.Errorf("pending %d rows, dropped %d; want %d and %d", len(pending), dropped, maxPendingSteps, maxPendingSteps+1)
 	}
 }
+
+// Every reason and step is worded (i18n's own test holds every language
+// to English's keys).
+func TestDoctorWordsEveryReason(t *testing.T) {
+	for _, r := range Reasons {
+		if ReasonText("de", r) == r {
+			t.Errorf("reason %s has no words", r)
+		}
+	}
+	for _, s := range Steps {
+		if StepText("fr", s) == s {
+			t.Errorf("step %s has no words", s)
+		}
+	}
+}

@@ -261,7 +261,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return oneArg(d, opt, dst)
 	}
 	durations := map[string]*caddy.Duration{"code_ttl": &g.CodeTTL, "access_token_ttl": &g.AccessTTL,
-		"refresh_token_ttl": &g.RefreshTTL, "audit_retention": &g.AuditRetention}
+		"refresh_token_ttl": &g.RefreshTTL, "audit_retention": &g.AuditRetention,
+		"doctor_retention": &g.DoctorRetention}
 	if dst, ok := durations[opt]; ok {
 		return durationArg(d, opt, dst)
 	}

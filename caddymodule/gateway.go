@@ -115,6 +115,10 @@ type Gateway struct {
 	// AuditRetention is how long the school's audit events are kept
 	// (docs/privacy.md). Default: 4320h (180 days); at least 24h.
 	AuditRetention caddy.Duration `json:"audit_retention,omitempty"`
+	// DoctorRetention is how long the connection doctor keeps an
+	// application's steps after its last attempt (docs/privacy.md).
+	// Default: 168h (7 days); 1h to 2160h.
+	DoctorRetention caddy.Duration `json:"doctor_retention,omitempty"`
 	// RefreshGrace is how long a rotated refresh token may still be
 	// presented (a client retrying a lost answer) before reuse revokes
 	// the grant. Default: 10s.
@@ -267,6 +271,9 @@ func (g *Gateway) Validate() error {
 	}
 	if err := authserver.CheckAuditRetention(time.Duration(g.AuditRetention)); err != nil {
 		return fmt.Errorf("audit_retention: %v", err)
+	}
+	if err := authserver.CheckStepRetention(time.Duration(g.DoctorRetention)); err != nil {
+		return fmt.Errorf("doctor_retention: %v", err)
 	}
 	if err := g.validateIdentityAssertion(); err != nil {
 		return err

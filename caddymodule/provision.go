@@ -148,6 +148,7 @@ func (g *Gateway) schoolConfig() school.Config {
 		AccessTTL:         time.Duration(g.AccessTTL),
 		RefreshTTL:        time.Duration(g.RefreshTTL),
 		AuditRetention:    time.Duration(g.AuditRetention),
+		StepRetention:     time.Duration(g.DoctorRetention),
 		RefreshGrace:      time.Duration(g.RefreshGrace),
 		NoRefreshGrace:    g.NoRefreshGrace,
 		DPoP:              g.dpopMode(),

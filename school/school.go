@@ -85,6 +85,9 @@ type Config struct {
 	// AuditRetention is how long audit events are kept; zero is
 	// authserver.DefaultAuditRetention.
 	AuditRetention time.Duration
+	// StepRetention is how long the connection doctor's steps are kept;
+	// zero is authserver.DefaultStepRetention.
+	StepRetention time.Duration
 	// AuditLogger receives the audit events; nil is Logger.
 	AuditLogger *slog.Logger
 	// RequestID names a request in its audit events; nil names none.
@@ -276,6 +279,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		AccessTTL:         cfg.AccessTTL,
 		RefreshTTL:        cfg.RefreshTTL,
 		AuditRetention:    cfg.AuditRetention,
+		StepRetention:     cfg.StepRetention,
 		AuditLogger:       cfg.AuditLogger,
 		RequestID:         cfg.RequestID,
 		RefreshGrace:      cfg.RefreshGrace,
