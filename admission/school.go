@@ -97,16 +97,17 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 
 // wait is Admit's slow path.
 func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error) {
-	if err := s.queueUp(ctx, cfg, t); err != nil {
+	if err := s.queueUp(ctx, cfg, t, false); err != nil {
 		return Slot{}, err
 	}
 	t = now()
 	return Slot{s: s, ctx: ctx, since: t, cpu: s.gate.cost.begin(t), counted: true}, nil
 }
 
-// queueUp takes a slot for s, waiting at the back of its queue, within
-// the bounds, if none is free or others wait.
-func (s *School) queueUp(ctx context.Context, cfg *settings, t int64) error {
+// queueUp takes a slot for s, waiting in its queue if none is free or
+// others wait: at the back within the bounds, or, for a request resuming
+// after a pause, at the front with no bound but ctx.
+func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming bool) error {
 	g := s.gate
 	g.mu.Lock()
 	g.expire(t)
@@ -116,25 +117,33 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64) error {
 		s.turn()
 		return nil
 	}
-	if s.queue.len() >= cfg.queue {
+	if !resuming && s.queue.len() >= cfg.queue {
 		g.mu.Unlock()
 		return errQueueFull
 	}
 	w := newWaiter()
 	g.seq++
 	w.seq = g.seq
-	s.queue.push(w)
+	if resuming {
+		s.queue.pushFront(w)
+	} else {
+		s.queue.push(w)
+	}
 	g.list(s)
 	g.queued.Add(1)
 	g.dispatch(cfg)
 	g.arm(t)
 	g.mu.Unlock()
 
-	w.timer.Reset(cfg.wait)
+	var timeout <-chan time.Time
+	if !resuming {
+		w.timer.Reset(cfg.wait)
+		timeout = w.timer.C
+	}
 	var err error
 	select {
 	case <-w.ch:
-	case <-w.timer.C:
+	case <-timeout:
 		err = errWait
 	case <-ctx.Done():
 		err = ctx.Err()
