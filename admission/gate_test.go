@@ -144,6 +144,47 @@ func TestTurnsAlternate(t *testing.T) {
 	}
 }
 
+// Turns share processor time, not requests: a school whose request held
+// its slot for long is served after another's quick requests, however
+// many of those queued after it.
+func TestTurnsShareTime(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 1, Wait: 5 * time.Second})
+	slow, quick := g.School(1), g.School(1)
+	ctx := context.Background()
+	sl := mustAdmit(t, slow)
+	time.Sleep(5 * time.Millisecond) // a signature, say
+	sl.Release()
+	h := mustAdmit(t, quick)
+	ws := admitAsync(ctx, slow)
+	waitQueued(t, g, 1)
+	var wq []<-chan result
+	for i := range 3 {
+		wq = append(wq, admitAsync(ctx, quick))
+		waitQueued(t, g, i+2)
+	}
+	h.Release()
+	for i, w := range wq {
+		r := <-w
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		select {
+		case <-ws:
+			t.Fatalf("the slow school was served before the quick one's request %d", i+1)
+		default:
+		}
+		r.slot.Release()
+	}
+	r := <-ws
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.slot.Release()
+	if g.InFlight() != 0 || g.Waiting() != 0 {
+		t.Fatalf("in flight %d, waiting %d at the end", g.InFlight(), g.Waiting())
+	}
+}
+
 // A freed slot goes to the waiting school with the fewest in flight.
 func TestFewestInFlightFirst(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 3, Wait: time.Minute})

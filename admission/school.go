@@ -14,17 +14,32 @@ type School struct {
 	// inflight are the school's requests under way: holding a slot, or
 	// given it back and cooling (gate.go).
 	inflight atomic.Int64
-	// pass is the school's place in the round of turns (stride
-	// scheduling): each slot it takes while the instance is shared moves
-	// it on by stride/weight.
+	// pass is the school's place in the round of turns: its virtual time
+	// of fair queueing, moved on by the processor time its requests had
+	// (charge), for its weight.
 	pass atomic.Uint64
 	// queue and listed (in gate.waiting) are the gate's, under its mu.
 	queue  waiters
 	listed bool
 }
 
-// turn moves the school on by a turn and returns its pass before.
-func (s *School) turn() uint64 { return s.pass.Add(stride/s.weight) - stride/s.weight }
+// minCharge is what a turn costs at least, charged when the slot is
+// taken: requests that hold their slot for no measurable time still take
+// turns in order, and a school handed several slots at once is moved on
+// by each.
+const minCharge = int64(time.Microsecond)
+
+// charge moves the school on by ns of processor time, for its weight, and
+// returns its pass before. A slot is charged minCharge when taken and,
+// when given back, the time it was held and the work around it measured
+// (cooling): so the turns share processor time, not requests — a school
+// whose requests take long (a code exchange's signature) gets fewer of
+// them than one whose requests are quick (a discovery document), and one
+// of weight w gets w times the time.
+func (s *School) charge(ns int64) uint64 {
+	d := uint64(max(ns, minCharge)) / s.weight
+	return s.pass.Add(d) - d
+}
 
 // fairerThan reports whether s should have the next slot before o: fewer
 // slots for its weight, or as many and served less lately, or as lately
@@ -89,7 +104,7 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 	}
 	if g.tryTake(s, cfg.slots, t) {
 		s.inflight.Add(1)
-		s.turn()
+		s.charge(minCharge)
 		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t), counted: true}, nil
 	}
 	return s.wait(ctx, cfg, t)
@@ -114,7 +129,7 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 	if g.queued.Load() == 0 && s.inflight.Load() < g.capFor(s, cfg.slots, false, t) && g.takeLocked(cfg.slots) {
 		g.mu.Unlock()
 		s.inflight.Add(1)
-		s.turn()
+		s.charge(minCharge)
 		return nil
 	}
 	if !resuming && s.queue.len() >= cfg.queue {

@@ -43,10 +43,15 @@ func (sl *Slot) Release() {
 	if sl.cpu.sampled {
 		g.cost.end(sl.cpu, t-sl.since-sl.paused, t)
 	}
-	if !sl.counted || sl.depth > 0 {
+	if !sl.counted {
+		return
+	}
+	o := g.cost.ns.Load()
+	s.charge(t - sl.since - sl.paused + o)
+	if sl.depth > 0 {
 		return // a paused slot was given back already
 	}
-	if o := g.cost.ns.Load(); o > 0 && g.shared(t) {
+	if o > 0 && g.shared(t) {
 		g.used.Add(-1)
 		g.mu.Lock()
 		g.cool(s, t+o)
