@@ -55,6 +55,8 @@ var rules = []rule{
 	{"school", []string{"admission", "authserver", "catalog", "i18n", "internal/schedule", "internal/source",
 		"mcpserver", "pages", "policy", "sitedocs", "sitepath", "store"}, nil,
 		"one school without Caddy, built many times on demand from plain configuration"},
+	{"schooltest", []string{"sitepath", "store"}, []string{jwx},
+		"the test school and the helpers the tests of several packages share: below the protocol, so every package's tests may use it"},
 	{"sitedocs", []string{"catalog", "mcpserver", "policy", "sitepath"}, nil,
 		"the documents are rendered from what their caller gives them, never from the authorization server"},
 	{"sitepath", nil, nil, "the gateway's paths: a leaf"},
