@@ -167,3 +167,18 @@ func (c Client) Tokens() map[string]any {
 	}
 	return m
 }
+
+// UntrustedRedirects are the changes to AuthParams that leave the
+// authorization endpoint no redirect it may trust (an unknown client, a
+// redirect_uri that is not exactly a registered one): it must answer
+// with its error page, never a redirect.
+var UntrustedRedirects = map[string]func(url.Values){
+	"unknown client":        func(q url.Values) { q.Set("client_id", "nope") },
+	"missing client":        func(q url.Values) { q.Del("client_id") },
+	"unregistered redirect": func(q url.Values) { q.Set("redirect_uri", "https://evil.example/cb") },
+	"redirect prefix only":  func(q url.Values) { q.Set("redirect_uri", MemberRedirect+"/more") },
+	"redirect with query":   func(q url.Values) { q.Set("redirect_uri", MemberRedirect+"?x=1") },
+	"missing redirect":      func(q url.Values) { q.Del("redirect_uri") },
+	"repeated redirect":     func(q url.Values) { q.Add("redirect_uri", MemberRedirect) },
+	"case-changed redirect": func(q url.Values) { q.Set("redirect_uri", strings.ToUpper(MemberRedirect)) },
+}
