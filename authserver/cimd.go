@@ -59,6 +59,8 @@ func isMetadataClientID(id string) bool { return strings.Contains(id, "://") }
 type metadataDoc struct {
 	name         string
 	redirectURIs []string
+	// dpopBound is the document's dpop_bound_access_tokens (RFC 9449 §5.2).
+	dpopBound bool
 }
 
 type metadataEntry struct {
@@ -93,6 +95,10 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 		}
 		return nil, err
 	}
+	if e := s.checkDPoPBound(doc.dpopBound); e != nil {
+		s.noteStep(StepMetadata, clip(id), "", ReasonMetadataContent, "invalid_client_metadata", e.Description)
+		return nil, metaErr(ReasonMetadataContent, "%s", e.Description)
+	}
 	if fetched {
 		s.passed(StepMetadata, clip(id), doc.name)
 	}
@@ -101,7 +107,7 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 	case errors.Is(err, store.ErrNotFound):
 		c := &store.Client{ID: id, Name: doc.name, Kind: store.KindMetadata, Audience: store.AudienceMember,
 			RedirectURIs: doc.redirectURIs, Scopes: DefaultMemberScopes, AuthMethod: "none",
-			IssuedAt: s.cfg.Now().UTC()}
+			IssuedAt: s.cfg.Now().UTC(), DPoPBound: doc.dpopBound}
 		ctx := s.record(ctx, store.AuditEvent{Type: store.EventClientCreated, ClientID: c.ID, Actor: store.ActorClient,
 			Detail: c.Kind})
 		got, existing, err := s.store.CreateClient(ctx, c, maxMetadataClients)
@@ -122,9 +128,9 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 	case stored.Kind != store.KindMetadata:
 		return nil, errUnknownClient
 	}
-	if stored.Name != doc.name || !slices.Equal(stored.RedirectURIs, doc.redirectURIs) {
+	if stored.Name != doc.name || !slices.Equal(stored.RedirectURIs, doc.redirectURIs) || stored.DPoPBound != doc.dpopBound {
 		// Only a changed document costs a write.
-		stored.Name, stored.RedirectURIs = doc.name, doc.redirectURIs
+		stored.Name, stored.RedirectURIs, stored.DPoPBound = doc.name, doc.redirectURIs, doc.dpopBound
 		if err := s.store.PutClient(ctx, stored); err != nil {
 			return nil, err
 		}
@@ -272,6 +278,7 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 		RedirectURIs json.RawMessage `json:"redirect_uris"`
 		AuthMethod   string          `json:"token_endpoint_auth_method"`
 		ClientSecret *string         `json:"client_secret"`
+		DPoPBound    bool            `json:"dpop_bound_access_tokens"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	if err := dec.Decode(&raw); err != nil {
@@ -305,7 +312,7 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 	if len(name) > 200 {
 		name = name[:200]
 	}
-	return &metadataDoc{name: name, redirectURIs: uris}, nil
+	return &metadataDoc{name: name, redirectURIs: uris, dpopBound: raw.DPoPBound}, nil
 }
 
 // checkMetadataRedirect: a metadata document may only name redirect URIs

@@ -3,30 +3,21 @@ package school
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
 
 func (o *countingObserver) Refusal(cause store.Cause) { o.counts["refused "+cause.String()]++ }
-
-// clock is a test's time, moved by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // admitRefusal is what a refused request must be answered with, by endpoint.
 type admitRefusal struct {
@@ -90,10 +81,10 @@ func checkAdmitRefusal(t *testing.T, ts *testSite, tt admitRefusal, status int) 
 // Retry-After in each endpoint's shape, and still serves its discovery
 // documents and JWKS; the budget refills with time.
 func TestBudgetRequests(t *testing.T) {
-	c := &clock{t: time.Now()}
+	c := schooltest.NewClock(time.Now())
 	ts := newTestSite(t, func(cfg *Config) {
 		cfg.Budget.Requests = authserver.Per(1, time.Minute, 1)
-		cfg.Now = c.now
+		cfg.Now = c.Now
 	})
 	// The one request of the minute.
 	ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil))
@@ -109,7 +100,7 @@ func TestBudgetRequests(t *testing.T) {
 			t.Errorf("%s with the budget spent: %d, want 200", path, rec.Code)
 		}
 	}
-	c.add(time.Minute)
+	c.Advance(time.Minute)
 	if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); ts.upstream.header == nil {
 		t.Errorf("a minute later: %d %s, want the request forwarded", rec.Code, rec.Body)
 	}
@@ -195,11 +186,11 @@ func TestMCPAnonymousPerAddress(t *testing.T) {
 // budget: a budget of 4 a minute across two instances lets this one
 // admit 2.
 func TestBudgetDividedByInstances(t *testing.T) {
-	c := &clock{t: time.Now()}
+	c := schooltest.NewClock(time.Now())
 	ts := newTestSite(t, func(cfg *Config) {
 		cfg.Budget.Requests = authserver.Per(4, time.Minute, 4)
 		cfg.Instances = func() int { return 2 }
-		cfg.Now = c.now
+		cfg.Now = c.Now
 	})
 	admitted := 0
 	for range 6 {
@@ -210,7 +201,7 @@ func TestBudgetDividedByInstances(t *testing.T) {
 	if admitted != 2 {
 		t.Fatalf("admitted %d of a budget of 4 between two instances, want 2", admitted)
 	}
-	c.add(30 * time.Second) // this instance's part refills at 2 a minute
+	c.Advance(30 * time.Second) // this instance's part refills at 2 a minute
 	if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); rec.Code == http.StatusTooManyRequests {
 		t.Fatalf("half a minute later: refused")
 	}
@@ -307,5 +298,51 @@ func TestSlotPausedWhileWaiting(t *testing.T) {
 	}
 	if mine.InFlight() != 0 {
 		t.Errorf("%d slots held after the request", mine.InFlight())
+	}
+}
+
+// placeWaiter records how many places of the school's legacy bound were
+// taken when the request's slot was paused and resumed.
+type placeWaiter struct {
+	legacy          *Legacy
+	atPause, atBack []int
+}
+
+func (w *placeWaiter) Pause()  { w.atPause = append(w.atPause, w.legacy.InFlight()) }
+func (w *placeWaiter) Resume() { w.atBack = append(w.atBack, w.legacy.InFlight()) }
+
+// A call of the school's own gives its slot back before it waits for a
+// place towards the legacy server, and takes it back only once the place
+// is given back (its body closed): never a place held while waiting for a
+// turn, nor a slot while waiting for a place.
+func TestOwnCallsPauseAroundTheirPlace(t *testing.T) {
+	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	defer legacy.Close()
+	l := NewLegacy(Budget{LegacyConcurrency: 1}, nil)
+	calls, _ := legacyClients(http.DefaultClient, l, nopObserver{})
+	w := &placeWaiter{legacy: l}
+	req, _ := http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)
+	resp, err := calls.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.atBack) != 0 {
+		t.Fatalf("resumed while the place was still held: %v", w.atBack)
+	}
+	_ = resp.Body.Close()
+	if fmt.Sprint(w.atPause) != "[0]" || fmt.Sprint(w.atBack) != "[0]" {
+		t.Errorf("places taken when paused %v and resumed %v, want [0] and [0]", w.atPause, w.atBack)
+	}
+	// A call refused for want of a place resumes too.
+	l.slots <- struct{}{}
+	l.wait = time.Millisecond
+	req, _ = http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)
+	if _, err := calls.Do(req); err == nil {
+		t.Fatal("a call without a place went through")
+	}
+	if len(w.atPause) != 2 || len(w.atBack) != 2 {
+		t.Errorf("pauses %v, resumes %v", w.atPause, w.atBack)
 	}
 }

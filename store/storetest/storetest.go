@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PurgeSteps", testPurgeSteps},
 		{"StepsOfSubject", testStepsOfSubject},
 		{"Waiter", testWaiter},
+		{"WaiterResumesHoldingNothing", WaiterResumesHoldingNothing},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
