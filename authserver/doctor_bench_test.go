@@ -67,3 +67,13 @@ func fileSize(b *testing.B, path string) int64 {
 }
 
 func storeQuery(clientID string) store.StepQuery { return store.StepQuery{ClientID: clientID} }
+
+// BenchmarkNoteStep is what noting a refusal adds to the request that is
+// refused: a counter's update in memory, the store untouched.
+func BenchmarkNoteStep(b *testing.B) {
+	f := newFixture(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		f.srv.noteStep(StepToken, memberClient, "member-1", ReasonVerifierMismatch, "invalid_grant", "")
+	}
+}
