@@ -113,6 +113,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *oauthError) {
 		code = "rate_limited"
 	}
 	s.cfg.Observer.Refused(routeFor(r.URL.Path).metricName(), code)
+	spanError(r.Context(), code)
 	writeOAuthError(w, e)
 }
 

@@ -1,6 +1,8 @@
 package authserver
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"net/http"
@@ -93,6 +95,9 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	step = grant.step
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(AttrGrantType.String(grant.name), AttrClientID.String(clientID))
+	}
 	if s.limitedKey(w, r, s.limits.tokenClient, "client\x00"+form.Get("client_id"), false) {
 		s.noteStep(step, clientID, "", ReasonRateLimited, "rate_limited", "")
 		return
@@ -124,6 +129,9 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.passed(step, clientID, grant.name)
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(AttrOutcome.String("issued"))
+	}
 	s.cfg.Observer.TokenIssued(grant.name)
 	writeJSON(w, http.StatusOK, resp)
 }
