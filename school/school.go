@@ -262,7 +262,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		policy: &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}}
 	s.observe = &usageObserver{Observer: cfg.Observer, u: &s.usage.rec, now: cfg.Now}
 	s.legacy = NewLegacy(cfg.Budget, s.observe)
-	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer)
+	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer, cfg.Issuer)
 	s.since = s.now().UTC()
 	s.budget = newBudgets(cfg.Budget, cfg.Instances)
 	var err error
