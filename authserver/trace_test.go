@@ -54,6 +54,11 @@ func TestTraceSpans(t *testing.T) {
 	want := map[string]string{"schoolgate.school": issuer, "oauth.grant_type": "authorization_code",
 		"oauth.client_id": memberClient, "schoolgate.outcome": "issued"}
 	checkAttrs(t, tok, want)
+	commit := find(t, spans, "schoolgate store commit")
+	if commit.Parent.SpanID() != tok.SpanContext.SpanID() {
+		t.Errorf("the store's commit is not a child of oauth token")
+	}
+	checkAttrs(t, commit, map[string]string{"db.system.name": "bbolt", "schoolgate.store.group_commit_size": "1"})
 
 	// A protected request's token validation: a miss, then a hit.
 	at := between(body, `"access_token":"`, `"`)

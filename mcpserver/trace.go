@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/schoolgate/schoolgate/catalog"
 )
 
 // The MCP server's span (docs/mcp.md, "Traces"), following the
@@ -98,4 +100,21 @@ func clipAttr(v string) string {
 		return v[:128]
 	}
 	return v
+}
+
+// searchTraced is the catalog search within a span "schoolgate catalog
+// search" when ctx has one: the kind asked for and the hits' count,
+// never the query, which is what a person typed.
+func searchTraced(ctx context.Context, ix *catalog.Index, query, kind string, limit int) []catalog.Hit {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.SpanContext().IsValid() {
+		return ix.Search(query, kind, limit)
+	}
+	_, span := parent.TracerProvider().Tracer(tracerName).Start(ctx, "schoolgate catalog search")
+	defer span.End()
+	hits := ix.Search(query, kind, limit)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("schoolgate.catalog.kind", kind), attribute.Int("schoolgate.catalog.hits", len(hits)))
+	}
+	return hits
 }

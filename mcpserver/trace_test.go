@@ -72,6 +72,16 @@ func TestTraceToolCall(t *testing.T) {
 		}
 	}
 
+	search := findSpan(t, exp.GetSpans(), "schoolgate catalog search")
+	if search.Parent.SpanID() != span.SpanContext.SpanID() {
+		t.Errorf("the catalog search is not a child of the tool call's span")
+	}
+	for _, a := range search.Attributes {
+		if strings.Contains(a.Value.Emit(), "private words") {
+			t.Errorf("the search's attribute %s holds the query", a.Key)
+		}
+	}
+
 	exp.Reset()
 	call(`{"jsonrpc":"2.0","id":"a","method":"tools/list"}`)
 	list := findSpan(t, exp.GetSpans(), "tools/list")
