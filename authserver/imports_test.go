@@ -15,7 +15,7 @@ func TestImports(t *testing.T) {
 		t.Skipf("go list: %v", err)
 	}
 	const module = "github.com/schoolgate/schoolgate/"
-	allowed := map[string]bool{"authserver": true, "store": true, "policy": true, "sitepath": true, "i18n": true}
+	allowed := map[string]bool{"authserver": true, "store": true, "policy": true, "sitepath": true, "i18n": true, "option": true}
 	for dep := range strings.Lines(string(out)) {
 		dep = strings.TrimSpace(dep)
 		if pkg, ours := strings.CutPrefix(dep, module); ours && !allowed[pkg] || dep == "html/template" {

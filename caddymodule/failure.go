@@ -50,8 +50,7 @@ type failedSite struct {
 
 func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 	fs := &failedSite{gateway: g, issuer: g.Issuer, since: time.Now().UTC(),
-		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()},
-		legacy: school.NewLegacy(g.schoolBudget(), nil)}
+		policy: g.Policy(), legacy: school.NewLegacy(g.LegacyConcurrency(), nil)}
 	fs.failure.Store(f)
 	fs.rebuild.next.Store(time.Now().Add(firstRebuild).UnixNano())
 	return fs

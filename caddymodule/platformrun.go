@@ -114,7 +114,7 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 // transport, health checks and metrics goroutine), so that the proxies
 // of schools removed or let go of do not pile up while the config runs.
 func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, func(), error) {
-	rp, err := defaultUpstreamProxy(g.Upstream, g.legacyTimeout())
+	rp, err := defaultUpstreamProxy(g.Upstream, g.LegacyTimeout())
 	if err != nil {
 		return nil, nil, fmt.Errorf("upstream: %v", err)
 	}

@@ -284,7 +284,7 @@ func (e *platformSchool) prepare() error {
 		if err := e.p.reg.place(g); err != nil {
 			return err
 		}
-		if _, err := defaultUpstreamProxy(g.Upstream, g.legacyTimeout()); err != nil {
+		if _, err := defaultUpstreamProxy(g.Upstream, g.LegacyTimeout()); err != nil {
 			return fmt.Errorf("upstream: %v", err)
 		}
 		e.g = g
@@ -292,9 +292,11 @@ func (e *platformSchool) prepare() error {
 	if e.key != "" {
 		return nil
 	}
-	if err := e.g.readAdminOpenAPI(e.p.ctx); err != nil {
+	raw, err := e.g.ReadAdminOpenAPI(e.p.ctx)
+	if err != nil {
 		return err
 	}
+	e.g.adminOpenAPI = raw
 	key, err := e.g.siteKey()
 	if err != nil {
 		return err
@@ -330,8 +332,8 @@ func (e *platformSchool) fail(err error) *platformFailure {
 		// A record that does not read as a configuration: its stand-in
 		// has no legacy server to hand anything to (serveFailed), nor
 		// has one whose proxy cannot be provisioned.
-		g = &Gateway{Issuer: e.rec.Issuer}
-		g.setDefaults()
+		g = &Gateway{Options: school.Options{Issuer: e.rec.Issuer}}
+		g.SetDefaults()
 	} else if h, release, perr := e.p.upstream(g); perr == nil {
 		next, releaseNext = h, release
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // Moving in: `caddy schoolgate schools import <Caddyfile>` turns the
@@ -399,7 +400,7 @@ func defaultProxy(raw json.RawMessage, g *Gateway) bool {
 	if json.Unmarshal(raw, &h) != nil {
 		return false
 	}
-	def, err := defaultUpstreamProxy(g.Upstream, g.legacyTimeout())
+	def, err := defaultUpstreamProxy(g.Upstream, g.LegacyTimeout())
 	if err != nil {
 		return false
 	}
@@ -437,8 +438,8 @@ func (s *importedSchool) aliases(hosts []string, port string) error {
 // the handler's name, the issuer (the record's), the store and the data
 // (placement), nor the options the directive fills in by default.
 func recordConfig(opts map[string]json.RawMessage, g *Gateway) json.RawMessage {
-	def := &Gateway{Upstream: g.Upstream, Issuer: g.Issuer}
-	def.setDefaults()
+	def := &Gateway{Options: school.Options{Upstream: g.Upstream, Issuer: g.Issuer}}
+	def.SetDefaults()
 	var defaults map[string]json.RawMessage
 	raw, _ := json.Marshal(def)
 	_ = json.Unmarshal(raw, &defaults)

@@ -67,7 +67,7 @@ func TestAdminOpenAPIOfTheConfiguration(t *testing.T) {
 		ok   bool
 	}{{"none", nil, true}, {"3.0", adminDoc(1), true}, {"3.1", bad, false}, {"not JSON", []byte("{"), false}} {
 		cfg := testConfig(nil)
-		cfg.AdminOpenAPI = tt.doc
+		cfg.AdminOpenAPIFile = tt.doc
 		if err := CheckDocuments(cfg); (err == nil) != tt.ok {
 			t.Errorf("%s: CheckDocuments: %v", tt.name, err)
 		}
