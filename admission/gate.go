@@ -25,8 +25,9 @@
 //   - when no slot is free, or its school has its most under way, a
 //     request waits in its school's own short queue, and each slot freed
 //     goes to the waiting school with the fewest under way for its
-//     weight, the one served least lately among equals (stride
-//     scheduling);
+//     weight, and among equals to the one that has had the least
+//     processor time for its weight (fair queueing: each slot is charged
+//     the time it was held and the work around it);
 //   - a request that finds its school's queue full, or waits past the
 //     bound, is refused with a Refusal that says when to retry.
 //
@@ -273,14 +274,11 @@ func (g *Gate) dispatch(cfg *settings) {
 		}
 		g.queued.Add(-1)
 		s.inflight.Add(1)
-		g.pass = s.turn()
+		g.pass = s.charge(minCharge)
 		w.granted = true
 		w.ch <- struct{}{}
 	}
 }
-
-// stride is a turn's length for a school of weight 1 (stride scheduling).
-const stride = 1 << 20
 
 // list adds s to the waiting schools, under mu, where the round of turns
 // is now: time it spent without waiting earns it no run of turns.

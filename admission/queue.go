@@ -51,6 +51,19 @@ func (q *ring[T]) push(v T) {
 	q.items = append(q.items, v)
 }
 
+// pushFront puts v before the others.
+func (q *ring[T]) pushFront(v T) {
+	if q.first > 0 {
+		q.first--
+		q.items[q.first] = v
+		return
+	}
+	var zero T
+	q.items = append(q.items, zero)
+	copy(q.items[1:], q.items)
+	q.items[0] = v
+}
+
 func (q *ring[T]) pop() T {
 	v := q.items[q.first]
 	var zero T

@@ -14,17 +14,32 @@ type School struct {
 	// inflight are the school's requests under way: holding a slot, or
 	// given it back and cooling (gate.go).
 	inflight atomic.Int64
-	// pass is the school's place in the round of turns (stride
-	// scheduling): each slot it takes while the instance is shared moves
-	// it on by stride/weight.
+	// pass is the school's place in the round of turns: its virtual time
+	// of fair queueing, moved on by the processor time its requests had
+	// (charge), for its weight.
 	pass atomic.Uint64
 	// queue and listed (in gate.waiting) are the gate's, under its mu.
 	queue  waiters
 	listed bool
 }
 
-// turn moves the school on by a turn and returns its pass before.
-func (s *School) turn() uint64 { return s.pass.Add(stride/s.weight) - stride/s.weight }
+// minCharge is what a turn costs at least, charged when the slot is
+// taken: requests that hold their slot for no measurable time still take
+// turns in order, and a school handed several slots at once is moved on
+// by each.
+const minCharge = int64(time.Microsecond)
+
+// charge moves the school on by ns of processor time, for its weight, and
+// returns its pass before. A slot is charged minCharge when taken and,
+// when given back, the time it was held and the work around it measured
+// (cooling): so the turns share processor time, not requests — a school
+// whose requests take long (a code exchange's signature) gets fewer of
+// them than one whose requests are quick (a discovery document), and one
+// of weight w gets w times the time.
+func (s *School) charge(ns int64) uint64 {
+	d := uint64(max(ns, minCharge)) / s.weight
+	return s.pass.Add(d) - d
+}
 
 // fairerThan reports whether s should have the next slot before o: fewer
 // slots for its weight, or as many and served less lately, or as lately
@@ -89,7 +104,7 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 	}
 	if g.tryTake(s, cfg.slots, t) {
 		s.inflight.Add(1)
-		s.turn()
+		s.charge(minCharge)
 		return Slot{s: s, ctx: ctx, since: t, cpu: g.cost.begin(t), counted: true}, nil
 	}
 	return s.wait(ctx, cfg, t)
@@ -97,44 +112,53 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 
 // wait is Admit's slow path.
 func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error) {
-	if err := s.queueUp(ctx, cfg, t); err != nil {
+	if err := s.queueUp(ctx, cfg, t, false); err != nil {
 		return Slot{}, err
 	}
 	t = now()
 	return Slot{s: s, ctx: ctx, since: t, cpu: s.gate.cost.begin(t), counted: true}, nil
 }
 
-// queueUp takes a slot for s, waiting at the back of its queue, within
-// the bounds, if none is free or others wait.
-func (s *School) queueUp(ctx context.Context, cfg *settings, t int64) error {
+// queueUp takes a slot for s, waiting in its queue if none is free or
+// others wait: at the back within the bounds, or, for a request resuming
+// after a pause, at the front with no bound but ctx.
+func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming bool) error {
 	g := s.gate
 	g.mu.Lock()
 	g.expire(t)
 	if g.queued.Load() == 0 && s.inflight.Load() < g.capFor(s, cfg.slots, false, t) && g.takeLocked(cfg.slots) {
 		g.mu.Unlock()
 		s.inflight.Add(1)
-		s.turn()
+		s.charge(minCharge)
 		return nil
 	}
-	if s.queue.len() >= cfg.queue {
+	if !resuming && s.queue.len() >= cfg.queue {
 		g.mu.Unlock()
 		return errQueueFull
 	}
 	w := newWaiter()
 	g.seq++
 	w.seq = g.seq
-	s.queue.push(w)
+	if resuming {
+		s.queue.pushFront(w)
+	} else {
+		s.queue.push(w)
+	}
 	g.list(s)
 	g.queued.Add(1)
 	g.dispatch(cfg)
 	g.arm(t)
 	g.mu.Unlock()
 
-	w.timer.Reset(cfg.wait)
+	var timeout <-chan time.Time
+	if !resuming {
+		w.timer.Reset(cfg.wait)
+		timeout = w.timer.C
+	}
 	var err error
 	select {
 	case <-w.ch:
-	case <-w.timer.C:
+	case <-timeout:
 		err = errWait
 	case <-ctx.Done():
 		err = ctx.Err()

@@ -43,10 +43,15 @@ func (sl *Slot) Release() {
 	if sl.cpu.sampled {
 		g.cost.end(sl.cpu, t-sl.since-sl.paused, t)
 	}
-	if !sl.counted || sl.depth > 0 {
+	if !sl.counted {
+		return
+	}
+	o := g.cost.ns.Load()
+	s.charge(t - sl.since - sl.paused + o)
+	if sl.depth > 0 {
 		return // a paused slot was given back already
 	}
-	if o := g.cost.ns.Load(); o > 0 && g.shared(t) {
+	if o > 0 && g.shared(t) {
 		g.used.Add(-1)
 		g.mu.Lock()
 		g.cool(s, t+o)
@@ -90,14 +95,10 @@ func (sl *Slot) Pause() {
 	sl.s.giveBack(sl.pausedAt)
 }
 
-// Resume takes a slot again after Pause, at once: never refused and
-// never made to wait, for the request has work under way that others may
-// be waiting on (a database connection it holds, a transaction's locks, a
-// commit). Waiting here for a slot held by a request that itself waits
-// for that connection would hold both until a deadline. So the slot is
-// taken even when none is free: the gate is over its slots until enough
-// are given back, and hands none to a request that has not begun
-// meanwhile.
+// Resume takes a slot again after Pause: before any request of the school
+// that waits to begin, never refused, for the request has work under way
+// (a transaction, a commit). A request whose context ended meanwhile goes
+// on without a slot.
 func (sl *Slot) Resume() {
 	s := sl.s
 	if s == nil || !sl.counted || sl.depth == 0 {
@@ -107,11 +108,19 @@ func (sl *Slot) Resume() {
 	if sl.depth > 0 {
 		return
 	}
-	sl.paused += now() - sl.pausedAt
-	if s.gate.cfg.Load().off {
+	g := s.gate
+	t := now()
+	sl.paused += t - sl.pausedAt
+	cfg := g.cfg.Load()
+	if cfg.off {
 		sl.counted = false
 		return
 	}
-	s.gate.used.Add(1)
-	s.inflight.Add(1)
+	if g.tryTake(s, cfg.slots, t) {
+		s.inflight.Add(1)
+		return
+	}
+	if err := s.queueUp(sl.ctx, cfg, t, true); err != nil {
+		sl.counted = false
+	}
 }

@@ -23,3 +23,11 @@ func TestShared(t *testing.T) {
 		return openSite(t, dsn), openSite(t, dsn)
 	})
 }
+
+// With a pool of one connection, a call made as a request is resumed
+// (by the request whose turn came first) needs the connection the
+// request's own call held: the store resumes only once it is given back.
+func TestWaiterResumesWithOneConnection(t *testing.T) {
+	dsn := pgcluster.Database(t) + " pool_max_conns=1"
+	storetest.WaiterResumesHoldingNothing(t, openSite(t, dsn))
+}

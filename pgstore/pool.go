@@ -65,9 +65,6 @@ func open(ctx context.Context, dsn string, maxConns int32) (*Pool, []string, err
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
-	if cfg.ConnConfig.Tracer == nil {
-		cfg.ConnConfig.Tracer = waitTracer{}
-	}
 	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pgstore: opening a pool on %s: %w", hostOf(cfg), scrub(err))

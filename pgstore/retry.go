@@ -37,6 +37,14 @@ func retry(ctx context.Context, op string, limit time.Duration, fn func(context.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The request waits on the database, not the processors: its share of
+	// them is given back for the whole call (the wait for a connection
+	// included) and taken back once the call holds nothing, for taking it
+	// back may wait its turn (store.Waiter).
+	if w := store.WaiterOf(ctx); w != nil {
+		w.Pause()
+		defer w.Resume()
+	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var err error

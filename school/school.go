@@ -274,7 +274,6 @@ func (c *Config) defaults() {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}
 	}
-	c.Client = pausing(c.Client)
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}

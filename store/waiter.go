@@ -7,6 +7,15 @@ import "context"
 // I/O — a database round trip, a commit's sync — pauses it for the wait,
 // so that a request waiting on the disk or the network holds no share of
 // the processors meanwhile. Pauses nest; every Pause has its Resume.
+//
+// Resume may wait for the request's turn behind other requests that hold
+// the processors. So it is called only once the store call holds nothing
+// another request may be waiting for — no pooled connection, no open
+// transaction, no lock: a request waiting for its turn while holding what
+// the requests ahead of it wait for would hold them all until a deadline.
+// A store pauses around a whole call (the wait for a connection or for
+// the group commit included) rather than around each round trip within
+// it.
 type Waiter interface {
 	Pause()
 	Resume()

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsageRetention", testUsageRetention},
 		{"UsageLastActive", testUsageLastActive},
 		{"Waiter", testWaiter},
+		{"WaiterResumesHoldingNothing", WaiterResumesHoldingNothing},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}

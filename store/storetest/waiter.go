@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -31,5 +32,58 @@ func testWaiter(t *testing.T, s store.Store) {
 	}
 	if w.depth != 0 {
 		t.Errorf("a write left the Waiter paused %d deep", w.depth)
+	}
+}
+
+// nestingWaiter makes another call of the store when the request takes
+// its share back (its outermost Resume), as the request whose turn comes
+// first may: a store that resumed while holding what that call needs (a
+// pooled connection, the write lock, an open transaction) would hold it
+// until the deadline.
+type nestingWaiter struct {
+	depth int
+	call  func() error
+	errs  []error
+}
+
+func (w *nestingWaiter) Pause() { w.depth++ }
+
+func (w *nestingWaiter) Resume() {
+	if w.depth--; w.depth == 0 {
+		w.errs = append(w.errs, w.call())
+	}
+}
+
+// WaiterResumesHoldingNothing checks that s resumes a request's Waiter
+// only once it holds nothing: a write and a read made as the Waiter is
+// resumed, by others that were waiting, go through. It is part of Run; a
+// backend runs it alone too where it can make what it holds scarce (a
+// pool of one connection).
+func WaiterResumesHoldingNothing(t *testing.T, s store.Store) {
+	other := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		id := unique("other")
+		if err := s.PutCode(ctx, id, newCode("app")); err != nil {
+			return err
+		}
+		_, err := s.ListClients(ctx)
+		return err
+	}
+	w := &nestingWaiter{call: other}
+	ctx := store.WithWaiter(context.Background(), w)
+	if err := s.PutCode(ctx, unique("code"), newCode("app")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ListClients(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.errs) == 0 {
+		t.Fatal("the calls did not pause the request's Waiter")
+	}
+	for _, err := range w.errs {
+		if err != nil {
+			t.Errorf("a call made as the request was resumed failed: %v", err)
+		}
 	}
 }
