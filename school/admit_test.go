@@ -331,7 +331,7 @@ func TestOwnCallsPauseAroundTheirPlace(t *testing.T) {
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	}))
 	defer legacy.Close()
-	l := NewLegacy(Budget{LegacyConcurrency: 1}, nil)
+	l := NewLegacy(1, nil)
 	calls, _ := legacyClients(http.DefaultClient, l, nopObserver{})
 	w := &placeWaiter{legacy: l}
 	req, _ := http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)
