@@ -19,7 +19,7 @@ func TestFailedSiteAnswers(t *testing.T) {
 	g.SetDefaults()
 	cause := errors.New("data: opening /var/lib/schools/a/school.db: invalid database")
 	g.run = newGatewayRun()
-	g.run.set(&gatewayState{failed: newFailedSite(g, &loadFailure{public: "its store could not be opened", err: cause})})
+	g.run.set(&gatewayState{failed: newFailedSite(g, &school.BuildError{Reason: "its store could not be opened", Err: cause})})
 	tests := []struct {
 		path, auth string
 		passed     bool
@@ -76,7 +76,7 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 	app.serving(ts.site)
 	bad := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://broken.example"}}
 	bad.SetDefaults()
-	app.failing(newFailedSite(bad, &loadFailure{public: "its store could not be opened", err: errors.New("data: invalid database")}))
+	app.failing(newFailedSite(bad, &school.BuildError{Reason: "its store could not be opened", Err: errors.New("data: invalid database")}))
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
@@ -120,7 +120,7 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 func TestAppRebuilt(t *testing.T) {
 	ts := newTestSite(t, nil)
 	app := &App{}
-	f := newFailedSite(ts.g, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})
+	f := newFailedSite(ts.g, &school.BuildError{Reason: "its store could not be opened", Err: errors.New("data: locked")})
 	app.failing(f)
 	if got := f.retryAfter(); got != int(firstRebuild/time.Second) {
 		t.Errorf("Retry-After %d before the first rebuild, want %d", got, int(firstRebuild/time.Second))

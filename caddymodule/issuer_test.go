@@ -242,7 +242,7 @@ func TestSiteOfAnySpelling(t *testing.T) {
 	failed := &Gateway{Options: school.Options{Issuer: "https://failed.example", Upstream: "http://127.0.0.1:9"}}
 	failed.SetDefaults()
 	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}, failed: map[string]*failedSite{
-		failed.Issuer: newFailedSite(failed, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})}}
+		failed.Issuer: newFailedSite(failed, &school.BuildError{Reason: "its store could not be opened", Err: errors.New("data: locked")})}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })

@@ -87,7 +87,7 @@ func (f *platformFailure) end() {
 func (f *platformFailure) serveFailed(w http.ResponseWriter, r *http.Request) error {
 	if f.next == nil {
 		return school.WriteTemporarilyUnavailable(w, f.retryAfter(),
-			"this school is not available: "+f.failure.Load().public)
+			"this school is not available: "+f.failure.Load().Reason)
 	}
 	return f.serve(w, r, f.next)
 }
@@ -319,10 +319,7 @@ func (e *platformSchool) install(a *activeSchool) {
 // fail makes the school answer through its stand-in and schedules its
 // rebuilds, unless a stand-in serves already. The caller holds e.mu.
 func (e *platformSchool) fail(err error) *platformFailure {
-	lf, ok := asLoadFailure(err)
-	if !ok {
-		lf = &loadFailure{public: "its configuration could not be used", err: err}
-	}
+	lf := school.AsBuildError(err, "its configuration could not be used")
 	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
 		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
 	g := e.g
@@ -374,11 +371,7 @@ func (e *platformSchool) rebuild(f *platformFailure) bool {
 	}
 	a, err := e.build()
 	if err != nil {
-		lf, ok := asLoadFailure(err)
-		if !ok {
-			lf = &loadFailure{public: "its configuration could not be used", err: err}
-		}
-		f.failure.Store(lf)
+		f.failure.Store(school.AsBuildError(err, "its configuration could not be used"))
 		e.p.ctx.Slogger().Warn("a school of the platform still fails to load; it is tried again later",
 			"issuer", e.rec.Issuer, "error", err)
 		return false

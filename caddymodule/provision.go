@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -89,11 +88,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 	cfg.AuditLogger, cfg.RequestID = auditLogger(ctx), requestID
 	cfg.Admission, cfg.Instances = fairShare.School(max(cfg.Weight, 1)), stored.instances
 	sch, err := school.New(life, cfg)
-	var de *school.DataError
-	switch {
-	case errors.As(err, &de):
-		return fail(failedLoading("its signing keys and settings could not be read from its store", de.Err))
-	case err != nil:
+	if err != nil {
 		return fail(err)
 	}
 	return &site{Site: sch, gateway: g, observe: observe, stored: stored, log: cfg.Logger}, cancel, nil

@@ -73,7 +73,7 @@ func TestAdminOpenAPIOfTheConfiguration(t *testing.T) {
 		}
 		cfg.Store = openStore(t)
 		_, err := New(context.Background(), cfg)
-		var de *DataError
+		var de *BuildError
 		if (err == nil) != tt.ok || errors.As(err, &de) {
 			t.Errorf("%s: New: %v, want a configuration error: %v", tt.name, err, !tt.ok)
 		}

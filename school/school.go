@@ -120,13 +120,6 @@ type StatusError struct {
 func (e *StatusError) Error() string { return e.Err.Error() }
 func (e *StatusError) Unwrap() error { return e.Err }
 
-// DataError is a school that could not be built from its store (its keys
-// and settings did not read): its configuration is fine, its data is not.
-type DataError struct{ Err error }
-
-func (e *DataError) Error() string { return e.Err.Error() }
-func (e *DataError) Unwrap() error { return e.Err }
-
 const (
 	// janitorEvery is how often each school's expired records are purged.
 	janitorEvery = 10 * time.Minute
@@ -198,7 +191,7 @@ type Site struct {
 
 // New builds the school: its authorization server (which reads or makes
 // its keys in the store) and its policy, and schedules its periodic work,
-// which runs until ctx ends. A *DataError is the store's data failing; any
+// which runs until ctx ends. A *BuildError is the store's data failing; any
 // other error is the configuration's.
 func New(ctx context.Context, cfg Config) (*Site, error) {
 	if err := cfg.check(); err != nil {
@@ -232,7 +225,8 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		},
 	}, cfg.Store)
 	if err != nil {
-		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}
+		return nil, &BuildError{Reason: "its signing keys and settings could not be read from its store",
+			Err: fmt.Errorf("school %s: %v", cfg.Issuer, err)}
 	}
 	s.catalog = catalog.NewManager(cfg.Issuer, cfg.Store)
 	s.catalog.LoadLazily()
