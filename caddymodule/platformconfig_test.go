@@ -163,21 +163,21 @@ func TestPlatformValidateOpensNothing(t *testing.T) {
 	}
 }
 
-// The record file the operator guide shows is one the platform's registry
+// The record file the platform guide (docs/platform.md) shows is one the platform's registry
 // dir reads, under the name the guide gives it.
 func TestOperatorGuideRecordFile(t *testing.T) {
-	guide, err := os.ReadFile("../docs/operator.md")
+	guide, err := os.ReadFile("../docs/platform.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(guide), "**A registry dir's files.**")
 	if !ok {
-		t.Fatal("docs/operator.md: no registry dir's files paragraph")
+		t.Fatal("docs/platform.md: no registry dir's files paragraph")
 	}
 	_, block, ok := strings.Cut(after, "```json\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("docs/operator.md: the paragraph has no JSON example")
+		t.Fatal("docs/platform.md: the paragraph has no JSON example")
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "school.example.json"), []byte(block), 0o600); err != nil {
