@@ -206,7 +206,7 @@ func TestAssertionOnlyRequestAllocatesOnce(t *testing.T) {
 	if got := schoolHeaders(ts.upstream.header); len(got) != 1 || got[0] != AssertionHeader {
 		t.Fatalf("X-School-* headers forwarded: %q, want only %s", got, AssertionHeader)
 	}
-	want := []string{"member-1", "student@demo.school", "Sam", "demo", "student", "openid account:read", "member-app", "member"}
+	want := []string{"member-1", "student@demo.school", "Sam Student", "demo", "student", "openid account:read", "member-app", "member"}
 	for i, h := range IdentityHeaders {
 		if got := id.Value(i); got != want[i] {
 			t.Errorf("Identified's %s = %q, want %q", h, got, want[i])
