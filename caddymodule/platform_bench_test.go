@@ -44,7 +44,7 @@ func BenchmarkPlatformLookup(b *testing.B) {
 					if !a.acquire() {
 						b.Fatal("not built")
 					}
-					a.used.Store(time.Now().UnixNano())
+					a.hold.Touch(time.Now().UnixNano())
 					a.release()
 				}
 			})

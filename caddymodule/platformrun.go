@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -61,9 +62,10 @@ type platform struct {
 	pending []registry.Change
 	ended   bool
 
-	// mu guards active, failing and dataFiles.
-	mu     sync.Mutex
-	active map[*activeSchool]struct{}
+	// built are the schools built, at most max of them (max_active).
+	built *platformcore.Bound[*activeSchool]
+	// mu guards failing and dataFiles.
+	mu sync.Mutex
 	// failing are the schools of the table that failed to build, kept as
 	// they fail and recover so that the health check reads them without
 	// a pass over every school (platformstatus.go).
@@ -72,9 +74,6 @@ type platform struct {
 	// records naming one data directory would mix two schools in one
 	// file.
 	dataFiles map[string]*platformSchool
-	// over is set while more than max schools are active, every one busy.
-	over atomic.Bool
-
 	// registryErr is why the registry could not be read last, nil once
 	// it could; retrying is set while a retry is scheduled.
 	registryErr atomic.Pointer[registryFailure]
@@ -100,7 +99,7 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 	life, end := context.WithCancel(context.Background())
 	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
 		metrics: metricsFor(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
-		active: map[*activeSchool]struct{}{}, failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
+		built: platformcore.NewBound[*activeSchool](h.MaxActive), failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
 	return p
@@ -270,12 +269,11 @@ func (p *platform) handOver() {
 	if prev == nil {
 		return
 	}
-	prev.mu.Lock()
-	used := make(map[*platformSchool]int64, len(prev.active))
-	for a := range prev.active {
-		used[a.school] = a.used.Load()
+	built := prev.built.All()
+	used := make(map[*platformSchool]int64, len(built))
+	for _, a := range built {
+		used[a.school] = a.hold.Used()
 	}
-	prev.mu.Unlock()
 	t := p.tables.state.Load()
 	for old, at := range used {
 		if e := t.schools[old.rec.Issuer]; e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {

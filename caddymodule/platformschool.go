@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -92,8 +93,8 @@ func (f *platformFailure) serveFailed(w http.ResponseWriter, r *http.Request) er
 	return f.serve(w, r, f.next)
 }
 
-// activeSchool is a built school and the requests in flight in it. refs
-// counts them; its closed bit, once set, lets no request in, and the
+// activeSchool is a built school and the requests in flight in it. Its
+// hold counts them; its closed bit, once set, lets no request in, and the
 // school is let go of (its store released, its background work ended)
 // when the count reaches zero under it: a request never meets a closed
 // store.
@@ -103,32 +104,32 @@ type activeSchool struct {
 	next   caddyhttp.Handler
 	// releaseNext lets go of next, the school's hold on its proxy.
 	releaseNext func()
-	refs        atomic.Int64
-	// used is when a request last came in (Unix nanoseconds): the least
-	// recently used idle school is let go of first.
-	used   atomic.Int64
+	// hold counts the requests in flight and closes the school
+	// (package platform); unload lets go of it once.
+	hold   platformcore.Hold
 	unload sync.Once
 }
 
-const closedBit = 1 << 62
+// Hold is the school's hold, as the platform's bound counts it.
+func (a *activeSchool) Hold() *platformcore.Hold { return &a.hold }
 
 // acquire lets a request in, unless the school is closed.
 func (a *activeSchool) acquire() bool {
-	if a.refs.Add(1)&closedBit == 0 {
-		return true
+	ok, letGo := a.hold.Acquire()
+	if letGo {
+		a.letGo()
 	}
-	a.release()
-	return false
+	return ok
 }
 
 // release lets a request out; the last one out of a closed school lets go
 // of it. Past max_active with no idle school to let go of at the last
 // activation, the last request out of this one makes room.
 func (a *activeSchool) release() {
-	switch n := a.refs.Add(-1); {
-	case n == closedBit:
+	switch letGo, idle := a.hold.Release(); {
+	case letGo:
 		a.letGo()
-	case n == 0 && a.school.p.over.Load():
+	case idle && a.school.p.built.Over():
 		a.school.p.trim()
 	}
 }
@@ -136,23 +137,10 @@ func (a *activeSchool) release() {
 // close lets no further request in; the school is let go of after the
 // last one in flight (now, if none is).
 func (a *activeSchool) close() {
-	for {
-		n := a.refs.Load()
-		if n&closedBit != 0 {
-			return
-		}
-		if a.refs.CompareAndSwap(n, n|closedBit) {
-			if n == 0 {
-				a.letGo()
-			}
-			return
-		}
+	if a.hold.Close() {
+		a.letGo()
 	}
 }
-
-// closeIdle closes the school if no request is in it, and reports
-// whether it did; the caller then lets go of it.
-func (a *activeSchool) closeIdle() bool { return a.refs.CompareAndSwap(0, closedBit) }
 
 // letGo releases the school, once: the platform stops counting it, the
 // site pool lets go of its state (store, keys, MCP server, background
@@ -174,7 +162,7 @@ func (a *activeSchool) letGo() {
 }
 
 // closed reports whether the school lets requests in no more.
-func (a *activeSchool) closed() bool { return a.refs.Load()&closedBit != 0 }
+func (a *activeSchool) closed() bool { return a.hold.Closed() }
 
 // errRetired is a request that met a school whose record was replaced
 // after the request found it: the current table has what serves.
@@ -194,7 +182,7 @@ func (e *platformSchool) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	defer a.release()
-	a.used.Store(time.Now().UnixNano())
+	a.hold.Touch(time.Now().UnixNano())
 	return handlerError(a.Serve(w, r, a.next))
 }
 
@@ -217,7 +205,7 @@ func (e *platformSchool) activate() (*activeSchool, *platformFailure) {
 	if err != nil {
 		return nil, e.fail(err)
 	}
-	a.refs.Store(1)
+	a.hold.Start()
 	e.install(a)
 	return a, nil
 }
@@ -238,7 +226,7 @@ func (e *platformSchool) warm(used int64) {
 		e.fail(err)
 		return
 	}
-	a.used.Store(used)
+	a.hold.Touch(used)
 	e.install(a)
 }
 
@@ -267,7 +255,7 @@ func (e *platformSchool) build() (*activeSchool, error) {
 		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), e.g.Issuer))
 	}
 	a := &activeSchool{site: s, school: e, next: next, releaseNext: releaseNext}
-	a.used.Store(time.Now().UnixNano())
+	a.hold.Touch(time.Now().UnixNano())
 	return a, nil
 }
 

@@ -97,8 +97,8 @@ func (p *platform) health() ([]school.Health, platformSummary, bool) {
 	if t := p.tables.state.Load(); t != nil {
 		sum.Schools, sum.Disabled = len(t.schools), t.disabled
 	}
+	sum.Active = p.built.Len()
 	p.mu.Lock()
-	sum.Active = len(p.active)
 	failing := make([]*platformSchool, 0, len(p.failing))
 	for e := range p.failing {
 		failing = append(failing, e)
