@@ -137,7 +137,7 @@ func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
 	if t == nil {
 		return p.writeNoTable(w)
 	}
-	for e := t.lookup(r); e != nil; {
+	for e := lookupRequest(t, r); e != nil; {
 		err := e.serve(w, r)
 		if !errors.Is(err, errRetired) {
 			return err
@@ -147,7 +147,7 @@ func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
 		// changed again meanwhile (each turn here is another change). A
 		// table that still has the retired school is the last: the
 		// platform is ending.
-		next := p.tables.state.Load().lookup(r)
+		next := lookupRequest(p.tables.state.Load(), r)
 		if next == e {
 			return writeStarting(w)
 		}
@@ -217,7 +217,7 @@ func (p *platform) connect() error {
 	}
 	t := newHostTable(len(records))
 	for _, rec := range records {
-		t.add(p.newSchool(rec))
+		t.Add(p.newSchool(rec))
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
@@ -229,7 +229,7 @@ func (p *platform) connect() error {
 	p.reg, p.unwatch = reg, unwatch
 	p.registryErr.Store(nil)
 	p.tables.set(t)
-	p.ctx.Slogger().Info("the platform's registry is read", "registry", p.cfg.describe(), "schools", len(t.schools))
+	p.ctx.Slogger().Info("the platform's registry is read", "registry", p.cfg.describe(), "schools", t.Len())
 	pending := p.pending
 	p.pending = nil
 	for _, c := range pending {
@@ -276,7 +276,7 @@ func (p *platform) handOver() {
 	}
 	t := p.tables.state.Load()
 	for old, at := range used {
-		if e := t.schools[old.rec.Issuer]; e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
+		if e := t.School(old.rec.Issuer); e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
 			e.warm(at)
 		}
 	}
@@ -311,7 +311,7 @@ func (p *platform) stop() error {
 		unwatch()
 	}
 	if t := p.tables.state.Load(); t != nil {
-		for _, e := range t.schools {
+		for _, e := range t.Schools() {
 			e.retire(false)
 		}
 	}
@@ -384,7 +384,7 @@ func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 // only let go of, changed or disabled stay while its record does, so that
 // their count is bounded by the registry's size.
 func (p *platform) forgetMetrics(issuer string) {
-	if t := p.tables.state.Load(); t != nil && t.schools[issuer] != nil {
+	if t := p.tables.state.Load(); t != nil && t.School(issuer) != nil {
 		return
 	}
 	p.metrics.forget(issuer)

@@ -59,7 +59,7 @@ func (p *platform) apply(c registry.Change) {
 // the last. The caller holds writeMu.
 func (p *platform) replace(issuer string, rec *registry.Record) {
 	t := p.tables.state.Load()
-	old := t.schools[issuer]
+	old := t.School(issuer)
 	if rec != nil && old != nil && registry.SameRecord(&old.rec, rec) {
 		return
 	}
@@ -70,12 +70,12 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 			e.warm(time.Now().UnixNano())
 		}
 	}
-	next := t.clone()
+	next := t.Clone()
 	if old != nil {
-		next.remove(old)
+		next.Remove(old)
 	}
 	if e != nil {
-		next.add(e)
+		next.Add(e)
 	}
 	p.tables.set(next)
 	if old != nil {
@@ -106,9 +106,9 @@ func (p *platform) resync() error {
 	next := newHostTable(len(records))
 	var retired, removed []*platformSchool
 	for _, rec := range records {
-		old := t.schools[rec.Issuer]
+		old := t.School(rec.Issuer)
 		if old != nil && registry.SameRecord(&old.rec, &rec) {
-			next.add(old)
+			next.Add(old)
 			continue
 		}
 		e := p.newSchool(rec)
@@ -118,10 +118,10 @@ func (p *platform) resync() error {
 			}
 			retired = append(retired, old)
 		}
-		next.add(e)
+		next.Add(e)
 	}
-	for issuer, old := range t.schools {
-		if next.schools[issuer] == nil {
+	for issuer, old := range t.Schools() {
+		if next.School(issuer) == nil {
 			removed = append(removed, old)
 		}
 	}
@@ -135,8 +135,8 @@ func (p *platform) resync() error {
 		old.retire(true)
 		changed = append(changed, old.rec.Issuer)
 	}
-	for issuer := range next.schools {
-		if t.schools[issuer] == nil {
+	for issuer := range next.Schools() {
+		if t.School(issuer) == nil {
 			changed = append(changed, issuer)
 		}
 	}
