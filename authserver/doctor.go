@@ -248,7 +248,7 @@ func (s *Server) FlushSteps(ctx context.Context) error {
 
 // purgeSteps is the janitor's: the rows past the retention go.
 func (s *Server) purgeSteps(ctx context.Context) {
-	if _, err := s.store.PurgeSteps(ctx, s.cfg.Now().Add(-s.cfg.StepRetention)); err != nil {
+	if _, err := s.store.PurgeSteps(ctx, s.cfg.Now().Add(-s.cfg.DoctorRetention.D())); err != nil {
 		s.cfg.Logger.Warn("purging connection steps past their retention", "error", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // It reports the store's growth (rows kept, bytes of the bbolt file) and
 // the doctor's time per answer (ns/op).
 func BenchmarkDoctorAfterFlood(b *testing.B) {
-	f := newFixtureWith(b, func(c *Config) { c.RateLimits = &RateLimits{} })
+	f := newFixtureWith(b, func(c *Config) { c.RateLimits = &RateLimitOptions{Off: true} })
 	ctx := context.Background()
 	// The real application's own attempt, refused.
 	v, c := pkce()

@@ -152,7 +152,7 @@ func requirementOf(scopes ...string) policy.Requirement { return policy.Requirem
 // TestDoctorFloodIsCounted: a flood of attempts ending alike is one row
 // counted, and made-up client ids past the bound are dropped, not kept.
 func TestDoctorFloodIsCounted(t *testing.T) {
-	f := newFixtureWith(t, func(c *Config) { c.RateLimits = &RateLimits{} })
+	f := newFixtureWith(t, func(c *Config) { c.RateLimits = &RateLimitOptions{Off: true} })
 	for range 10000 {
 		f.token(url.Values{"grant_type": {"authorization_code"}, "code": {"sgac_made_up"},
 			"client_id": {memberClient}, "code_verifier": {strings.Repeat("v", 43)}, "redirect_uri": {memberRedirect}})

@@ -95,4 +95,6 @@ func StepText(lang, step string) string {
 
 // StepRetentionDays is how many days the doctor keeps steps, for the
 // pages that say so.
-func (s *Server) StepRetentionDays() int { return max(1, int(s.cfg.StepRetention/(24*time.Hour))) }
+func (s *Server) StepRetentionDays() int {
+	return max(1, int(s.cfg.DoctorRetention.D()/(24*time.Hour)))
+}

@@ -71,12 +71,12 @@ func newFixtureWith(t testing.TB, change func(*Config)) *fixture {
 		Issuer:     issuer,
 		SessionURL: legacy.URL + "/api/session",
 		LoginURL:   "/login",
-		Vendors: []VendorClient{
+		Options: Options{Vendors: []VendorClient{
 			{ClientID: memberClient, Name: "Member App", RedirectURIs: []string{memberRedirect}},
 			{ClientID: confidential, Name: "Portal", RedirectURIs: []string{memberRedirect}, Secret: portalSecret,
 				Scopes: []string{"openid", "profile", "email", "account:read"}},
 			{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: store.AudienceOperator},
-		},
+		}},
 		Now:   clk.Now,
 		Pages: func(*Server) Pages { return testPages{} },
 	}

@@ -34,7 +34,7 @@ func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
+func newTestSite(tb testing.TB, assertion *school.IdentityAssertion) *testSite {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "school.db")
 	store, err := boltstore.Open(path, time.Second)
@@ -42,8 +42,8 @@ func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", IdentityAssertion: assertion}
-	g.setDefaults()
+	g := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", IdentityAssertion: assertion}}
+	g.SetDefaults()
 	if err := g.Validate(); err != nil {
 		tb.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func metadataFixture(t *testing.T, docs http.Handler) (*fixture, string) {
 	pool := x509.NewCertPool()
 	pool.AddCert(d.Certificate())
 	f := newFixtureWith(t, func(c *authserver.Config) {
-		c.MetadataDocuments = authserver.MetadataDocumentsConfig{AllowPrivateNetworks: true, RootCAs: pool}
+		c.MetadataDocuments = &authserver.MetadataDocumentsConfig{AllowPrivateNetworks: true, RootCAs: pool}
 	})
 	return f, d.URL
 }

@@ -81,12 +81,12 @@ func newFixtureWith(t testing.TB, edit func(*authserver.Config)) *fixture {
 		Issuer:     issuer,
 		SessionURL: legacy.URL + "/api/session",
 		LoginURL:   "/login",
-		Vendors: []authserver.VendorClient{
+		Options: authserver.Options{Vendors: []authserver.VendorClient{
 			{ClientID: memberClient, Name: "Member App", RedirectURIs: []string{memberRedirect}},
 			{ClientID: confidential, Name: "Portal", RedirectURIs: []string{memberRedirect}, Secret: portalSecret,
 				Scopes: []string{"openid", "profile", "email", "account:read"}},
 			{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: store.AudienceOperator},
-		},
+		}},
 		Logger: logger,
 		Now:    f.clock.Now,
 		Pages: func(as *authserver.Server) authserver.Pages {

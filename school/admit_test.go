@@ -13,6 +13,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -83,7 +84,7 @@ func checkAdmitRefusal(t *testing.T, ts *testSite, tt admitRefusal, status int) 
 func TestBudgetRequests(t *testing.T) {
 	c := schooltest.NewClock(time.Now())
 	ts := newTestSite(t, func(cfg *Config) {
-		cfg.Budget.Requests = authserver.Per(1, time.Minute, 1)
+		cfg.Budget = &Budget{Requests: testRate(1, time.Minute, 1)}
 		cfg.Now = c.Now
 	})
 	// The one request of the minute.
@@ -109,7 +110,7 @@ func TestBudgetRequests(t *testing.T) {
 // A refusal writes nothing to the store: a registration refused for the
 // budget creates no client.
 func TestBudgetRefusalWritesNothing(t *testing.T) {
-	ts := newTestSite(t, func(cfg *Config) { cfg.Budget.Requests = authserver.Per(1, time.Hour, 1) })
+	ts := newTestSite(t, func(cfg *Config) { cfg.Budget = &Budget{Requests: testRate(1, time.Hour, 1)} })
 	ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil))
 	r := httptest.NewRequest("POST", "/api/oauth/register",
 		strings.NewReader(`{"client_name":"x","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`))
@@ -129,7 +130,7 @@ func TestBudgetRefusalWritesNothing(t *testing.T) {
 // The anonymous /mcp budget counts anonymous calls only: a member's call
 // is served when the anonymous budget is spent.
 func TestBudgetMCPAnonymous(t *testing.T) {
-	ts := newTestSite(t, func(cfg *Config) { cfg.Budget.MCPAnonymous = authserver.Per(1, time.Hour, 1) })
+	ts := newTestSite(t, func(cfg *Config) { cfg.Budget = &Budget{MCPAnonymous: testRate(1, time.Hour, 1)} })
 	call := func(bearer string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", testIssuer+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		r.Header.Set("Content-Type", "application/json")
@@ -159,9 +160,9 @@ func TestMCPAnonymousPerAddress(t *testing.T) {
 	if authserver.DefaultRateLimits.MCPAnonymous.Every <= 0 {
 		t.Fatal("no default anonymous /mcp limit per address")
 	}
-	limits := authserver.DefaultRateLimits
-	limits.MCPAnonymous = authserver.Per(1, time.Hour, 2)
-	ts := newTestSite(t, func(cfg *Config) { cfg.RateLimits = &limits })
+	ts := newTestSite(t, func(cfg *Config) {
+		cfg.RateLimits = &authserver.RateLimitOptions{Limits: map[string]option.Rate{"mcp_anonymous": *testRate(1, time.Hour, 2)}}
+	})
 	call := func(addr string) int {
 		r := httptest.NewRequest("POST", testIssuer+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		r.Header.Set("Content-Type", "application/json")
@@ -188,7 +189,7 @@ func TestMCPAnonymousPerAddress(t *testing.T) {
 func TestBudgetDividedByInstances(t *testing.T) {
 	c := schooltest.NewClock(time.Now())
 	ts := newTestSite(t, func(cfg *Config) {
-		cfg.Budget.Requests = authserver.Per(4, time.Minute, 4)
+		cfg.Budget = &Budget{Requests: testRate(4, time.Minute, 4)}
 		cfg.Instances = func() int { return 2 }
 		cfg.Now = c.Now
 	})
@@ -320,7 +321,7 @@ func TestOwnCallsPauseAroundTheirPlace(t *testing.T) {
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	}))
 	defer legacy.Close()
-	l := NewLegacy(Budget{LegacyConcurrency: 1}, nil)
+	l := NewLegacy(1, nil)
 	calls, _ := legacyClients(http.DefaultClient, l, nopObserver{}, "")
 	w := &placeWaiter{legacy: l}
 	req, _ := http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -44,8 +45,13 @@ func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error 
 // testConfig is a school's configuration on store, as caddymodule
 // defaults it.
 func testConfig(st store.Store) Config {
-	return Config{Issuer: testIssuer, Upstream: "http://127.0.0.1:9080", SessionURL: "/api/session",
-		LoginURL: "/login", AdminPrefix: "/admin/api", Store: st, Scheduler: schedule.New(1)}
+	return Config{Options: Options{Issuer: testIssuer, Upstream: "http://127.0.0.1:9080", SessionURL: "/api/session",
+		LoginURL: "/login", AdminPrefix: "/admin/api"}, Store: st, Scheduler: schedule.New(1)}
+}
+
+// testRate is n events per period with a burst, as an option gives it.
+func testRate(n int, period time.Duration, burst int) *option.Rate {
+	return &option.Rate{Events: n, Period: option.Duration(period), Burst: burst}
 }
 
 // openStore opens a bbolt store that closes when the test ends.
