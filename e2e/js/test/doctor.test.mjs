@@ -109,3 +109,22 @@ test('a code redeemed with another attempt\'s verifier: the doctor names the ste
   await student.close();
   await second.close();
 });
+
+test('a redirect URI that differs by a slash: the doctor names the authorization request and the URI sent', async () => {
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: stack.callbackURL + '/',
+    scope: VENDOR.scope,
+    code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+    code_challenge_method: 'S256',
+    resource: stack.origin,
+  });
+  const res = await fetch(url, { redirect: 'manual' });
+  assert.equal(res.status, 400, 'an unregistered redirect URI gets an error page, never a redirect');
+  const api = await adminAPI(stack, `/doctor?issuer=${encodeURIComponent(stack.origin)}&client_id=${VENDOR.clientId}`);
+  assert.equal(api.status, 200, JSON.stringify(api.body));
+  const { stopped } = api.body;
+  assert.equal(stopped?.step, 'authorize', JSON.stringify(api.body));
+  assert.equal(stopped.reason, 'redirect_uri_unregistered');
+  assert.equal(stopped.detail, stack.callbackURL + '/');
+  assert.match(stopped.why, /often a slash or a port differs/);
+});
