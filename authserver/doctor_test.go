@@ -191,3 +191,41 @@ func TestDoctorWordsEveryReason(t *testing.T) {
 		}
 	}
 }
+
+// An attempt refused at one instance of a school is in the doctor of
+// another on the same store once the first has flushed; before, only
+// the first shows it (its own pending rows).
+func TestDoctorAcrossInstances(t *testing.T) {
+	var cfg *Config
+	a := newFixtureWith(t, func(c *Config) { cfg = c })
+	b, err := New(context.Background(), *cfg, a.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, c := pkce()
+	code := a.code(authParams(c), v)
+	other, _ := pkce()
+	a.exchange(code, other)
+	stopped := func(s *Server) string {
+		rep, err := s.Doctor(context.Background(), memberClient, "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Stopped == nil {
+			return ""
+		}
+		return rep.Stopped.Reason
+	}
+	if got := stopped(a.srv); got != ReasonVerifierMismatch {
+		t.Errorf("the instance that refused: %q", got)
+	}
+	if got := stopped(b); got != "" {
+		t.Errorf("another instance before the flush: %q", got)
+	}
+	if err := a.srv.FlushSteps(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := stopped(b); got != ReasonVerifierMismatch {
+		t.Errorf("another instance after the flush: %q", got)
+	}
+}
