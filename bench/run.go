@@ -458,6 +458,7 @@ func (b *bench) tokenEndpoint() error {
 		{fmt.Sprintf("code exchange + ID token, %d clients", c), func(t *tokenSite) []stats { return t.exch }},
 		{fmt.Sprintf("refresh (rotation), %d clients", c), func(t *tokenSite) []stats { return t.refr }},
 		{"code exchange, 1 client", func(t *tokenSite) []stats { return t.one }},
+		{fmt.Sprintf("code exchange, 1 in %d refused (wrong verifier), %d clients", refusedEvery, c), func(t *tokenSite) []stats { return t.mix }},
 	} {
 		base := median(m.of(sites[len(sites)-1]), stats.rps)
 		for i, t := range sites {
@@ -488,6 +489,8 @@ type tokenSite struct {
 	auth, exch, refr, one []stats
 	// exchDPoP are the code exchanges with a DPoP proof, this tree's.
 	exchDPoP []stats
+	// mix are the code exchanges one in ten refused (refused.go).
+	mix []stats
 }
 
 // tokenRound authorizes a batch of codes, exchanges them and refreshes
@@ -534,6 +537,9 @@ func (b *bench) tokenRound(t *tokenSite, profile bool) error {
 		return fmt.Errorf("refresh: %v", err)
 	}
 	t.auth, t.exch, t.refr = append(t.auth, a), append(t.exch, e), append(t.refr, f)
+	if err := b.mixRound(t); err != nil {
+		return err
+	}
 	if dpop && !dpopFirst {
 		return b.dpopRound(t)
 	}

@@ -513,7 +513,8 @@ func (s *boltStore) ExportSubject(ctx context.Context, subject string) (*store.S
 			}
 			d.Events = append(d.Events, e)
 		}
-		return nil
+		d.Steps, err = subjectSteps(tx, subject)
+		return err
 	})
 	return store.FoundSubject(d, err)
 }
@@ -570,8 +571,19 @@ func (s *boltStore) EraseSubject(ctx context.Context, subject string) (*store.Er
 				return err
 			}
 		}
+		steps, err := subjectSteps(tx, subject)
+		if err != nil {
+			return err
+		}
+		keys := make([]store.StepKey, len(steps))
+		for i := range steps {
+			keys[i] = steps[i].Key()
+		}
+		if err := deleteSteps(tx, keys); err != nil {
+			return err
+		}
 		n.Consents, n.Grants, n.Tokens = len(r.consents), len(r.grants), len(r.tokens)
-		n.Codes, n.Pending, n.Events = len(r.codes), len(r.pending), len(r.events)
+		n.Codes, n.Pending, n.Events, n.Steps = len(r.codes), len(r.pending), len(r.events), len(steps)
 		return at.Erased(subject, &n)
 	})
 	if err != nil {
