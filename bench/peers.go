@@ -71,7 +71,6 @@ func skipf(format string, a ...any) error { return &skipError{fmt.Sprintf(format
 // startPeers starts the selected peers. A missing prerequisite skips its
 // scenario (b.skipped); any other failure ends the run.
 func (s *stack) startPeers(cfg config) error {
-	s.skipped = map[string]string{}
 	start := func(scenario string, f func() (*peer, error)) error {
 		if !cfg.runsPeer(scenario) {
 			return nil
@@ -92,13 +91,18 @@ func (s *stack) startPeers(cfg config) error {
 			s.oauth2Proxy = p
 		case scenarioOIDCProvider:
 			s.oidcProvider = p
+		case scenarioHydra:
+			s.hydraPeer = p
 		}
 		return nil
 	}
 	if err := start(scenarioForwardAuth, s.startOAuth2Proxy); err != nil {
 		return err
 	}
-	return start(scenarioOIDCProvider, s.startOIDCProvider)
+	if err := start(scenarioOIDCProvider, s.startOIDCProvider); err != nil {
+		return err
+	}
+	return start(scenarioHydra, s.startHydra)
 }
 
 // oauth2ProxyBinary builds the newest oauth2-proxy the module proxy
@@ -300,7 +304,8 @@ func (s *stack) forwardAuthSite(transport string) string {
 func (b *bench) skippedRow(scenario string) bool {
 	why, ok := b.stack.skipped[scenario]
 	if ok {
-		fmt.Fprintf(b.out, "| %s | SKIPPED | | | | | | |\n", scenario)
+		b.peerHeader()
+		fmt.Fprintf(&b.peerTable, "| %s | SKIPPED | | | | | | | |\n", scenario)
 		fmt.Fprintf(&b.notes, "\nSKIPPED %s: %s\n", scenario, why)
 	}
 	return ok
@@ -331,26 +336,44 @@ func (b *bench) forwardAuthScenario() error {
 	}
 	p := b.stack.oauth2Proxy
 	gw, plain := b.stack.gateway+"/account/graphql", b.stack.plain+"/account/graphql"
-	runs, err := b.compareRuns("protected /account/graphql, peers", b.withAssertion(
+	caddy := processServer("Caddy", b.stack.caddyPID)
+	targets := b.withAssertion(
 		target{name: "gateway (member token)", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
 		}},
-		target{name: "forward_auth → " + p.what + " (JWT bearer)", peer: p.pid, req: func(ctx context.Context, _ int) error {
-			tok, err := ids.get(ctx)
-			if err != nil {
-				return err
-			}
-			return b.post(ctx, fa, tok, viewerQuery, nil, `"viewer"`)
-		}},
+		target{name: "forward_auth → " + p.what + " (JWT bearer)", servers: []serverProc{caddy, processServer("oauth2-proxy", p.pid)},
+			req: func(ctx context.Context, _ int) error {
+				tok, err := ids.get(ctx)
+				if err != nil {
+					return err
+				}
+				return b.post(ctx, fa, tok, viewerQuery, nil, `"viewer"`)
+			}},
 		target{name: "plain reverse_proxy", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
-		}})...)
+		}})
+	for i := range targets {
+		if targets[i].servers == nil {
+			targets[i].servers = []serverProc{caddy}
+		}
+	}
+	sc := "protected, peers"
+	runs, err := b.interleave(sc, targets...)
 	if err != nil {
 		return err
+	}
+	for i, t := range targets {
+		var base []stats
+		if i < len(targets)-1 {
+			base = runs[len(runs)-1]
+		}
+		b.peerRow(sc, t.name, runs[i], base)
 	}
 	faRuns, plainRuns := runs[len(runs)-2], runs[len(runs)-1]
 	fmt.Fprintf(&b.notes, "\nprotected, peers: p99 gateway %s, forward_auth → oauth2-proxy %s (%.2f× the gateway's), plain %s\n",
 		ms(p99(runs[0])), ms(p99(faRuns)), p99(faRuns)/p99(runs[0]), ms(p99(plainRuns)))
+	b.targetNote("protected, peers, forward_auth → oauth2-proxy (Caddy + oauth2-proxy)", runs[0], faRuns,
+		"≥ 2.5×: forward_auth at most 0.4× the gateway's rate", "")
 	b.assertionNote("protected, peers", runs)
 	return nil
 }
@@ -410,8 +433,10 @@ func (b *bench) oidcProviderScenario() error {
 		return nil
 	}
 	p := b.stack.oidcProvider
-	gw := &tokenSite{name: "gateway", oauth: b.oauth, pid: b.stack.caddyPID}
-	op := &tokenSite{name: p.what, oauth: &oauthClient{origin: p.origin, http: b.client, peer: true}, pid: p.pid}
+	gw := &tokenSite{name: "gateway", oauth: b.oauth, pid: b.stack.caddyPID,
+		servers: []serverProc{processServer("Caddy", b.stack.caddyPID)}}
+	op := &tokenSite{name: p.what, oauth: &oauthClient{origin: p.origin, http: b.client, peer: true}, pid: p.pid,
+		servers: []serverProc{processServer("node", p.pid)}}
 	var opRefreshBare []stats
 	for r := 0; r < min(b.cfg.rounds, 3); r++ {
 		if err := b.tokenRound(gw, false); err != nil {
@@ -424,21 +449,18 @@ func (b *bench) oidcProviderScenario() error {
 		opRefreshBare = append(opRefreshBare, bare)
 	}
 	c := b.cfg.concurrency
-	ratio := func(s []stats) string {
-		return fmt.Sprintf("%.2f×", median(s, stats.rps)/median(gw.exch, stats.rps))
-	}
-	refrRatio := func(s []stats) string {
-		return fmt.Sprintf("%.2f×", median(s, stats.rps)/median(gw.refr, stats.rps))
-	}
 	sc := "token endpoint, peers"
-	b.row(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: gateway", c), gw.exch, "baseline")
-	b.row(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: %s", c, p.what), op.exch, ratio(op.exch))
-	b.row(sc, fmt.Sprintf("refresh, %d clients: gateway (no ID token)", c), gw.refr, "baseline")
-	b.row(sc, fmt.Sprintf("refresh, %d clients: %s, with its ID token", c, p.what), op.refr, refrRatio(op.refr))
-	b.row(sc, fmt.Sprintf("refresh, %d clients: %s, no ID token (scope without openid)", c, p.what), opRefreshBare, refrRatio(opRefreshBare))
-	fmt.Fprintf(&b.notes, "\ntoken endpoint, peers: %s rows measure the node process in the CPU column and write nothing to disk "+
+	b.peerRow(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: gateway (bbolt)", c), gw.exch, nil)
+	b.peerRow(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: %s", c, p.what), op.exch, gw.exch)
+	b.peerRow(sc, fmt.Sprintf("refresh, %d clients: gateway (bbolt, no ID token)", c), gw.refr, nil)
+	b.peerRow(sc, fmt.Sprintf("refresh, %d clients: %s, with its ID token", c, p.what), op.refr, gw.refr)
+	b.peerRow(sc, fmt.Sprintf("refresh, %d clients: %s, no ID token (scope without openid)", c, p.what), opRefreshBare, gw.refr)
+	b.targetNote("node-oidc-provider, code exchange", gw.exch, op.exch, "≥ 2.5×", "≤ 0.33×")
+	b.targetNote("node-oidc-provider, refresh (its answer with an ID token)", gw.refr, op.refr, "≥ 2.5×", "≤ 0.33×")
+	b.targetNote("node-oidc-provider, refresh (its answer without)", gw.refr, opRefreshBare, "", "")
+	fmt.Fprintf(&b.notes, "\ntoken endpoint, peers: %s rows measure the node process and write nothing to disk "+
 		"(its store is in memory and emptied after each round); the gateway's are Caddy's, with bbolt and its fsyncs. "+
-		"Ratios are %s ÷ gateway: below 1 the gateway is ahead.\n", p.what, p.what)
+		"Ratios in the table are this row ÷ the gateway's.\n", p.what)
 	return nil
 }
 
@@ -450,32 +472,40 @@ func (b *bench) peerTokenRound(t *tokenSite) (stats, error) {
 	if err != nil {
 		return stats{}, err
 	}
-	issued, e, err := b.exchangeWith(t, b.cfg.concurrency, codes)
+	var issued *pool[tokens]
+	e, err := onServers(t.servers, func() (s stats, err error) {
+		issued, s, err = b.exchangeWith(t, b.cfg.concurrency, codes)
+		return s, err
+	})
 	if err != nil {
 		return stats{}, fmt.Errorf("code exchange: %v", err)
 	}
 	rotated := &pool[tokens]{}
-	f, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
-		tok, ok := issued.take()
-		if !ok {
-			return errPoolEmpty
-		}
-		n, err := t.oauth.token(ctx, refreshForm(tok.Refresh), idRequired)
-		if err == nil {
-			rotated.put(n)
-		}
-		return err
+	f, err := onServers(t.servers, func() (stats, error) {
+		return b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
+			tok, ok := issued.take()
+			if !ok {
+				return errPoolEmpty
+			}
+			n, err := t.oauth.token(ctx, refreshForm(tok.Refresh), idRequired)
+			if err == nil {
+				rotated.put(n)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return stats{}, fmt.Errorf("refresh: %v", err)
 	}
-	bare, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(rotated.items), func(ctx context.Context, _ int) error {
-		tok, ok := rotated.take()
-		if !ok {
-			return errPoolEmpty
-		}
-		_, err := t.oauth.refreshWithout(ctx, tok.Refresh)
-		return err
+	bare, err := onServers(t.servers, func() (stats, error) {
+		return b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(rotated.items), func(ctx context.Context, _ int) error {
+			tok, ok := rotated.take()
+			if !ok {
+				return errPoolEmpty
+			}
+			_, err := t.oauth.refreshWithout(ctx, tok.Refresh)
+			return err
+		})
 	})
 	if err != nil {
 		return stats{}, fmt.Errorf("refresh without openid: %v", err)
