@@ -48,6 +48,11 @@ const (
 	// hydraMaxConns is Hydra's connection pool, the size of the gateway's
 	// default (pgstore): Hydra's own default is twice the CPUs, 4 here.
 	hydraMaxConns = 16
+	// hydraExchanges bounds the codes of a round of Hydra's scenario, on
+	// every side alike: at Hydra's rate here (a few hundred exchanges a
+	// second, a login-and-consent flow of five requests to prepare each
+	// code) the bench's 20,000 would take most of an hour.
+	hydraExchanges = 5000
 )
 
 // hydraBinary builds Hydra hydraVersion, once, into cache with the go

@@ -187,15 +187,15 @@ func (b *bench) hydraScenario() error {
 	fmt.Fprintf(&b.notes, "\ntoken endpoint, Hydra: ratios in the table are this row ÷ %s's; CPU is each server process's "+
 		"own, PostgreSQL's with its backends and workers (the same server for the gateway's postgres school and Hydra, "+
 		"each in its own database). %s answers a refresh with an ID token (openid was granted; it cannot be narrowed "+
-		"away), the gateway with none. Hydra's pool holds %d connections, as the gateway's pgstore by default.\n",
-		hy.name, hy.name, hydraMaxConns)
+		"away), the gateway with none. Hydra's pool holds %d connections, as the gateway's pgstore by default. "+
+		"%d codes a round on each side.\n", hy.name, hy.name, hydraMaxConns, min(b.cfg.exchanges, hydraExchanges))
 	return nil
 }
 
 // hydraRound prepares codes at s, exchanges them and refreshes every
 // grant once, timed and with its servers' CPU, then checks a sample.
 func (b *bench) hydraRound(s *hydraSite) error {
-	codes, err := s.codes(b.cfg.exchanges)
+	codes, err := s.codes(min(b.cfg.exchanges, hydraExchanges))
 	if err != nil {
 		return fmt.Errorf("preparing codes: %v", err)
 	}
