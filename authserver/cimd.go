@@ -59,6 +59,8 @@ func isMetadataClientID(id string) bool { return strings.Contains(id, "://") }
 type metadataDoc struct {
 	name         string
 	redirectURIs []string
+	// dpopBound is the document's dpop_bound_access_tokens (RFC 9449 §5.2).
+	dpopBound bool
 }
 
 type metadataEntry struct {
@@ -90,12 +92,15 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 			Outcome: clip(err.Error())})
 		return nil, err
 	}
+	if e := s.checkDPoPBound(doc.dpopBound); e != nil {
+		return nil, metaErr("%s", e.Description)
+	}
 	stored, err := s.store.GetClient(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		c := &store.Client{ID: id, Name: doc.name, Kind: store.KindMetadata, Audience: store.AudienceMember,
 			RedirectURIs: doc.redirectURIs, Scopes: DefaultMemberScopes, AuthMethod: "none",
-			IssuedAt: s.cfg.Now().UTC()}
+			IssuedAt: s.cfg.Now().UTC(), DPoPBound: doc.dpopBound}
 		ctx := s.record(ctx, store.AuditEvent{Type: store.EventClientCreated, ClientID: c.ID, Actor: store.ActorClient,
 			Detail: c.Kind})
 		got, existing, err := s.store.CreateClient(ctx, c, maxMetadataClients)
@@ -116,9 +121,9 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 	case stored.Kind != store.KindMetadata:
 		return nil, errUnknownClient
 	}
-	if stored.Name != doc.name || !slices.Equal(stored.RedirectURIs, doc.redirectURIs) {
+	if stored.Name != doc.name || !slices.Equal(stored.RedirectURIs, doc.redirectURIs) || stored.DPoPBound != doc.dpopBound {
 		// Only a changed document costs a write.
-		stored.Name, stored.RedirectURIs = doc.name, doc.redirectURIs
+		stored.Name, stored.RedirectURIs, stored.DPoPBound = doc.name, doc.redirectURIs, doc.dpopBound
 		if err := s.store.PutClient(ctx, stored); err != nil {
 			return nil, err
 		}
@@ -264,6 +269,7 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 		RedirectURIs json.RawMessage `json:"redirect_uris"`
 		AuthMethod   string          `json:"token_endpoint_auth_method"`
 		ClientSecret *string         `json:"client_secret"`
+		DPoPBound    bool            `json:"dpop_bound_access_tokens"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	if err := dec.Decode(&raw); err != nil {
@@ -297,7 +303,7 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 	if len(name) > 200 {
 		name = name[:200]
 	}
-	return &metadataDoc{name: name, redirectURIs: uris}, nil
+	return &metadataDoc{name: name, redirectURIs: uris, dpopBound: raw.DPoPBound}, nil
 }
 
 // checkMetadataRedirect: a metadata document may only name redirect URIs

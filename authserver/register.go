@@ -30,6 +30,10 @@ type registration struct {
 	ResponseTypes           []string `json:"response_types"`
 	ApplicationType         string   `json:"application_type"`
 	Scope                   string   `json:"scope"`
+	// DPoPBound is RFC 9449 §5.2's dpop_bound_access_tokens: the client
+	// always sends DPoP proofs, so its token requests without one are
+	// refused.
+	DPoPBound bool `json:"dpop_bound_access_tokens"`
 }
 
 func errMetadata(desc string) *oauthError {
@@ -213,10 +217,19 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	if e := checkLoopbackMetadata(req); e != nil {
 		return nil, "", e
 	}
+	if e := s.checkDPoPBound(req.DPoPBound); e != nil {
+		return nil, "", e
+	}
 	confidential := req.TokenEndpointAuthMethod == "client_secret_post"
 	uris := slices.Clone(req.RedirectURIs)
 	sort.Strings(uris)
-	key := hashToken(req.ClientName + "\x00" + strings.Join(uris, "\x00"))
+	identity := req.ClientName + "\x00" + strings.Join(uris, "\x00")
+	if req.DPoPBound {
+		// A registration asking for bound tokens is another client than
+		// the same one without: an identical repeat finds its own.
+		identity += "\x00dpop"
+	}
+	key := hashToken(identity)
 	if !confidential {
 		// Repeating an identical registration needs no allowance: look for
 		// it before the per-address limit counts a new client.
@@ -231,7 +244,7 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	}
 	c := &store.Client{ID: "sgc_" + randomString()[:32], Name: req.ClientName, Kind: store.KindLoopback,
 		Audience: store.AudienceOperator, RedirectURIs: req.RedirectURIs, Scopes: OperatorScopes(),
-		AuthMethod: "none", ApplicationType: appNative, IssuedAt: s.cfg.Now()}
+		AuthMethod: "none", ApplicationType: appNative, IssuedAt: s.cfg.Now(), DPoPBound: req.DPoPBound}
 	var secret string
 	if confidential {
 		secret = newToken(prefixSecret)
@@ -290,6 +303,15 @@ func checkLoopbackMetadata(req *registration) *oauthError {
 	return nil
 }
 
+// checkDPoPBound refuses a client that always sends DPoP proofs at a
+// school with DPoP off, which would give it bearer tokens all the same.
+func (s *Server) checkDPoPBound(bound bool) *oauthError {
+	if bound && !s.dpop.On() {
+		return errMetadata("dpop_bound_access_tokens: this school does not issue DPoP-bound tokens")
+	}
+	return nil
+}
+
 // admitNewClient applies the per-address bound on new registrations,
 // public and confidential alike; the per-site cap is the store's.
 func (s *Server) admitNewClient(addr string) *oauthError {
@@ -321,6 +343,9 @@ func registrationResponse(c *store.Client, secret string) map[string]any {
 		m["client_id_issued_at"] = c.IssuedAt.Unix()
 	} else {
 		m["client_id_issued_at"] = 0
+	}
+	if c.DPoPBound {
+		m["dpop_bound_access_tokens"] = true
 	}
 	if c.Kind == store.KindLoopback {
 		// Registered before the type was recorded, it is native all the same.

@@ -157,7 +157,7 @@ func TestFairShareFlood(t *testing.T) {
 		t.Errorf("longest waits: flood %s, victim %s", floods.longest, victims.longest)
 	}
 	_, _, metrics := get(t, "http://"+admin+"/metrics")
-	refused := regexp.MustCompile(`schoolgate_admission_refused_total\{cause="fair_share",site="([^"]+)"\} (\d+)`).
+	refused := regexp.MustCompile(`schoolgate_school_requests_refused_total\{cause="fair_share",site="([^"]+)"\} (\d+)`).
 		FindAllStringSubmatch(string(metrics), -1)
 	if len(refused) != 1 || refused[0][1] != flood {
 		t.Errorf("refusals counted: %q, want the flooded school's only", refused)
@@ -215,7 +215,7 @@ func TestBudgetSiteBlock(t *testing.T) {
 		t.Errorf("the other school: %d %s", status, body)
 	}
 	_, _, metrics := get(t, "http://"+g.AdminAddr+"/metrics")
-	want := fmt.Sprintf(`schoolgate_admission_refused_total{cause="budget_requests",site=%q} 2`, origin)
+	want := fmt.Sprintf(`schoolgate_school_requests_refused_total{cause="budget_requests",site=%q} 2`, origin)
 	if !strings.Contains(string(metrics), want) {
 		t.Errorf("metrics lack %s", want)
 	}

@@ -167,8 +167,8 @@ func TestLegacyHungIsBounded(t *testing.T) {
 	}
 	_, _, raw := get(t, "http://"+gw.AdminAddr+"/metrics")
 	for _, want := range []string{
-		fmt.Sprintf(`schoolgate_refusals_total{cause="legacy_busy",site="%s"} 2`, a),
-		fmt.Sprintf(`schoolgate_refusals_total{cause="legacy_timeout",site="%s"} 5`, a),
+		fmt.Sprintf(`schoolgate_school_requests_refused_total{cause="legacy_busy",site="%s"} 2`, a),
+		fmt.Sprintf(`schoolgate_school_requests_refused_total{cause="legacy_timeout",site="%s"} 5`, a),
 	} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("metrics lack %s", want)

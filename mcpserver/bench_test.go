@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // bigIndex is a 10,000-course catalog with overlapping vocabulary.
@@ -70,7 +71,7 @@ func BenchmarkScopeChallenge(b *testing.B) {
 			body := []byte(c.body)
 			b.ReportAllocs()
 			for b.Loop() {
-				if ch := scopeChallenge(ctx, body, testMetadata); ch != nil {
+				if ch := scopeChallenge(ctx, body, testMetadata, policy.Authorize); ch != nil {
 					b.Fatal(ch.Description)
 				}
 			}

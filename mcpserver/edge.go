@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/schoolgate/schoolgate/policy"
 )
 
 // maxBodyBytes caps a JSON-RPC request. Tool arguments are a query or a
@@ -35,7 +37,9 @@ type edge struct {
 	site siteOrigin
 	// resourceMetadata is the RFC 9728 document a challenge points to.
 	resourceMetadata string
-	next             http.Handler
+	// authorize makes the step-up challenge (Options.Authorize).
+	authorize func(*policy.Token, policy.Requirement) *policy.Challenge
+	next      http.Handler
 }
 
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +73,7 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"JSON-RPC batches are not part of the MCP protocol; send one message per request")
 			return
 		}
-		if ch := scopeChallenge(r.Context(), raw, e.resourceMetadata); ch != nil {
+		if ch := scopeChallenge(r.Context(), raw, e.resourceMetadata, e.authorize); ch != nil {
 			ch.Write(w)
 			return
 		}

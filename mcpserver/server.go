@@ -39,6 +39,11 @@ type Options struct {
 	// ResourceMetadataURL is the RFC 9728 protected resource metadata
 	// document that tells a client how to sign in.
 	ResourceMetadataURL string
+	// Authorize applies a member tool's requirement to the caller's token
+	// and returns the step-up challenge, nil if the token may call it:
+	// the school's guard, whose challenges name the schemes the school
+	// takes. Nil is policy.Authorize (Bearer challenges only).
+	Authorize func(*policy.Token, policy.Requirement) *policy.Challenge
 	// Catalog returns the current catalog, nil while there is none. Just
 	// after start-up it may wait, no longer than ctx allows, for a first
 	// import already under way.
@@ -86,6 +91,9 @@ func newMCPServer(o Options) (*mcpServer, error) {
 	if o.SiteName == "" {
 		o.SiteName = o.Origin
 	}
+	if o.Authorize == nil {
+		o.Authorize = policy.Authorize
+	}
 	if o.ResourceMetadataURL == "" {
 		o.ResourceMetadataURL = o.Origin + "/.well-known/oauth-protected-resource"
 	}
@@ -124,5 +132,5 @@ func (s *mcpServer) handler() http.Handler {
 		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(s.opts.Logger.With("component", "mcp-transport")),
 	)
-	return &edge{site: s.site, resourceMetadata: s.opts.ResourceMetadataURL, next: transport}
+	return &edge{site: s.site, resourceMetadata: s.opts.ResourceMetadataURL, authorize: s.opts.Authorize, next: transport}
 }

@@ -42,7 +42,8 @@ type rpcCall struct {
 // caller's token may not make, or nil to let mcp-go serve the request.
 // Anonymous requests are nil: a member tool answers them with sign-in
 // directions, and the catalog tools need no token at all.
-func scopeChallenge(ctx context.Context, body []byte, resourceMetadata string) *policy.Challenge {
+func scopeChallenge(ctx context.Context, body []byte, resourceMetadata string,
+	authorize func(*policy.Token, policy.Requirement) *policy.Challenge) *policy.Challenge {
 	tok := callerFrom(ctx)
 	if tok == nil || !mayNameMemberTool(body) {
 		return nil
@@ -58,7 +59,7 @@ func scopeChallenge(ctx context.Context, body []byte, resourceMetadata string) *
 		return nil
 	}
 	req := policy.Requirement{Audience: policy.AudienceMember, Scopes: t.scopesFor(call.Params.Arguments)}
-	ch := policy.Authorize(tok, req)
+	ch := authorize(tok, req)
 	if ch != nil {
 		ch.ResourceMetadata = resourceMetadata
 	}

@@ -229,7 +229,7 @@ func FuzzScopeChallenge(f *testing.F) {
 	}
 	ctx := WithIdentity(context.Background(), testTokens["noread"])
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ch := scopeChallenge(ctx, body, testMetadata)
+		ch := scopeChallenge(ctx, body, testMetadata, policy.Authorize)
 		if ch != nil && (ch.Status != http.StatusForbidden || ch.Error != "insufficient_scope" || ch.ResourceMetadata != testMetadata) {
 			t.Fatalf("challenge %+v", ch)
 		}

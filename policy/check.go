@@ -49,11 +49,27 @@ func (g *Guard) Check(w http.ResponseWriter, r *http.Request, req Requirement) (
 	if ch := g.checkBinding(w, r, scheme, raw, tok); ch != nil {
 		return nil, ch
 	}
-	if ch := Authorize(tok, req); ch != nil {
-		g.decorate(ch, scheme)
+	if ch := g.Authorize(tok, req); ch != nil {
 		return nil, ch
 	}
 	return tok, nil
+}
+
+// Authorize is Authorize for a token this guard accepted: the challenge
+// carries the school's DPoP challenge too, in the scheme the token came
+// with (DPoP for a bound token), and no Bearer challenge where the school
+// takes no bearer token. The MCP step-up answers with it, so that its 403
+// names the same schemes as the Account API's.
+func (g *Guard) Authorize(tok *Token, req Requirement) *Challenge {
+	ch := Authorize(tok, req)
+	if ch != nil {
+		scheme := SchemeBearer
+		if tok.JKT != "" {
+			scheme = SchemeDPoP
+		}
+		g.decorate(ch, scheme)
+	}
+	return ch
 }
 
 // checkBinding holds the token to its scheme: a bound token to a proof

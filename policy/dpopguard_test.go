@@ -221,6 +221,47 @@ func TestAuthorizeBoundToken(t *testing.T) {
 	checkChallenges(t, w.Header().Values("WWW-Authenticate"), SchemeDPoP, "insufficient_scope", true)
 }
 
+// The guard's Authorize, the MCP step-up's challenge, names the schemes
+// the school takes as its Check does: the DPoP challenge beside the
+// Bearer one where DPoP is allowed, the DPoP one alone where it is
+// required, the error in the scheme the token came with.
+func TestGuardAuthorize(t *testing.T) {
+	for _, c := range []struct {
+		mode   DPoPMode
+		jkt    string
+		scheme string
+		bearer bool
+		dpop   bool
+	}{
+		{DPoPOff, "", SchemeBearer, true, false},
+		{DPoPAllowed, "", SchemeBearer, true, true},
+		{DPoPAllowed, esKey.JKT, SchemeDPoP, true, true},
+		{DPoPRequired, esKey.JKT, SchemeDPoP, false, true},
+	} {
+		g := guardFixture(c.mode, nil)
+		tok := &Token{Audience: AudienceMember, Scopes: []string{"openid"}, JKT: c.jkt}
+		ch := g.Authorize(tok, account)
+		if ch == nil || ch.Status != http.StatusForbidden || ch.Scope != "account:read" {
+			t.Fatalf("mode %d, bound %v: %+v", c.mode, c.jkt != "", ch)
+		}
+		ch.ResourceMetadata = origin + "/.well-known/oauth-protected-resource"
+		w := httptest.NewRecorder()
+		ch.Write(w)
+		values := w.Header().Values("WWW-Authenticate")
+		if !c.dpop {
+			if len(values) != 1 || !strings.HasPrefix(values[0], "Bearer ") || !strings.Contains(values[0], `error="insufficient_scope"`) {
+				t.Errorf("dpop off: %q, want one Bearer challenge", values)
+			}
+			continue
+		}
+		checkChallenges(t, values, c.scheme, "insufficient_scope", c.bearer)
+	}
+	tok := &Token{Audience: AudienceMember, Scopes: []string{"openid", "account:read"}}
+	if ch := guardFixture(DPoPRequired, nil).Authorize(tok, account); ch != nil {
+		t.Errorf("a token with the scope: %+v", ch)
+	}
+}
+
 // Browser clients may send the DPoP header and read DPoP-Nonce.
 func TestCORSAllowsDPoP(t *testing.T) {
 	h := http.Header{}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schoolgate/schoolgate/admission"
@@ -176,24 +177,41 @@ func wantsPage(r *http.Request) bool {
 		strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// pausing is client with its calls pausing the request's slot while they
-// wait on the legacy server (session lookups, the Account API).
-func pausing(client *http.Client) *http.Client {
-	c := *client
-	base := c.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	c.Transport = pausingTransport{base}
-	return &c
-}
-
+// pausingTransport pauses the request's slot (store.Waiter) while a
+// call of the school's own waits on the legacy server (a session lookup,
+// an Account API call): from before it waits for a place within the
+// school's bound until its body is closed, when the place has been given
+// back. So a request never waits for a place while holding a slot, nor
+// for its turn while holding a place: a slot's holder waiting for the
+// place of one that waits for a slot would hold both until the bound's
+// wait ran out.
 type pausingTransport struct{ base http.RoundTripper }
 
 func (t pausingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if w := store.WaiterOf(r.Context()); w != nil {
-		w.Pause()
-		defer w.Resume()
+	w := store.WaiterOf(r.Context())
+	if w == nil {
+		return t.base.RoundTrip(r)
 	}
-	return t.base.RoundTrip(r)
+	w.Pause()
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		w.Resume()
+		return nil, err
+	}
+	resp.Body = &resumingBody{ReadCloser: resp.Body, resume: w.Resume}
+	return resp, nil
+}
+
+// resumingBody resumes the request once its body is closed, and the
+// place it held with it given back.
+type resumingBody struct {
+	io.ReadCloser
+	once   sync.Once
+	resume func()
+}
+
+func (b *resumingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.resume)
+	return err
 }

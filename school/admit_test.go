@@ -3,6 +3,7 @@ package school
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -307,5 +308,51 @@ func TestSlotPausedWhileWaiting(t *testing.T) {
 	}
 	if mine.InFlight() != 0 {
 		t.Errorf("%d slots held after the request", mine.InFlight())
+	}
+}
+
+// placeWaiter records how many places of the school's legacy bound were
+// taken when the request's slot was paused and resumed.
+type placeWaiter struct {
+	legacy          *Legacy
+	atPause, atBack []int
+}
+
+func (w *placeWaiter) Pause()  { w.atPause = append(w.atPause, w.legacy.InFlight()) }
+func (w *placeWaiter) Resume() { w.atBack = append(w.atBack, w.legacy.InFlight()) }
+
+// A call of the school's own gives its slot back before it waits for a
+// place towards the legacy server, and takes it back only once the place
+// is given back (its body closed): never a place held while waiting for a
+// turn, nor a slot while waiting for a place.
+func TestOwnCallsPauseAroundTheirPlace(t *testing.T) {
+	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	defer legacy.Close()
+	l := NewLegacy(Budget{LegacyConcurrency: 1}, nil)
+	calls, _ := legacyClients(http.DefaultClient, l, nopObserver{})
+	w := &placeWaiter{legacy: l}
+	req, _ := http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)
+	resp, err := calls.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.atBack) != 0 {
+		t.Fatalf("resumed while the place was still held: %v", w.atBack)
+	}
+	_ = resp.Body.Close()
+	if fmt.Sprint(w.atPause) != "[0]" || fmt.Sprint(w.atBack) != "[0]" {
+		t.Errorf("places taken when paused %v and resumed %v, want [0] and [0]", w.atPause, w.atBack)
+	}
+	// A call refused for want of a place resumes too.
+	l.slots <- struct{}{}
+	l.wait = time.Millisecond
+	req, _ = http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)
+	if _, err := calls.Do(req); err == nil {
+		t.Fatal("a call without a place went through")
+	}
+	if len(w.atPause) != 2 || len(w.atBack) != 2 {
+		t.Errorf("pauses %v, resumes %v", w.atPause, w.atBack)
 	}
 }

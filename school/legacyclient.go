@@ -60,7 +60,7 @@ func (b *placeBody) Close() error {
 func legacyClients(c *http.Client, l *Legacy, o Observer) (calls, session *http.Client) {
 	calls = new(http.Client)
 	*calls = *c
-	calls.Transport = &legacyTransport{base: cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport), legacy: l, observe: o}
+	calls.Transport = pausingTransport{&legacyTransport{base: cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport), legacy: l, observe: o}}
 	session = new(http.Client)
 	*session = *calls
 	if session.Timeout <= 0 || session.Timeout > sessionLookupTimeout {

@@ -38,6 +38,7 @@ func (s *Site) mcpHandler() (http.Handler, error) {
 		SiteName:            name,
 		Origin:              s.cfg.Issuer,
 		ResourceMetadataURL: s.as.ResourceMetadataURL(),
+		Authorize:           s.as.Guard().Authorize,
 		Catalog:             s.awaitCatalog,
 		Account:             s.accountQuery,
 		Logger:              s.log,

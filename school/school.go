@@ -340,7 +340,6 @@ func (c *Config) defaults() {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}
 	}
-	c.Client = pausing(c.Client)
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
