@@ -152,7 +152,10 @@ func TestTurnsShareTime(t *testing.T) {
 	slow, quick := g.School(1), g.School(1)
 	ctx := context.Background()
 	sl := mustAdmit(t, slow)
-	time.Sleep(5 * time.Millisecond) // a signature, say
+	// Long against the quick school's own hold below, which lasts while
+	// the test queues four requests: on a loaded machine that takes
+	// milliseconds, and it is charged too.
+	time.Sleep(200 * time.Millisecond)
 	sl.Release()
 	h := mustAdmit(t, quick)
 	ws := admitAsync(ctx, slow)

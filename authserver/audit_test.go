@@ -1,63 +1,33 @@
 package authserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
 
 // events returns the stored events of type typ, newest first.
-func (f *fixture) events(typ string) []store.AuditEvent {
-	f.t.Helper()
-	page, err := f.store.QueryAudit(context.Background(), store.AuditQuery{Type: typ, Limit: store.MaxAuditPage})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return page.Events
-}
+func (f *fixture) events(typ string) []store.AuditEvent { return schooltest.Events(f.t, f.store, typ) }
 
 // oneEvent returns the one stored event of type typ, failing otherwise.
 func (f *fixture) oneEvent(typ string) store.AuditEvent {
-	f.t.Helper()
-	evs := f.events(typ)
-	if len(evs) != 1 {
-		f.t.Fatalf("%d %s events, want 1: %+v", len(evs), typ, evs)
-	}
-	return evs[0]
+	return schooltest.OneEvent(f.t, f.store, typ)
 }
 
 // auditLog makes the server's audit log a buffer the test reads.
-func (f *fixture) auditLog() *lockedBuffer {
-	b := &lockedBuffer{}
+func (f *fixture) auditLog() *schooltest.Buffer {
+	b := &schooltest.Buffer{}
 	f.srv.cfg.AuditLogger = slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return b
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The test client's address as httptest sets it.
@@ -280,7 +250,7 @@ func TestAuditRequestIDMadeOnUse(t *testing.T) {
 // the consent and a refresh token's reuse, not a line per code or token.
 func TestAuditRoutineEventsLoggedAtDebug(t *testing.T) {
 	f := newFixture(t)
-	b := &lockedBuffer{}
+	b := &schooltest.Buffer{}
 	f.srv.cfg.AuditLogger = slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	first := f.tokens()
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {first["refresh_token"].(string)},

@@ -243,7 +243,7 @@ func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *store.Au
 	ctx := s.record(r.Context(), store.AuditEvent{Type: store.EventCodeIssued, Subject: id.Subject,
 		ClientID: req.ClientID, Actor: store.ActorMember, Detail: strings.Join(req.Scopes, " ")})
 	err := s.store.PutCode(ctx, tokenKey(raw), &store.Code{
-		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL),
+		Request: *req, Identity: *id, AuthTime: now, ExpiresAt: now.Add(s.cfg.CodeTTL.D()),
 	})
 	if err != nil {
 		s.unavailablePage(w, r, retry, "storing the authorization code", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -14,17 +15,7 @@ import (
 func TestAuthorizeErrorPageNeverRedirects(t *testing.T) {
 	f := newFixture(t)
 	_, c := pkce()
-	cases := map[string]func(url.Values){
-		"unknown client":        func(q url.Values) { q.Set("client_id", "nope") },
-		"missing client":        func(q url.Values) { q.Del("client_id") },
-		"unregistered redirect": func(q url.Values) { q.Set("redirect_uri", "https://evil.example/cb") },
-		"redirect prefix only":  func(q url.Values) { q.Set("redirect_uri", memberRedirect+"/more") },
-		"redirect with query":   func(q url.Values) { q.Set("redirect_uri", memberRedirect+"?x=1") },
-		"missing redirect":      func(q url.Values) { q.Del("redirect_uri") },
-		"repeated redirect":     func(q url.Values) { q.Add("redirect_uri", memberRedirect) },
-		"case-changed redirect": func(q url.Values) { q.Set("redirect_uri", strings.ToUpper(memberRedirect)) },
-	}
-	for name, mutate := range cases {
+	for name, mutate := range schooltest.UntrustedRedirects {
 		t.Run(name, func(t *testing.T) {
 			q := authParams(c)
 			mutate(q)

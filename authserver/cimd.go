@@ -25,13 +25,13 @@ import (
 type MetadataDocumentsConfig struct {
 	// AllowHosts lists the hosts documents may come from; empty or "*"
 	// means any public host, "*.example.com" any subdomain.
-	AllowHosts []string
+	AllowHosts []string `json:"allow_hosts,omitempty"`
 	// AllowPrivateNetworks permits fetching from loopback and private
 	// addresses. For tests only.
-	AllowPrivateNetworks bool
+	AllowPrivateNetworks bool `json:"allow_private_networks,omitempty"`
 	// RootCAs overrides the system roots (tests); nil = system roots,
 	// which honour SSL_CERT_FILE.
-	RootCAs *x509.CertPool
+	RootCAs *x509.CertPool `json:"-"`
 }
 
 // Limits of metadata-document fetching.

@@ -2,9 +2,6 @@ package authserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -12,59 +9,47 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/i18n"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 	"github.com/schoolgate/schoolgate/store/storetest"
 )
 
-const issuer = "https://school.example"
+// The test school, its people and clients: schooltest's, by the names
+// this package's tests use.
+const (
+	issuer         = schooltest.Issuer
+	memberClient   = schooltest.MemberClient
+	confidential   = schooltest.Confidential
+	portalSecret   = schooltest.PortalSecret
+	operatorClient = schooltest.OperatorClient
+	memberRedirect = schooltest.MemberRedirect
+	opsRedirect    = schooltest.OpsRedirect
+)
 
-// people the fake legacy site knows, by session cookie value.
-var people = map[string]store.Identity{
-	"student":  {Subject: "member-1", Email: "student@demo.school", Name: "Sam Student", OrgID: "demo", Roles: []string{"student"}},
-	"owner":    {Subject: "operator-1", Email: "owner@demo.school", Name: "Olivia Owner", OrgID: "demo", Roles: []string{"owner"}},
-	"nobody":   {Subject: "guest-1", Email: "guest@demo.school", Name: "No Role", OrgID: "demo"},
-	"student2": {Subject: "member-2", Email: "second@demo.school", Name: "Second", OrgID: "demo", Roles: []string{"student"}},
-}
-
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+var (
+	people         = schooltest.People
+	pkce           = schooltest.PKCE
+	authParams     = schooltest.AuthParams
+	redirectParams = schooltest.RedirectParams
+	reRequest      = schooltest.RequestIDPattern
+	reCSRF         = schooltest.CSRFPattern
+)
 
 type fixture struct {
 	t     testing.TB
 	srv   *Server
 	store store.Store
-	clock *clock
+	clock *schooltest.Clock
 	path  string
 }
-
-const (
-	memberClient   = "member-app"
-	confidential   = "portal"
-	portalSecret   = "portal-secret-value"
-	operatorClient = "ops-cli"
-	memberRedirect = "https://app.example/callback"
-	opsRedirect    = "http://127.0.0.1:5555/cb"
-)
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
@@ -74,37 +59,24 @@ func newFixture(t testing.TB) *fixture {
 // newFixtureWith is newFixture with a change to the configuration.
 func newFixtureWith(t testing.TB, change func(*Config)) *fixture {
 	t.Helper()
-	legacy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie("session")
-		var id store.Identity
-		ok := false
-		if err == nil {
-			id, ok = people[c.Value]
-		}
-		if !ok {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(id)
-	}))
-	t.Cleanup(legacy.Close)
+	legacy := schooltest.LegacySessions(t)
 	path := filepath.Join(t.TempDir(), "school.db")
 	st, err := boltstore.Open(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clk := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	clk := schooltest.NewClock(schooltest.Epoch)
 	cfg := Config{
 		Issuer:     issuer,
 		SessionURL: legacy.URL + "/api/session",
 		LoginURL:   "/login",
-		Vendors: []VendorClient{
+		Options: Options{Vendors: []VendorClient{
 			{ClientID: memberClient, Name: "Member App", RedirectURIs: []string{memberRedirect}},
 			{ClientID: confidential, Name: "Portal", RedirectURIs: []string{memberRedirect}, Secret: portalSecret,
 				Scopes: []string{"openid", "profile", "email", "account:read"}},
 			{ClientID: operatorClient, Name: "Ops CLI", RedirectURIs: []string{opsRedirect}, Audience: store.AudienceOperator},
-		},
+		}},
 		Now:   clk.Now,
 		Pages: func(*Server) Pages { return testPages{} },
 	}
@@ -118,125 +90,33 @@ func newFixtureWith(t testing.TB, change func(*Config)) *fixture {
 	return &fixture{t: t, srv: srv, store: st, clock: clk, path: path}
 }
 
-// pkce returns a verifier and its S256 challenge.
-func pkce() (string, string) {
-	v := randomString() + "abc"
-	sum := sha256.Sum256([]byte(v))
-	return v, base64.RawURLEncoding.EncodeToString(sum[:])
-}
+// client runs the flow's requests through the fixture's server
+// (schooltest.Client; the methods below are its, by this package's
+// names).
+func (f *fixture) client() schooltest.Client { return schooltest.Client{TB: f.t, Handler: f.srv} }
 
-// authParams is a valid member authorization request.
-func authParams(challenge string) url.Values {
-	return url.Values{
-		"response_type":         {"code"},
-		"client_id":             {memberClient},
-		"redirect_uri":          {memberRedirect},
-		"scope":                 {"openid profile email account:read"},
-		"state":                 {"st-123"},
-		"nonce":                 {"n-456"},
-		"code_challenge":        {challenge},
-		"code_challenge_method": {"S256"},
-		"resource":              {issuer + "/"},
-	}
-}
-
-// serve runs one request through the server.
 func (f *fixture) serve(method, target string, body io.Reader, hdr map[string]string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, target, body)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	f.srv.ServeHTTP(rec, req)
-	return rec
+	return f.client().Serve(method, target, body, hdr)
 }
 
 func (f *fixture) authorize(q url.Values, person string) *httptest.ResponseRecorder {
-	hdr := map[string]string{}
-	if person != "" {
-		hdr["Cookie"] = "session=" + person
-	}
-	return f.serve("GET", sitepath.Authorize+"?"+q.Encode(), nil, hdr)
+	return f.client().Authorize(q, person)
 }
 
-var (
-	reRequest = regexp.MustCompile(`name="request" value="([^"]+)"`)
-	reCSRF    = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
-)
-
-// consent submits the consent page shown in rec.
 func (f *fixture) consent(rec *httptest.ResponseRecorder, person, decision string) *httptest.ResponseRecorder {
-	f.t.Helper()
-	page := rec.Body.String()
-	rm, cm := reRequest.FindStringSubmatch(page), reCSRF.FindStringSubmatch(page)
-	if rm == nil || cm == nil {
-		f.t.Fatalf("no consent form in %d response:\n%s", rec.Code, page)
-	}
-	form := url.Values{"request": {rm[1]}, "csrf_token": {cm[1]}, "decision": {decision}}
-	return f.serve("POST", sitepath.Consent, strings.NewReader(form.Encode()), map[string]string{
-		"Content-Type": "application/x-www-form-urlencoded", "Cookie": "session=" + person,
-		"Origin": issuer})
+	return f.client().Consent(rec, person, decision)
 }
 
-// redirectParams parses a redirect's query.
-func redirectParams(t testing.TB, rec *httptest.ResponseRecorder, prefix string) url.Values {
-	t.Helper()
-	loc := rec.Header().Get("Location")
-	if rec.Code != http.StatusFound && rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, prefix) {
-		t.Fatalf("want a redirect to %s, got %d %q\n%s", prefix, rec.Code, loc, rec.Body.String())
-	}
-	u, err := url.Parse(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Query()
-}
+// code returns a code of q for the student; verifier is q's and unused.
+func (f *fixture) code(q url.Values, verifier string) string { return f.client().Code(q) }
 
-// code runs authorize and consent for the member client and returns a code
-// and its verifier.
-func (f *fixture) code(q url.Values, verifier string) string {
-	f.t.Helper()
-	rec := f.authorize(q, "student")
-	if rec.Code == http.StatusOK {
-		rec = f.consent(rec, "student", "approve")
-	}
-	p := redirectParams(f.t, rec, q.Get("redirect_uri"))
-	if p.Get("code") == "" {
-		f.t.Fatalf("no code: %v", p)
-	}
-	return p.Get("code")
-}
+func (f *fixture) token(form url.Values) (int, map[string]any) { return f.client().Token(form) }
 
-func (f *fixture) token(form url.Values) (int, map[string]any) {
-	rec := f.serve("POST", sitepath.Token, strings.NewReader(form.Encode()),
-		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
-	var m map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
-		f.t.Fatalf("token endpoint answered non-JSON %d: %s", rec.Code, rec.Body.String())
-	}
-	if rec.Header().Get("Cache-Control") != "no-store" {
-		f.t.Errorf("token response without Cache-Control: no-store")
-	}
-	return rec.Code, m
-}
-
-// exchange redeems a code for the member client.
 func (f *fixture) exchange(code, verifier string) (int, map[string]any) {
-	return f.token(url.Values{"grant_type": {"authorization_code"}, "code": {code},
-		"redirect_uri": {memberRedirect}, "client_id": {memberClient}, "code_verifier": {verifier},
-		"resource": {issuer}})
+	return f.client().Exchange(code, verifier)
 }
 
-// tokens runs the whole flow and returns the token response.
-func (f *fixture) tokens() map[string]any {
-	f.t.Helper()
-	v, c := pkce()
-	status, m := f.exchange(f.code(authParams(c), v), v)
-	if status != 200 {
-		f.t.Fatalf("exchange: %d %v", status, m)
-	}
-	return m
-}
+func (f *fixture) tokens() map[string]any { return f.client().Tokens() }
 
 // isErrorText reports whether s may be an error_description: RFC 6749
 // §5.2 allows printable ASCII but for '"' and '\'.

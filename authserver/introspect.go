@@ -38,7 +38,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.cfg.Now()
 	if err != nil || t.ClientID != client.ID || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) ||
-		(t.Kind == store.TokenRefresh && store.DecideRotate(t, now, s.cfg.RefreshGrace) == store.RotateReplay) {
+		(t.Kind == store.TokenRefresh && store.DecideRotate(t, now, s.cfg.RefreshGrace.D()) == store.RotateReplay) {
 		writeJSON(w, http.StatusOK, inactive)
 		return
 	}

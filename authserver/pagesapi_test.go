@@ -16,7 +16,7 @@ import (
 func TestWithoutPages(t *testing.T) {
 	f := newFixture(t)
 	srv, err := New(context.Background(), Config{Issuer: issuer, SessionURL: f.srv.cfg.SessionURL, LoginURL: "/login",
-		Vendors: f.srv.cfg.Vendors, Now: f.clock.Now}, f.store)
+		Options: Options{Vendors: f.srv.cfg.Vendors}, Now: f.clock.Now}, f.store)
 	if err != nil {
 		t.Fatal(err)
 	}

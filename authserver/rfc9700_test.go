@@ -30,12 +30,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -700,7 +700,7 @@ func isLiteral(e ast.Expr) bool {
 
 // RFC 9700 §4.2, §4.3 (RFC 6750 §5.3): no credential in logs or URLs, except the code in the callback.
 func TestRFC9700_NoCredentialsInURLsOrLogs(t *testing.T) {
-	var logs bcpBuffer
+	var logs schooltest.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prev := slog.Default()
 	slog.SetDefault(logger) // catches anything that bypasses the server's logger
@@ -1172,40 +1172,6 @@ func bcpIntrospect(f *fixture, tok, client string) map[string]any {
 		f.t.Fatalf("introspection: %d %s", rec.Code, rec.Body)
 	}
 	return m
-}
-
-func bcpCheckFraming(t *testing.T, what string, rec *httptest.ResponseRecorder) {
-	t.Helper()
-	h := rec.Header()
-	if h.Get("X-Frame-Options") != "DENY" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
-		t.Errorf("%s: framing not refused: XFO %q CSP %q", what, h.Get("X-Frame-Options"), h.Get("Content-Security-Policy"))
-	}
-}
-
-// bcpTamper changes a token's last character.
-func bcpTamper(tok string) string {
-	if strings.HasSuffix(tok, "A") {
-		return tok[:len(tok)-1] + "B"
-	}
-	return tok[:len(tok)-1] + "A"
-}
-
-// bcpBuffer is a log sink safe for concurrent writers.
-type bcpBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *bcpBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *bcpBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // bcpFakeDNS is a resolver backed by a tiny DNS server on loopback that

@@ -48,13 +48,13 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: store, keys: keys, vendors: vendorClients(cfg.Vendors),
-		cache: newTokenCache(16384), metadata: newMetadataResolver(cfg.MetadataDocuments, cfg.Now)}
-	limits := DefaultRateLimits
-	if cfg.RateLimits != nil {
-		limits = *cfg.RateLimits
+	var metadata MetadataDocumentsConfig
+	if cfg.MetadataDocuments != nil {
+		metadata = *cfg.MetadataDocuments
 	}
-	s.limits = newLimiters(limits)
+	s := &Server{cfg: cfg, store: store, keys: keys, vendors: vendorClients(cfg.Vendors),
+		cache: newTokenCache(16384), metadata: newMetadataResolver(metadata, cfg.Now)}
+	s.limits = newLimiters(cfg.RateLimits.limits())
 	s.pages = Pages(plainPages{})
 	if cfg.Pages != nil {
 		s.pages = cfg.Pages(s)
@@ -71,8 +71,8 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 }
 
 func (c *Config) validate() error {
-	if err := CheckAuditRetention(c.AuditRetention); err != nil {
-		return fmt.Errorf("audit retention: %v", err)
+	if err := c.Options.Check(); err != nil {
+		return err
 	}
 	issuer, err := policy.ParseOrigin(c.Issuer)
 	if err != nil {
@@ -81,19 +81,6 @@ func (c *Config) validate() error {
 	c.Issuer = issuer
 	if c.SessionURL == "" {
 		return errors.New("session URL is required")
-	}
-	seen := map[string]bool{}
-	for _, v := range c.Vendors {
-		if v.ClientID == "" || v.Name == "" {
-			return errors.New("a vendor needs a name and a client_id")
-		}
-		if seen[v.ClientID] {
-			return fmt.Errorf("vendor client_id %q is configured twice", v.ClientID)
-		}
-		seen[v.ClientID] = true
-		if len(v.RedirectURIs) == 0 {
-			return fmt.Errorf("vendor %q needs at least one redirect_uri", v.Name)
-		}
 	}
 	return nil
 }
@@ -120,7 +107,7 @@ func (s *Server) purgeExpired(ctx context.Context, every time.Duration) {
 	if err := s.store.PurgeExpired(ctx, s.cfg.Now().Add(-time.Hour)); err != nil {
 		s.cfg.Logger.Warn("purging expired records", "error", err)
 	}
-	if _, err := s.store.PurgeAudit(ctx, s.cfg.Now().Add(-s.cfg.AuditRetention)); err != nil {
+	if _, err := s.store.PurgeAudit(ctx, s.cfg.Now().Add(-s.cfg.AuditRetention.D())); err != nil {
 		s.cfg.Logger.Warn("purging audit events past their retention", "error", err)
 	}
 }

@@ -221,13 +221,13 @@ func (s *Server) mintTokens(g *store.Grant, scopes []string, now time.Time, acce
 		tokenType = policy.SchemeDPoP
 	}
 	resp := &tokenResponse{AccessToken: access, TokenType: tokenType,
-		ExpiresIn: int64(s.cfg.AccessTTL / time.Second), Scope: strings.Join(scopes, " "),
+		ExpiresIn: int64(s.cfg.AccessTTL.D() / time.Second), Scope: strings.Join(scopes, " "),
 		RefreshToken: refresh}
 	return resp, []store.IssuedToken{
 		{Hash: tokenKey(access), Token: &store.Token{Kind: store.TokenAccess, GrantID: g.ID, ClientID: g.ClientID,
-			Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL), JKT: accessJKT}},
+			Scopes: scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL.D()), JKT: accessJKT}},
 		{Hash: tokenKey(refresh), Token: &store.Token{Kind: store.TokenRefresh, GrantID: g.ID, ClientID: g.ClientID,
-			Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), JKT: refreshJKT}},
+			Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL.D()), JKT: refreshJKT}},
 	}
 }
 
@@ -253,7 +253,7 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 	now := s.cfg.Now()
 	var resp *tokenResponse
 	var fail *oauthError
-	err := s.store.RotateRefresh(ctx, tokenKey(raw), jkt, now, s.cfg.RefreshGrace, func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
+	err := s.store.RotateRefresh(ctx, tokenKey(raw), jkt, now, s.cfg.RefreshGrace.D(), func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
 		resp, fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {

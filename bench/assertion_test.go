@@ -1,9 +1,6 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/schoolgate/schoolgate/schooltest"
 )
 
 // The upstream answers the assertion school's requests only with one
 // X-School-Assertion of that school for the member and nothing else of
 // X-School-*.
 func TestAssertionCheck(t *testing.T) {
-	key, other := benchKey(t, "k1"), benchKey(t, "k1")
+	key, other := schooltest.ES256Key(t, "k1"), schooltest.ES256Key(t, "k1")
 	set := jwk.NewSet()
 	pub, _ := key.PublicKey()
 	_ = set.AddKey(pub)
@@ -38,7 +34,7 @@ func TestAssertionCheck(t *testing.T) {
 		}
 		return m
 	}
-	valid := signAssertion(t, key, "school-assertion+jwt", claims(nil))
+	valid := schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil))
 	for _, tc := range []struct {
 		name    string
 		headers map[string][]string
@@ -48,15 +44,15 @@ func TestAssertionCheck(t *testing.T) {
 		{"none", nil, "exactly one"},
 		{"two", map[string][]string{assertionHeader: {valid, valid}}, "exactly one"},
 		{"beside the identity headers", map[string][]string{assertionHeader: {valid}, "X-School-Subject": {"member-1"}}, "X-School-Subject"},
-		{"another key", map[string][]string{assertionHeader: {signAssertion(t, other, "school-assertion+jwt", claims(nil))}}, "not valid"},
-		{"an ID token's typ", map[string][]string{assertionHeader: {signAssertion(t, key, "JWT", claims(nil))}}, "typ"},
-		{"another issuer", map[string][]string{assertionHeader: {signAssertion(t, key, "school-assertion+jwt",
+		{"another key", map[string][]string{assertionHeader: {schooltest.SignJWS(t, other, "school-assertion+jwt", claims(nil))}}, "not valid"},
+		{"an ID token's typ", map[string][]string{assertionHeader: {schooltest.SignJWS(t, key, "JWT", claims(nil))}}, "typ"},
+		{"another issuer", map[string][]string{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt",
 			claims(func(m map[string]any) { m["iss"] = "http://127.0.0.1:1" }))}}, "not valid"},
-		{"another audience", map[string][]string{assertionHeader: {signAssertion(t, key, "school-assertion+jwt",
+		{"another audience", map[string][]string{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt",
 			claims(func(m map[string]any) { m["aud"] = "http://127.0.0.1:1" }))}}, "not valid"},
-		{"expired", map[string][]string{assertionHeader: {signAssertion(t, key, "school-assertion+jwt",
+		{"expired", map[string][]string{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt",
 			claims(func(m map[string]any) { m["exp"] = time.Now().Add(-time.Hour).Unix() }))}}, "not valid"},
-		{"another person", map[string][]string{assertionHeader: {signAssertion(t, key, "school-assertion+jwt",
+		{"another person", map[string][]string{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt",
 			claims(func(m map[string]any) { m["sub"] = "member-2" }))}}, "member-2"},
 		{"not a JWS", map[string][]string{assertionHeader: {"x.y"}}, "compact JWS"},
 		{"valid again", map[string][]string{assertionHeader: {valid}}, ""},
@@ -86,36 +82,4 @@ func TestAssertionCheck(t *testing.T) {
 	if (*assertionCheck)(nil).applies(r) {
 		t.Error("without the assertion school a request is checked")
 	}
-}
-
-func benchKey(t *testing.T, kid string) jwk.Key {
-	t.Helper()
-	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := jwk.Import(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = k.Set(jwk.KeyIDKey, kid)
-	_ = k.Set(jwk.AlgorithmKey, jwa.ES256())
-	return k
-}
-
-func signAssertion(t *testing.T, key jwk.Key, typ string, claims map[string]any) string {
-	t.Helper()
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hdr := jws.NewHeaders()
-	kid, _ := key.KeyID()
-	_ = hdr.Set(jws.KeyIDKey, kid)
-	_ = hdr.Set(jws.TypeKey, typ)
-	out, err := jws.Sign(payload, jws.WithKey(jwa.ES256(), key, jws.WithProtectedHeaders(hdr)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
 }

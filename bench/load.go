@@ -72,6 +72,10 @@ func load(c int, d time.Duration, work int, pid int, req request) stats {
 
 // loadCtx is load that also ends when parent does.
 func loadCtx(parent context.Context, c int, d time.Duration, work int, pid int, req request) stats {
+	cpu0, w0 := processCPU(pid), processWritten(pid)
+	// The clock starts before the run's deadline is set, so that a run
+	// cut off by it lasted d at least.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(parent, d)
 	defer cancel()
 	var next atomic.Int64
@@ -79,8 +83,6 @@ func loadCtx(parent context.Context, c int, d time.Duration, work int, pid int, 
 	fails := make([]int, c)
 	var errOnce sync.Once
 	var firstErr error
-	cpu0, w0 := processCPU(pid), processWritten(pid)
-	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < c; w++ {
 		wg.Add(1)

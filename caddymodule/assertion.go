@@ -1,26 +1,10 @@
 package caddymodule
 
 import (
-	"errors"
-	"fmt"
-	"strings"
-	"unicode"
-
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/school"
 )
-
-// IdentityAssertion turns on the signed identity assertion: every request
-// forwarded to a protected resource, and every Account API call of the
-// MCP member tools, also carries X-School-Assertion, an ES256 JWT of the
-// identity headers signed with the site's keys. A legacy server that
-// verifies it no longer has to trust whoever can reach it.
-type IdentityAssertion struct {
-	// Audience is the assertion's aud, the name the legacy server checks
-	// for itself. Default: the upstream's origin (scheme://host[:port]).
-	Audience string `json:"audience,omitempty"`
-}
 
 // unmarshalIdentityAssertion parses
 //
@@ -32,7 +16,7 @@ func (g *Gateway) unmarshalIdentityAssertion(d *caddyfile.Dispenser) error {
 	if err := onOff(d, "identity_assertion", &on); err != nil {
 		return err
 	}
-	ia := &IdentityAssertion{}
+	ia := &school.IdentityAssertion{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch {
 		case !on:
@@ -51,49 +35,4 @@ func (g *Gateway) unmarshalIdentityAssertion(d *caddyfile.Dispenser) error {
 		g.IdentityAssertion = ia
 	}
 	return nil
-}
-
-// defaultAssertionAudience fills in the upstream's origin. A bad upstream
-// is left for Validate to name.
-func (g *Gateway) defaultAssertionAudience() {
-	if g.IdentityAssertion == nil || g.IdentityAssertion.Audience != "" {
-		return
-	}
-	if origin, err := policy.ParseOrigin(g.Upstream); err == nil {
-		g.IdentityAssertion.Audience = origin
-	}
-}
-
-// The values of identity_headers.
-const (
-	identityHeadersAll       = "all"
-	identityHeadersAssertion = "assertion"
-)
-
-func (g *Gateway) validateIdentityAssertion() error {
-	switch g.IdentityHeaders {
-	case "", identityHeadersAll:
-	case identityHeadersAssertion:
-		if g.IdentityAssertion == nil {
-			return errors.New("identity_headers assertion: requires identity_assertion on, or the legacy server would receive no identity")
-		}
-	default:
-		return fmt.Errorf("identity_headers: %q must be all or assertion", g.IdentityHeaders)
-	}
-	if g.IdentityAssertion == nil {
-		return nil
-	}
-	aud := g.IdentityAssertion.Audience
-	if strings.TrimSpace(aud) != aud || aud == "" || strings.ContainsFunc(aud, unicode.IsControl) {
-		return fmt.Errorf("identity_assertion audience: %q must be a non-empty string without surrounding space or control characters", aud)
-	}
-	return nil
-}
-
-// assertionAudience is the audience the site signs for, "" when off.
-func (g *Gateway) assertionAudience() string {
-	if g.IdentityAssertion == nil {
-		return ""
-	}
-	return g.IdentityAssertion.Audience
 }

@@ -6,32 +6,34 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/schoolgate/schoolgate/school"
 )
 
 func TestIdentityAssertionCaddyfile(t *testing.T) {
 	tests := []struct {
 		name, upstream, options string
-		want                    *IdentityAssertion // after setDefaults
+		want                    *school.IdentityAssertion // after SetDefaults
 	}{
 		{"off by default", "http://127.0.0.1:9080", "", nil},
 		{"off", "http://127.0.0.1:9080", "identity_assertion off", nil},
 		{"on: the upstream's origin", "http://127.0.0.1:9080", "identity_assertion on",
-			&IdentityAssertion{Audience: "http://127.0.0.1:9080"}},
+			&school.IdentityAssertion{Audience: "http://127.0.0.1:9080"}},
 		{"on: origin without trailing slash, default port or upper case", "HTTPS://Legacy.Internal:443/", "identity_assertion on",
-			&IdentityAssertion{Audience: "https://legacy.internal"}},
+			&school.IdentityAssertion{Audience: "https://legacy.internal"}},
 		{"on with an audience", "http://127.0.0.1:9080", "identity_assertion on {\n audience urn:school:legacy\n}",
-			&IdentityAssertion{Audience: "urn:school:legacy"}},
+			&school.IdentityAssertion{Audience: "urn:school:legacy"}},
 		{"the last line wins", "http://127.0.0.1:9080", "identity_assertion on\n identity_assertion off", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := caddyfile.NewTestDispenser("school_gateway " + tt.upstream + " {\n" + tt.options + "\n}")
 			d.Next()
-			g := Gateway{Issuer: "https://school.example"}
+			g := Gateway{Options: school.Options{Issuer: "https://school.example"}}
 			if err := g.UnmarshalCaddyfile(d); err != nil {
 				t.Fatal(err)
 			}
-			g.setDefaults()
+			g.SetDefaults()
 			if err := g.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -69,16 +71,15 @@ func TestIdentityAssertionCaddyfileErrors(t *testing.T) {
 
 func TestIdentityAssertionValidate(t *testing.T) {
 	for _, aud := range []string{" padded", "tab\t", "line\nbreak", "nul\x00"} {
-		g := Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example",
-			IdentityAssertion: &IdentityAssertion{Audience: aud}}
-		g.setDefaults()
+		g := Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", IdentityAssertion: &school.IdentityAssertion{Audience: aud}}}
+		g.SetDefaults()
 		if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "identity_assertion audience") {
 			t.Errorf("audience %q: %v", aud, err)
 		}
 	}
 	// A bad upstream has no origin to default to: the upstream is named.
-	g := Gateway{Upstream: "http://127.0.0.1:9080/app", Issuer: "https://school.example", IdentityAssertion: &IdentityAssertion{}}
-	g.setDefaults()
+	g := Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080/app", Issuer: "https://school.example", IdentityAssertion: &school.IdentityAssertion{}}}
+	g.SetDefaults()
 	if err := g.Validate(); err == nil || !strings.HasPrefix(err.Error(), "upstream") {
 		t.Errorf("bad upstream: %v", err)
 	}
@@ -123,17 +124,17 @@ func TestIdentityHeadersOption(t *testing.T) {
 	for _, tt := range tests {
 		d := caddyfile.NewTestDispenser("school_gateway http://127.0.0.1:9080 {\n" + tt.options + "\n}")
 		d.Next()
-		g := Gateway{Issuer: "https://school.example"}
+		g := Gateway{Options: school.Options{Issuer: "https://school.example"}}
 		err := g.UnmarshalCaddyfile(d)
 		if err == nil {
-			g.setDefaults()
+			g.SetDefaults()
 			err = g.Validate()
 		}
 		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want %q", tt.options, err, tt.want)
 			continue
 		}
-		if err == nil && g.schoolConfig().AssertionOnly != tt.only {
+		if err == nil && (g.schoolConfig().IdentityHeaders == school.IdentityHeadersAssertion) != tt.only {
 			t.Errorf("%q: AssertionOnly %v, want %v", tt.options, !tt.only, tt.only)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/school"
 )
 
@@ -30,22 +30,22 @@ func TestBudgetCaddyfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Issuer = "https://school.example"
-	g.setDefaults()
+	g.SetDefaults()
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	c := g.schoolConfig()
-	if c.Weight != 3 || c.Budget.LegacyConcurrency != 16 || g.legacyTimeout() != 2*time.Minute {
-		t.Errorf("weight %d, legacy_concurrency %d, legacy_timeout %s", c.Weight, c.Budget.LegacyConcurrency, g.legacyTimeout())
+	if c.Weight != 3 || c.Budget.LegacyConcurrency != 16 || g.LegacyTimeout() != 2*time.Minute {
+		t.Errorf("weight %d, legacy_concurrency %d, legacy_timeout %s", c.Weight, c.Budget.LegacyConcurrency, g.LegacyTimeout())
 	}
-	if want := authserver.Per(100, time.Second, 200); c.Budget.Requests != want {
+	if want := (option.Rate{Events: 100, Period: option.Duration(time.Second), Burst: 200}); *c.Budget.Requests != want {
 		t.Errorf("requests %+v, want %+v", c.Budget.Requests, want)
 	}
-	if want := authserver.Per(30, time.Minute, 30); c.Budget.MCPAnonymous != want {
+	if want := (option.Rate{Events: 30, Period: option.Duration(time.Minute), Burst: 30}); *c.Budget.MCPAnonymous != want {
 		t.Errorf("mcp_anonymous %+v, want %+v (burst defaults to the events)", c.Budget.MCPAnonymous, want)
 	}
-	if def := (&Gateway{}).schoolConfig(); def.Weight != 1 || def.Budget != (school.Budget{}) {
-		t.Errorf("default weight %d, budget %+v", def.Weight, def.Budget)
+	if def := (&Gateway{}).schoolConfig(); def.Budget != nil || def.LegacyTimeout() != school.DefaultLegacyTimeout {
+		t.Errorf("default budget %+v", def.Budget)
 	}
 }
 
@@ -88,11 +88,11 @@ func TestBudgetValidateNamesTheOption(t *testing.T) {
 		{`{"weight": 2, "budget": {"requests": {"events": 5, "period": "1s"}, "legacy_concurrency": 4}}`, ""},
 	}
 	for _, tt := range tests {
-		g := Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}
+		g := Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}}
 		if err := json.Unmarshal([]byte(tt.json), &g); err != nil {
 			t.Fatal(err)
 		}
-		g.setDefaults()
+		g.SetDefaults()
 		err := g.Validate()
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%s: error %v, want mention of %q", tt.json, err, tt.want)

@@ -16,7 +16,10 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 func init() {
@@ -47,11 +50,11 @@ func parseSchoolGateway(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, er
 		}
 		g.Issuer = issuer
 	}
-	g.setDefaults()
+	g.SetDefaults()
 	if err := g.Validate(); err != nil {
 		return nil, h.Err(err.Error())
 	}
-	proxy, err := upstreamProxy(g.Upstream, g.upstreamBlock, g.legacyTimeout())
+	proxy, err := upstreamProxy(g.Upstream, g.upstreamBlock, g.LegacyTimeout())
 	if err != nil {
 		return nil, h.Errf("upstream: %v", err)
 	}
@@ -260,7 +263,7 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 	if dst, ok := single[opt]; ok {
 		return oneArg(d, opt, dst)
 	}
-	durations := map[string]*caddy.Duration{"code_ttl": &g.CodeTTL, "access_token_ttl": &g.AccessTTL,
+	durations := map[string]*option.Duration{"code_ttl": &g.CodeTTL, "access_token_ttl": &g.AccessTTL,
 		"refresh_token_ttl": &g.RefreshTTL, "audit_retention": &g.AuditRetention}
 	if dst, ok := durations[opt]; ok {
 		return durationArg(d, opt, dst)
@@ -319,7 +322,7 @@ func (g *Gateway) unmarshalRefreshGrace(d *caddyfile.Dispenser) error {
 	if err != nil || dur <= 0 {
 		return d.Errf("refresh_grace: %q is not a positive duration, 0 or off", s)
 	}
-	g.RefreshGrace = caddy.Duration(dur)
+	g.RefreshGrace = option.Duration(dur)
 	return nil
 }
 
@@ -332,7 +335,9 @@ func oneArg(d *caddyfile.Dispenser, opt string, dst *string) error {
 	return nil
 }
 
-func durationArg(d *caddyfile.Dispenser, opt string, dst *caddy.Duration) error {
+// durationArg reads a positive duration into an option's (or Caddy's)
+// duration type.
+func durationArg[D ~int64](d *caddyfile.Dispenser, opt string, dst *D) error {
 	var s string
 	if err := oneArg(d, opt, &s); err != nil {
 		return err
@@ -341,7 +346,7 @@ func durationArg(d *caddyfile.Dispenser, opt string, dst *caddy.Duration) error 
 	if err != nil || dur <= 0 {
 		return d.Errf("%s: %q is not a positive duration", opt, s)
 	}
-	*dst = caddy.Duration(dur)
+	*dst = D(dur)
 	return nil
 }
 
@@ -370,7 +375,7 @@ func (g *Gateway) unmarshalCatalog(d *caddyfile.Dispenser) error {
 		if err != nil || dur < time.Second {
 			return d.Errf("catalog: refresh %q must be a duration of at least 1s", args[2])
 		}
-		g.CatalogRefresh = caddy.Duration(dur)
+		g.CatalogRefresh = option.Duration(dur)
 	default:
 		return d.Err("catalog: expects <file|url> [refresh <duration>]")
 	}
@@ -387,7 +392,7 @@ func (g *Gateway) unmarshalCatalog(d *caddyfile.Dispenser) error {
 }
 
 func (g *Gateway) unmarshalVendor(d *caddyfile.Dispenser) error {
-	var v Vendor
+	var v authserver.VendorClient
 	if err := oneArg(d, "vendor", &v.Name); err != nil {
 		return err
 	}
@@ -398,7 +403,7 @@ func (g *Gateway) unmarshalVendor(d *caddyfile.Dispenser) error {
 		case "client_id":
 			err = oneArg(d, "vendor "+v.Name+" client_id", &v.ClientID)
 		case "client_secret":
-			err = oneArg(d, "vendor "+v.Name+" client_secret", &v.ClientSecret)
+			err = oneArg(d, "vendor "+v.Name+" client_secret", &v.Secret)
 		case "audience":
 			err = oneArg(d, "vendor "+v.Name+" audience", &v.Audience)
 		case "redirect_uri", "redirect_uris":
@@ -424,7 +429,7 @@ func (g *Gateway) unmarshalMetadataDocuments(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.Err("metadata_documents: options go in a block")
 	}
-	m := &MetadataDocuments{}
+	m := &authserver.MetadataDocumentsConfig{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "allow_hosts":
@@ -451,7 +456,7 @@ func (g *Gateway) unmarshalRule(d *caddyfile.Dispenser) error {
 	if len(args) < 3 {
 		return d.Err("rule: expects <method|*> <path> member|operator|deny [<scope...>]")
 	}
-	r := Rule{Method: strings.ToUpper(args[0]), Path: args[1], Audience: args[2], Scopes: args[3:]}
+	r := school.Rule{Method: strings.ToUpper(args[0]), Path: args[1], Audience: args[2], Scopes: args[3:]}
 	if r.Method == "*" {
 		r.Method = ""
 	}

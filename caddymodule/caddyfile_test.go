@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
@@ -50,13 +51,16 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		refresh_grace 5s
 		audit_retention 720h
 		dpop required nonce
+		admin_openapi http://127.0.0.1:9080/openapi.json
+		identity_assertion on
+		identity_headers assertion
 	}`)
 	d.Next()
 	var g Gateway
 	if err := g.UnmarshalCaddyfile(d); err != nil {
 		t.Fatal(err)
 	}
-	g.setDefaults()
+	g.SetDefaults()
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +78,7 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		{"school's language", g.schoolConfig().Language, "de"},
 		{"vendors", len(g.Vendors), 2},
 		{"portal redirects", len(g.Vendors[1].RedirectURIs), 2},
-		{"portal secret", g.Vendors[1].ClientSecret, "s3cret"},
+		{"portal secret", g.Vendors[1].Secret, "s3cret"},
 		{"mcp_connections", g.MCPConnections, true},
 		{"allow hosts", strings.Join(g.MetadataDocuments.AllowHosts, ","), "example.com,agents.example"},
 		{"private", g.MetadataDocuments.AllowPrivateNetworks, true},
@@ -84,27 +88,27 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		{"access", time.Duration(g.AccessTTL), 15 * time.Minute},
 		{"refresh ttl", time.Duration(g.RefreshTTL), 48 * time.Hour},
 		{"grace", time.Duration(g.RefreshGrace), 5 * time.Second},
-		{"audit_retention", g.schoolConfig().AuditRetention, 720 * time.Hour},
+		{"audit_retention", g.schoolConfig().AuditRetention.D(), 720 * time.Hour},
 		{"dpop", g.schoolConfig().DPoP, policy.DPoPRequired},
 		{"dpop nonce", g.schoolConfig().DPoPNonce, true},
+		{"admin_openapi", g.AdminOpenAPI, "http://127.0.0.1:9080/openapi.json"},
+		{"identity_assertion", g.IdentityAssertion.Audience, "http://127.0.0.1:9080"},
+		{"identity_headers", g.IdentityHeaders, school.IdentityHeadersAssertion},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if rules := g.policyRules(); !rules[1].Deny {
+	if rules := g.Policy().Rules; !rules[1].Deny {
 		t.Error("a deny rule must become a policy deny")
 	}
-	l := g.authserverLimits()
-	if l.Token.Every != 10*time.Millisecond || l.Token.Burst != 50 || l.Register.Every != 12*time.Minute ||
-		l.Register.Burst != 5 || l.TokenClient != authserver.DefaultRateLimits.TokenClient {
+	if l := g.RateLimits.Limits; l["token"] != (option.Rate{Events: 100, Period: option.Duration(time.Second), Burst: 50}) ||
+		l["register"] != (option.Rate{Events: 5, Period: option.Duration(time.Hour), Burst: 5}) || len(l) != 2 {
 		t.Errorf("rate limits %+v", l)
 	}
-	off := Gateway{RateLimits: &RateLimits{Off: true}}
-	if *off.authserverLimits() != (authserver.RateLimits{}) {
-		t.Error("rate_limit off must disable every limit")
-	}
+	// What the server makes of them is authserver's
+	// (TestRateLimitOptions).
 }
 
 // Every refusal names the option at fault.
@@ -147,7 +151,7 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 
 func TestValidateNamesTheOption(t *testing.T) {
 	base := func() Gateway {
-		return Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}
+		return Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}}
 	}
 	tests := []struct {
 		name   string
@@ -163,47 +167,46 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{"login_url", func(g *Gateway) { g.LoginURL = "//evil.example/login" }, "login_url"},
 		{"admin_prefix", func(g *Gateway) { g.AdminPrefix = "admin" }, "admin_prefix"},
 		{"language", func(g *Gateway) { g.Language = "fr" }, ""},
-		{"audit_retention", func(g *Gateway) { g.AuditRetention = caddy.Duration(time.Hour) }, "audit_retention"},
-		{"audit_retention negative", func(g *Gateway) { g.AuditRetention = caddy.Duration(-time.Hour) }, "audit_retention"},
+		{"audit_retention", func(g *Gateway) { g.AuditRetention = option.Duration(time.Hour) }, "audit_retention"},
+		{"audit_retention negative", func(g *Gateway) { g.AuditRetention = option.Duration(-time.Hour) }, "audit_retention"},
 		{"language unknown", func(g *Gateway) { g.Language = "nl" }, `language: "nl" is not one of the pages' languages (en, de, fr, it, es, pt)`},
 		{"language with a region", func(g *Gateway) { g.Language = "de-CH" }, "language:"},
 		{"language in capitals", func(g *Gateway) { g.Language = "DE" }, "language:"},
-		{"dpop required", func(g *Gateway) { g.DPoP, g.DPoPNonce = "required", true }, ""},
-		{"dpop unknown", func(g *Gateway) { g.DPoP = "mandatory" }, `dpop: "mandatory" is not off, allowed or required`},
-		{"dpop nonce while off", func(g *Gateway) { g.DPoP, g.DPoPNonce = "off", true }, "dpop_nonce"},
-		{"vendor without redirect", func(g *Gateway) { g.Vendors = []Vendor{{Name: "V", ClientID: "v"}} }, "redirect_uri"},
+		{"dpop required", func(g *Gateway) { g.DPoP, g.DPoPNonce = policy.DPoPRequired, true }, ""},
+		{"dpop nonce while off", func(g *Gateway) { g.DPoP, g.DPoPNonce = policy.DPoPOff, true }, "dpop_nonce"},
+		{"vendor without redirect", func(g *Gateway) { g.Vendors = []authserver.VendorClient{{Name: "V", ClientID: "v"}} }, "redirect_uri"},
 		{"vendor bad client id", func(g *Gateway) {
-			g.Vendors = []Vendor{{Name: "V", ClientID: "a b", RedirectURIs: []string{"https://v.example/cb"}}}
+			g.Vendors = []authserver.VendorClient{{Name: "V", ClientID: "a b", RedirectURIs: []string{"https://v.example/cb"}}}
 		}, "client_id"},
 		{"vendor duplicate", func(g *Gateway) {
-			v := Vendor{Name: "V", ClientID: "v", RedirectURIs: []string{"https://v.example/cb"}}
-			g.Vendors = []Vendor{v, v}
+			v := authserver.VendorClient{Name: "V", ClientID: "v", RedirectURIs: []string{"https://v.example/cb"}}
+			g.Vendors = []authserver.VendorClient{v, v}
 		}, "used by another vendor"},
 		{"vendor fragment", func(g *Gateway) {
-			g.Vendors = []Vendor{{Name: "V", ClientID: "v", RedirectURIs: []string{"https://v.example/cb#x"}}}
+			g.Vendors = []authserver.VendorClient{{Name: "V", ClientID: "v", RedirectURIs: []string{"https://v.example/cb#x"}}}
 		}, "redirect_uri"},
 		{"vendor audience", func(g *Gateway) {
-			g.Vendors = []Vendor{{Name: "V", ClientID: "v", Audience: "admin", RedirectURIs: []string{"https://v.example/cb"}}}
+			g.Vendors = []authserver.VendorClient{{Name: "V", ClientID: "v", Audience: "admin", RedirectURIs: []string{"https://v.example/cb"}}}
 		}, "audience"},
 		{"vendor scope", func(g *Gateway) {
-			g.Vendors = []Vendor{{Name: "V", ClientID: "v", Scopes: []string{"all"}, RedirectURIs: []string{"https://v.example/cb"}}}
+			g.Vendors = []authserver.VendorClient{{Name: "V", ClientID: "v", Scopes: []string{"all"}, RedirectURIs: []string{"https://v.example/cb"}}}
 		}, `unknown scope "all"`},
 		{"vendor offline_access", func(g *Gateway) {
-			g.Vendors = []Vendor{{Name: "V", ClientID: "v", Scopes: []string{"openid", "offline_access"}, RedirectURIs: []string{"https://v.example/cb"}}}
+			g.Vendors = []authserver.VendorClient{{Name: "V", ClientID: "v", Scopes: []string{"openid", "offline_access"}, RedirectURIs: []string{"https://v.example/cb"}}}
 		}, "every client may request it"},
 		{"rule offline_access", func(g *Gateway) {
-			g.Rules = []Rule{{Path: "/admin/api/x", Audience: "operator", Scopes: []string{"offline_access"}}}
+			g.Rules = []school.Rule{{Path: "/admin/api/x", Audience: "operator", Scopes: []string{"offline_access"}}}
 		}, "no request needs it"},
-		{"rule audience", func(g *Gateway) { g.Rules = []Rule{{Path: "/admin/api/x", Audience: "root"}} }, "audience"},
+		{"rule audience", func(g *Gateway) { g.Rules = []school.Rule{{Path: "/admin/api/x", Audience: "root"}} }, "audience"},
 		{"rule scope", func(g *Gateway) {
-			g.Rules = []Rule{{Path: "/admin/api/x", Audience: "operator", Scopes: []string{"x:y"}}}
+			g.Rules = []school.Rule{{Path: "/admin/api/x", Audience: "operator", Scopes: []string{"x:y"}}}
 		}, "x:y"},
-		{"rule outside prefix", func(g *Gateway) { g.Rules = []Rule{{Path: "/other", Audience: "operator"}} }, "admin_prefix"},
+		{"rule outside prefix", func(g *Gateway) { g.Rules = []school.Rule{{Path: "/other", Audience: "operator"}} }, "admin_prefix"},
 	}
 	for _, tt := range tests {
 		g := base()
 		tt.mutate(&g)
-		g.setDefaults()
+		g.SetDefaults()
 		err := g.Validate()
 		switch {
 		case tt.want == "" && err != nil:

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -12,24 +11,15 @@ import (
 	"github.com/schoolgate/schoolgate/school"
 )
 
-// loadFailure is a school that could not be built from its data (a store
-// that does not open, keys that do not read): the configuration is fine,
-// so the other schools start and this one answers 503 until a reload or
-// one of its rebuilds in the background (rebuild.go) builds it. A file
-// that ships with the configuration (the admin OpenAPI document) is
-// configuration: an error in it fails the load.
-type loadFailure struct {
-	// public says what failed in words a client may read; err, with its
-	// paths and hosts, is for the operator (logs, /schoolgate/health).
-	public string
-	err    error
-}
+// A school that could not be built from its data (a store that does not
+// open, keys that do not read) is a *school.BuildError: the configuration
+// is fine, so the other schools start and this one answers 503 until a
+// reload or one of its rebuilds in the background (rebuild.go) builds it.
+// A file that ships with the configuration (the admin OpenAPI document)
+// is configuration: an error in it fails the load.
 
-func (e *loadFailure) Error() string { return e.err.Error() }
-func (e *loadFailure) Unwrap() error { return e.err }
-
-func failedLoading(public string, err error) error {
-	return &loadFailure{public: public, err: err}
+func failedLoading(reason string, err error) error {
+	return &school.BuildError{Reason: reason, Err: err}
 }
 
 // failedSite is the stand-in of a school whose load failed: it keeps the
@@ -44,14 +34,13 @@ type failedSite struct {
 	legacy *school.Legacy
 	since  time.Time
 	// failure is why the last attempt to build the school failed.
-	failure atomic.Pointer[loadFailure]
+	failure atomic.Pointer[school.BuildError]
 	rebuild rebuilder
 }
 
-func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
+func newFailedSite(g *Gateway, f *school.BuildError) *failedSite {
 	fs := &failedSite{gateway: g, issuer: g.Issuer, since: time.Now().UTC(),
-		policy: &policy.Policy{AdminPrefix: g.AdminPrefix, Rules: g.policyRules()},
-		legacy: school.NewLegacy(g.schoolBudget(), nil)}
+		policy: g.Policy(), legacy: school.NewLegacy(g.LegacyConcurrency(), nil)}
 	fs.failure.Store(f)
 	fs.rebuild.next.Store(time.Now().Add(firstRebuild).UnixNano())
 	return fs
@@ -59,7 +48,7 @@ func newFailedSite(g *Gateway, f *loadFailure) *failedSite {
 
 // serve answers one request of the failed school.
 func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	return school.ServeFailed(w, r, next, f.legacy, f.policy, f.failure.Load().public, f.retryAfter())
+	return school.ServeFailed(w, r, next, f.legacy, f.policy, f.failure.Load().Reason, f.retryAfter())
 }
 
 // retryAfter is the Retry-After of a failed school, in seconds: the time
@@ -67,11 +56,4 @@ func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhtt
 func (f *failedSite) retryAfter() int {
 	left := time.Until(f.nextTry())
 	return max(int((left+time.Second-1)/time.Second), 1)
-}
-
-// asLoadFailure finds the load failure in err.
-func asLoadFailure(err error) (*loadFailure, bool) {
-	var f *loadFailure
-	ok := errors.As(err, &f)
-	return f, ok
 }

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/json"
 	"errors"
+	"github.com/schoolgate/schoolgate/school"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,11 +15,11 @@ import (
 // everything the gateway owns or protects, keeps the reason's paths for
 // the operator, and leaves the legacy site's public pages reachable.
 func TestFailedSiteAnswers(t *testing.T) {
-	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}
-	g.setDefaults()
+	g := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}}
+	g.SetDefaults()
 	cause := errors.New("data: opening /var/lib/schools/a/school.db: invalid database")
 	g.run = newGatewayRun()
-	g.run.set(&gatewayState{failed: newFailedSite(g, &loadFailure{public: "its store could not be opened", err: cause})})
+	g.run.set(&gatewayState{failed: newFailedSite(g, &school.BuildError{Reason: "its store could not be opened", Err: cause})})
 	tests := []struct {
 		path, auth string
 		passed     bool
@@ -73,9 +74,9 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 	ts := newTestSite(t, nil)
 	app := &App{}
 	app.serving(ts.site)
-	bad := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://broken.example"}
-	bad.setDefaults()
-	app.failing(newFailedSite(bad, &loadFailure{public: "its store could not be opened", err: errors.New("data: invalid database")}))
+	bad := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://broken.example"}}
+	bad.SetDefaults()
+	app.failing(newFailedSite(bad, &school.BuildError{Reason: "its store could not be opened", Err: errors.New("data: invalid database")}))
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
@@ -119,7 +120,7 @@ func TestFailedSiteInAdminAPI(t *testing.T) {
 func TestAppRebuilt(t *testing.T) {
 	ts := newTestSite(t, nil)
 	app := &App{}
-	f := newFailedSite(ts.g, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})
+	f := newFailedSite(ts.g, &school.BuildError{Reason: "its store could not be opened", Err: errors.New("data: locked")})
 	app.failing(f)
 	if got := f.retryAfter(); got != int(firstRebuild/time.Second) {
 		t.Errorf("Retry-After %d before the first rebuild, want %d", got, int(firstRebuild/time.Second))
@@ -141,11 +142,11 @@ func TestAppRebuilt(t *testing.T) {
 func TestAppRegister(t *testing.T) {
 	dir := t.TempDir()
 	gateway := func(issuer, data string, pg bool) *Gateway {
-		g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: issuer, Data: data}
+		g := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: issuer}, Data: data}
 		if pg {
 			g.Data, g.Store = "", &StoreConfig{Postgres: &PostgresStore{DSN: "host=/tmp", KeySecret: "k"}}
 		}
-		g.setDefaults()
+		g.SetDefaults()
 		return g
 	}
 	app := &App{}

@@ -2,18 +2,16 @@ package caddymodule
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/school"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -36,7 +34,7 @@ func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
+func newTestSite(tb testing.TB, assertion *school.IdentityAssertion) *testSite {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "school.db")
 	store, err := boltstore.Open(path, time.Second)
@@ -44,8 +42,8 @@ func newTestSite(tb testing.TB, assertion *IdentityAssertion) *testSite {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close() })
-	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", IdentityAssertion: assertion}
-	g.setDefaults()
+	g := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", IdentityAssertion: assertion}}
+	g.SetDefaults()
 	if err := g.Validate(); err != nil {
 		tb.Fatal(err)
 	}
@@ -71,28 +69,10 @@ func buildTestSite(tb testing.TB, g *Gateway, stored *siteStore) *site {
 	return &site{Site: s, gateway: g, observe: observe, stored: stored, log: slog.Default()}
 }
 
-// mintMemberToken stores a member grant and access token as a code
-// exchange would.
+// mintMemberToken stores the student's grant "grant-1" and an access
+// token of it, as a code exchange would.
 func mintMemberToken(tb testing.TB, st store.Store, origin string) string {
-	tb.Helper()
-	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
-	raw := "sgat_" + strings.Repeat("t", 43)
-	now := time.Now()
-	if err := st.PutCode(context.Background(), hash("code"), &store.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
-		tb.Fatal(err)
-	}
-	err := st.RedeemCode(context.Background(), hash("code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
-		g := &store.Grant{ID: "grant-1", ClientID: "member-app", Audience: store.AudienceMember,
-			Scopes: []string{"openid", "account:read"}, Resource: origin, CreatedAt: now,
-			Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",
-				OrgID: "demo", Roles: []string{"student"}}}
-		return g, []store.IssuedToken{{Hash: hash(raw), Token: &store.Token{Kind: store.TokenAccess,
-			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return raw
+	return schooltest.MemberToken(tb, st, origin, "grant-1", "")
 }
 
 // copylessStore is a store that cannot copy itself, as a database's.

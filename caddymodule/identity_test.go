@@ -26,7 +26,7 @@ func TestIdentityPlaceholders(t *testing.T) {
 		t.Fatalf("not forwarded: %v", err)
 	}
 	want := map[string]string{"http.auth.user.id": "member-1", "http.auth.user.email": "student@demo.school",
-		"http.auth.user.name": "Sam", "http.auth.user.org_id": "demo", "http.auth.user.roles": "student",
+		"http.auth.user.name": "Sam Student", "http.auth.user.org_id": "demo", "http.auth.user.roles": "student",
 		"http.auth.user.scopes": "openid account:read", "http.auth.user.client_id": "member-app",
 		"http.auth.user.audience": "member"}
 	for i, p := range identityPlaceholders {

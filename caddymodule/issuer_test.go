@@ -19,6 +19,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // runGateways runs, in this process, a config whose one server has a
@@ -238,10 +239,10 @@ func TestIssuerOneSiteRow(t *testing.T) {
 // issuer, and name a bad one; a school that failed to load is a 503.
 func TestSiteOfAnySpelling(t *testing.T) {
 	ts := newTestSite(t, nil)
-	failed := &Gateway{Issuer: "https://failed.example", Upstream: "http://127.0.0.1:9"}
-	failed.setDefaults()
+	failed := &Gateway{Options: school.Options{Issuer: "https://failed.example", Upstream: "http://127.0.0.1:9"}}
+	failed.SetDefaults()
 	app := &App{sites: map[string]*site{ts.g.Issuer: ts.site}, failed: map[string]*failedSite{
-		failed.Issuer: newFailedSite(failed, &loadFailure{public: "its store could not be opened", err: errors.New("data: locked")})}}
+		failed.Issuer: newFailedSite(failed, &school.BuildError{Reason: "its store could not be opened", Err: errors.New("data: locked")})}}
 	prev := activeApp
 	activeApp = func() (any, error) { return app, nil }
 	t.Cleanup(func() { activeApp = prev })
@@ -410,7 +411,7 @@ func TestDataRootListing(t *testing.T) {
 	t.Cleanup(func() { readDataRoot = prev })
 
 	for _, issuer := range []string{"https://a.example", "https://b.example", "https://c.example"} {
-		if err := (&Gateway{Issuer: issuer}).prepareDefaultDir(); err != nil {
+		if err := (&Gateway{Options: school.Options{Issuer: issuer}}).prepareDefaultDir(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,7 +427,7 @@ func TestDataRootListing(t *testing.T) {
 	if err := os.Chtimes(root, time.Time{}, time.Unix(1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	err := (&Gateway{Issuer: "https://school.example"}).prepareDefaultDir()
+	err := (&Gateway{Options: school.Options{Issuer: "https://school.example"}}).prepareDefaultDir()
 	if err == nil || !strings.Contains(err.Error(), "School.Example_443") {
 		t.Fatalf("a directory of another spelling that appeared after the listing: %v", err)
 	}

@@ -105,7 +105,7 @@ func (a *App) allowsCertificate(name string) bool {
 		return false
 	}
 	for _, p := range *list {
-		if t := p.tables.state.Load(); t != nil && t.allowsCertificate(name) {
+		if t := p.tables.state.Load(); t != nil && t.AllowsCertificate(name) {
 			return true
 		}
 	}
@@ -128,15 +128,13 @@ func (a *App) certificateRefusal(host string) string {
 			unread = true
 			continue
 		}
-		for _, e := range t.schools {
+		for _, e := range t.Schools() {
 			if e.rec.Disabled && answersOn(&e.rec, host) {
 				return "disabled: " + e.rec.Issuer + " answers on it, and is disabled in the registry"
 			}
 		}
-		for key, e := range t.http {
-			if hostName(key) == host {
-				return "http only: " + e.rec.Issuer + " answers on it over http, and gets no certificate"
-			}
+		if e, ok := t.HTTPOn(host); ok {
+			return "http only: " + e.rec.Issuer + " answers on it over http, and gets no certificate"
 		}
 	}
 	if unread {

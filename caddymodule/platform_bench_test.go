@@ -39,12 +39,12 @@ func BenchmarkPlatformLookup(b *testing.B) {
 			b.Run(fmt.Sprintf("schools=%d/%s", n, tt.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					e := t.lookup(r)
+					e := lookupRequest(t, r)
 					a := e.active.Load()
 					if !a.acquire() {
 						b.Fatal("not built")
 					}
-					a.used.Store(time.Now().UnixNano())
+					a.hold.Touch(time.Now().UnixNano())
 					a.release()
 				}
 			})

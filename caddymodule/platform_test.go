@@ -132,7 +132,7 @@ func (tp *testPlatform) put(t testing.TB, issuer string, hosts []string, extra s
 
 // school is the platform's school of an issuer now.
 func (tp *testPlatform) school(issuer string) *platformSchool {
-	return tp.tables.state.Load().schools[issuer]
+	return tp.tables.state.Load().School(issuer)
 }
 
 // do serves one request for url (http or https, which the request is

@@ -34,7 +34,7 @@ func (p *platform) hold(header http.Header, issuer string) (a *activeSchool, fou
 		if t == nil {
 			return nil, false, nil
 		}
-		e := t.schools[issuer]
+		e := t.School(issuer)
 		if e == nil {
 			return nil, false, nil
 		}
@@ -50,7 +50,7 @@ func (p *platform) hold(header http.Header, issuer string) (a *activeSchool, fou
 			}
 		}
 		if a != nil {
-			a.used.Store(time.Now().UnixNano())
+			a.hold.Touch(time.Now().UnixNano())
 			return a, true, nil
 		}
 	}

@@ -28,7 +28,7 @@ func (p *platform) claimant(issuer string) *platform {
 			return nil
 		}
 		if t := q.tables.state.Load(); t != nil {
-			if e := t.schools[issuer]; e != nil && !e.rec.Disabled {
+			if e := t.School(issuer); e != nil && !e.rec.Disabled {
 				return q
 			}
 		}
@@ -94,16 +94,16 @@ func (p *platform) reclaimLocked(issuers []string) {
 	var next *hostTable
 	var renewed []*platformSchool
 	for _, issuer := range issuers {
-		old := t.schools[issuer]
+		old := t.School(issuer)
 		if old == nil || old.rec.Disabled || p.claimant(issuer) == old.claimedBy {
 			continue
 		}
 		if next == nil {
-			next = t.clone()
+			next = t.Clone()
 		}
 		e := p.newSchool(old.rec)
-		next.remove(old)
-		next.add(e)
+		next.Remove(old)
+		next.Add(e)
 		renewed = append(renewed, old)
 		// A record that fails says why in fail's log.
 		if e.claimedBy == nil {
@@ -128,7 +128,7 @@ func (p *platform) reclaimAll() {
 	if len(p.app.platformsNow()) < 2 {
 		return
 	}
-	issuers := slices.Collect(maps.Keys(p.tables.state.Load().schools))
+	issuers := slices.Collect(maps.Keys(p.tables.state.Load().Schools()))
 	p.reclaimLocked(issuers)
 	p.claimsChanged(issuers)
 }

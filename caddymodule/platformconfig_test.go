@@ -163,21 +163,21 @@ func TestPlatformValidateOpensNothing(t *testing.T) {
 	}
 }
 
-// The record file the operator guide shows is one the platform's registry
-// dir reads, under the name the guide gives it.
-func TestOperatorGuideRecordFile(t *testing.T) {
-	guide, err := os.ReadFile("../docs/operator.md")
+// The record file docs/registry-files.md shows is one the platform's
+// registry dir reads, under the name the page gives it.
+func TestRegistryFilesPageRecordFile(t *testing.T) {
+	guide, err := os.ReadFile("../docs/registry-files.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(guide), "**A registry dir's files.**")
+	_, after, ok := strings.Cut(string(guide), "## The record")
 	if !ok {
-		t.Fatal("docs/operator.md: no registry dir's files paragraph")
+		t.Fatal("docs/registry-files.md: no section on the record")
 	}
 	_, block, ok := strings.Cut(after, "```json\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("docs/operator.md: the paragraph has no JSON example")
+		t.Fatal("docs/registry-files.md: the record's section has no JSON example")
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "school.example.json"), []byte(block), 0o600); err != nil {

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"github.com/schoolgate/schoolgate/school"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -17,8 +18,8 @@ import (
 func TestPlatformSiteBlockWins(t *testing.T) {
 	ts := newTestSite(t, nil)
 	siteBlockData := t.TempDir()
-	other := &Gateway{Issuer: "https://other.example", Upstream: "http://127.0.0.1:9", Data: siteBlockData}
-	other.setDefaults()
+	other := &Gateway{Options: school.Options{Issuer: "https://other.example", Upstream: "http://127.0.0.1:9"}, Data: siteBlockData}
+	other.SetDefaults()
 	tp := newTestPlatform(t, 10, func(tp *testPlatform) {
 		// Site blocks as register records them, started (ts) or not.
 		tp.app.issuers = map[string]*Gateway{ts.g.Issuer: ts.g, other.Issuer: other}

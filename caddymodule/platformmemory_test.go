@@ -54,7 +54,7 @@ func TestPlatformStateFollowsTheSchools(t *testing.T) {
 			t.Fatalf("round %d: the table has %d schools, the registry %d", r, n, len(live))
 		}
 		tp.mu.Lock()
-		files, active := len(tp.dataFiles), len(tp.active)
+		files, active := len(tp.dataFiles), tp.built.Len()
 		tp.mu.Unlock()
 		if files > len(live) || active > len(live) {
 			t.Errorf("round %d: %d data files and %d built schools for %d schools", r, files, active, len(live))
@@ -66,7 +66,7 @@ func TestPlatformStateFollowsTheSchools(t *testing.T) {
 		}
 	}
 	tp.mu.Lock()
-	files, active := len(tp.dataFiles), len(tp.active)
+	files, active := len(tp.dataFiles), tp.built.Len()
 	tp.mu.Unlock()
 	if files != 0 || active != 0 || len(tp.schools()) != 0 {
 		t.Errorf("every school removed: %d data files, %d built schools, %d in the table", files, active, len(tp.schools()))

@@ -42,7 +42,7 @@ func recordGateway(r *registry.Record) (*Gateway, error) {
 		return nil, errors.New("store: a school of a platform keeps its state where the registry says; remove store")
 	}
 	g.Issuer = r.Issuer
-	g.setDefaults()
+	g.SetDefaults()
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func optionError(cfg json.RawMessage, err error) error {
 		switch {
 		case oneErr == nil:
 			continue
-		case strings.Contains(oneErr.Error(), strconv.Quote(name)):
+		case strings.Contains(oneErr.Error(), strconv.Quote(name)), strings.HasPrefix(oneErr.Error(), name+":"):
 			return fmt.Errorf("config: %v", oneErr) // it names the option already
 		}
 		return fmt.Errorf("config: %s: %v", name, oneErr)

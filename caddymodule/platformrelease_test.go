@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // A platform school holds its proxy while it is built or its stand-in
@@ -116,7 +117,7 @@ func TestPlatformProxyPool(t *testing.T) {
 // mustProxyJSON is the configuration of the proxy to upstream.
 func mustProxyJSON(t *testing.T, upstream string) json.RawMessage {
 	t.Helper()
-	rp, err := defaultUpstreamProxy(upstream, defaultLegacyTimeout)
+	rp, err := defaultUpstreamProxy(upstream, school.DefaultLegacyTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/schoolgate/schoolgate/pgstore"
+	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -63,9 +62,10 @@ type platform struct {
 	pending []registry.Change
 	ended   bool
 
-	// mu guards active, failing and dataFiles.
-	mu     sync.Mutex
-	active map[*activeSchool]struct{}
+	// built are the schools built, at most max of them (max_active).
+	built *platformcore.Bound[*activeSchool]
+	// mu guards failing and dataFiles.
+	mu sync.Mutex
 	// failing are the schools of the table that failed to build, kept as
 	// they fail and recover so that the health check reads them without
 	// a pass over every school (platformstatus.go).
@@ -74,9 +74,6 @@ type platform struct {
 	// records naming one data directory would mix two schools in one
 	// file.
 	dataFiles map[string]*platformSchool
-	// over is set while more than max schools are active, every one busy.
-	over atomic.Bool
-
 	// registryErr is why the registry could not be read last, nil once
 	// it could; retrying is set while a retry is scheduled.
 	registryErr atomic.Pointer[registryFailure]
@@ -102,7 +99,7 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 	life, end := context.WithCancel(context.Background())
 	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
 		metrics: metricsFor(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
-		active: map[*activeSchool]struct{}{}, failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
+		built: platformcore.NewBound[*activeSchool](h.MaxActive), failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
 	return p
@@ -114,7 +111,7 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 // transport, health checks and metrics goroutine), so that the proxies
 // of schools removed or let go of do not pile up while the config runs.
 func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, func(), error) {
-	rp, err := defaultUpstreamProxy(g.Upstream, g.legacyTimeout())
+	rp, err := defaultUpstreamProxy(g.Upstream, g.LegacyTimeout())
 	if err != nil {
 		return nil, nil, fmt.Errorf("upstream: %v", err)
 	}
@@ -140,7 +137,7 @@ func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
 	if t == nil {
 		return p.writeNoTable(w)
 	}
-	for e := t.lookup(r); e != nil; {
+	for e := lookupRequest(t, r); e != nil; {
 		err := e.serve(w, r)
 		if !errors.Is(err, errRetired) {
 			return err
@@ -150,7 +147,7 @@ func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
 		// changed again meanwhile (each turn here is another change). A
 		// table that still has the retired school is the last: the
 		// platform is ending.
-		next := p.tables.state.Load().lookup(r)
+		next := lookupRequest(p.tables.state.Load(), r)
 		if next == e {
 			return writeStarting(w)
 		}
@@ -220,7 +217,7 @@ func (p *platform) connect() error {
 	}
 	t := newHostTable(len(records))
 	for _, rec := range records {
-		t.add(p.newSchool(rec))
+		t.Add(p.newSchool(rec))
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
@@ -232,7 +229,7 @@ func (p *platform) connect() error {
 	p.reg, p.unwatch = reg, unwatch
 	p.registryErr.Store(nil)
 	p.tables.set(t)
-	p.ctx.Slogger().Info("the platform's registry is read", "registry", p.cfg.describe(), "schools", len(t.schools))
+	p.ctx.Slogger().Info("the platform's registry is read", "registry", p.cfg.describe(), "schools", t.Len())
 	pending := p.pending
 	p.pending = nil
 	for _, c := range pending {
@@ -272,196 +269,17 @@ func (p *platform) handOver() {
 	if prev == nil {
 		return
 	}
-	prev.mu.Lock()
-	used := make(map[*platformSchool]int64, len(prev.active))
-	for a := range prev.active {
-		used[a.school] = a.used.Load()
+	built := prev.built.All()
+	used := make(map[*platformSchool]int64, len(built))
+	for _, a := range built {
+		used[a.school] = a.hold.Used()
 	}
-	prev.mu.Unlock()
 	t := p.tables.state.Load()
 	for old, at := range used {
-		if e := t.schools[old.rec.Issuer]; e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
+		if e := t.School(old.rec.Issuer); e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
 			e.warm(at)
 		}
 	}
-}
-
-// changed applies a change announced by the registry (one at a time).
-func (p *platform) changed(c registry.Change) {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	switch {
-	case p.ended:
-	case p.tables.state.Load() == nil:
-		p.pending = append(p.pending, c)
-	default:
-		p.apply(c)
-	}
-}
-
-// apply reads the record a change names and puts it in the table; a
-// change that names none reads the whole registry again. The caller
-// holds writeMu.
-func (p *platform) apply(c registry.Change) {
-	if c.Issuer == "" {
-		if err := p.resync(); err != nil {
-			p.registryFailed(err)
-		}
-		return
-	}
-	ctx, cancel := context.WithTimeout(p.life, storeCallTimeout)
-	defer cancel()
-	rec, err := p.reg.Get(ctx, c.Issuer)
-	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		p.replace(c.Issuer, nil)
-	case err != nil:
-		// The change is not lost: the whole registry is read again
-		// once it answers.
-		p.registryFailed(fmt.Errorf("registry: reading %s: %v", c.Issuer, err))
-	default:
-		p.replace(rec.Issuer, &rec)
-	}
-}
-
-// replace makes rec the record of issuer (nil: it has none any more). A
-// school in use whose record changed is built anew before the new record
-// replaces the old in the table, so that its requests never wait for the
-// build; the old one serves the requests it has, and is let go of after
-// the last. The caller holds writeMu.
-func (p *platform) replace(issuer string, rec *registry.Record) {
-	t := p.tables.state.Load()
-	old := t.schools[issuer]
-	if rec != nil && old != nil && registry.SameRecord(&old.rec, rec) {
-		return
-	}
-	var e *platformSchool
-	if rec != nil {
-		e = p.newSchool(*rec)
-		if old != nil && old.isActive() && !rec.Disabled {
-			e.warm(time.Now().UnixNano())
-		}
-	}
-	next := t.clone()
-	if old != nil {
-		next.remove(old)
-	}
-	if e != nil {
-		next.add(e)
-	}
-	p.tables.set(next)
-	if old != nil {
-		old.retire(rec == nil)
-	}
-	p.claimsChanged([]string{issuer})
-	what := "changed"
-	switch {
-	case rec == nil:
-		what = "removed"
-	case old == nil:
-		what = "added"
-	}
-	p.ctx.Slogger().Info("a school of the platform is "+what, "issuer", issuer)
-}
-
-// resync reads the whole registry again: the registry may have missed
-// changes. Unchanged records keep their school. The caller holds
-// writeMu.
-func (p *platform) resync() error {
-	ctx, cancel := context.WithTimeout(p.life, storeCallTimeout)
-	defer cancel()
-	records, err := p.reg.List(ctx)
-	if err != nil {
-		return fmt.Errorf("registry: %v", err)
-	}
-	t := p.tables.state.Load()
-	next := newHostTable(len(records))
-	var retired, removed []*platformSchool
-	for _, rec := range records {
-		old := t.schools[rec.Issuer]
-		if old != nil && registry.SameRecord(&old.rec, &rec) {
-			next.add(old)
-			continue
-		}
-		e := p.newSchool(rec)
-		if old != nil {
-			if old.isActive() && !rec.Disabled {
-				e.warm(time.Now().UnixNano())
-			}
-			retired = append(retired, old)
-		}
-		next.add(e)
-	}
-	for issuer, old := range t.schools {
-		if next.schools[issuer] == nil {
-			removed = append(removed, old)
-		}
-	}
-	p.tables.set(next)
-	changed := make([]string, 0, len(retired)+len(removed))
-	for _, old := range retired {
-		old.retire(false)
-		changed = append(changed, old.rec.Issuer)
-	}
-	for _, old := range removed {
-		old.retire(true)
-		changed = append(changed, old.rec.Issuer)
-	}
-	for issuer := range next.schools {
-		if t.schools[issuer] == nil {
-			changed = append(changed, issuer)
-		}
-	}
-	p.claimsChanged(changed)
-	p.registryErr.Store(nil)
-	return nil
-}
-
-// registryFailed records that the registry could not be read and reads
-// it again later, from the start if it was never read: schools built
-// keep serving meanwhile, and the changes missed are found then.
-func (p *platform) registryFailed(err error) {
-	f := &registryFailure{err: err, since: time.Now().UTC()}
-	f.next.Store(time.Now().Add(firstRebuild).UnixNano())
-	if prev := p.registryErr.Load(); prev != nil {
-		f.since = prev.since
-		f.next.Store(prev.next.Load())
-	}
-	p.registryErr.Store(f)
-	if !p.retrying.CompareAndSwap(false, true) {
-		return
-	}
-	delay := firstRebuild
-	background.Add(p.life, delay, func(context.Context) time.Duration {
-		err := p.retry()
-		if err == nil {
-			p.retrying.Store(false)
-			return 0
-		}
-		p.ctx.Slogger().Warn("the platform's registry still cannot be read; it is tried again later",
-			"registry", p.cfg.describe(), "error", err)
-		delay = min(delay*2, lastRebuild)
-		if f := p.registryErr.Load(); f != nil {
-			f.next.Store(time.Now().Add(delay).UnixNano())
-		}
-		return delay
-	})
-}
-
-// retry reads the registry again: the first time, or after a failure.
-func (p *platform) retry() error {
-	p.writeMu.Lock()
-	connected := p.reg != nil
-	p.writeMu.Unlock()
-	if !connected {
-		return p.connect()
-	}
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	if p.ended {
-		return nil
-	}
-	return p.resync()
 }
 
 // release lets go of the platform when the last of its config's handlers
@@ -493,7 +311,7 @@ func (p *platform) stop() error {
 		unwatch()
 	}
 	if t := p.tables.state.Load(); t != nil {
-		for _, e := range t.schools {
+		for _, e := range t.Schools() {
 			e.retire(false)
 		}
 	}
@@ -566,7 +384,7 @@ func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 // only let go of, changed or disabled stay while its record does, so that
 // their count is bounded by the registry's size.
 func (p *platform) forgetMetrics(issuer string) {
-	if t := p.tables.state.Load(); t != nil && t.schools[issuer] != nil {
+	if t := p.tables.state.Load(); t != nil && t.School(issuer) != nil {
 		return
 	}
 	p.metrics.forget(issuer)
@@ -579,80 +397,4 @@ func (p *platform) releaseData(e *platformSchool) {
 	if e.dataPath != "" && p.dataFiles[e.dataPath] == e {
 		delete(p.dataFiles, e.dataPath)
 	}
-}
-
-// registries holds each registry open across config reloads, as the
-// stores are: a reload that keeps the platform does not open its
-// registry twice.
-var registries = caddy.NewUsagePool()
-
-type pooledRegistry struct {
-	reg   registry.Registry
-	place placement
-	// after lets go of what the registry stands on (a database pool).
-	after func() error
-}
-
-// Destruct closes the registry once no config uses it.
-func (p pooledRegistry) Destruct() error {
-	err := p.reg.Close()
-	if p.after != nil {
-		err = errors.Join(err, p.after())
-	}
-	return err
-}
-
-// open opens the registry, or finds it opened by another config. cc is
-// the config's context, for the registry's logger.
-func (r PlatformRegistry) open(ctx context.Context, cc caddy.Context) (*openedRegistry, error) {
-	var key string
-	var build func() (caddy.Destructor, error)
-	if pg := r.Postgres; pg != nil {
-		dsn, _, err := pg.resolvedAs("registry postgres")
-		if err != nil {
-			return nil, err
-		}
-		key = "postgres " + dsn
-		build = func() (caddy.Destructor, error) { return openPostgresRegistry(ctx, pg, dsn) }
-	} else {
-		key = r.key() // one Dir per directory, however it is written
-		build = func() (caddy.Destructor, error) {
-			// A new platform starts from an empty registry, as a school
-			// starts from an empty data directory: both are created.
-			if err := os.MkdirAll(r.Dir, 0o700); err != nil {
-				return nil, fmt.Errorf("registry dir: %v", err)
-			}
-			d, err := registry.OpenDir(r.Dir, validateDirRecord, cc.Slogger())
-			if err != nil {
-				return nil, fmt.Errorf("registry dir: %v", err)
-			}
-			return pooledRegistry{reg: d, place: placeInDir(d.DataDir)}, nil
-		}
-	}
-	v, _, err := registries.LoadOrNew(key, build)
-	if err != nil {
-		return nil, err
-	}
-	pr := v.(pooledRegistry)
-	return &openedRegistry{Registry: pr.reg, place: pr.place, release: func() error {
-		_, err := registries.Delete(key)
-		return err
-	}}, nil
-}
-
-// openPostgresRegistry opens the registry in the database at dsn (pg's
-// DSN resolved), on the pool the schools' stores share.
-func openPostgresRegistry(ctx context.Context, pg *PostgresStore, dsn string) (caddy.Destructor, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectWait(dsn))
-	defer cancel()
-	pool, release, err := acquirePool(ctx, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("registry postgres: %v", err)
-	}
-	reg, err := pgstore.OpenRegistry(ctx, pool, validatePostgresRecord)
-	if err != nil {
-		_ = release()
-		return nil, fmt.Errorf("registry postgres: %v", err)
-	}
-	return pooledRegistry{reg: reg, place: placeInPostgres(pg), after: release}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -87,13 +88,13 @@ func (f *platformFailure) end() {
 func (f *platformFailure) serveFailed(w http.ResponseWriter, r *http.Request) error {
 	if f.next == nil {
 		return school.WriteTemporarilyUnavailable(w, f.retryAfter(),
-			"this school is not available: "+f.failure.Load().public)
+			"this school is not available: "+f.failure.Load().Reason)
 	}
 	return f.serve(w, r, f.next)
 }
 
-// activeSchool is a built school and the requests in flight in it. refs
-// counts them; its closed bit, once set, lets no request in, and the
+// activeSchool is a built school and the requests in flight in it. Its
+// hold counts them; its closed bit, once set, lets no request in, and the
 // school is let go of (its store released, its background work ended)
 // when the count reaches zero under it: a request never meets a closed
 // store.
@@ -103,32 +104,32 @@ type activeSchool struct {
 	next   caddyhttp.Handler
 	// releaseNext lets go of next, the school's hold on its proxy.
 	releaseNext func()
-	refs        atomic.Int64
-	// used is when a request last came in (Unix nanoseconds): the least
-	// recently used idle school is let go of first.
-	used   atomic.Int64
+	// hold counts the requests in flight and closes the school
+	// (package platform); unload lets go of it once.
+	hold   platformcore.Hold
 	unload sync.Once
 }
 
-const closedBit = 1 << 62
+// Hold is the school's hold, as the platform's bound counts it.
+func (a *activeSchool) Hold() *platformcore.Hold { return &a.hold }
 
 // acquire lets a request in, unless the school is closed.
 func (a *activeSchool) acquire() bool {
-	if a.refs.Add(1)&closedBit == 0 {
-		return true
+	ok, letGo := a.hold.Acquire()
+	if letGo {
+		a.letGo()
 	}
-	a.release()
-	return false
+	return ok
 }
 
 // release lets a request out; the last one out of a closed school lets go
 // of it. Past max_active with no idle school to let go of at the last
 // activation, the last request out of this one makes room.
 func (a *activeSchool) release() {
-	switch n := a.refs.Add(-1); {
-	case n == closedBit:
+	switch letGo, idle := a.hold.Release(); {
+	case letGo:
 		a.letGo()
-	case n == 0 && a.school.p.over.Load():
+	case idle && a.school.p.built.Over():
 		a.school.p.trim()
 	}
 }
@@ -136,23 +137,10 @@ func (a *activeSchool) release() {
 // close lets no further request in; the school is let go of after the
 // last one in flight (now, if none is).
 func (a *activeSchool) close() {
-	for {
-		n := a.refs.Load()
-		if n&closedBit != 0 {
-			return
-		}
-		if a.refs.CompareAndSwap(n, n|closedBit) {
-			if n == 0 {
-				a.letGo()
-			}
-			return
-		}
+	if a.hold.Close() {
+		a.letGo()
 	}
 }
-
-// closeIdle closes the school if no request is in it, and reports
-// whether it did; the caller then lets go of it.
-func (a *activeSchool) closeIdle() bool { return a.refs.CompareAndSwap(0, closedBit) }
 
 // letGo releases the school, once: the platform stops counting it, the
 // site pool lets go of its state (store, keys, MCP server, background
@@ -174,7 +162,7 @@ func (a *activeSchool) letGo() {
 }
 
 // closed reports whether the school lets requests in no more.
-func (a *activeSchool) closed() bool { return a.refs.Load()&closedBit != 0 }
+func (a *activeSchool) closed() bool { return a.hold.Closed() }
 
 // errRetired is a request that met a school whose record was replaced
 // after the request found it: the current table has what serves.
@@ -194,7 +182,7 @@ func (e *platformSchool) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	defer a.release()
-	a.used.Store(time.Now().UnixNano())
+	a.hold.Touch(time.Now().UnixNano())
 	return handlerError(a.Serve(w, r, a.next))
 }
 
@@ -217,7 +205,7 @@ func (e *platformSchool) activate() (*activeSchool, *platformFailure) {
 	if err != nil {
 		return nil, e.fail(err)
 	}
-	a.refs.Store(1)
+	a.hold.Start()
 	e.install(a)
 	return a, nil
 }
@@ -238,7 +226,7 @@ func (e *platformSchool) warm(used int64) {
 		e.fail(err)
 		return
 	}
-	a.used.Store(used)
+	a.hold.Touch(used)
 	e.install(a)
 }
 
@@ -267,7 +255,7 @@ func (e *platformSchool) build() (*activeSchool, error) {
 		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), e.g.Issuer))
 	}
 	a := &activeSchool{site: s, school: e, next: next, releaseNext: releaseNext}
-	a.used.Store(time.Now().UnixNano())
+	a.hold.Touch(time.Now().UnixNano())
 	return a, nil
 }
 
@@ -284,7 +272,7 @@ func (e *platformSchool) prepare() error {
 		if err := e.p.reg.place(g); err != nil {
 			return err
 		}
-		if _, err := defaultUpstreamProxy(g.Upstream, g.legacyTimeout()); err != nil {
+		if _, err := defaultUpstreamProxy(g.Upstream, g.LegacyTimeout()); err != nil {
 			return fmt.Errorf("upstream: %v", err)
 		}
 		e.g = g
@@ -292,9 +280,11 @@ func (e *platformSchool) prepare() error {
 	if e.key != "" {
 		return nil
 	}
-	if err := e.g.readAdminOpenAPI(e.p.ctx); err != nil {
+	raw, err := e.g.ReadAdminOpenAPI(e.p.ctx)
+	if err != nil {
 		return err
 	}
+	e.g.adminOpenAPI = raw
 	key, err := e.g.siteKey()
 	if err != nil {
 		return err
@@ -317,10 +307,7 @@ func (e *platformSchool) install(a *activeSchool) {
 // fail makes the school answer through its stand-in and schedules its
 // rebuilds, unless a stand-in serves already. The caller holds e.mu.
 func (e *platformSchool) fail(err error) *platformFailure {
-	lf, ok := asLoadFailure(err)
-	if !ok {
-		lf = &loadFailure{public: "its configuration could not be used", err: err}
-	}
+	lf := school.AsBuildError(err, "its configuration could not be used")
 	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
 		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
 	g := e.g
@@ -330,8 +317,8 @@ func (e *platformSchool) fail(err error) *platformFailure {
 		// A record that does not read as a configuration: its stand-in
 		// has no legacy server to hand anything to (serveFailed), nor
 		// has one whose proxy cannot be provisioned.
-		g = &Gateway{Issuer: e.rec.Issuer}
-		g.setDefaults()
+		g = &Gateway{Options: school.Options{Issuer: e.rec.Issuer}}
+		g.SetDefaults()
 	} else if h, release, perr := e.p.upstream(g); perr == nil {
 		next, releaseNext = h, release
 	}
@@ -372,11 +359,7 @@ func (e *platformSchool) rebuild(f *platformFailure) bool {
 	}
 	a, err := e.build()
 	if err != nil {
-		lf, ok := asLoadFailure(err)
-		if !ok {
-			lf = &loadFailure{public: "its configuration could not be used", err: err}
-		}
-		f.failure.Store(lf)
+		f.failure.Store(school.AsBuildError(err, "its configuration could not be used"))
 		e.p.ctx.Slogger().Warn("a school of the platform still fails to load; it is tried again later",
 			"issuer", e.rec.Issuer, "error", err)
 		return false
@@ -427,83 +410,4 @@ func (e *platformSchool) state() string {
 func (e *platformSchool) isActive() bool {
 	a := e.active.Load()
 	return a != nil && !a.closed()
-}
-
-// activated counts a school just built, and lets go of the least recently
-// used idle ones past max_active.
-func (p *platform) activated(a *activeSchool) {
-	p.mu.Lock()
-	p.active[a] = struct{}{}
-	idle := p.pickIdle()
-	p.mu.Unlock()
-	for _, v := range idle {
-		v.letGo()
-	}
-}
-
-// trim lets go of idle schools past max_active.
-func (p *platform) trim() {
-	p.mu.Lock()
-	idle := p.pickIdle()
-	p.mu.Unlock()
-	for _, v := range idle {
-		v.letGo()
-	}
-}
-
-// pickIdle closes the least recently used schools without a request in
-// flight until at most max are active, and returns them for the caller to
-// let go of once it released p.mu. Past max with every school busy, over
-// makes the next request that leaves a school idle try again. The caller
-// holds p.mu. A scan of the active schools per school let go of: the
-// activation that calls it opened a store, which costs more.
-func (p *platform) pickIdle() []*activeSchool {
-	var out []*activeSchool
-	for len(p.active) > p.max {
-		var oldest *activeSchool
-		for a := range p.active {
-			if a.refs.Load() == 0 && (oldest == nil || a.used.Load() < oldest.used.Load()) {
-				oldest = a
-			}
-		}
-		if oldest == nil {
-			p.over.Store(true)
-			return out
-		}
-		if !oldest.closeIdle() {
-			continue // a request came in meanwhile
-		}
-		delete(p.active, oldest)
-		out = append(out, oldest)
-	}
-	p.over.Store(false)
-	return out
-}
-
-// noteFailing adds e to the failing schools, or takes it out: once it is
-// built, or retired. A failure and a retire running at once leave it out
-// (fail reads retired after it adds e; retire sets it before it takes e
-// out).
-func (p *platform) noteFailing(e *platformSchool, failing bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if failing {
-		p.failing[e] = struct{}{}
-	} else {
-		delete(p.failing, e)
-	}
-}
-
-// forget stops counting a school let go of.
-func (p *platform) forget(a *activeSchool) {
-	p.mu.Lock()
-	delete(p.active, a)
-	p.mu.Unlock()
-}
-
-// activeCount is how many schools are built now.
-func (p *platform) activeCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.active)
 }

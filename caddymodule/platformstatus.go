@@ -40,7 +40,7 @@ func runningPlatforms() []*platform {
 // schools are the platform's schools, none before the registry was read.
 func (p *platform) schools() map[string]*platformSchool {
 	if t := p.tables.state.Load(); t != nil {
-		return t.schools
+		return t.Schools()
 	}
 	return nil
 }
@@ -95,10 +95,10 @@ func (p *platform) health() ([]school.Health, platformSummary, bool) {
 		sum.RegistryError, sum.NextTry, healthy = f.err.Error(), &next, false
 	}
 	if t := p.tables.state.Load(); t != nil {
-		sum.Schools, sum.Disabled = len(t.schools), t.disabled
+		sum.Schools, sum.Disabled = t.Len(), t.Disabled()
 	}
+	sum.Active = p.built.Len()
 	p.mu.Lock()
-	sum.Active = len(p.active)
 	failing := make([]*platformSchool, 0, len(p.failing))
 	for e := range p.failing {
 		failing = append(failing, e)

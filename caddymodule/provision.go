@@ -2,18 +2,12 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/internal/schedule"
-	"github.com/schoolgate/schoolgate/internal/source"
-	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/school"
 )
 
@@ -51,16 +45,18 @@ type site struct {
 // (start.go). The admin OpenAPI file is read here: it ships with the
 // configuration, and an error in it is the configuration's.
 func (g *Gateway) Provision(ctx caddy.Context) error {
-	g.setDefaults()
+	g.SetDefaults()
 	if g.Issuer == "" {
 		return fmt.Errorf("issuer: is required (it defaults to the site address only in a Caddyfile)")
 	}
 	if err := g.Validate(); err != nil {
 		return err
 	}
-	if err := g.readAdminOpenAPI(ctx); err != nil {
+	raw, err := g.ReadAdminOpenAPI(ctx)
+	if err != nil {
 		return err
 	}
+	g.adminOpenAPI = raw
 	key, err := g.siteKey()
 	if err != nil {
 		return err
@@ -71,26 +67,6 @@ func (g *Gateway) Provision(ctx caddy.Context) error {
 		return err
 	}
 	return app.(*App).register(g)
-}
-
-// readAdminOpenAPI reads the admin OpenAPI file the configuration names,
-// if it names one, and renders the documents with it.
-func (g *Gateway) readAdminOpenAPI(ctx context.Context) error {
-	src := g.AdminOpenAPI
-	if src == "" || source.IsURL(src) {
-		return nil
-	}
-	raw, err := source.Read(ctx, nil, src, school.AdminOpenAPIDoc)
-	if err != nil {
-		return fmt.Errorf("admin_openapi: %v", err)
-	}
-	cfg := g.schoolConfig()
-	cfg.AdminOpenAPI = raw
-	if err := school.CheckDocuments(cfg); err != nil {
-		return fmt.Errorf("%v (admin_openapi %s)", err, src)
-	}
-	g.adminOpenAPI = raw
-	return nil
 }
 
 // newSite builds a school's state and starts its background work, which
@@ -110,13 +86,9 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 	observe := newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
 	cfg.Store, cfg.Observer, cfg.Logger, cfg.Scheduler = stored.Store, observe, ctx.Slogger(), background
 	cfg.AuditLogger, cfg.RequestID = auditLogger(ctx), requestID
-	cfg.Admission, cfg.Instances = fairShare.School(cfg.Weight), stored.instances
+	cfg.Admission, cfg.Instances = fairShare.School(max(cfg.Weight, 1)), stored.instances
 	sch, err := school.New(life, cfg)
-	var de *school.DataError
-	switch {
-	case errors.As(err, &de):
-		return fail(failedLoading("its signing keys and settings could not be read from its store", de.Err))
-	case err != nil:
+	if err != nil {
 		return fail(err)
 	}
 	return &site{Site: sch, gateway: g, observe: observe, stored: stored, log: cfg.Logger}, cancel, nil
@@ -126,101 +98,6 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 // shared when it is built (its store, observer, logger and scheduler).
 // The admin OpenAPI file's content is Provision's reading of it.
 func (g *Gateway) schoolConfig() school.Config {
-	c := school.Config{
-		Issuer:            g.Issuer,
-		Upstream:          g.Upstream,
-		SessionURL:        g.SessionURL,
-		LoginURL:          g.LoginURL,
-		AdminPrefix:       g.AdminPrefix,
-		Rules:             g.policyRules(),
-		Catalog:           g.Catalog,
-		Language:          g.Language,
-		CatalogRefresh:    time.Duration(g.CatalogRefresh),
-		AssertionAudience: g.assertionAudience(),
-		AssertionOnly:     g.IdentityHeaders == identityHeadersAssertion,
-		Vendors:           g.vendorClients(),
-		MCPConnections:    g.MCPConnections,
-		MetadataDocuments: g.metadataDocuments(),
-		RateLimits:        g.authserverLimits(),
-		Weight:            max(g.Weight, 1),
-		Budget:            g.schoolBudget(),
-		CodeTTL:           time.Duration(g.CodeTTL),
-		AccessTTL:         time.Duration(g.AccessTTL),
-		RefreshTTL:        time.Duration(g.RefreshTTL),
-		AuditRetention:    time.Duration(g.AuditRetention),
-		RefreshGrace:      time.Duration(g.RefreshGrace),
-		NoRefreshGrace:    g.NoRefreshGrace,
-		DPoP:              g.dpopMode(),
-		DPoPNonce:         g.DPoPNonce,
-		AdminOpenAPI:      g.adminOpenAPI,
-		ClientIP:          clientIP,
-		Identified:        setPlaceholders,
-	}
-	if source.IsURL(g.AdminOpenAPI) {
-		c.AdminOpenAPIURL = g.AdminOpenAPI
-	}
-	return c
-}
-
-func (g *Gateway) vendorClients() []authserver.VendorClient {
-	out := make([]authserver.VendorClient, 0, len(g.Vendors))
-	for _, v := range g.Vendors {
-		out = append(out, authserver.VendorClient{ClientID: v.ClientID, Name: v.Name,
-			RedirectURIs: v.RedirectURIs, Audience: v.Audience, Scopes: v.Scopes, Secret: v.ClientSecret})
-	}
-	return out
-}
-
-func (g *Gateway) metadataDocuments() authserver.MetadataDocumentsConfig {
-	if g.MetadataDocuments == nil {
-		return authserver.MetadataDocumentsConfig{}
-	}
-	return authserver.MetadataDocumentsConfig{AllowHosts: g.MetadataDocuments.AllowHosts,
-		AllowPrivateNetworks: g.MetadataDocuments.AllowPrivateNetworks}
-}
-
-func (g *Gateway) policyRules() []policy.Rule {
-	out := make([]policy.Rule, 0, len(g.Rules))
-	for _, r := range g.Rules {
-		pr := policy.Rule{Method: r.Method, Path: r.Path, Deny: r.Audience == "deny",
-			Requirement: policy.Requirement{Audience: r.Audience, Scopes: r.Scopes}}
-		if pr.Deny {
-			pr.Requirement = policy.Requirement{}
-		}
-		out = append(out, pr)
-	}
-	return out
-}
-
-func (r Rule) validate() error {
-	where := fmt.Sprintf("rule %s %s", r.Method, r.Path)
-	if !strings.HasPrefix(r.Path, "/") {
-		return fmt.Errorf("%s: the path must start with /", where)
-	}
-	if r.Audience != policy.AudienceMember && r.Audience != policy.AudienceOperator && r.Audience != "deny" {
-		return fmt.Errorf("%s: audience must be member, operator or deny, not %q", where, r.Audience)
-	}
-	return checkScopes(where, r.Scopes)
-}
-
-// checkScopes refuses a scope the table does not know. offline_access is
-// refused by name: every client may request it without being given it,
-// and no request can need it.
-func checkScopes(where string, scopes []string) error {
-	for _, s := range scopes {
-		if s == policy.OfflineAccess {
-			return fmt.Errorf("%s: scope %q is not configured: every client may request it, and no request needs it", where, s)
-		}
-		known := false
-		for _, k := range policy.AllScopes {
-			if k == s {
-				known = true
-				break
-			}
-		}
-		if !known {
-			return fmt.Errorf("%s: unknown scope %q", where, s)
-		}
-	}
-	return nil
+	return school.Config{Options: g.Options, AdminOpenAPIFile: g.adminOpenAPI,
+		ClientIP: clientIP, Identified: setPlaceholders}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // A school whose data failed to load is built again in the background,
@@ -88,11 +90,7 @@ func (f *failedSite) tryRebuild(ctx caddy.Context, app *App) bool {
 
 // stillFailing records why a rebuild failed.
 func (f *failedSite) stillFailing(ctx caddy.Context, err error) {
-	lf, ok := asLoadFailure(err)
-	if !ok {
-		lf = &loadFailure{public: "it could not be built", err: err}
-	}
-	f.failure.Store(lf)
+	f.failure.Store(school.AsBuildError(err, "it could not be built"))
 	ctx.Slogger().Warn("the school still fails to load; it is tried again later",
 		"issuer", f.gateway.Issuer, "error", err)
 }

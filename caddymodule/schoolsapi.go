@@ -98,7 +98,7 @@ func listSchools(w http.ResponseWriter, r *http.Request) error {
 		if t == nil {
 			return writeRegistryDown(w, p)
 		}
-		for _, e := range t.schools {
+		for _, e := range t.Schools() {
 			out = append(out, e.view())
 		}
 	}
@@ -392,7 +392,7 @@ func (p *platform) viewOf(rec registry.Record) schoolView {
 	v := schoolView{Issuer: rec.Issuer, Hosts: rec.Hosts, Disabled: rec.Disabled, Version: rec.Version,
 		UpdatedAt: rec.UpdatedAt, Platform: p.cfg.describe(), State: "pending"}
 	if t := p.tables.state.Load(); t != nil {
-		if e := t.schools[rec.Issuer]; e != nil && e.rec.Version == rec.Version {
+		if e := t.School(rec.Issuer); e != nil && e.rec.Version == rec.Version {
 			v = e.view()
 		}
 	}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -99,7 +100,7 @@ func (g *Gateway) start(app *App) error {
 // and the running config keeps serving it, for a reload must never trade
 // a serving school for a 503.
 func (g *Gateway) startFailed(app *App, err error) error {
-	f, isData := asLoadFailure(err)
+	f, isData := errors.AsType[*school.BuildError](err)
 	if !isData || servingNow(g.Issuer) {
 		return err
 	}

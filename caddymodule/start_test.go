@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // validateCaddyfile does what caddy validate (and caddy adapt --validate)
@@ -146,7 +147,7 @@ func provisioned(t *testing.T, data string) (*Gateway, *App) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Gateway{Upstream: "http://127.0.0.1:9", Issuer: "https://school.example", Data: data}
+	g := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9", Issuer: "https://school.example"}, Data: data}
 	if err := g.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}

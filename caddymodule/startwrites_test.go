@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -17,9 +18,9 @@ import (
 // three thousand.
 func TestStartCommits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "school.db")
-	g := &Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example",
-		Vendors: []Vendor{{Name: "App", ClientID: "app", RedirectURIs: []string{"https://app.example/cb"}}}}
-	g.setDefaults()
+	g := &Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example",
+		Options: authserver.Options{Vendors: []authserver.VendorClient{{Name: "App", ClientID: "app", RedirectURIs: []string{"https://app.example/cb"}}}}}}
+	g.SetDefaults()
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/school"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -99,8 +100,8 @@ func TestStoreValidate(t *testing.T) {
 		{"bad DSN", "", pg("postgres://u:hunter2@db.example:notaport/s", "k"), "store postgres"},
 		{"bad pool size", "", pg("host=/tmp pool_max_conns=many password=hunter2", "k"), "store postgres"},
 	} {
-		g := Gateway{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example", Data: tt.data, Store: tt.store}
-		g.setDefaults()
+		g := Gateway{Options: school.Options{Upstream: "http://127.0.0.1:9080", Issuer: "https://school.example"}, Data: tt.data, Store: tt.store}
+		g.SetDefaults()
 		err := g.Validate()
 		switch {
 		case tt.want == "" && err != nil:

@@ -191,7 +191,7 @@ func usageOf(ctx context.Context, w http.ResponseWriter, issuer string) (*store.
 			unread = p
 			continue
 		}
-		e := t.schools[issuer]
+		e := t.School(issuer)
 		if e == nil {
 			continue
 		}

@@ -1,9 +1,6 @@
 package demoschool
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -15,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/schoolgate/schoolgate/schooltest"
 )
 
 const (
@@ -47,22 +43,6 @@ func newGatewayKeys(t *testing.T) *gatewayKeys {
 	return gk
 }
 
-// newKey makes an ES256 key named kid; publish adds it to the JWKS.
-func newKey(t *testing.T, kid string) jwk.Key {
-	t.Helper()
-	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := jwk.Import(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = k.Set(jwk.KeyIDKey, kid)
-	_ = k.Set(jwk.AlgorithmKey, jwa.ES256())
-	return k
-}
-
 func (gk *gatewayKeys) publish(t *testing.T, k jwk.Key) {
 	t.Helper()
 	pub, err := k.PublicKey()
@@ -89,26 +69,6 @@ func claims(edit func(map[string]any)) map[string]any {
 	return c
 }
 
-// sign makes a compact JWS of c with key, typ in the protected header.
-func sign(t *testing.T, key jwk.Key, typ string, c map[string]any) string {
-	t.Helper()
-	payload, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hdr := jws.NewHeaders()
-	kid, _ := key.KeyID()
-	_ = hdr.Set(jws.KeyIDKey, kid)
-	if typ != "" {
-		_ = hdr.Set(jws.TypeKey, typ)
-	}
-	out, err := jws.Sign(payload, jws.WithKey(jwa.ES256(), key, jws.WithProtectedHeaders(hdr)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
-}
-
 // settableClock is the school's clock, for the key set's refetch timing.
 type settableClock struct{ now atomic.Int64 }
 
@@ -127,7 +87,7 @@ const viewerQuery = `{"query":"{ viewer { id email } }"}`
 
 func TestAssertionRequired(t *testing.T) {
 	gk := newGatewayKeys(t)
-	key := newKey(t, "k1")
+	key := schooltest.ES256Key(t, "k1")
 	gk.publish(t, key)
 	h, _ := newVerifyingSchool(t, gk)
 
@@ -144,42 +104,42 @@ func TestAssertionRequired(t *testing.T) {
 		wantEmail          string // for the Account API: whose data came back
 	}{
 		{"member with a valid assertion", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(nil))}}, 200, "student@demo.school"},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil))}}, 200, "student@demo.school"},
 		{"identity from the claims, not the forged headers", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(nil))},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil))},
 				"X-School-Subject": {"operator-1"}, "X-School-Audience": {"operator"}}, 200, "student@demo.school"},
 		{"missing: forged headers alone", "POST", "/account/graphql",
 			http.Header{"X-School-Subject": {"member-1"}, "X-School-Audience": {"member"}}, 401, ""},
 		{"two assertions", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(nil)), sign(t, key, "school-assertion+jwt", claims(nil))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil)), schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil))}}, 401, ""},
 		{"forged: another key under the published kid", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, newKey(t, "k1"), "school-assertion+jwt", claims(nil))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, schooltest.ES256Key(t, "k1"), "school-assertion+jwt", claims(nil))}}, 401, ""},
 		{"forged: another key under an unknown kid", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, newKey(t, "k9"), "school-assertion+jwt", claims(nil))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, schooltest.ES256Key(t, "k9"), "school-assertion+jwt", claims(nil))}}, 401, ""},
 		{"tampered payload", "POST", "/account/graphql",
-			http.Header{assertionHeader: {tamper(t, sign(t, key, "school-assertion+jwt", claims(nil)))}}, 401, ""},
+			http.Header{assertionHeader: {tamper(t, schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil)))}}, 401, ""},
 		{"unsigned (alg none)", "POST", "/account/graphql", http.Header{assertionHeader: {unsigned}}, 401, ""},
 		{"expired", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(func(c map[string]any) {
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(func(c map[string]any) {
 				c["iat"], c["exp"] = time.Now().Add(-10*time.Minute).Unix(), time.Now().Add(-5*time.Minute).Unix()
 			}))}}, 401, ""},
 		{"without exp", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(func(c map[string]any) { delete(c, "exp") }))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(func(c map[string]any) { delete(c, "exp") }))}}, 401, ""},
 		{"wrong audience", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(func(c map[string]any) { c["aud"] = "http://other:9080" }))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(func(c map[string]any) { c["aud"] = "http://other:9080" }))}}, 401, ""},
 		{"an ID token (aud a client, typ JWT)", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "JWT", claims(func(c map[string]any) { c["aud"] = "member-app" }))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "JWT", claims(func(c map[string]any) { c["aud"] = "member-app" }))}}, 401, ""},
 		{"wrong typ", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "JWT", claims(nil))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "JWT", claims(nil))}}, 401, ""},
 		{"no typ", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "", claims(nil))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "", claims(nil))}}, 401, ""},
 		{"wrong issuer", "POST", "/account/graphql",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(func(c map[string]any) { c["iss"] = "https://evil.example" }))}}, 401, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(func(c map[string]any) { c["iss"] = "https://evil.example" }))}}, 401, ""},
 		{"not a JWS", "POST", "/account/graphql", http.Header{assertionHeader: {"member-1"}}, 401, ""},
 		{"operator at the admin API", "GET", "/admin/api/courses",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(operator))}}, 200, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(operator))}}, 200, ""},
 		{"member assertion with a forged operator header at the admin API", "GET", "/admin/api/courses",
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(nil))}, "X-School-Audience": {"operator"}}, 403, ""},
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil))}, "X-School-Audience": {"operator"}}, 403, ""},
 		{"admin API with forged headers alone", "GET", "/admin/api/courses",
 			http.Header{"X-School-Subject": {"operator-1"}, "X-School-Audience": {"operator"}}, 401, ""},
 	}
@@ -226,19 +186,19 @@ func tamper(t *testing.T, compact string) string {
 // unknown kids do not make the school fetch the key set on every request.
 func TestAssertionKeyRotation(t *testing.T) {
 	gk := newGatewayKeys(t)
-	k1, k2 := newKey(t, "k1"), newKey(t, "k2")
+	k1, k2 := schooltest.ES256Key(t, "k1"), schooltest.ES256Key(t, "k2")
 	gk.publish(t, k1)
 	h, clk := newVerifyingSchool(t, gk)
 	post := func(key jwk.Key) int {
 		t.Helper()
 		return call(t, h, "POST", "/account/graphql", strings.NewReader(viewerQuery),
-			http.Header{assertionHeader: {sign(t, key, "school-assertion+jwt", claims(nil))}}).Code
+			http.Header{assertionHeader: {schooltest.SignJWS(t, key, "school-assertion+jwt", claims(nil))}}).Code
 	}
 	if got := post(k1); got != 200 || gk.fetches.Load() != 1 {
 		t.Fatalf("k1: %d after %d fetches", got, gk.fetches.Load())
 	}
 	gk.publish(t, k2)
-	forger := newKey(t, "k-made-up")
+	forger := schooltest.ES256Key(t, "k-made-up")
 	for range 5 {
 		if got := post(forger); got != 401 {
 			t.Fatalf("made-up kid: %d", got)

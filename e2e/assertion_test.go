@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -13,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/schoolgate/schoolgate/schooltest"
 )
 
 // startVerifyingSchool runs a demo school that verifies the identity
@@ -34,27 +29,11 @@ func startVerifyingSchool(t *testing.T, origin string) *school {
 // can make: the right claims and the gateway's published kid, signed with
 // a key of their own.
 func forgedAssertion(t *testing.T, origin, audience, kid string) string {
-	t.Helper()
-	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := jwk.Import(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	payload, _ := json.Marshal(map[string]any{"iss": origin, "aud": audience, "sub": "member-1",
+	return schooltest.SignJWS(t, schooltest.ES256Key(t, kid), "school-assertion+jwt", map[string]any{
+		"iss": origin, "aud": audience, "sub": "member-1",
 		"email": "student@demo.school", "roles": []string{"student"}, "scope": "openid account:read",
 		"client_id": "member-app", "token_audience": "member", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix()})
-	hdr := jws.NewHeaders()
-	_ = hdr.Set(jws.KeyIDKey, kid)
-	_ = hdr.Set(jws.TypeKey, "school-assertion+jwt")
-	out, err := jws.Sign(payload, jws.WithKey(jwa.ES256(), key, jws.WithProtectedHeaders(hdr)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
 }
 
 // TestIdentityAssertion: with identity_assertion on and the demo school

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/schooltest"
 )
 
 var (
@@ -78,30 +77,12 @@ func freePort(t testing.TB) int {
 // failure reports.
 type process struct {
 	cmd *exec.Cmd
-	out *syncBuffer
-}
-
-// syncBuffer is a buffer a process writes to while a test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	out *schooltest.Buffer
 }
 
 func start(t testing.TB, name string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(name, args...), out: new(syncBuffer)}
+	p := &process{cmd: exec.Command(name, args...), out: new(schooltest.Buffer)}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

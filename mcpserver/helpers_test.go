@@ -21,6 +21,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/schooltest"
 )
 
 const (
@@ -97,26 +98,11 @@ func (a *fakeAccount) count() int {
 	return len(a.calls)
 }
 
-// logSink collects what the server logs; t.Logf cannot be used from
-// goroutines that may outlive a test.
-type logSink struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+// logSink collects what the server logs (schooltest.Buffer: t.Logf
+// cannot be used from goroutines that may outlive a test).
+type logSink struct{ schooltest.Buffer }
 
 func (l *logSink) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
-
-func (l *logSink) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 type harness struct {
 	t       testing.TB

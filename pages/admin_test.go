@@ -245,7 +245,7 @@ func TestAdminSwitch(t *testing.T) {
 	}
 	// The stored value wins over the Caddyfile's initial one on restart.
 	again, err := authserver.New(t.Context(), authserver.Config{Issuer: issuer, SessionURL: issuer + "/session",
-		MCPConnections: false, Now: f.clock.Now}, f.store)
+		Options: authserver.Options{MCPConnections: false}, Now: f.clock.Now}, f.store)
 	if err != nil {
 		t.Fatal(err)
 	}

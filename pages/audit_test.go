@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -12,23 +13,11 @@ import (
 // acted, from where (authserver's audit_test.go has the rest).
 
 // events returns the stored events of type typ, newest first.
-func (f *fixture) events(typ string) []store.AuditEvent {
-	f.t.Helper()
-	page, err := f.store.QueryAudit(context.Background(), store.AuditQuery{Type: typ, Limit: store.MaxAuditPage})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return page.Events
-}
+func (f *fixture) events(typ string) []store.AuditEvent { return schooltest.Events(f.t, f.store, typ) }
 
 // oneEvent returns the one stored event of type typ, failing otherwise.
 func (f *fixture) oneEvent(typ string) store.AuditEvent {
-	f.t.Helper()
-	evs := f.events(typ)
-	if len(evs) != 1 {
-		f.t.Fatalf("%d %s events, want 1: %+v", len(evs), typ, evs)
-	}
-	return evs[0]
+	return schooltest.OneEvent(f.t, f.store, typ)
 }
 
 // The test client's address as httptest sets it.

@@ -4,12 +4,12 @@ import (
 	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/sitepath"
 )
 
@@ -53,17 +53,7 @@ func TestConsentPage(t *testing.T) {
 func TestAuthorizeErrorPagesAreProtected(t *testing.T) {
 	f := newFixture(t)
 	_, c := pkce()
-	cases := map[string]func(url.Values){
-		"unknown client":        func(q url.Values) { q.Set("client_id", "nope") },
-		"missing client":        func(q url.Values) { q.Del("client_id") },
-		"unregistered redirect": func(q url.Values) { q.Set("redirect_uri", "https://evil.example/cb") },
-		"redirect prefix only":  func(q url.Values) { q.Set("redirect_uri", memberRedirect+"/more") },
-		"redirect with query":   func(q url.Values) { q.Set("redirect_uri", memberRedirect+"?x=1") },
-		"missing redirect":      func(q url.Values) { q.Del("redirect_uri") },
-		"repeated redirect":     func(q url.Values) { q.Add("redirect_uri", memberRedirect) },
-		"case-changed redirect": func(q url.Values) { q.Set("redirect_uri", strings.ToUpper(memberRedirect)) },
-	}
-	for name, mutate := range cases {
+	for name, mutate := range schooltest.UntrustedRedirects {
 		t.Run(name, func(t *testing.T) {
 			q := authParams(c)
 			mutate(q)
@@ -128,7 +118,7 @@ func metadataFixture(t *testing.T, docs http.Handler) (*fixture, string) {
 	pool := x509.NewCertPool()
 	pool.AddCert(d.Certificate())
 	f := newFixtureWith(t, func(c *authserver.Config) {
-		c.MetadataDocuments = authserver.MetadataDocumentsConfig{AllowPrivateNetworks: true, RootCAs: pool}
+		c.MetadataDocuments = &authserver.MetadataDocumentsConfig{AllowPrivateNetworks: true, RootCAs: pool}
 	})
 	return f, d.URL
 }

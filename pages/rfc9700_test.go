@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/sitepath"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -227,7 +228,7 @@ func TestRFC9700_ReferrerPolicyOnEveryHTMLPage(t *testing.T) {
 		}},
 		{"rate limited", 429, func() *httptest.ResponseRecorder {
 			g := newFixtureWith(t, func(c *authserver.Config) {
-				c.RateLimits = &authserver.RateLimits{Authorize: authserver.Per(1, time.Hour, 1)}
+				c.RateLimits = &authserver.RateLimitOptions{Limits: map[string]option.Rate{"authorize": {Events: 1, Period: option.Duration(time.Hour), Burst: 1}}}
 			})
 			g.authorize(authParams(ch), "student")
 			return g.authorize(authParams(ch), "student")

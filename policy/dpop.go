@@ -37,6 +37,20 @@ func ParseDPoPMode(s string) (DPoPMode, error) {
 	return 0, fmt.Errorf("%q is not off, allowed or required", s)
 }
 
+// MarshalText writes the mode as the option does.
+func (m DPoPMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads the option dpop as a configuration's JSON gives it,
+// naming the option when the value is none of its words.
+func (m *DPoPMode) UnmarshalText(b []byte) error {
+	v, err := ParseDPoPMode(string(b))
+	if err != nil {
+		return fmt.Errorf("dpop: %v", err)
+	}
+	*m = v
+	return nil
+}
+
 func (m DPoPMode) String() string {
 	switch m {
 	case DPoPOff:

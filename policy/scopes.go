@@ -76,6 +76,22 @@ func IsScope(s string) bool { return knownScopes[s] }
 // scope of the table, or OfflineAccess.
 func IsRequestable(s string) bool { return s == OfflineAccess || knownScopes[s] }
 
+// CheckScopes refuses, in a configuration (a vendor's scopes, a rule's),
+// a scope the table does not know, with where at the start of the
+// message. offline_access is refused by name: every client may request
+// it without being given it, and no request can need it.
+func CheckScopes(where string, scopes []string) error {
+	for _, s := range scopes {
+		switch {
+		case s == OfflineAccess:
+			return fmt.Errorf("%s: scope %q is not configured: every client may request it, and no request needs it", where, s)
+		case !knownScopes[s]:
+			return fmt.Errorf("%s: unknown scope %q", where, s)
+		}
+	}
+	return nil
+}
+
 // ScopeDescription says in plain words what a scope grants, to the person
 // on the consent page.
 func ScopeDescription(scope string) string { return PersonWording.Describe(scope) }

@@ -23,78 +23,18 @@ import (
 // Dir is a Registry kept in a directory: one JSON file per school, which
 // operators and deploy tools may write by hand as well as through Put.
 //
-// # The file
-//
-// A school's file is named after its issuer's host: the host key
-// (HostKey: lower case, no trailing dot, the port only when it is not the
-// scheme's default) with ':' replaced by '_' and an IPv6 address's
-// brackets removed, then ".json": https://school.example is
-// school.example.json, http://127.0.0.1:8080 is 127.0.0.1_8080.json,
-// https://[::1]:8443 is __1_8443.json. It holds one JSON object, a
-// Record:
-//
-//	{
-//		"issuer": "https://school.example",
-//		"hosts": ["www.school.example"],
-//		"disabled": false,
-//		"config": {"upstream": "http://10.0.0.5:9080", "catalog": "https://school.example/feed.json"},
-//		"version": 3,
-//		"updated_at": "2026-11-25T10:00:00Z"
-//	}
-//
-// Its fields:
-//
-//   - issuer (required): the school's origin, scheme and host only.
-//   - hosts: further host names the school answers on, each host[:port].
-//   - disabled: true keeps the school's data but serves none of it.
-//   - config (required): an object of the school_gateway handler's JSON
-//     options, checked as the directive checks them.
-//   - version: the count of writes; Put writes one more than the file had.
-//     A hand-written file may leave it out (0).
-//   - updated_at: the last write's time, RFC 3339. Left out, the file's
-//     modification time stands for it.
-//
-// Any other field, a second value after the object, or a name that is
-// not the issuer's makes the file invalid. A file is read only if its
-// name ends in ".json" and does not start with '.'; temporary files of
-// the form ".<name>.json.*.tmp" are Put's own. Next to the files, a
-// directory per school named like its file without ".json" (DataDir)
-// holds its data by default.
-//
-// # What is served
-//
-// A file that cannot be read or parsed, that Record.Check or the
-// Validator refuses, or whose name is not its issuer's is skipped with a
-// warning naming it and why; the other schools are served. Two files
-// claiming one host (as issuer host or alias): the older claim wins, by
-// updated_at, then by file name, and the other file is skipped with a
-// warning. A Put makes its record's claim the youngest, so it is
-// refused (HostTakenError naming the other file's issuer) when a file
-// skipped for one of its hosts would then win that host: remove or
-// correct the skipped file first. Write files atomically (a temporary
-// file in the directory, then a rename), as Put does: a file read half
-// written is skipped until it is whole, and its school is not served
-// meanwhile.
-//
-// # Changes
-//
-// Put and Remove write the directory at once (the file is written to a
-// temporary file, synced, renamed into place, and the directory synced)
-// and tell this Dir's watchers before they return. Changes made by other
-// processes (another Dir on the directory, a deploy tool, an editor) are
-// seen through the system's file notifications (fsnotify), within a
-// second. As the safety net for missed notifications and for file
-// systems without them (a directory shared over the network is told
-// nothing of another machine's writes), each file's size, modification
-// time and identity are compared with those last read every second; a
-// large directory is compared less often, a hundred times as long as a
-// comparison takes (about every 5 seconds at 10,000 files on a small
-// virtual machine), so that polling costs at most 1% of a processor.
-//
-// Puts and Removes of Dirs on one directory are serialized by an
-// advisory lock on the directory (flock, on Unix), so host uniqueness
-// holds between them; a file written by hand is judged when read, as
-// above.
+// The files' names and contents, which files are served, how a tool
+// writes one and how soon a change is seen are specified once, for the
+// authors of such tools, in docs/registry-files.md; this type is that
+// page's implementation, and a change to either is a change to both.
+// In short: Put and Remove write a temporary file, sync it, rename it
+// into place and sync the directory, under an advisory lock on the
+// directory (flock) that serializes the writes of every Dir on it, and
+// tell this Dir's watchers before they return; other processes' changes
+// are seen through fsnotify, with a comparison of each file's size,
+// modification time and identity as the safety net, every second or,
+// for a large directory, a hundred times as long as a comparison takes
+// (polling costs at most 1% of a processor).
 type Dir struct {
 	dir      string
 	validate Validator

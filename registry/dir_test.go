@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/registry/registrytest"
+	"github.com/schoolgate/schoolgate/schooltest"
 )
 
 func TestDirConformance(t *testing.T) {
@@ -38,23 +38,12 @@ func TestDirShared(t *testing.T) {
 }
 
 // logs collects what a Dir logs, as JSON lines.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logs struct{ schooltest.Buffer }
 
 // warnings returns the warnings logged about file, by their error.
 func (l *logs) warnings(file string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
-	for line := range strings.Lines(l.buf.String()) {
+	for line := range strings.Lines(l.String()) {
 		var rec struct{ Level, File, Error string }
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Level == "WARN" && rec.File == file {
 			out = append(out, rec.Error)
@@ -400,10 +389,8 @@ func TestDirUnreadableKeepsSchools(t *testing.T) {
 	if got := issuers(t, d); !slices.Equal(got, []string{"https://school.example"}) {
 		t.Errorf("List = %v; want the school as last read", got)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if n := strings.Count(l.buf.String(), "cannot be read"); n != 1 {
-		t.Errorf("%d warnings that the directory cannot be read, want 1:\n%s", n, l.buf.String())
+	if logged := l.String(); strings.Count(logged, "cannot be read") != 1 {
+		t.Errorf("%d warnings that the directory cannot be read, want 1:\n%s", strings.Count(logged, "cannot be read"), logged)
 	}
 }
 

@@ -79,8 +79,12 @@ type budgets struct {
 	requests, mcpAnonymous *bucket
 }
 
-func newBudgets(b Budget, instances func() int) budgets {
-	return budgets{requests: newBucket(b.Requests, instances), mcpAnonymous: newBucket(b.MCPAnonymous, instances)}
+func newBudgets(b *Budget, instances func() int) budgets {
+	if b == nil {
+		return budgets{}
+	}
+	return budgets{requests: newBucket(authserver.LimitOf(b.Requests), instances),
+		mcpAnonymous: newBucket(authserver.LimitOf(b.MCPAnonymous), instances)}
 }
 
 // admit lets the request in, or answers it and reports false. The slot

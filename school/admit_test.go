@@ -7,27 +7,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/option"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
 
 func (o *countingObserver) Refusal(cause store.Cause) { o.counts["refused "+cause.String()]++ }
-
-// clock is a test's time, moved by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // admitRefusal is what a refused request must be answered with, by endpoint.
 type admitRefusal struct {
@@ -91,10 +82,10 @@ func checkAdmitRefusal(t *testing.T, ts *testSite, tt admitRefusal, status int) 
 // Retry-After in each endpoint's shape, and still serves its discovery
 // documents and JWKS; the budget refills with time.
 func TestBudgetRequests(t *testing.T) {
-	c := &clock{t: time.Now()}
+	c := schooltest.NewClock(time.Now())
 	ts := newTestSite(t, func(cfg *Config) {
-		cfg.Budget.Requests = authserver.Per(1, time.Minute, 1)
-		cfg.Now = c.now
+		cfg.Budget = &Budget{Requests: testRate(1, time.Minute, 1)}
+		cfg.Now = c.Now
 	})
 	// The one request of the minute.
 	ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil))
@@ -110,7 +101,7 @@ func TestBudgetRequests(t *testing.T) {
 			t.Errorf("%s with the budget spent: %d, want 200", path, rec.Code)
 		}
 	}
-	c.add(time.Minute)
+	c.Advance(time.Minute)
 	if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); ts.upstream.header == nil {
 		t.Errorf("a minute later: %d %s, want the request forwarded", rec.Code, rec.Body)
 	}
@@ -119,7 +110,7 @@ func TestBudgetRequests(t *testing.T) {
 // A refusal writes nothing to the store: a registration refused for the
 // budget creates no client.
 func TestBudgetRefusalWritesNothing(t *testing.T) {
-	ts := newTestSite(t, func(cfg *Config) { cfg.Budget.Requests = authserver.Per(1, time.Hour, 1) })
+	ts := newTestSite(t, func(cfg *Config) { cfg.Budget = &Budget{Requests: testRate(1, time.Hour, 1)} })
 	ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil))
 	r := httptest.NewRequest("POST", "/api/oauth/register",
 		strings.NewReader(`{"client_name":"x","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`))
@@ -139,7 +130,7 @@ func TestBudgetRefusalWritesNothing(t *testing.T) {
 // The anonymous /mcp budget counts anonymous calls only: a member's call
 // is served when the anonymous budget is spent.
 func TestBudgetMCPAnonymous(t *testing.T) {
-	ts := newTestSite(t, func(cfg *Config) { cfg.Budget.MCPAnonymous = authserver.Per(1, time.Hour, 1) })
+	ts := newTestSite(t, func(cfg *Config) { cfg.Budget = &Budget{MCPAnonymous: testRate(1, time.Hour, 1)} })
 	call := func(bearer string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", testIssuer+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		r.Header.Set("Content-Type", "application/json")
@@ -169,9 +160,9 @@ func TestMCPAnonymousPerAddress(t *testing.T) {
 	if authserver.DefaultRateLimits.MCPAnonymous.Every <= 0 {
 		t.Fatal("no default anonymous /mcp limit per address")
 	}
-	limits := authserver.DefaultRateLimits
-	limits.MCPAnonymous = authserver.Per(1, time.Hour, 2)
-	ts := newTestSite(t, func(cfg *Config) { cfg.RateLimits = &limits })
+	ts := newTestSite(t, func(cfg *Config) {
+		cfg.RateLimits = &authserver.RateLimitOptions{Limits: map[string]option.Rate{"mcp_anonymous": *testRate(1, time.Hour, 2)}}
+	})
 	call := func(addr string) int {
 		r := httptest.NewRequest("POST", testIssuer+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		r.Header.Set("Content-Type", "application/json")
@@ -196,11 +187,11 @@ func TestMCPAnonymousPerAddress(t *testing.T) {
 // budget: a budget of 4 a minute across two instances lets this one
 // admit 2.
 func TestBudgetDividedByInstances(t *testing.T) {
-	c := &clock{t: time.Now()}
+	c := schooltest.NewClock(time.Now())
 	ts := newTestSite(t, func(cfg *Config) {
-		cfg.Budget.Requests = authserver.Per(4, time.Minute, 4)
+		cfg.Budget = &Budget{Requests: testRate(4, time.Minute, 4)}
 		cfg.Instances = func() int { return 2 }
-		cfg.Now = c.now
+		cfg.Now = c.Now
 	})
 	admitted := 0
 	for range 6 {
@@ -211,7 +202,7 @@ func TestBudgetDividedByInstances(t *testing.T) {
 	if admitted != 2 {
 		t.Fatalf("admitted %d of a budget of 4 between two instances, want 2", admitted)
 	}
-	c.add(30 * time.Second) // this instance's part refills at 2 a minute
+	c.Advance(30 * time.Second) // this instance's part refills at 2 a minute
 	if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); rec.Code == http.StatusTooManyRequests {
 		t.Fatalf("half a minute later: refused")
 	}
@@ -330,7 +321,7 @@ func TestOwnCallsPauseAroundTheirPlace(t *testing.T) {
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	}))
 	defer legacy.Close()
-	l := NewLegacy(Budget{LegacyConcurrency: 1}, nil)
+	l := NewLegacy(1, nil)
 	calls, _ := legacyClients(http.DefaultClient, l, nopObserver{})
 	w := &placeWaiter{legacy: l}
 	req, _ := http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)

@@ -19,13 +19,13 @@ const AssertionHeader = "X-School-Assertion"
 // validation-cache miss. An error means the request must not be sent: the
 // legacy server would refuse it, so it fails closed here.
 func (s *Site) setAssertion(h http.Header, tok *policy.Token) error {
-	if s.cfg.AssertionAudience == "" {
+	if s.assertionAudience == "" {
 		return nil
 	}
 	if tok == nil {
 		return errors.New("identity assertion: no validated token")
 	}
-	a, err := s.as.IdentityAssertion(tok, s.cfg.AssertionAudience)
+	a, err := s.as.IdentityAssertion(tok, s.assertionAudience)
 	if err != nil {
 		return fmt.Errorf("identity assertion: %w", err)
 	}

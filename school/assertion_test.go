@@ -13,9 +13,14 @@ import (
 	"github.com/schoolgate/schoolgate/policy"
 )
 
-// withAssertion turns the identity assertion on for audience.
+// withAssertion turns the identity assertion on for audience, off for "".
 func withAssertion(audience string) func(*Config) {
-	return func(c *Config) { c.AssertionAudience = audience }
+	return func(c *Config) {
+		c.IdentityAssertion = nil
+		if audience != "" {
+			c.IdentityAssertion = &IdentityAssertion{Audience: audience}
+		}
+	}
 }
 
 // A client's own X-School-Assertion never reaches the legacy server, in
@@ -149,7 +154,7 @@ func schoolHeaders(h http.Header) []string {
 // the gateway's assertion and no other X-School-* header: not the plain
 // identity headers, nor any a client sent.
 func TestAssertionOnlyForwardsTheAssertionAlone(t *testing.T) {
-	ts := newTestSite(t, withAssertion("http://127.0.0.1:9080"), func(c *Config) { c.AssertionOnly = true })
+	ts := newTestSite(t, withAssertion("http://127.0.0.1:9080"), func(c *Config) { c.IdentityHeaders = IdentityHeadersAssertion })
 	r := httptest.NewRequest("POST", "/account/graphql", nil)
 	r.Header.Set("Authorization", "Bearer "+ts.token)
 	r.Header.Set("X-School-Subject", "forged")
@@ -180,7 +185,7 @@ func TestAssertionOnlyForwardsTheAssertionAlone(t *testing.T) {
 func TestAssertionOnlyRequestAllocatesOnce(t *testing.T) {
 	var id Identity
 	ts := newTestSite(t, withAssertion("http://127.0.0.1:9080"), func(c *Config) {
-		c.AssertionOnly, c.Observer = true, nil
+		c.IdentityHeaders, c.Observer = IdentityHeadersAssertion, nil
 		c.Identified = func(_ *http.Request, got Identity) { id = got }
 	})
 	r := httptest.NewRequest("POST", "/account/graphql", nil)
@@ -201,7 +206,7 @@ func TestAssertionOnlyRequestAllocatesOnce(t *testing.T) {
 	if got := schoolHeaders(ts.upstream.header); len(got) != 1 || got[0] != AssertionHeader {
 		t.Fatalf("X-School-* headers forwarded: %q, want only %s", got, AssertionHeader)
 	}
-	want := []string{"member-1", "student@demo.school", "Sam", "demo", "student", "openid account:read", "member-app", "member"}
+	want := []string{"member-1", "student@demo.school", "Sam Student", "demo", "student", "openid account:read", "member-app", "member"}
 	for i, h := range IdentityHeaders {
 		if got := id.Value(i); got != want[i] {
 			t.Errorf("Identified's %s = %q, want %q", h, got, want[i])
@@ -218,7 +223,7 @@ func TestAssertionOnlyAccountQuery(t *testing.T) {
 	}))
 	defer upstream.Close()
 	ts := newTestSite(t, withAssertion("http://legacy.internal"), func(c *Config) {
-		c.Upstream, c.Client, c.AssertionOnly = upstream.URL, upstream.Client(), true
+		c.Upstream, c.Client, c.IdentityHeaders = upstream.URL, upstream.Client(), IdentityHeadersAssertion
 	})
 	if _, err := ts.accountQuery(t.Context(), mustLookup(t, ts), "{ viewer { id } }", nil); err != nil {
 		t.Fatal(err)
@@ -232,8 +237,8 @@ func TestAssertionOnlyAccountQuery(t *testing.T) {
 // the school is not built.
 func TestAssertionOnlyRequiresAssertion(t *testing.T) {
 	cfg := testConfig(openStore(t))
-	cfg.AssertionOnly = true
-	if _, err := New(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "AssertionOnly requires AssertionAudience") {
+	cfg.IdentityHeaders = IdentityHeadersAssertion
+	if _, err := New(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "identity_headers assertion: requires identity_assertion on") {
 		t.Errorf("New: %v", err)
 	}
 }

@@ -24,7 +24,12 @@ func BenchmarkProtectedRequest(b *testing.B) {
 	}{{"assertion-off", "", false}, {"assertion-on", "http://127.0.0.1:9080", false}, {"assertion-only", "http://127.0.0.1:9080", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			// No observer: the test's counts would allocate.
-			ts := newTestSite(b, withAssertion(bc.audience), func(c *Config) { c.Observer, c.AssertionOnly = nil, bc.only })
+			ts := newTestSite(b, withAssertion(bc.audience), func(c *Config) {
+				c.Observer = nil
+				if bc.only {
+					c.IdentityHeaders = IdentityHeadersAssertion
+				}
+			})
 			r := httptest.NewRequest("POST", "/account/graphql", nil)
 			auth := []string{"Bearer " + ts.token}
 			w := httptest.NewRecorder()
@@ -58,7 +63,7 @@ func BenchmarkDocument(b *testing.B) {
 	for _, path := range []string{"/llms.txt", "/openapi.json"} {
 		b.Run(path[1:], func(b *testing.B) {
 			ts := newTestSite(b, func(c *Config) {
-				c.Observer, c.Catalog, c.AdminOpenAPIURL = nil, "http://127.0.0.1:1/catalog.json", "http://127.0.0.1:1/openapi.json"
+				c.Observer, c.Catalog, c.AdminOpenAPI = nil, "http://127.0.0.1:1/catalog.json", "http://127.0.0.1:1/openapi.json"
 				c.Logger = slog.New(slog.DiscardHandler) // the feed is unreachable, and each retry says so
 			})
 			if err := ts.catalog.Import(context.Background(), []byte(waitFeed)); err != nil {

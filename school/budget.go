@@ -9,24 +9,30 @@ import (
 	"github.com/schoolgate/schoolgate/authserver"
 )
 
-// Budget is a school's own limits, whatever its neighbours do. A zero
-// Limit is no limit.
-type Budget struct {
-	// Requests limits all the school's requests but its public documents
-	// (authserver.IsPublicDocument: the metadata documents, the JWKS and
-	// what the pages load).
-	Requests authserver.Limit
-	// MCPAnonymous limits the school's anonymous /mcp calls, all callers
-	// together.
-	MCPAnonymous authserver.Limit
-	// LegacyConcurrency bounds the requests waiting on the legacy server
-	// at once; zero is DefaultLegacyConcurrency.
-	LegacyConcurrency int
-}
-
 // DefaultLegacyConcurrency is how many requests of one school may wait on
 // its legacy server at once unless its budget says otherwise.
 const DefaultLegacyConcurrency = 256
+
+// DefaultLegacyTimeout is how long a request waits for the legacy
+// server's answer (budget legacy_timeout) unless the school's budget says
+// otherwise: what front proxies commonly wait by default, so that a
+// legacy page that takes long (an export, a report) keeps working as it
+// did behind one, while a legacy server that never answers holds each
+// request's goroutine and connections a minute, not for ever. Past it the
+// request is answered 504. It is the response-header timeout of the
+// transport: once the header has come, the body may take as long as it
+// takes (downloads, streams), and a request body still being sent does
+// not count.
+const DefaultLegacyTimeout = 60 * time.Second
+
+// LegacyConcurrency is the budget's legacy_concurrency, 0 for the
+// default (NewLegacy's).
+func (o *Options) LegacyConcurrency() int {
+	if o.Budget == nil {
+		return 0
+	}
+	return o.Budget.LegacyConcurrency
+}
 
 // bucket is one rate of a school's budget: a token bucket shared by every
 // request of the school on this instance. Where several instances serve

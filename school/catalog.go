@@ -21,7 +21,7 @@ const catalogRefreshTimeout = time.Minute
 // until ctx ends. The first import retries quickly: the upstream serving
 // the feed may start after the gateway.
 func (s *Site) scheduleCatalog(ctx context.Context) {
-	src, every := s.cfg.Catalog, s.cfg.CatalogRefresh
+	src, every := s.cfg.Catalog, s.cfg.CatalogRefresh.D()
 	if src == "" {
 		return
 	}

@@ -143,8 +143,7 @@ func (s *Site) refreshDocs() {
 // document ships with the configuration, and an error in it is the
 // configuration's.
 func CheckDocuments(cfg Config) error {
-	p := &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}
-	_, err := sitedocs.Build(docsSite(&cfg, p, cfg.Issuer, false, cfg.AdminOpenAPI), nil, timeNow(cfg.Now))
+	_, err := sitedocs.Build(docsSite(&cfg, cfg.Policy(), cfg.Issuer, false, cfg.AdminOpenAPIFile), nil, timeNow(cfg.Now))
 	return err
 }
 
@@ -212,7 +211,7 @@ func (s *Site) rebuildDocsLocked() error {
 	// Built without what the school has but could not read yet, the
 	// documents are served so that no cache keeps them.
 	site.CatalogUnread = s.cfg.Catalog != "" && feed == nil
-	site.AdminOpenAPIUnread = s.cfg.AdminOpenAPIURL != "" && site.AdminOpenAPI == nil
+	site.AdminOpenAPIUnread = s.adminURL != "" && site.AdminOpenAPI == nil
 	set, err := sitedocs.Build(site, feed, s.now())
 	if err != nil {
 		return fmt.Errorf("documents: %v", err)

@@ -67,13 +67,13 @@ func TestAdminOpenAPIOfTheConfiguration(t *testing.T) {
 		ok   bool
 	}{{"none", nil, true}, {"3.0", adminDoc(1), true}, {"3.1", bad, false}, {"not JSON", []byte("{"), false}} {
 		cfg := testConfig(nil)
-		cfg.AdminOpenAPI = tt.doc
+		cfg.AdminOpenAPIFile = tt.doc
 		if err := CheckDocuments(cfg); (err == nil) != tt.ok {
 			t.Errorf("%s: CheckDocuments: %v", tt.name, err)
 		}
 		cfg.Store = openStore(t)
 		_, err := New(context.Background(), cfg)
-		var de *DataError
+		var de *BuildError
 		if (err == nil) != tt.ok || errors.As(err, &de) {
 			t.Errorf("%s: New: %v, want a configuration error: %v", tt.name, err, !tt.ok)
 		}

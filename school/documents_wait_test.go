@@ -226,7 +226,7 @@ func TestDocumentWithoutWaiting(t *testing.T) {
 func TestOpenAPIWaitsForTheAdminDocument(t *testing.T) {
 	t.Run("fetched", func(t *testing.T) {
 		admin := newHeldSource(t, string(adminDoc(1)))
-		ts := newTestSite(t, func(c *Config) { c.AdminOpenAPIURL = admin.URL + "/openapi.json" })
+		ts := newTestSite(t, func(c *Config) { c.AdminOpenAPI = admin.URL + "/openapi.json" })
 		checkStarting(t, "/openapi.json", getDoc(t, ts, within(t, 50*time.Millisecond), http.MethodGet, sitepath.OpenAPI),
 			"the description of its admin API")
 		if rec := getDoc(t, ts, within(t, 5*time.Second), http.MethodGet, sitepath.AuthGuide); rec.Code != http.StatusOK ||
@@ -248,7 +248,7 @@ func TestOpenAPIWaitsForTheAdminDocument(t *testing.T) {
 		admin := newHeldSource(t, "")
 		admin.failing.Store(true)
 		admin.release()
-		ts := newTestSite(t, func(c *Config) { c.AdminOpenAPIURL = admin.URL + "/openapi.json" })
+		ts := newTestSite(t, func(c *Config) { c.AdminOpenAPI = admin.URL + "/openapi.json" })
 		rec := getDoc(t, ts, context.Background(), http.MethodGet, sitepath.OpenAPI)
 		if rec.Code != http.StatusOK || rec.Header().Get("Cache-Control") != "no-store" {
 			t.Errorf("/openapi.json after a failed first fetch: %d %q, want 200 no-store", rec.Code, rec.Header().Get("Cache-Control"))

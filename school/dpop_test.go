@@ -1,9 +1,6 @@
 package school
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,34 +9,16 @@ import (
 
 	"github.com/schoolgate/schoolgate/internal/dpopclient"
 	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
 
 var dpopKey = dpopclient.MustKey("ES256")
 
-// mintBoundToken stores a member grant and an access token bound to k, as
-// a code exchange with a proof of k would.
+// mintBoundToken stores the student's grant "grant-dpop" and an access
+// token of it bound to k, as a code exchange with a proof of k would.
 func mintBoundToken(tb testing.TB, st store.Store, k *dpopclient.Key) string {
-	tb.Helper()
-	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
-	raw := "sgat_" + strings.Repeat("d", 43)
-	now := time.Now()
-	if err := st.PutCode(context.Background(), hash("dpop-code"), &store.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
-		tb.Fatal(err)
-	}
-	err := st.RedeemCode(context.Background(), hash("dpop-code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
-		g := &store.Grant{ID: "grant-dpop", ClientID: "member-app", Audience: store.AudienceMember,
-			Scopes: []string{"openid", "account:read"}, Resource: testIssuer, CreatedAt: now,
-			Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",
-				OrgID: "demo", Roles: []string{"student"}}}
-		return g, []store.IssuedToken{{Hash: hash(raw), Token: &store.Token{Kind: store.TokenAccess,
-			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour),
-			JKT: k.JKT}}}, nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return raw
+	return schooltest.MemberToken(tb, st, testIssuer, "grant-dpop", k.JKT)
 }
 
 // dpopRequest is a request to path with a DPoP-bound token and a proof

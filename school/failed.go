@@ -1,6 +1,7 @@
 package school
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -26,4 +27,30 @@ func ServeFailed(w http.ResponseWriter, r *http.Request, next Handler, legacy *L
 	}
 	return WriteTemporarilyUnavailable(w, retryAfter,
 		"this school's sign-in and AI access are not available: "+reason)
+}
+
+// BuildError is a school that could not be built, the one failure type
+// of a school that does not build, whoever builds it (a site block, a
+// platform's record): its store did not open, its keys and settings did
+// not read, its data directory is another school's, another part of the
+// server's configuration serves it. Its configuration is otherwise fine,
+// so the other schools start and this one answers 503 (ServeFailed) until
+// a rebuild in the background builds it. Reason says what failed in words
+// a client may read; Err, with its paths and hosts, is for the operator
+// (logs, the admin API, the health report).
+type BuildError struct {
+	Reason string
+	Err    error
+}
+
+func (e *BuildError) Error() string { return e.Err.Error() }
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// AsBuildError is the BuildError in err, or err as one with reason when
+// it holds none.
+func AsBuildError(err error, reason string) *BuildError {
+	if be, ok := errors.AsType[*BuildError](err); ok {
+		return be
+	}
+	return &BuildError{Reason: reason, Err: err}
 }

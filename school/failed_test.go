@@ -40,7 +40,7 @@ func TestServeFailed(t *testing.T) {
 			}
 			r.Header.Set("X-School-Subject", "forged")
 			rec := httptest.NewRecorder()
-			if err := ServeFailed(rec, r, next, NewLegacy(Budget{}, nil), p, "its store could not be opened", 7); err != nil {
+			if err := ServeFailed(rec, r, next, NewLegacy(0, nil), p, "its store could not be opened", 7); err != nil {
 				t.Fatal(err)
 			}
 			if tt.passed {

@@ -2,17 +2,16 @@ package school
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/option"
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -46,8 +45,13 @@ func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error 
 // testConfig is a school's configuration on store, as caddymodule
 // defaults it.
 func testConfig(st store.Store) Config {
-	return Config{Issuer: testIssuer, Upstream: "http://127.0.0.1:9080", SessionURL: "/api/session",
-		LoginURL: "/login", AdminPrefix: "/admin/api", Store: st, Scheduler: schedule.New(1)}
+	return Config{Options: Options{Issuer: testIssuer, Upstream: "http://127.0.0.1:9080", SessionURL: "/api/session",
+		LoginURL: "/login", AdminPrefix: "/admin/api"}, Store: st, Scheduler: schedule.New(1)}
+}
+
+// testRate is n events per period with a burst, as an option gives it.
+func testRate(n int, period time.Duration, burst int) *option.Rate {
+	return &option.Rate{Events: n, Period: option.Duration(period), Burst: burst}
 }
 
 // openStore opens a bbolt store that closes when the test ends.
@@ -82,28 +86,10 @@ func newTestSite(tb testing.TB, edit ...func(*Config)) *testSite {
 		upstream: &recordingNext{assertions: map[string]bool{}}, observed: obs}
 }
 
-// mintMemberToken stores a member grant and access token as a code
-// exchange would.
+// mintMemberToken stores the student's grant "grant-1" and an access
+// token of it, as a code exchange would.
 func mintMemberToken(tb testing.TB, st store.Store, origin string) string {
-	tb.Helper()
-	hash := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
-	raw := "sgat_" + strings.Repeat("t", 43)
-	now := time.Now()
-	if err := st.PutCode(context.Background(), hash("code"), &store.Code{ExpiresAt: now.Add(time.Minute)}); err != nil {
-		tb.Fatal(err)
-	}
-	err := st.RedeemCode(context.Background(), hash("code"), func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
-		g := &store.Grant{ID: "grant-1", ClientID: "member-app", Audience: store.AudienceMember,
-			Scopes: []string{"openid", "account:read"}, Resource: origin, CreatedAt: now,
-			Identity: store.Identity{Subject: "member-1", Email: "student@demo.school", Name: "Sam",
-				OrgID: "demo", Roles: []string{"student"}}}
-		return g, []store.IssuedToken{{Hash: hash(raw), Token: &store.Token{Kind: store.TokenAccess,
-			GrantID: g.ID, ClientID: g.ClientID, Scopes: g.Scopes, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}}}, nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return raw
+	return schooltest.MemberToken(tb, st, origin, "grant-1", "")
 }
 
 // serve serves r through the school with the recording upstream as next.

@@ -46,7 +46,7 @@ func (id Identity) Value(i int) string { return identityHeaders[i].value(id.tok)
 // backing array for the eight values, and tells Config.Identified. With
 // AssertionOnly the headers are left out: the assertion carries them.
 func (s *Site) setIdentity(r *http.Request, t *policy.Token) {
-	if !s.cfg.AssertionOnly {
+	if !s.assertionOnly {
 		vals := make([]string, len(identityHeaders))
 		for i, h := range identityHeaders {
 			vals[i] = h.value(t)
@@ -62,7 +62,7 @@ func (s *Site) setIdentity(r *http.Request, t *policy.Token) {
 // calls the school itself makes to the upstream: none with AssertionOnly.
 func (s *Site) identityHeaderValues(t *policy.Token) http.Header {
 	h := http.Header{}
-	if s.cfg.AssertionOnly {
+	if s.assertionOnly {
 		return h
 	}
 	for _, ih := range identityHeaders {

@@ -81,8 +81,8 @@ type Legacy struct {
 // NewLegacy is the bound of a budget's LegacyConcurrency (zero:
 // DefaultLegacyConcurrency), counting its refusals through o (nil: not
 // counted).
-func NewLegacy(b Budget, o Observer) *Legacy {
-	n := b.LegacyConcurrency
+func NewLegacy(concurrency int, o Observer) *Legacy {
+	n := concurrency
 	if n <= 0 {
 		n = DefaultLegacyConcurrency
 	}

@@ -108,7 +108,7 @@ func (o *syncObserver) count(cause store.Cause) int {
 // for a place, so that tests of refusals are quick.
 func legacySite(t *testing.T, b Budget) (*testSite, *syncObserver) {
 	obs := &syncObserver{counts: map[store.Cause]int{}}
-	ts := newTestSite(t, func(c *Config) { c.Budget = b; c.Observer = obs })
+	ts := newTestSite(t, func(c *Config) { c.Budget = &b; c.Observer = obs })
 	ts.legacy.wait = 10 * time.Millisecond
 	return ts, obs
 }
@@ -353,7 +353,7 @@ func TestLegacyOwnCalls(t *testing.T) {
 // The session lookup, which a person waits on, is bounded more tightly
 // than the school's other calls, and never more loosely than its client.
 func TestLegacySessionClient(t *testing.T) {
-	l := NewLegacy(Budget{}, nil)
+	l := NewLegacy(0, nil)
 	for _, tt := range []struct{ client, session time.Duration }{
 		{15 * time.Second, sessionLookupTimeout}, {0, sessionLookupTimeout}, {2 * time.Second, 2 * time.Second},
 	} {
@@ -369,7 +369,7 @@ func TestLegacySessionClient(t *testing.T) {
 func TestLegacyFailedSchool(t *testing.T) {
 	legacy := newHungLegacy(t, 5*time.Second)
 	obs := &syncObserver{counts: map[store.Cause]int{}}
-	l := NewLegacy(Budget{}, obs)
+	l := NewLegacy(0, obs)
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/courses/light", nil)
 	if err := ServeFailed(rec, r, newProxyTo(t, legacy.URL, 100*time.Millisecond), l, &policy.Policy{AdminPrefix: "/admin/api"}, "its store could not be opened", 7); err != nil {
@@ -414,7 +414,7 @@ func TestLegacyWaitsForAPlace(t *testing.T) {
 // the legacy server: a place taken and given back, from every core at
 // once.
 func BenchmarkLegacyForward(b *testing.B) {
-	l := NewLegacy(Budget{}, nil)
+	l := NewLegacy(0, nil)
 	var next Handler = errNext{} // boxed once, not per call
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -23,86 +23,27 @@ import (
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/pages"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/sitedocs"
 	"github.com/schoolgate/schoolgate/store"
 )
 
-// Config is what a school is built from: plain values, an opened store and
-// the process's logger, metrics and scheduler.
+// Config is what a school is built from: its Options, declared once,
+// and what is opened or shared for it when it is built: its store, the
+// process's logger, metrics, scheduler and fair share.
 type Config struct {
-	// Issuer is the site origin in its one spelling (policy.ParseOrigin):
-	// the OAuth issuer, the resource and the base of every published URL.
-	// Required.
-	Issuer string
-	// Upstream is the legacy server's base URL without a trailing slash,
-	// which the school itself calls (session lookup, the MCP tools'
-	// Account API calls). Required.
-	Upstream string
-	// SessionURL is the upstream's session endpoint, a path on Upstream
-	// or an http(s) URL. Required.
-	SessionURL string
-	// LoginURL is the legacy login page, a path on the site or an
-	// http(s) URL. Required.
-	LoginURL string
-	// AdminPrefix is the path prefix of the school's admin API. Required.
-	AdminPrefix string
-	// Rules override the default admin-API policy, first match wins.
-	Rules []policy.Rule
-	// AdminOpenAPI is the school's own description of its admin API, as
-	// read from the file the configuration names; AdminOpenAPIURL is one
-	// fetched every CatalogRefresh instead. Default: neither.
-	AdminOpenAPI    []byte
-	AdminOpenAPIURL string
-	// Catalog is the catalog feed, a file path or an http(s) URL, imported
-	// every CatalogRefresh. Default: none.
-	Catalog string
-	// Language is the language of the pages people read for a browser
-	// that asks for none of i18n.Languages. Default: the catalog
-	// feed's language when the pages are written in it, else English.
-	Language string
-	// CatalogRefresh is how often Catalog and AdminOpenAPIURL are read
-	// again. Default: 10 minutes.
-	CatalogRefresh time.Duration
-	// AssertionAudience turns on the identity assertion, signed for this
-	// audience. Default: "", off.
-	AssertionAudience string
-	// AssertionOnly forwards the identity assertion alone, without the
-	// plain X-School-* identity headers, for a legacy server that verifies
-	// the assertion: one header to encode per request instead of nine.
-	// Requires AssertionAudience. Default: false, both.
-	AssertionOnly bool
+	Options
+	// AdminOpenAPIFile is the content of the file Options.AdminOpenAPI
+	// names, read with the configuration (ReadAdminOpenAPI); nil when it
+	// names a URL, which the school fetches itself, or nothing.
+	AdminOpenAPIFile []byte
 
-	// The authorization server's options (authserver.Config).
-	Vendors           []authserver.VendorClient
-	MCPConnections    bool
-	MetadataDocuments authserver.MetadataDocumentsConfig
-	RateLimits        *authserver.RateLimits
-	CodeTTL           time.Duration
-	AccessTTL         time.Duration
-	RefreshTTL        time.Duration
-	// AuditRetention is how long audit events are kept; zero is
-	// authserver.DefaultAuditRetention.
-	AuditRetention time.Duration
 	// AuditLogger receives the audit events; nil is Logger.
 	AuditLogger *slog.Logger
 	// RequestID names a request in its audit events; nil names none.
-	RequestID      func(*http.Request) string
-	RefreshGrace   time.Duration
-	NoRefreshGrace bool
-	// DPoP is what the school makes of DPoP (RFC 9449) at its token
-	// endpoint and protected resources. Default: policy.DPoPAllowed.
-	DPoP policy.DPoPMode
-	// DPoPNonce makes every DPoP proof carry one of the school's nonces.
-	// Default: false.
-	DPoPNonce bool
-
-	// Weight is the school's share of the instance while it is
-	// contended, against the other schools' weights. Default: 1.
-	Weight int
-	// Budget is the school's own limits, whatever its neighbours do.
-	Budget Budget
+	RequestID func(*http.Request) string
 	// Admission is the school's handle on the instance's fair share,
 	// made with Weight (package admission). Default: none, every request
 	// admitted at once.
@@ -179,13 +120,6 @@ type StatusError struct {
 func (e *StatusError) Error() string { return e.Err.Error() }
 func (e *StatusError) Unwrap() error { return e.Err }
 
-// DataError is a school that could not be built from its store (its keys
-// and settings did not read): its configuration is fine, its data is not.
-type DataError struct{ Err error }
-
-func (e *DataError) Error() string { return e.Err.Error() }
-func (e *DataError) Unwrap() error { return e.Err }
-
 const (
 	// janitorEvery is how often each school's expired records are purged.
 	janitorEvery = 10 * time.Minute
@@ -217,6 +151,15 @@ type Site struct {
 
 	// budget is the school's own limits (admit.go).
 	budget budgets
+	// adminURL is the admin OpenAPI document's URL, fetched every
+	// CatalogRefresh; "" when the document is a file or none (admin.go).
+	adminURL string
+	// assertionAudience is the audience of the identity assertion, ""
+	// when none is signed; assertionOnly forwards the assertion alone,
+	// without the plain X-School-* identity headers: one header to
+	// encode per request instead of nine (identity.go).
+	assertionAudience string
+	assertionOnly     bool
 
 	catalog *catalog.Manager
 	// mcp is the MCP server, built by the first /mcp request (mcpHandler)
@@ -248,60 +191,50 @@ type Site struct {
 
 // New builds the school: its authorization server (which reads or makes
 // its keys in the store) and its policy, and schedules its periodic work,
-// which runs until ctx ends. A *DataError is the store's data failing; any
+// which runs until ctx ends. A *BuildError is the store's data failing; any
 // other error is the configuration's.
 func New(ctx context.Context, cfg Config) (*Site, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	cfg.defaults()
-	s := &Site{cfg: cfg, log: cfg.Logger, now: cfg.Now,
-		policy: &policy.Policy{AdminPrefix: cfg.AdminPrefix, Rules: cfg.Rules}}
+	s := &Site{cfg: cfg, log: cfg.Logger, now: cfg.Now, policy: cfg.Policy(),
+		adminURL: cfg.adminOpenAPIURL(), assertionAudience: cfg.assertionAudience(), assertionOnly: cfg.assertionOnly()}
 	s.observe = &usageObserver{Observer: cfg.Observer, u: &s.usage.rec, now: cfg.Now}
-	s.legacy = NewLegacy(cfg.Budget, s.observe)
+	s.legacy = NewLegacy(cfg.LegacyConcurrency(), s.observe)
 	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer)
 	s.since = s.now().UTC()
 	s.budget = newBudgets(cfg.Budget, cfg.Instances)
 	var err error
 	s.as, err = authserver.New(ctx, authserver.Config{
-		Issuer:            cfg.Issuer,
-		SessionURL:        cfg.upstreamURL(cfg.SessionURL),
-		LoginURL:          cfg.LoginURL,
-		AdminPrefix:       cfg.AdminPrefix,
-		Vendors:           cfg.Vendors,
-		MCPConnections:    cfg.MCPConnections,
-		DPoP:              cfg.DPoP,
-		DPoPNonce:         cfg.DPoPNonce,
-		CodeTTL:           cfg.CodeTTL,
-		AccessTTL:         cfg.AccessTTL,
-		RefreshTTL:        cfg.RefreshTTL,
-		AuditRetention:    cfg.AuditRetention,
-		AuditLogger:       cfg.AuditLogger,
-		RequestID:         cfg.RequestID,
-		RefreshGrace:      cfg.RefreshGrace,
-		NoRefreshGrace:    cfg.NoRefreshGrace,
-		SessionClient:     s.session,
-		MetadataDocuments: cfg.MetadataDocuments,
-		RateLimits:        cfg.RateLimits,
-		ClientIP:          cfg.ClientIP,
-		Observer:          s.observe,
-		Logger:            s.log,
-		Now:               s.now,
+		Options:       cfg.Options.Options,
+		Issuer:        cfg.Issuer,
+		SessionURL:    cfg.upstreamURL(cfg.SessionURL),
+		LoginURL:      cfg.LoginURL,
+		AdminPrefix:   cfg.AdminPrefix,
+		AuditLogger:   cfg.AuditLogger,
+		RequestID:     cfg.RequestID,
+		SessionClient: s.session,
+		ClientIP:      cfg.ClientIP,
+		Observer:      s.observe,
+		Logger:        s.log,
+		Now:           s.now,
 		Pages: func(as *authserver.Server) authserver.Pages {
 			return pages.New(as, pages.Config{SchoolName: s.schoolName, SchoolLanguage: s.schoolLanguage,
 				Usage: s.Usage, Logger: s.log, Now: s.now})
 		},
 	}, cfg.Store)
 	if err != nil {
-		return nil, &DataError{fmt.Errorf("school %s: %v", cfg.Issuer, err)}
+		return nil, &BuildError{Reason: "its signing keys and settings could not be read from its store",
+			Err: fmt.Errorf("school %s: %v", cfg.Issuer, err)}
 	}
 	s.catalog = catalog.NewManager(cfg.Issuer, cfg.Store)
 	s.catalog.LoadLazily()
 	if cfg.Catalog != "" {
 		s.catalog.ExpectImport() // the first catalog pass runs it
 	}
-	if cfg.AdminOpenAPI != nil {
-		raw := cfg.AdminOpenAPI
+	if cfg.AdminOpenAPIFile != nil {
+		raw := cfg.AdminOpenAPIFile
 		s.adminOpenAPI.Store(&raw)
 		// A bad document fails the build now, not the first request for
 		// /openapi.json.
@@ -314,28 +247,23 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 	return s, nil
 }
 
-// check refuses a Config that New cannot build from.
+// check refuses a Config that New cannot build from: its options, as
+// Options.Check refuses them, or what it is built with.
 func (c *Config) check() error {
 	switch {
 	case c.Issuer == "":
-		return errors.New("school: Issuer is required")
-	case c.Upstream == "":
-		return errors.New("school: Upstream is required")
-	case c.SessionURL == "" || c.LoginURL == "" || c.AdminPrefix == "":
-		return errors.New("school: SessionURL, LoginURL and AdminPrefix are required")
+		return errors.New("issuer: is required")
 	case c.Store == nil:
 		return errors.New("school: Store is required")
 	case c.Scheduler == nil:
 		return errors.New("school: Scheduler is required")
-	case c.AssertionOnly && c.AssertionAudience == "":
-		return errors.New("school: AssertionOnly requires AssertionAudience")
 	}
-	return nil
+	return c.Options.Check()
 }
 
 func (c *Config) defaults() {
 	if c.CatalogRefresh <= 0 {
-		c.CatalogRefresh = defaultRefresh
+		c.CatalogRefresh = option.Duration(defaultRefresh)
 	}
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: 15 * time.Second, CheckRedirect: noRedirects}

@@ -9,15 +9,15 @@ import (
 
 // A store whose keys do not read is the school's data failing, which New
 // tells from a configuration error.
-func TestNewDataError(t *testing.T) {
+func TestNewBuildError(t *testing.T) {
 	st := openStore(t)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 	_, err := New(context.Background(), testConfig(st))
-	var de *DataError
+	var de *BuildError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), testIssuer) {
-		t.Fatalf("a closed store: %v, want a *DataError naming the school", err)
+		t.Fatalf("a closed store: %v, want a *BuildError naming the school", err)
 	}
 	for _, tt := range []struct {
 		name string

@@ -1,13 +1,13 @@
 package school
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -59,34 +59,8 @@ func TestStoreFailureIsUnavailable(t *testing.T) {
 	}
 }
 
-// checkUnavailable checks a store failure's answer: 503, Retry-After 5,
-// no challenge, not cached, the JSON error without the store's message.
-func checkUnavailable(t *testing.T, rec *httptest.ResponseRecorder) {
-	t.Helper()
-	h := rec.Header()
-	if rec.Code != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503\n%s", rec.Code, rec.Body)
-	}
-	if h.Get("Retry-After") != "5" {
-		t.Errorf("Retry-After %q, want 5", h.Get("Retry-After"))
-	}
-	if h.Get("WWW-Authenticate") != "" {
-		t.Errorf("a 503 is no challenge: WWW-Authenticate %q", h.Get("WWW-Authenticate"))
-	}
-	if h.Get("Cache-Control") != "no-store" {
-		t.Errorf("Cache-Control %q", h.Get("Cache-Control"))
-	}
-	var body map[string]string
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || h.Get("Content-Type") != "application/json" {
-		t.Fatalf("not JSON (%q): %v\n%s", h.Get("Content-Type"), err, rec.Body)
-	}
-	if body["error"] != "temporarily_unavailable" || body["error_description"] == "" {
-		t.Errorf("body %v", body)
-	}
-	if strings.Contains(rec.Body.String(), "database not open") {
-		t.Errorf("the store's error reached the client: %s", rec.Body)
-	}
-}
+// checkUnavailable checks a store failure's answer (schooltest's).
+var checkUnavailable = schooltest.CheckUnavailable
 
 // Documents are not rebuilt as if MCP connections were off when the
 // switch cannot be read: the previous ones keep serving.
