@@ -276,3 +276,29 @@ func TestDoctorNotesEveryRegistration(t *testing.T) {
 		})
 	}
 }
+
+// fullStore is a store whose client limit is reached.
+type fullStore struct{ store.Store }
+
+func (fullStore) CreateClient(context.Context, *store.Client, int) (*store.Client, bool, error) {
+	return nil, false, store.ErrClientLimit
+}
+
+// TestDoctorNotesMetadataLimit: a metadata-document client refused
+// because the school has reached its limit of them is told apart from
+// the other refusals of its document.
+func TestDoctorNotesMetadataLimit(t *testing.T) {
+	f := newFixture(t)
+	d := newDocServer(t)
+	d.docs["/client.json"] = `{"client_id":"%s","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`
+	f.useMetadata(d, MetadataDocumentsConfig{AllowPrivateNetworks: true})
+	f.srv.store = fullStore{f.srv.store}
+	id := d.URL + "/client.json"
+	if rec := f.authorize(metadataAuthParams(id, "http://127.0.0.1:5000/cb", "openid"), "student"); rec.Code != http.StatusBadRequest {
+		t.Fatalf("authorize over the limit: %d %s", rec.Code, rec.Body)
+	}
+	got := lastRefusal(t, f, id)
+	if got == nil || got.Name != StepMetadata || got.Reason != ReasonMetadataLimit || got.Error != "invalid_client_metadata" {
+		t.Fatalf("noted %+v, want metadata/%s", got, ReasonMetadataLimit)
+	}
+}
