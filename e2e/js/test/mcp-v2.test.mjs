@@ -399,7 +399,11 @@ describe('step-up with the v2 SDK', () => {
     assert.ok(challenged, `a 403: ${JSON.stringify(seen)}`);
     assert.equal(
       challenged.challenge,
-      `Bearer error="insufficient_scope", error_description="the access token lacks the scope account:read", scope="account:read", resource_metadata="${origin}/.well-known/oauth-protected-resource"`,
+      // The Bearer challenge with the error, then the school's DPoP one
+      // (dpop allowed, the default), as the Account API answers; fetch
+      // joins the two header values.
+      `Bearer error="insufficient_scope", error_description="the access token lacks the scope account:read", scope="account:read", resource_metadata="${origin}/.well-known/oauth-protected-resource", ` +
+        `DPoP algs="ES256 ES384 ES512 EdDSA Ed25519 PS256 PS384 PS512 RS256 RS384 RS512", resource_metadata="${origin}/.well-known/oauth-protected-resource"`,
     );
     // The SDK started a new authorization (the browser approved it) for
     // what it held and what the challenge named.

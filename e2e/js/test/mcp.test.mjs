@@ -321,7 +321,11 @@ describe('step-up with the v1 SDK', () => {
     } finally {
       await client.close();
     }
-    const want = `Bearer error="insufficient_scope", error_description="the access token lacks the scope account:read", scope="account:read", resource_metadata="${origin}/.well-known/oauth-protected-resource"`;
+    // The Bearer challenge with the error, then the school's DPoP one
+    // (dpop allowed, the default), as the Account API answers; fetch joins
+    // the two header values.
+    const want = `Bearer error="insufficient_scope", error_description="the access token lacks the scope account:read", scope="account:read", resource_metadata="${origin}/.well-known/oauth-protected-resource", ` +
+      `DPoP algs="ES256 ES384 ES512 EdDSA Ed25519 PS256 PS384 PS512 RS256 RS384 RS512", resource_metadata="${origin}/.well-known/oauth-protected-resource"`;
     const challenges = seen.filter((e) => e.status === 403);
     assert.equal(challenges.length, 2, JSON.stringify(seen));
     for (const c of challenges) assert.equal(c.challenge, want);
