@@ -153,7 +153,7 @@ func (p *platform) claimFile(e *platformSchool, path string) error {
 	for _, q := range all {
 		other := q.dataFiles[path]
 		switch {
-		case other == nil || other == e || other.retired.Load():
+		case other == nil || other == e || other.Retired():
 		case q != p && other.rec.Issuer == e.rec.Issuer:
 			return p.claimed(q, e.rec.Issuer)
 		case q != p:

@@ -272,12 +272,12 @@ func (p *platform) handOver() {
 	built := prev.built.All()
 	used := make(map[*platformSchool]int64, len(built))
 	for _, a := range built {
-		used[a.school] = a.hold.Used()
+		used[a.Built().school] = a.Hold().Used()
 	}
 	t := p.tables.state.Load()
 	for old, at := range used {
 		if e := t.School(old.rec.Issuer); e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
-			e.warm(at)
+			e.Warm(at)
 		}
 	}
 }
@@ -327,11 +327,10 @@ func (p *platform) stop() error {
 // and the health check report it before any request.
 func (p *platform) newSchool(rec registry.Record) *platformSchool {
 	e := &platformSchool{p: p, rec: rec}
+	e.School = platformcore.NewSchool(e, p.built)
 	if !rec.Disabled {
 		if err := p.conflictOf(e); err != nil {
-			e.mu.Lock()
-			e.fail(err)
-			e.mu.Unlock()
+			e.Refuse(err)
 		}
 	}
 	return e

@@ -66,8 +66,8 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 	var e *platformSchool
 	if rec != nil {
 		e = p.newSchool(*rec)
-		if old != nil && old.isActive() && !rec.Disabled {
-			e.warm(time.Now().UnixNano())
+		if old != nil && old.IsActive() && !rec.Disabled {
+			e.Warm(time.Now().UnixNano())
 		}
 	}
 	next := t.Clone()
@@ -113,8 +113,8 @@ func (p *platform) resync() error {
 		}
 		e := p.newSchool(rec)
 		if old != nil {
-			if old.isActive() && !rec.Disabled {
-				e.warm(time.Now().UnixNano())
+			if old.IsActive() && !rec.Disabled {
+				e.Warm(time.Now().UnixNano())
 			}
 			retired = append(retired, old)
 		}

@@ -379,7 +379,7 @@ func (e *platformSchool) view() schoolView {
 	if v.Hosts == nil {
 		v.Hosts = []string{}
 	}
-	if f := e.failed.Load(); f != nil && v.State == "failed" {
+	if f := e.Failed(); f != nil && v.State == "failed" {
 		next := f.nextTry()
 		v.Reason, v.NextTry = f.failure.Load().Error(), &next
 	}
