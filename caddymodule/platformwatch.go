@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -52,36 +53,18 @@ func (p *platform) apply(c registry.Change) {
 	}
 }
 
-// replace makes rec the record of issuer (nil: it has none any more). A
-// school in use whose record changed is built anew before the new record
-// replaces the old in the table, so that its requests never wait for the
-// build; the old one serves the requests it has, and is let go of after
-// the last. The caller holds writeMu.
+// replace makes rec the record of issuer (nil: it has none any more),
+// in a new table (platform.Replace); the schools it replaced are retired
+// once it serves, and serve the requests they have until the last. The
+// caller holds writeMu.
 func (p *platform) replace(issuer string, rec *registry.Record) {
 	t := p.tables.state.Load()
 	old := t.School(issuer)
-	if rec != nil && old != nil && registry.SameRecord(&old.rec, rec) {
+	c, ok := platformcore.Replace(t, issuer, rec, p.newSchool)
+	if !ok {
 		return
 	}
-	var e *platformSchool
-	if rec != nil {
-		e = p.newSchool(*rec)
-		if old != nil && old.IsActive() && !rec.Disabled {
-			e.Warm(time.Now().UnixNano())
-		}
-	}
-	next := t.Clone()
-	if old != nil {
-		next.Remove(old)
-	}
-	if e != nil {
-		next.Add(e)
-	}
-	p.tables.set(next)
-	if old != nil {
-		old.retire(rec == nil)
-	}
-	p.claimsChanged([]string{issuer})
+	p.serveChange(c)
 	what := "changed"
 	switch {
 	case rec == nil:
@@ -93,8 +76,8 @@ func (p *platform) replace(issuer string, rec *registry.Record) {
 }
 
 // resync reads the whole registry again: the registry may have missed
-// changes. Unchanged records keep their school. The caller holds
-// writeMu.
+// changes. Unchanged records keep their school (platform.Resync). The
+// caller holds writeMu.
 func (p *platform) resync() error {
 	ctx, cancel := context.WithTimeout(p.life, storeCallTimeout)
 	defer cancel()
@@ -102,47 +85,23 @@ func (p *platform) resync() error {
 	if err != nil {
 		return fmt.Errorf("registry: %v", err)
 	}
-	t := p.tables.state.Load()
-	next := newHostTable(len(records))
-	var retired, removed []*platformSchool
-	for _, rec := range records {
-		old := t.School(rec.Issuer)
-		if old != nil && registry.SameRecord(&old.rec, &rec) {
-			next.Add(old)
-			continue
-		}
-		e := p.newSchool(rec)
-		if old != nil {
-			if old.IsActive() && !rec.Disabled {
-				e.Warm(time.Now().UnixNano())
-			}
-			retired = append(retired, old)
-		}
-		next.Add(e)
-	}
-	for issuer, old := range t.Schools() {
-		if next.School(issuer) == nil {
-			removed = append(removed, old)
-		}
-	}
-	p.tables.set(next)
-	changed := make([]string, 0, len(retired)+len(removed))
-	for _, old := range retired {
-		old.retire(false)
-		changed = append(changed, old.rec.Issuer)
-	}
-	for _, old := range removed {
-		old.retire(true)
-		changed = append(changed, old.rec.Issuer)
-	}
-	for issuer := range next.Schools() {
-		if t.School(issuer) == nil {
-			changed = append(changed, issuer)
-		}
-	}
-	p.claimsChanged(changed)
+	p.serveChange(platformcore.Resync(p.tables.state.Load(), records, p.newSchool))
 	p.registryErr.Store(nil)
 	return nil
+}
+
+// serveChange serves the table a registry change made, retires the
+// schools it replaced, and tells the platforms ranked after this one of
+// the issuers it changed (platformclaim.go). The caller holds writeMu.
+func (p *platform) serveChange(c platformcore.Change[*platformSchool]) {
+	p.tables.set(c.Next)
+	for _, old := range c.Retired {
+		old.retire(false)
+	}
+	for _, old := range c.Removed {
+		old.retire(true)
+	}
+	p.claimsChanged(c.Issuers)
 }
 
 // registryFailed records that the registry could not be read and reads
