@@ -17,9 +17,11 @@ import (
 var singleParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state",
 	"code_challenge", "code_challenge_method", "nonce", "prompt", "dpop_jkt"}
 
-// authzError is an error sent back to the client's redirect URI.
+// authzError is an error sent back to the client's redirect URI, with
+// the connection doctor's reason and detail (doctor.go).
 type authzError struct {
-	code, desc string
+	code, desc     string
+	reason, detail string
 }
 
 // handleAuthorize serves GET /oauth/authorize.
@@ -37,29 +39,36 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	state := q.Get("state")
 	req, aerr := s.parseAuthRequest(q, client)
 	if aerr != nil {
+		s.noteStep(StepAuthorize, client.ID, "", aerr.reason, aerr.code, aerr.detail)
 		s.redirectError(w, r, redirectURI, state, aerr.code, aerr.desc)
 		return
 	}
 	req.RedirectURI, req.State = redirectURI, state
+	s.passed(StepAuthorize, client.ID, strings.Join(req.Scopes, " "))
 
 	id, err := s.Session(r.Context(), r)
 	if err != nil {
 		s.cfg.Logger.Error("session lookup failed", "error", err)
+		s.noteStep(StepSignIn, client.ID, "", ReasonUnavailable, "temporarily_unavailable", "")
 		s.redirectError(w, r, redirectURI, state, "temporarily_unavailable", "the school site could not confirm who is signed in")
 		return
 	}
 	if id == nil {
 		if q.Get("prompt") == "none" {
+			s.noteStep(StepSignIn, client.ID, "", ReasonLoginRequired, "login_required", "prompt=none")
 			s.redirectError(w, r, redirectURI, state, "login_required", "nobody is signed in")
 			return
 		}
+		s.passed(StepLogin, client.ID, "")
 		s.redirectToLogin(w, r)
 		return
 	}
 	if e := s.checkPerson(client, id); e != nil {
+		s.noteStep(StepSignIn, client.ID, id.Subject, e.reason, e.code, "")
 		s.redirectError(w, r, redirectURI, state, e.code, e.desc)
 		return
 	}
+	s.passed(StepSignIn, client.ID, "")
 	s.decideConsent(w, r, client, req, id, q.Get("prompt"))
 }
 
@@ -79,9 +88,11 @@ func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *s
 	case remembered && prompt != "consent" && redirectProvesClient(client, req.RedirectURI):
 		s.issueCode(w, r, req, id, http.StatusFound, retryReload)
 	case prompt == "none" && remembered:
+		s.noteStep(StepConsent, client.ID, id.Subject, ReasonConsentRequired, "consent_required", "prompt=none")
 		s.redirectError(w, r, req.RedirectURI, req.State, "consent_required",
 			"this client's redirect URI does not prove its identity, so the person approves every authorization")
 	case prompt == "none":
+		s.noteStep(StepConsent, client.ID, id.Subject, ReasonConsentRequired, "consent_required", "prompt=none")
 		s.redirectError(w, r, req.RedirectURI, req.State, "consent_required", "the person has not approved this client")
 	default:
 		s.showConsent(w, r, client, req, id, prior)
@@ -93,6 +104,7 @@ func (s *Server) decideConsent(w http.ResponseWriter, r *http.Request, client *s
 func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.Values) (*store.Client, string, bool) {
 	for _, p := range []string{"client_id", "redirect_uri"} {
 		if len(q[p]) > 1 {
+			s.noteStep(StepAuthorize, clip(q.Get("client_id")), "", ReasonRepeatedParam, "invalid_request", p)
 			s.errorPage(w, r, http.StatusBadRequest, "error.repeated_param", "param", p)
 			return nil, "", false
 		}
@@ -113,6 +125,7 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 	}
 	switch {
 	case errors.Is(err, errUnknownClient):
+		s.noteStep(StepAuthorize, clip(clientID), "", ReasonUnknownClient, "invalid_client", "")
 		s.errorPage(w, r, http.StatusBadRequest, "error.unknown_client")
 		return nil, "", false
 	case err != nil:
@@ -121,6 +134,9 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 	}
 	redirectURI := q.Get("redirect_uri")
 	if redirectURI == "" || !MatchRedirect(client, redirectURI) {
+		// The client's own address, which its developer compares with
+		// the registered ones: the usual difference is a slash or a port.
+		s.noteStep(StepAuthorize, client.ID, "", ReasonRedirectUnknown, "invalid_request", redirectURI)
 		s.errorPage(w, r, http.StatusBadRequest, "error.unknown_redirect")
 		return nil, "", false
 	}
@@ -131,50 +147,50 @@ func (s *Server) authorizeClient(w http.ResponseWriter, r *http.Request, q url.V
 func (s *Server) parseAuthRequest(q url.Values, client *store.Client) (*store.AuthRequest, *authzError) {
 	for _, p := range singleParams {
 		if len(q[p]) > 1 {
-			return nil, &authzError{"invalid_request", "the " + p + " parameter is repeated"}
+			return nil, &authzError{"invalid_request", "the " + p + " parameter is repeated", ReasonRepeatedParam, p}
 		}
 	}
 	if q.Has("request") || q.Has("request_uri") {
-		return nil, &authzError{"request_not_supported", "request objects are not supported"}
+		return nil, &authzError{"request_not_supported", "request objects are not supported", ReasonRequestInvalid, "request"}
 	}
 	switch rt := q.Get("response_type"); rt {
 	case "code":
 	case "":
-		return nil, &authzError{"invalid_request", "response_type is required"}
+		return nil, &authzError{"invalid_request", "response_type is required", ReasonResponseType, ""}
 	default:
-		return nil, &authzError{"unsupported_response_type", "only response_type=code is supported"}
+		return nil, &authzError{"unsupported_response_type", "only response_type=code is supported", ReasonResponseType, rt}
 	}
 	if m := q.Get("response_mode"); m != "" && m != "query" {
-		return nil, &authzError{"invalid_request", "only response_mode=query is supported"}
+		return nil, &authzError{"invalid_request", "only response_mode=query is supported", ReasonRequestInvalid, "response_mode"}
 	}
 	switch m := q.Get("code_challenge_method"); m {
 	case "S256":
 	case "":
-		return nil, &authzError{"invalid_request", "code_challenge_method=S256 is required"}
+		return nil, &authzError{"invalid_request", "code_challenge_method=S256 is required", ReasonPKCE, "code_challenge_method"}
 	default:
-		return nil, &authzError{"invalid_request", "code_challenge_method must be S256"}
+		return nil, &authzError{"invalid_request", "code_challenge_method must be S256", ReasonPKCE, "code_challenge_method"}
 	}
 	challenge := q.Get("code_challenge")
 	if !validChallenge(challenge) {
-		return nil, &authzError{"invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)"}
+		return nil, &authzError{"invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)", ReasonPKCE, "code_challenge"}
 	}
 	scopes := strings.Fields(q.Get("scope"))
 	if len(scopes) == 0 {
-		return nil, &authzError{"invalid_request", "scope is required"}
+		return nil, &authzError{"invalid_request", "scope is required", ReasonScopeMissing, ""}
 	}
 	if e := checkScopes(client, scopes); e != nil {
-		return nil, &authzError{e.Code, e.Description}
+		return nil, &authzError{e.Code, e.Description, e.reason, e.detail}
 	}
 	resource, e := s.checkResource(q["resource"], client.Audience)
 	if e != nil {
-		return nil, &authzError{e.Code, e.Description}
+		return nil, &authzError{e.Code, e.Description, e.reason, e.detail}
 	}
 	// RFC 9449 §10: dpop_jkt binds the code to a key. A school with DPoP
 	// off knows no such parameter and ignores it, as unknown ones are.
 	var jkt string
 	if s.dpop.On() && q.Has("dpop_jkt") {
 		if jkt = q.Get("dpop_jkt"); !validJKT(jkt) {
-			return nil, &authzError{"invalid_request", "dpop_jkt must be the base64url SHA-256 thumbprint of a key (43 characters)"}
+			return nil, &authzError{"invalid_request", "dpop_jkt must be the base64url SHA-256 thumbprint of a key (43 characters)", ReasonRequestInvalid, "dpop_jkt"}
 		}
 	}
 	return &store.AuthRequest{
@@ -195,26 +211,26 @@ func (s *Server) checkResource(values []string, audience string) (string, *oauth
 	switch len(values) {
 	case 0:
 		if audience == store.AudienceMember {
-			return "", errInvalidTarget("resource is required for member tokens; use " + s.cfg.Issuer)
+			return "", errInvalidTarget("resource is required for member tokens; use "+s.cfg.Issuer).because(ReasonResourceMissing, "")
 		}
 		return s.cfg.Issuer, nil
 	case 1:
 		if policy.SameOrigin(values[0], s.cfg.Issuer) {
 			return s.cfg.Issuer, nil
 		}
-		return "", errInvalidTarget("the only resource served here is " + s.cfg.Issuer)
+		return "", errInvalidTarget("the only resource served here is "+s.cfg.Issuer).because(ReasonResourceWrong, clip(values[0]))
 	default:
-		return "", errInvalidTarget("only one resource may be requested")
+		return "", errInvalidTarget("only one resource may be requested").because(ReasonResourceWrong, "several")
 	}
 }
 
 // checkPerson applies the audience rules to the signed-in person.
 func (s *Server) checkPerson(c *store.Client, id *store.Identity) *authzError {
 	if c.Audience == store.AudienceOperator && !id.IsOperator() {
-		return &authzError{"access_denied", "this application needs a site operator; the signed-in person is not one"}
+		return &authzError{"access_denied", "this application needs a site operator; the signed-in person is not one", ReasonNotOperator, ""}
 	}
 	if c.Audience == store.AudienceMember && len(id.Roles) == 0 {
-		return &authzError{"access_denied", "the signed-in person has no role at this school"}
+		return &authzError{"access_denied", "the signed-in person has no role at this school", ReasonNoRole, ""}
 	}
 	return nil
 }
@@ -249,6 +265,7 @@ func (s *Server) issueCode(w http.ResponseWriter, r *http.Request, req *store.Au
 		s.unavailablePage(w, r, retry, "storing the authorization code", err)
 		return
 	}
+	s.passed(StepCode, req.ClientID, "")
 	s.redirectTo(w, r, req.RedirectURI, status, url.Values{"code": {raw}, "state": {req.State}})
 }
 

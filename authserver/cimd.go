@@ -42,13 +42,13 @@ const (
 )
 
 // metadataError is why a metadata document cannot be used; it becomes
-// invalid_client_metadata.
-type metadataError struct{ msg string }
+// invalid_client_metadata. reason is the connection doctor's.
+type metadataError struct{ msg, reason string }
 
 func (e *metadataError) Error() string { return e.msg }
 
-func metaErr(format string, args ...any) error {
-	return &metadataError{fmt.Sprintf(format, args...)}
+func metaErr(reason, format string, args ...any) error {
+	return &metadataError{msg: fmt.Sprintf(format, args...), reason: reason}
 }
 
 // isMetadataClientID tells a metadata-document client_id from a
@@ -86,14 +86,21 @@ func newMetadataResolver(cfg MetadataDocumentsConfig, now func() time.Time) *met
 // name and redirect URIs, the store keeps what the operator decided
 // (reviewed, scopes) and lets the admin area list the clients seen.
 func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, error) {
-	doc, err := s.metadata.resolve(ctx, id)
+	doc, fetched, err := s.metadata.resolve(ctx, id)
 	if err != nil {
 		s.logOnly(ctx, store.AuditEvent{Type: eventMetadataRefused, ClientID: clip(id), Actor: store.ActorClient,
 			Outcome: clip(err.Error())})
+		if me := (*metadataError)(nil); errors.As(err, &me) {
+			s.noteStep(StepMetadata, clip(id), "", me.reason, "invalid_client_metadata", me.msg)
+		}
 		return nil, err
 	}
 	if e := s.checkDPoPBound(doc.dpopBound); e != nil {
-		return nil, metaErr("%s", e.Description)
+		s.noteStep(StepMetadata, clip(id), "", ReasonMetadataContent, "invalid_client_metadata", e.Description)
+		return nil, metaErr(ReasonMetadataContent, "%s", e.Description)
+	}
+	if fetched {
+		s.passed(StepMetadata, clip(id), doc.name)
 	}
 	stored, err := s.store.GetClient(ctx, id)
 	switch {
@@ -106,7 +113,7 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 		got, existing, err := s.store.CreateClient(ctx, c, maxMetadataClients)
 		switch {
 		case errors.Is(err, store.ErrClientLimit):
-			return nil, metaErr("this school has reached its limit of metadata-document clients")
+			return nil, metaErr(ReasonMetadataLimit, "this school has reached its limit of metadata-document clients")
 		case err != nil:
 			return nil, err
 		case !existing:
@@ -131,24 +138,26 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 	return stored, nil
 }
 
-func (m *metadataResolver) resolve(ctx context.Context, id string) (*metadataDoc, error) {
+// resolve returns the document of a client_id, and whether it was
+// fetched now rather than read from the cache.
+func (m *metadataResolver) resolve(ctx context.Context, id string) (*metadataDoc, bool, error) {
 	now := m.now()
 	if e, ok := m.cache.Get(id); ok && now.Before(e.expires) {
-		return e.doc, nil
+		return e.doc, false, nil
 	}
 	u, err := m.checkURL(id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Failures are never cached: a client developer who fixes a document
 	// sees the fix on the next attempt, and a transient outage does not
 	// outlive itself.
 	doc, ttl, err := m.fetch(ctx, u)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	m.cache.Add(id, metadataEntry{doc: doc, expires: now.Add(ttl)})
-	return doc, nil
+	return doc, true, nil
 }
 
 // checkURL applies the rules for a client_id URL: https, a path, no
@@ -157,21 +166,21 @@ func (m *metadataResolver) checkURL(id string) (*url.URL, error) {
 	u, err := url.Parse(id)
 	switch {
 	case err != nil || len(id) > 2048:
-		return nil, metaErr("the client_id is not a valid URL")
+		return nil, metaErr(ReasonMetadataURL, "the client_id is not a valid URL")
 	case u.Scheme != "https" || u.Host == "" || u.Opaque != "":
-		return nil, metaErr("a metadata-document client_id must be an https URL")
+		return nil, metaErr(ReasonMetadataURL, "a metadata-document client_id must be an https URL")
 	case u.User != nil || u.Fragment != "" || strings.Contains(id, "#"):
-		return nil, metaErr("a metadata-document client_id must not carry credentials or a fragment")
+		return nil, metaErr(ReasonMetadataURL, "a metadata-document client_id must not carry credentials or a fragment")
 	case u.Path == "" || u.Path == "/":
-		return nil, metaErr("a metadata-document client_id must have a path")
+		return nil, metaErr(ReasonMetadataURL, "a metadata-document client_id must have a path")
 	}
 	for _, seg := range strings.Split(u.EscapedPath(), "/") {
 		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
-			return nil, metaErr("a metadata-document client_id must not contain dot segments")
+			return nil, metaErr(ReasonMetadataURL, "a metadata-document client_id must not contain dot segments")
 		}
 	}
 	if !m.hostAllowed(u.Hostname()) {
-		return nil, metaErr("this school does not accept metadata documents from %s", u.Hostname())
+		return nil, metaErr(ReasonMetadataHost, "this school does not accept metadata documents from %s", u.Hostname())
 	}
 	return u, nil
 }
@@ -196,30 +205,30 @@ func (m *metadataResolver) hostAllowed(host string) bool {
 func (m *metadataResolver) fetch(ctx context.Context, u *url.URL) (*metadataDoc, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, 0, metaErr("the client_id is not a valid URL")
+		return nil, 0, metaErr(ReasonMetadataURL, "the client_id is not a valid URL")
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := m.client.Do(req)
 	if err != nil {
 		if errors.Is(err, errBlockedAddress) {
-			return nil, 0, metaErr("the metadata document's host resolves to an address this school does not fetch from")
+			return nil, 0, metaErr(ReasonMetadataFetch, "the metadata document's host resolves to an address this school does not fetch from")
 		}
-		return nil, 0, metaErr("the metadata document could not be fetched: %s", fetchFailure(err))
+		return nil, 0, metaErr(ReasonMetadataFetch, "the metadata document could not be fetched: %s", fetchFailure(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, metaErr("fetching the metadata document answered HTTP %d", resp.StatusCode)
+		return nil, 0, metaErr(ReasonMetadataStatus, "fetching the metadata document answered HTTP %d", resp.StatusCode)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-		return nil, 0, metaErr("the metadata document must be served as application/json")
+		return nil, 0, metaErr(ReasonMetadataContent, "the metadata document must be served as application/json")
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataDocBytes+1))
 	if err != nil {
-		return nil, 0, metaErr("the metadata document could not be read")
+		return nil, 0, metaErr(ReasonMetadataFetch, "the metadata document could not be read")
 	}
 	if len(body) > maxMetadataDocBytes {
-		return nil, 0, metaErr("the metadata document is larger than %d bytes", maxMetadataDocBytes)
+		return nil, 0, metaErr(ReasonMetadataSize, "the metadata document is larger than %d bytes", maxMetadataDocBytes)
 	}
 	doc, err := parseMetadataDoc(body, u)
 	if err != nil {
@@ -273,23 +282,23 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	if err := dec.Decode(&raw); err != nil {
-		return nil, metaErr("the metadata document is not a valid JSON object")
+		return nil, metaErr(ReasonMetadataContent, "the metadata document is not a valid JSON object")
 	}
 	if dec.More() {
-		return nil, metaErr("the metadata document has data after its JSON object")
+		return nil, metaErr(ReasonMetadataContent, "the metadata document has data after its JSON object")
 	}
 	if raw.ClientID != from.String() {
-		return nil, metaErr("the metadata document's client_id must equal its URL %s", from)
+		return nil, metaErr(ReasonMetadataContent, "the metadata document's client_id must equal its URL %s", from)
 	}
 	if raw.ClientSecret != nil {
-		return nil, metaErr("a metadata document must not contain a client_secret")
+		return nil, metaErr(ReasonMetadataContent, "a metadata document must not contain a client_secret")
 	}
 	if raw.AuthMethod != "" && raw.AuthMethod != "none" {
-		return nil, metaErr("metadata-document clients are public: token_endpoint_auth_method must be none")
+		return nil, metaErr(ReasonMetadataContent, "metadata-document clients are public: token_endpoint_auth_method must be none")
 	}
 	var uris []string
 	if err := json.Unmarshal(raw.RedirectURIs, &uris); err != nil || len(uris) == 0 || len(uris) > 20 {
-		return nil, metaErr("redirect_uris must be an array of 1 to 20 URIs")
+		return nil, metaErr(ReasonMetadataContent, "redirect_uris must be an array of 1 to 20 URIs")
 	}
 	for _, ru := range uris {
 		if err := checkMetadataRedirect(ru, from.Hostname()); err != nil {
@@ -312,7 +321,7 @@ func parseMetadataDoc(body []byte, from *url.URL) (*metadataDoc, error) {
 func checkMetadataRedirect(raw, docHost string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Fragment != "" || strings.Contains(raw, "#") || u.User != nil || u.Host == "" {
-		return metaErr("redirect URI %q is not an absolute URI without fragment", raw)
+		return metaErr(ReasonMetadataContent, "redirect URI %q is not an absolute URI without fragment", raw)
 	}
 	switch {
 	case isLoopbackRedirect(u):
@@ -320,5 +329,5 @@ func checkMetadataRedirect(raw, docHost string) error {
 	case u.Scheme == "https" && strings.EqualFold(u.Hostname(), docHost):
 		return nil
 	}
-	return metaErr("redirect URI %q must be on %s or a loopback address", raw, docHost)
+	return metaErr(ReasonMetadataContent, "redirect URI %q must be on %s or a loopback address", raw, docHost)
 }

@@ -148,17 +148,18 @@ func checkScopes(c *store.Client, scopes []string) *oauthError {
 		}
 		data = true
 		if !slices.Contains(policy.AllScopes, sc) {
-			return errInvalidScope("unknown scope " + sc)
+			return errInvalidScope("unknown scope "+sc).because(ReasonScopeUnknown, sc)
 		}
 		if c.Audience == store.AudienceOperator && slices.Contains(policy.MemberOnlyScopes, sc) {
-			return errInvalidScope(sc + " is reserved to member clients" + memberHint(c))
+			return errInvalidScope(sc+" is reserved to member clients"+memberHint(c)).because(ReasonScopeMemberOnly, sc)
 		}
 		if !slices.Contains(allowedScopes(c), sc) {
-			return errInvalidScope("scope " + sc + " is not allowed for this client")
+			return errInvalidScope("scope "+sc+" is not allowed for this client").because(ReasonScopeNotAllowed, sc)
 		}
 	}
 	if !data {
-		return errInvalidScope("offline_access alone grants nothing; request it with the scopes the client needs")
+		return errInvalidScope("offline_access alone grants nothing; request it with the scopes the client needs").
+			because(ReasonOfflineOnly, "")
 	}
 	return nil
 }

@@ -68,6 +68,7 @@ func (c *Config) setDefaults() {
 		c.RefreshGrace = 0
 	}
 	opt(&c.AuditRetention, DefaultAuditRetention)
+	opt(&c.DoctorRetention, DefaultStepRetention)
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v

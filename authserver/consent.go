@@ -27,6 +27,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, c *store.Cl
 		s.unavailablePage(w, r, retryReload, "storing the pending authorization", err)
 		return
 	}
+	s.passed(StepConsentShown, c.ID, "")
 	s.pages.Consent(w, r, &ConsentPage{
 		Client:      clientInfo(c),
 		Scopes:      req.Scopes,
@@ -70,11 +71,13 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	if subtle.ConstantTimeCompare([]byte(hashToken(r.PostForm.Get("csrf_token"))), []byte(p.CSRFHash)) != 1 ||
 		s.cfg.Now().After(p.ExpiresAt) {
+		s.noteStep(StepConsent, p.Request.ClientID, p.Identity.Subject, ReasonConsentForm, "", "expired or forged form")
 		s.errorPage(w, r, http.StatusForbidden, "error.form_invalid")
 		return
 	}
 	id, err := s.Session(r.Context(), r)
 	if err != nil || id == nil || id.Subject != p.Identity.Subject {
+		s.noteStep(StepConsent, p.Request.ClientID, p.Identity.Subject, ReasonConsentForm, "", "signed in as another person")
 		s.errorPage(w, r, http.StatusForbidden, "error.other_person")
 		return
 	}
@@ -85,6 +88,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		// Nothing is stored for a denial but its event; the pending
 		// request was taken above.
 		consent.Type, consent.Outcome = store.EventConsentDenied, "denied"
+		s.noteStep(StepConsent, req.ClientID, id.Subject, ReasonConsentDenied, "access_denied", "")
 		if err := s.store.RecordAudit(s.record(r.Context(), consent)); err != nil {
 			s.cfg.Logger.Warn("recording a denied consent", "error", err)
 		}
@@ -95,6 +99,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	// The event rides with the consent remembered, or with the code
 	// should remembering fail.
 	r = r.WithContext(s.record(r.Context(), consent))
+	s.passed(StepConsent, req.ClientID, strings.Join(req.Scopes, " "))
 	s.rememberConsent(r.Context(), req.ClientID, id.Subject, req.Scopes)
 	// The request was taken: should the code not be stored, the form
 	// cannot be sent again.

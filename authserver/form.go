@@ -65,7 +65,7 @@ func (s *Server) checkClient(r *http.Request, form url.Values) (*store.Client, *
 	var me *metadataError
 	switch {
 	case errors.Is(err, errUnknownClient), errors.As(err, &me):
-		return nil, errInvalidClient("unknown client")
+		return nil, errInvalidClient("unknown client").because(ReasonUnknownClient, "")
 	case err != nil:
 		// invalid_client would make the client register again, or give
 		// up, over a client that still exists.

@@ -24,6 +24,11 @@ type oauthError struct {
 	// Nonce is sent as DPoP-Nonce: the nonce to retry with after
 	// use_dpop_nonce (RFC 9449 §8).
 	Nonce string `json:"-"`
+
+	// reason, detail and subject are what the connection doctor notes of
+	// the refusal (doctor.go): its reason when the code does not say it
+	// well enough, a detail safe to keep, and the person when known.
+	reason, detail, subject string
 }
 
 func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
@@ -108,6 +113,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *oauthError) {
 		code = "rate_limited"
 	}
 	s.cfg.Observer.Refused(routeFor(r.URL.Path).metricName(), code)
+	spanError(r.Context(), code)
 	writeOAuthError(w, e)
 }
 

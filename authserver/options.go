@@ -53,6 +53,10 @@ type Options struct {
 	// janitor purges them, MinAuditRetention to MaxAuditRetention.
 	// Default: DefaultAuditRetention.
 	AuditRetention option.Duration `json:"audit_retention,omitempty"`
+	// DoctorRetention is how long the connection doctor keeps an
+	// application's steps after its last attempt, MinStepRetention to
+	// MaxStepRetention (doctor.go). Default: DefaultStepRetention.
+	DoctorRetention option.Duration `json:"doctor_retention,omitempty"`
 	// RefreshGrace is how long a rotated refresh token may still be
 	// presented (a client retrying a lost answer) before reuse revokes
 	// the grant. Default: DefaultRefreshGrace.
@@ -152,6 +156,9 @@ func (o *Options) Check() error {
 	}
 	if err := CheckAuditRetention(o.AuditRetention.D()); err != nil {
 		return fmt.Errorf("audit_retention: %v", err)
+	}
+	if err := CheckStepRetention(o.DoctorRetention.D()); err != nil {
+		return fmt.Errorf("doctor_retention: %v", err)
 	}
 	if o.DPoPNonce && o.DPoP == policy.DPoPOff {
 		return errors.New("dpop_nonce: needs dpop allowed or required; with dpop off no proof is read")

@@ -264,8 +264,10 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 	case err != nil:
 		return nil, "", s.unavailable("registration", err)
 	case existing:
+		s.passed(StepRegister, got.ID, "again, same client")
 		return got, "", nil
 	}
+	s.passed(StepRegister, c.ID, c.Kind)
 	return c, secret, nil
 }
 

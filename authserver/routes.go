@@ -1,6 +1,8 @@
 package authserver
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"net/http"
 	"slices"
 	"strings"
@@ -202,6 +204,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeOAuthError(w, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use GET"})
 		return
+	}
+	if trace.SpanFromContext(r.Context()).SpanContext().IsValid() {
+		ctx, span := StartSpan(r.Context(), "oauth "+rt.metricName(), trace.SpanKindInternal)
+		defer span.End()
+		span.SetAttributes(AttrSchool.String(s.cfg.Issuer))
+		r = r.WithContext(ctx)
 	}
 	rt.serve(s, w, r)
 }

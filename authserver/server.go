@@ -34,6 +34,9 @@ type Server struct {
 	pages Pages
 	// docs are the encoded discovery documents (metadataDoc).
 	docs [docKinds * 2]atomic.Pointer[[]byte]
+	// steps are the connection steps noted and not yet stored
+	// (doctor.go).
+	steps stepLog
 }
 
 // New builds the authorization server of a site on its store. ctx bounds
@@ -65,7 +68,7 @@ func New(ctx context.Context, cfg Config, store store.Store) (*Server, error) {
 	if s.dpop, err = newDPoP(ctx, &s.cfg, store); err != nil {
 		return nil, err
 	}
-	s.guard = policy.Guard{Lookup: s, Origin: s.cfg.Issuer, DPoP: s.dpop}
+	s.guard = policy.Guard{Lookup: s, Origin: s.cfg.Issuer, DPoP: s.dpop, Refused: s.noteUseRefused}
 	s.follow(ctx)
 	return s, nil
 }
@@ -110,4 +113,5 @@ func (s *Server) purgeExpired(ctx context.Context, every time.Duration) {
 	if _, err := s.store.PurgeAudit(ctx, s.cfg.Now().Add(-s.cfg.AuditRetention.D())); err != nil {
 		s.cfg.Logger.Warn("purging audit events past their retention", "error", err)
 	}
+	s.purgeSteps(ctx)
 }

@@ -1,6 +1,8 @@
 package authserver
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"net/http"
@@ -34,15 +36,17 @@ const (
 // form, with the thumbprint of the DPoP key the client proved holding
 // ("" without a proof).
 type grantType struct {
-	name   string
+	name string
+	// step is the connection doctor's step of a request of the grant.
+	step   string
 	redeem func(s *Server, ctx context.Context, client *store.Client, form url.Values, jkt string) (*tokenResponse, *oauthError)
 }
 
 // grantTypes are the token endpoint's grants, in the order discovery and
 // registration list them.
 var grantTypes = [...]grantType{
-	{GrantAuthorizationCode, (*Server).exchangeCode},
-	{GrantRefreshToken, (*Server).refresh},
+	{GrantAuthorizationCode, StepToken, (*Server).exchangeCode},
+	{GrantRefreshToken, StepRefresh, (*Server).refresh},
 }
 
 // GrantTypes are the grant_type values the token endpoint accepts.
@@ -72,31 +76,44 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, e)
 		return
 	}
+	// Every refusal from here on is noted for the connection doctor,
+	// under the client_id the request names and its grant's step.
+	clientID, step := clip(form.Get("client_id")), StepToken
+	refuse := func(e *oauthError) {
+		s.noteRefused(step, clientID, e)
+		s.refuse(w, r, e)
+	}
 	name := form.Get("grant_type")
 	if name == "" {
-		s.refuse(w, r, errInvalidRequest("grant_type is required"))
+		refuse(errInvalidRequest("grant_type is required"))
 		return
 	}
 	grant := grantTypeOf(name)
 	if grant == nil {
-		s.refuse(w, r, &oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type",
+		refuse(&oauthError{Status: http.StatusBadRequest, Code: "unsupported_grant_type",
 			Description: "supported grant types: " + strings.Join(GrantTypes(), ", ")})
 		return
 	}
+	step = grant.step
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(AttrGrantType.String(grant.name), AttrClientID.String(clientID))
+	}
 	if s.limitedKey(w, r, s.limits.tokenClient, "client\x00"+form.Get("client_id"), false) {
+		s.noteStep(step, clientID, "", ReasonRateLimited, "rate_limited", "")
 		return
 	}
 	client, e := s.authenticateClient(r, form)
 	if e != nil {
-		s.refuse(w, r, e)
+		refuse(e)
 		return
 	}
 	proof, e := s.tokenProof(r)
 	if e == nil && proof == nil && s.requiresDPoP(client) {
-		e = errInvalidDPoPProof("this school issues this client DPoP-bound tokens only: send a DPoP proof (RFC 9449) with the token request")
+		e = errInvalidDPoPProof("this school issues this client DPoP-bound tokens only: send a DPoP proof (RFC 9449) with the token request").
+			because(ReasonDPoPRequired, "")
 	}
 	if e != nil {
-		s.refuse(w, r, e)
+		refuse(e)
 		return
 	}
 	resp, e := grant.redeem(s, r.Context(), client, form, proofKey(proof))
@@ -108,8 +125,12 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if e != nil {
-		s.refuse(w, r, e)
+		refuse(e)
 		return
+	}
+	s.passed(step, clientID, grant.name)
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(AttrOutcome.String("issued"))
 	}
 	s.cfg.Observer.TokenIssued(grant.name)
 	writeJSON(w, http.StatusOK, resp)
@@ -139,6 +160,7 @@ func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form ur
 	err := s.store.RedeemCode(ctx, tokenKey(code), func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
 		resp, fail = nil, nil
 		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], jkt, now); fail != nil {
+			fail.subject = c.Identity.Subject
 			return nil, nil, fail
 		}
 		grant = &store.Grant{ID: newGrantID(now), ClientID: client.ID, Audience: c.Request.Audience,
@@ -155,10 +177,11 @@ func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form ur
 	case fail != nil:
 		return nil, fail
 	case errors.Is(err, store.ErrNotFound):
-		return nil, errInvalidGrant("the authorization code is invalid")
+		return nil, errInvalidGrant("the authorization code is invalid").because(ReasonCodeUnknown, "")
 	case errors.Is(err, store.ErrCodeReuse):
 		s.cache.purge()
-		return nil, errInvalidGrant("the authorization code was already used; the tokens it issued are revoked")
+		return nil, errInvalidGrant("the authorization code was already used; the tokens it issued are revoked").
+			because(ReasonCodeReplayed, "")
 	}
 	// The transaction took no effect: the same code may be redeemed again.
 	return nil, s.unavailable("redeeming the code", err)
@@ -189,19 +212,24 @@ func (s *Server) withIDToken(ctx context.Context, resp *tokenResponse, g *store.
 func (s *Server) checkCode(c *store.Code, client *store.Client, redirectURI, verifier string, resources []string, jkt string, now time.Time) *oauthError {
 	switch {
 	case now.After(c.ExpiresAt):
-		return errInvalidGrant("the authorization code has expired")
+		return errInvalidGrant("the authorization code has expired").
+			because(ReasonCodeExpired, "issued for "+s.cfg.CodeTTL.String())
 	case c.Request.ClientID != client.ID:
-		return errInvalidGrant("the authorization code was issued to another client")
+		return errInvalidGrant("the authorization code was issued to another client").because(ReasonCodeOtherClient, "")
 	case c.Request.RedirectURI != redirectURI:
-		return errInvalidGrant("redirect_uri differs from the authorization request")
+		// Both are the client's own addresses, which its developer
+		// compares: the usual difference is a slash or a port.
+		return errInvalidGrant("redirect_uri differs from the authorization request").
+			because(ReasonRedirectMismatch, "sent "+redirectURI+"; the authorization request had "+c.Request.RedirectURI)
 	case !pkceMatches(verifier, c.Request.CodeChallenge):
-		return errInvalidGrant("code_verifier does not match the code_challenge")
+		return errInvalidGrant("code_verifier does not match the code_challenge").because(ReasonVerifierMismatch, "")
 	case c.Request.DPoPJKT != "" && c.Request.DPoPJKT != jkt:
 		// RFC 9449 §10: the code is bound to the key dpop_jkt named.
-		return errInvalidGrant("the authorization code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof of that key")
+		return errInvalidGrant("the authorization code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof of that key").
+			because(ReasonCodeDPoPKey, "")
 	}
 	if len(resources) == 0 && c.Request.Audience == store.AudienceMember {
-		return errInvalidTarget("resource is required for member tokens; use " + s.cfg.Issuer)
+		return errInvalidTarget("resource is required for member tokens; use "+s.cfg.Issuer).because(ReasonResourceMissing, "")
 	}
 	if len(resources) > 0 {
 		if _, e := s.checkResource(resources, c.Request.Audience); e != nil {
@@ -257,6 +285,7 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 		resp, fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {
+			e.subject = g.Identity.Subject
 			fail = e
 			return nil, e
 		}
@@ -270,12 +299,13 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 	case fail != nil:
 		return nil, fail
 	case errors.Is(err, store.ErrNotFound):
-		return nil, errInvalidGrant("the refresh token is invalid")
+		return nil, errInvalidGrant("the refresh token is invalid").because(ReasonTokenUnknown, "")
 	case errors.Is(err, store.ErrRefreshReuse):
 		s.cache.purge()
-		return nil, errInvalidGrant("the refresh token was already used; the grant is revoked")
+		return nil, errInvalidGrant("the refresh token was already used; the grant is revoked").because(ReasonRefreshReuse, "")
 	case errors.Is(err, store.ErrWrongKey):
-		return nil, errInvalidGrant("the refresh token is bound to a DPoP key: refresh with a DPoP proof of that key")
+		return nil, errInvalidGrant("the refresh token is bound to a DPoP key: refresh with a DPoP proof of that key").
+			because(ReasonRefreshWrongKey, "")
 	}
 	// The transaction took no effect: the same refresh token still works.
 	return nil, s.unavailable("refreshing the token", err)
@@ -286,13 +316,13 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 func (s *Server) checkRefresh(t *store.Token, g *store.Grant, client *store.Client, form url.Values, now time.Time) ([]string, *oauthError) {
 	switch {
 	case t.Kind != store.TokenRefresh:
-		return nil, errInvalidGrant("the token is not a refresh token")
+		return nil, errInvalidGrant("the token is not a refresh token").because(ReasonTokenUnknown, "an access token was sent")
 	case t.Revoked || g.Revoked:
-		return nil, errInvalidGrant("the refresh token has been revoked")
+		return nil, errInvalidGrant("the refresh token has been revoked").because(ReasonTokenRevoked, "")
 	case now.After(t.ExpiresAt):
-		return nil, errInvalidGrant("the refresh token has expired")
+		return nil, errInvalidGrant("the refresh token has expired").because(ReasonTokenExpired, "")
 	case t.ClientID != client.ID:
-		return nil, errInvalidGrant("the refresh token was issued to another client")
+		return nil, errInvalidGrant("the refresh token was issued to another client").because(ReasonCodeOtherClient, "")
 	}
 	if res := form["resource"]; len(res) > 0 {
 		if _, e := s.checkResource(res, g.Audience); e != nil {
@@ -310,7 +340,8 @@ func (s *Server) checkRefresh(t *store.Token, g *store.Grant, client *store.Clie
 		}
 	}
 	if !slices.ContainsFunc(granted, policy.IsScope) {
-		return nil, errInvalidGrant("the client may no longer hold any of the granted scopes; authorize again")
+		return nil, errInvalidGrant("the client may no longer hold any of the granted scopes; authorize again").
+			because(ReasonScopesGone, "")
 	}
 	requested := strings.Fields(form.Get("scope"))
 	if len(requested) == 0 {
@@ -318,7 +349,8 @@ func (s *Server) checkRefresh(t *store.Token, g *store.Grant, client *store.Clie
 	}
 	for _, sc := range requested {
 		if !slices.Contains(granted, sc) {
-			return nil, errInvalidScope("scope " + sc + " is not granted to this client; a refresh cannot widen scope")
+			return nil, errInvalidScope("scope "+sc+" is not granted to this client; a refresh cannot widen scope").
+				because(ReasonScopeWiden, sc)
 		}
 	}
 	return dedupe(requested), nil

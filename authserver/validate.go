@@ -1,6 +1,8 @@
 package authserver
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -65,16 +67,24 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 	if !strings.HasPrefix(raw, prefixAccess) || len(raw) > 256 {
 		return nil, ErrInvalidToken
 	}
+	if trace.SpanFromContext(ctx).SpanContext().IsValid() {
+		var span trace.Span
+		ctx, span = StartSpan(ctx, "schoolgate token validation", trace.SpanKindInternal)
+		defer span.End()
+		span.SetAttributes(AttrSchool.String(s.cfg.Issuer))
+	}
 	now := s.cfg.Now()
 	// Hashed from a buffer on the stack (raw is at most 256 bytes): a
 	// conversion of a string this long would be allocated per request.
 	var buf [256]byte
 	digest := sha256.Sum256(append(buf[:0], raw...))
 	if t := s.cache.get(digest, now); t != nil {
+		spanCacheHit(ctx, true, t.ClientID)
 		s.cfg.Observer.TokenLookup(true)
 		return t, nil
 	}
 	s.cfg.Observer.TokenLookup(false)
+	spanCacheHit(ctx, false, "")
 	gen := s.cache.gen.Load()
 	t, g, err := s.store.GetToken(ctx, keyWithHash(raw, hex.EncodeToString(digest[:])))
 	if errors.Is(err, store.ErrNotFound) {
@@ -85,8 +95,21 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 		s.cfg.Logger.Error("store failed: validating an access token", "error", err)
 		return nil, err
 	}
-	if t.Kind != store.TokenAccess || t.Revoked || g.Revoked || !now.Before(t.ExpiresAt) {
+	switch {
+	case t.Kind != store.TokenAccess:
 		return nil, ErrInvalidToken
+	case t.Revoked || g.Revoked:
+		s.noteStep(StepUse, t.ClientID, g.Identity.Subject, ReasonTokenRevoked, "invalid_token", "")
+		return nil, ErrInvalidToken
+	case !now.Before(t.ExpiresAt):
+		s.noteStep(StepUse, t.ClientID, g.Identity.Subject, ReasonTokenExpired, "invalid_token", "")
+		return nil, ErrInvalidToken
+	}
+	// A token read from the store, not the cache: its first use here, or
+	// its first in a while, which is what the doctor shows.
+	s.passed(StepUse, t.ClientID, "")
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(AttrClientID.String(t.ClientID))
 	}
 	pt := s.policyToken(t, g)
 	s.cache.put(digest, pt, now, gen)

@@ -32,7 +32,9 @@ type stats struct {
 	latencies []time.Duration
 	cpu       time.Duration // server CPU spent during the run
 	written   int64         // bytes the server wrote to storage during the run
-	peerCPU   time.Duration // a peer's process's CPU during the run (-peers), besides the server's
+	// servers is the CPU each server process used during the run, where
+	// it was sampled (-peers, opcpu.go).
+	servers []serverUse
 }
 
 func (s stats) rps() float64 { return float64(s.requests) / s.elapsed.Seconds() }
@@ -51,14 +53,6 @@ func (s stats) cpuPerRequest() time.Duration {
 		return 0
 	}
 	return s.cpu / time.Duration(s.requests)
-}
-
-// peerCPUPerRequest is the peer process's CPU time per answered request.
-func (s stats) peerCPUPerRequest() float64 {
-	if s.requests == 0 {
-		return 0
-	}
-	return float64(s.peerCPU) / float64(s.requests)
 }
 
 // writtenPerRequest is what the server wrote to storage per answered

@@ -6,7 +6,7 @@
 //	go run ./bench -platform 10000         # school_platform: 10,000 schools of a registry (dir, postgres)
 //	go run ./bench -smoke -platform 50     # the same, tiny: checks the harness
 //	go run ./bench -only token -ab <commit> # the token endpoint beside an older build
-//	go run ./bench -peers                  # forward_auth → oauth2-proxy and node-oidc-provider beside the gateway
+//	go run ./bench -peers                  # forward_auth → oauth2-proxy, node-oidc-provider and Ory Hydra beside the gateway
 //	go run ./bench -noisy                  # a victim school alone and while a neighbour floods the same Caddy (noisy.go)
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
@@ -58,10 +58,10 @@ func main() {
 	flag.IntVar(&cfg.exchanges, "exchanges", 20000, "authorization codes exchanged per token round")
 	flag.IntVar(&cfg.grants, "grants", 100000, "live grants in the store for the memory and start-up figures")
 	flag.StringVar(&cfg.dpopAlg, "dpop-alg", "ES256", "the algorithm of the DPoP key of the protected and token scenarios' DPoP targets (ES256, EdDSA, RS256, PS256, ...)")
-	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,store,memory, and the peers forward_auth,oidc-provider; store starts its own PostgreSQL)")
+	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,store,memory, and the peers forward_auth,oidc-provider,hydra; store and hydra start their own PostgreSQL)")
 	flag.StringVar(&cfg.build, "build", "", "measure Caddy built from this commit instead of the working tree (an older build through today's harness)")
 	flag.StringVar(&cfg.ab, "ab", "", "also run Caddy built from this commit, beside this tree's, through the token scenario, interleaved (an A/B of the token endpoint)")
-	flag.BoolVar(&cfg.peers, "peers", false, "measure the peers beside the gateway instead: forward_auth → oauth2-proxy on the protected request, node-oidc-provider at the token endpoint (scenarios forward_auth, oidc-provider)")
+	flag.BoolVar(&cfg.peers, "peers", false, "measure the peers beside the gateway instead: forward_auth → oauth2-proxy on the protected request, node-oidc-provider and Ory Hydra (on PostgreSQL, beside the gateway's postgres store) at the token endpoint (scenarios forward_auth, oidc-provider, hydra), with each server process's CPU per operation")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
 	schools := flag.String("schools", "", "measure many schools in one Caddy instead: comma-separated sizes, e.g. 100,500,1000")
 	platform := flag.Int("platform", 0, "measure the school_platform handler instead, with this many schools in its registry (e.g. 10000)")
@@ -70,7 +70,7 @@ func main() {
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")
 	flag.Parse()
 	if cfg.peers && cfg.only == "" {
-		cfg.only = scenarioForwardAuth + "," + scenarioOIDCProvider
+		cfg.only = scenarioForwardAuth + "," + scenarioOIDCProvider + "," + scenarioHydra
 	}
 
 	var err error

@@ -63,6 +63,9 @@ type oauthClient struct {
 	// /token and it takes no resource parameter (its resource indicators
 	// are off, as the gateway's member tokens need none beyond the issuer).
 	peer bool
+	// tokenPath is the token endpoint's path where it is neither the
+	// gateway's nor node-oidc-provider's (Hydra's /oauth2/token).
+	tokenPath string
 	// dpop, when set, sends a DPoP proof of this key with every token
 	// request (dpop.go), from proofs when set, and expects DPoP tokens.
 	dpop   *dpopclient.Key
@@ -160,6 +163,9 @@ func (o *oauthClient) token(ctx context.Context, form url.Values, id idRule) (to
 	endpoint := o.origin + "/api/oauth/token"
 	if o.peer {
 		endpoint = o.origin + "/token"
+	}
+	if o.tokenPath != "" {
+		endpoint = o.origin + o.tokenPath
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,10 +23,12 @@ import (
 // measured beside it in the same run. For the request path, Caddy's
 // forward_auth asking oauth2-proxy, which validates a JWT bearer (the
 // gateway's own ID token, against the gateway's JWKS, found through its
-// discovery document); for the token endpoint, node-oidc-provider.
-// Neither's source is in the repository: oauth2-proxy is built from the
-// Go module cache into the user's cache directory, oidc-provider is a
+// discovery document); for the token endpoint, node-oidc-provider
+// (oidcprovider.go) and Ory Hydra on PostgreSQL (hydra.go). None's source
+// is in the repository: oauth2-proxy and Hydra are built from the Go
+// module proxy into the user's cache directory, oidc-provider is a
 // devDependency of e2e/js (npm ci) and runs e2e/js/bench/oidc-provider.mjs.
+// Every row states each server process's CPU per operation (opcpu.go).
 
 const (
 	oauth2ProxyModule  = "github.com/oauth2-proxy/oauth2-proxy/v7"
@@ -71,7 +71,6 @@ func skipf(format string, a ...any) error { return &skipError{fmt.Sprintf(format
 // startPeers starts the selected peers. A missing prerequisite skips its
 // scenario (b.skipped); any other failure ends the run.
 func (s *stack) startPeers(cfg config) error {
-	s.skipped = map[string]string{}
 	start := func(scenario string, f func() (*peer, error)) error {
 		if !cfg.runsPeer(scenario) {
 			return nil
@@ -92,23 +91,24 @@ func (s *stack) startPeers(cfg config) error {
 			s.oauth2Proxy = p
 		case scenarioOIDCProvider:
 			s.oidcProvider = p
+		case scenarioHydra:
+			s.hydraPeer = p
 		}
 		return nil
 	}
 	if err := start(scenarioForwardAuth, s.startOAuth2Proxy); err != nil {
 		return err
 	}
-	return start(scenarioOIDCProvider, s.startOIDCProvider)
+	if err := start(scenarioOIDCProvider, s.startOIDCProvider); err != nil {
+		return err
+	}
+	return start(scenarioHydra, s.startHydra)
 }
 
 // oauth2ProxyBinary builds the newest oauth2-proxy the module proxy
 // serves, once per version, into the user's cache directory.
 func oauth2ProxyBinary() (bin, version string, err error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	cache = filepath.Join(cache, "schoolgate-bench")
+	cache := benchCache()
 	list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", oauth2ProxyModule+"@latest")
 	list.Dir = os.TempDir() // outside this module: the query is the module proxy's newest
 	out, err := list.CombinedOutput()
@@ -199,85 +199,6 @@ func (s *stack) startOAuth2Proxy() (*peer, error) {
 	return p, nil
 }
 
-// nodeBinary is the Node that runs oidc-provider: the test command's
-// Node 22 when installed, else node on PATH, 20 or newer.
-func nodeBinary() (bin, version string, err error) {
-	for _, c := range []string{conformanceNode, "node"} {
-		if c == conformanceNode {
-			if _, err := os.Stat(c); err != nil {
-				continue
-			}
-			c, _ = filepath.Abs(c)
-		}
-		out, err := exec.Command(c, "--version").Output()
-		if err != nil {
-			continue
-		}
-		v := strings.TrimSpace(string(out))
-		major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 2)[0])
-		if major >= 20 {
-			return c, v, nil
-		}
-	}
-	return "", "", skipf("node-oidc-provider needs Node.js 20 or newer (22 preferred) and none was found: " +
-		"./scripts/prereqs.sh installs Node.js, `cd e2e/conformance && npm ci` adds the test command's Node 22")
-}
-
-// startOIDCProvider runs node-oidc-provider in memory (see the script).
-func (s *stack) startOIDCProvider() (*peer, error) {
-	node, nodeVersion, err := nodeBinary()
-	if err != nil {
-		return nil, err
-	}
-	pkg, err := os.ReadFile(filepath.Join(oidcProviderDir, "node_modules", "oidc-provider", "package.json"))
-	if err != nil {
-		return nil, skipf("node-oidc-provider is not installed: run `cd e2e/js && npm ci --no-audit --no-fund` " +
-			"(it is a devDependency there), from the repository root")
-	}
-	var meta struct{ Version string }
-	_ = json.Unmarshal(pkg, &meta)
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	_, port, _ := strings.Cut(addr, ":")
-	logf, err := os.Create(filepath.Join(s.dir, "oidc-provider.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(node, oidcProviderScript, port)
-	cmd.Dir = oidcProviderDir
-	cmd.Stderr = logf
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &peer{what: fmt.Sprintf("node-oidc-provider %s (Node %s)", meta.Version, nodeVersion),
-		origin: "http://" + addr, cmd: cmd}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == "ready" {
-				ready <- true
-			}
-		}
-		close(ready)
-	}()
-	select {
-	case ok := <-ready:
-		if ok {
-			return p, nil
-		}
-	case <-time.After(60 * time.Second):
-	}
-	p.stop()
-	return nil, fmt.Errorf("node-oidc-provider did not start (its log: %s)", logf.Name())
-}
-
 // forwardAuthSite is the Caddy site of the forward_auth peer: oauth2-proxy
 // asked first, then the same upstream with the same transport as the
 // gateway's, the user and email it answers copied to the upstream.
@@ -300,7 +221,8 @@ func (s *stack) forwardAuthSite(transport string) string {
 func (b *bench) skippedRow(scenario string) bool {
 	why, ok := b.stack.skipped[scenario]
 	if ok {
-		fmt.Fprintf(b.out, "| %s | SKIPPED | | | | | | |\n", scenario)
+		b.peerHeader()
+		fmt.Fprintf(&b.peerTable, "| %s | SKIPPED | | | | | | | |\n", scenario)
 		fmt.Fprintf(&b.notes, "\nSKIPPED %s: %s\n", scenario, why)
 	}
 	return ok
@@ -331,26 +253,44 @@ func (b *bench) forwardAuthScenario() error {
 	}
 	p := b.stack.oauth2Proxy
 	gw, plain := b.stack.gateway+"/account/graphql", b.stack.plain+"/account/graphql"
-	runs, err := b.compareRuns("protected /account/graphql, peers", b.withAssertion(
+	caddy := processServer("Caddy", b.stack.caddyPID)
+	targets := b.withAssertion(
 		target{name: "gateway (member token)", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, gw, b.member.Access, viewerQuery, nil, `"viewer"`)
 		}},
-		target{name: "forward_auth → " + p.what + " (JWT bearer)", peer: p.pid, req: func(ctx context.Context, _ int) error {
-			tok, err := ids.get(ctx)
-			if err != nil {
-				return err
-			}
-			return b.post(ctx, fa, tok, viewerQuery, nil, `"viewer"`)
-		}},
+		target{name: "forward_auth → " + p.what + " (JWT bearer)", servers: []serverProc{caddy, processServer("oauth2-proxy", p.pid)},
+			req: func(ctx context.Context, _ int) error {
+				tok, err := ids.get(ctx)
+				if err != nil {
+					return err
+				}
+				return b.post(ctx, fa, tok, viewerQuery, nil, `"viewer"`)
+			}},
 		target{name: "plain reverse_proxy", req: func(ctx context.Context, _ int) error {
 			return b.post(ctx, plain, "", viewerQuery, nil, `"viewer"`)
-		}})...)
+		}})
+	for i := range targets {
+		if targets[i].servers == nil {
+			targets[i].servers = []serverProc{caddy}
+		}
+	}
+	sc := "protected, peers"
+	runs, err := b.interleave(sc, targets...)
 	if err != nil {
 		return err
+	}
+	for i, t := range targets {
+		var base []stats
+		if i < len(targets)-1 {
+			base = runs[len(runs)-1]
+		}
+		b.peerRow(sc, t.name, runs[i], base)
 	}
 	faRuns, plainRuns := runs[len(runs)-2], runs[len(runs)-1]
 	fmt.Fprintf(&b.notes, "\nprotected, peers: p99 gateway %s, forward_auth → oauth2-proxy %s (%.2f× the gateway's), plain %s\n",
 		ms(p99(runs[0])), ms(p99(faRuns)), p99(faRuns)/p99(runs[0]), ms(p99(plainRuns)))
+	b.targetNote("protected, peers, forward_auth → oauth2-proxy (Caddy + oauth2-proxy)", runs[0], faRuns,
+		"≥ 2.5×: forward_auth at most 0.4× the gateway's rate", "")
 	b.assertionNote("protected, peers", runs)
 	return nil
 }
@@ -392,121 +332,4 @@ func (s *idTokens) get(ctx context.Context) (string, error) {
 	}
 	s.cur.Store(&idToken{t.IDToken, at})
 	return t.IDToken, nil
-}
-
-// oidcProviderScenario: code exchanges (with an ES256 ID token) and
-// refreshes at the gateway and at node-oidc-provider, round by round.
-// Codes are prepared before each timed exchange: the gateway's through
-// its authorization endpoint with remembered consent (one HTTP request
-// and one stored code each), oidc-provider's stored in a batch by the
-// peer's script as its consent step would (a grant and a code each). The
-// timed part is the same for both: every code exchanged by 64 clients,
-// every refresh token then rotated once; at oidc-provider, which answers
-// a refresh with an ID token when openid is in scope, the rotated tokens
-// are rotated once more asking for every scope but openid (no ID token),
-// as the gateway's refresh answers.
-func (b *bench) oidcProviderScenario() error {
-	if b.skippedRow(scenarioOIDCProvider) {
-		return nil
-	}
-	p := b.stack.oidcProvider
-	gw := &tokenSite{name: "gateway", oauth: b.oauth, pid: b.stack.caddyPID}
-	op := &tokenSite{name: p.what, oauth: &oauthClient{origin: p.origin, http: b.client, peer: true}, pid: p.pid}
-	var opRefreshBare []stats
-	for r := 0; r < min(b.cfg.rounds, 3); r++ {
-		if err := b.tokenRound(gw, false); err != nil {
-			return fmt.Errorf("gateway: %v", err)
-		}
-		bare, err := b.peerTokenRound(op)
-		if err != nil {
-			return fmt.Errorf("%s: %v", p.what, err)
-		}
-		opRefreshBare = append(opRefreshBare, bare)
-	}
-	c := b.cfg.concurrency
-	ratio := func(s []stats) string {
-		return fmt.Sprintf("%.2f×", median(s, stats.rps)/median(gw.exch, stats.rps))
-	}
-	refrRatio := func(s []stats) string {
-		return fmt.Sprintf("%.2f×", median(s, stats.rps)/median(gw.refr, stats.rps))
-	}
-	sc := "token endpoint, peers"
-	b.row(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: gateway", c), gw.exch, "baseline")
-	b.row(sc, fmt.Sprintf("code exchange + ES256 ID token, %d clients: %s", c, p.what), op.exch, ratio(op.exch))
-	b.row(sc, fmt.Sprintf("refresh, %d clients: gateway (no ID token)", c), gw.refr, "baseline")
-	b.row(sc, fmt.Sprintf("refresh, %d clients: %s, with its ID token", c, p.what), op.refr, refrRatio(op.refr))
-	b.row(sc, fmt.Sprintf("refresh, %d clients: %s, no ID token (scope without openid)", c, p.what), opRefreshBare, refrRatio(opRefreshBare))
-	fmt.Fprintf(&b.notes, "\ntoken endpoint, peers: %s rows measure the node process in the CPU column and write nothing to disk "+
-		"(its store is in memory and emptied after each round); the gateway's are Caddy's, with bbolt and its fsyncs. "+
-		"Ratios are %s ÷ gateway: below 1 the gateway is ahead.\n", p.what, p.what)
-	return nil
-}
-
-// peerTokenRound is tokenRound for node-oidc-provider: codes minted by
-// its script, exchanged, refreshed with an ID token, refreshed without;
-// then its store is emptied so that rounds do not pile up in its heap.
-func (b *bench) peerTokenRound(t *tokenSite) (stats, error) {
-	codes, err := b.peerCodes(t.oauth.origin, b.cfg.exchanges)
-	if err != nil {
-		return stats{}, err
-	}
-	issued, e, err := b.exchangeWith(t, b.cfg.concurrency, codes)
-	if err != nil {
-		return stats{}, fmt.Errorf("code exchange: %v", err)
-	}
-	rotated := &pool[tokens]{}
-	f, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
-		tok, ok := issued.take()
-		if !ok {
-			return errPoolEmpty
-		}
-		n, err := t.oauth.token(ctx, refreshForm(tok.Refresh), idRequired)
-		if err == nil {
-			rotated.put(n)
-		}
-		return err
-	})
-	if err != nil {
-		return stats{}, fmt.Errorf("refresh: %v", err)
-	}
-	bare, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(rotated.items), func(ctx context.Context, _ int) error {
-		tok, ok := rotated.take()
-		if !ok {
-			return errPoolEmpty
-		}
-		_, err := t.oauth.refreshWithout(ctx, tok.Refresh)
-		return err
-	})
-	if err != nil {
-		return stats{}, fmt.Errorf("refresh without openid: %v", err)
-	}
-	t.exch, t.refr = append(t.exch, e), append(t.refr, f)
-	resp, err := b.client.Post(t.oauth.origin+"/bench/reset", "", nil)
-	if err != nil {
-		return stats{}, err
-	}
-	resp.Body.Close()
-	return bare, nil
-}
-
-// peerCodes has the oidc-provider script mint n codes, in batches.
-func (b *bench) peerCodes(origin string, n int) (*pool[pendingCode], error) {
-	p := &pool[pendingCode]{}
-	for len(p.items) < n {
-		batch := min(n-len(p.items), 2000)
-		resp, err := b.client.Post(fmt.Sprintf("%s/bench/codes?n=%d", origin, batch), "", nil)
-		if err != nil {
-			return nil, err
-		}
-		var got []struct{ Code, Verifier string }
-		err = json.NewDecoder(resp.Body).Decode(&got)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || len(got) != batch {
-			return nil, fmt.Errorf("minting codes: HTTP %d, %d codes, %v", resp.StatusCode, len(got), err)
-		}
-		for _, c := range got {
-			p.items = append(p.items, pendingCode{c.Code, c.Verifier})
-		}
-	}
-	return p, nil
 }

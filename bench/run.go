@@ -14,12 +14,12 @@ import (
 	"github.com/schoolgate/schoolgate/internal/procstat"
 )
 
-// target is one thing measured: a name and its request, and for a peer
-// (-peers) the process whose CPU time is reported beside Caddy's.
+// target is one thing measured: a name and its request, and in the
+// peers' scenarios (-peers) the server processes whose CPU it costs.
 type target struct {
-	name string
-	req  request
-	peer func() int
+	name    string
+	req     request
+	servers []serverProc
 	// prepare, when set, runs before each of the target's runs, outside
 	// the measured time, given the highest rate a target of the scenario
 	// answered so far (0 before any).
@@ -36,6 +36,9 @@ type bench struct {
 	out    *strings.Builder
 	notes  strings.Builder // printed after the table
 	grants int             // grants issued so far (live: none is revoked)
+	tabled bool            // the table's header is written
+	// peerTable is the peers' table (opcpu.go), printed after the other.
+	peerTable strings.Builder
 
 	// assertionMember is a member token of the school with identity_headers
 	// assertion (tokens are bound to their school's origin).
@@ -64,8 +67,6 @@ func run(cfg config) error {
 		out: &strings.Builder{}}
 	fmt.Fprintf(b.out, "machine: %s; %d clients, %d rounds of %s per target, %d courses\n\n",
 		machine(), cfg.concurrency, cfg.rounds, cfg.duration, cfg.courses)
-	fmt.Fprintln(b.out, "| scenario | target | req/s | p50 | p99 | Caddy CPU/req | Caddy disk writes/req | vs baseline |")
-	fmt.Fprintln(b.out, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 	if err := b.setup(); err != nil {
 		return err
 	}
@@ -74,17 +75,23 @@ func run(cfg config) error {
 		run  func() error
 	}{{"protected", b.protected}, {"mcp", b.mcp}, {"discovery", b.discovery}, {"token", b.tokenEndpoint},
 		{"store", b.store}, {"memory", b.memory},
-		{scenarioForwardAuth, b.forwardAuthScenario}, {scenarioOIDCProvider, b.oidcProviderScenario}} {
+		{scenarioForwardAuth, b.forwardAuthScenario}, {scenarioOIDCProvider, b.oidcProviderScenario},
+		{scenarioHydra, b.hydraScenario}} {
 		if !cfg.runs(sc.name) || isPeerScenario(sc.name) && !cfg.runsPeer(sc.name) {
 			continue
 		}
 		if err := sc.run(); err != nil {
-			fmt.Print(b.out.String(), b.notes.String())
+			b.print()
 			return err
 		}
 	}
-	fmt.Print(b.out.String(), b.notes.String())
+	b.print()
 	return nil
+}
+
+// print prints the tables and the notes.
+func (b *bench) print() {
+	fmt.Print(b.out.String(), b.peerTable.String(), b.notes.String())
 }
 
 // runs reports whether the scenario is selected (-only, else all).
@@ -93,13 +100,13 @@ func (c config) runs(scenario string) bool {
 }
 
 // runsPeer reports whether a peer scenario is selected: only by name
-// (-peers names both), never by default.
+// (-peers names them all), never by default.
 func (c config) runsPeer(scenario string) bool {
 	return c.only != "" && c.runs(scenario)
 }
 
 func isPeerScenario(name string) bool {
-	return name == scenarioForwardAuth || name == scenarioOIDCProvider
+	return name == scenarioForwardAuth || name == scenarioOIDCProvider || name == scenarioHydra
 }
 
 // setup waits for the catalog import and gets a member token.
@@ -151,6 +158,24 @@ func (b *bench) compare(scenario string, targets ...target) error {
 
 // compareRuns is compare, returning each target's runs.
 func (b *bench) compareRuns(scenario string, targets ...target) ([][]stats, error) {
+	runs, err := b.interleave(scenario, targets...)
+	if err != nil {
+		return nil, err
+	}
+	base := median(runs[len(runs)-1], stats.rps)
+	for i, t := range targets {
+		ratio := "baseline"
+		if i < len(targets)-1 {
+			ratio = fmt.Sprintf("%.2f×", median(runs[i], stats.rps)/base)
+		}
+		b.row(scenario, t.name, runs[i], ratio)
+	}
+	return runs, nil
+}
+
+// interleave runs the targets interleaved for cfg.rounds rounds and
+// returns each target's runs.
+func (b *bench) interleave(scenario string, targets ...target) ([][]stats, error) {
 	runs := make([][]stats, len(targets))
 	var fastest float64
 	for r := 0; r < b.cfg.rounds; r++ {
@@ -166,13 +191,9 @@ func (b *bench) compareRuns(scenario string, targets ...target) ([][]stats, erro
 					b.stack.cpuProfile(b.cfg.duration, fmt.Sprintf("bench-%s-%d.pprof", fileName(scenario), i))
 				})
 			}
-			var peer int
-			if t.peer != nil {
-				peer = t.peer()
-			}
-			peer0 := processCPU(peer)
-			s := load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req)
-			s.peerCPU = processCPU(peer) - peer0
+			s, _ := onServers(t.servers, func() (stats, error) {
+				return load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req), nil
+			})
 			profiling.Wait()
 			if s.failures > 0 {
 				return nil, fmt.Errorf("%s / %s: %d of %d requests failed, first: %v", scenario, t.name, s.failures, s.requests, s.firstErr)
@@ -181,23 +202,15 @@ func (b *bench) compareRuns(scenario string, targets ...target) ([][]stats, erro
 			fastest = max(fastest, s.rps())
 		}
 	}
-	base := median(runs[len(runs)-1], stats.rps)
-	for i, t := range targets {
-		ratio := "baseline"
-		if i < len(targets)-1 {
-			ratio = fmt.Sprintf("%.2f×", median(runs[i], stats.rps)/base)
-		}
-		b.row(scenario, t.name, runs[i], ratio)
-		if t.peer != nil {
-			fmt.Fprintf(&b.notes, "\n%s / %s: the peer's own process used %s of CPU a request besides Caddy's %s\n",
-				scenario, t.name, us(median(runs[i], stats.peerCPUPerRequest)),
-				us(median(runs[i], func(s stats) float64 { return float64(s.cpuPerRequest()) })))
-		}
-	}
 	return runs, nil
 }
 
 func (b *bench) row(scenario, name string, runs []stats, note string) {
+	if !b.tabled {
+		b.tabled = true
+		fmt.Fprintln(b.out, "| scenario | target | req/s | p50 | p99 | Caddy CPU/req | Caddy disk writes/req | vs baseline |")
+		fmt.Fprintln(b.out, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	}
 	fmt.Fprintf(b.out, "| %s | %s | %.0f | %s | %s | %s | %s | %s |\n", scenario, name,
 		median(runs, stats.rps),
 		ms(median(runs, func(s stats) float64 { return float64(s.percentile(0.5)) })),
@@ -458,6 +471,7 @@ func (b *bench) tokenEndpoint() error {
 		{fmt.Sprintf("code exchange + ID token, %d clients", c), func(t *tokenSite) []stats { return t.exch }},
 		{fmt.Sprintf("refresh (rotation), %d clients", c), func(t *tokenSite) []stats { return t.refr }},
 		{"code exchange, 1 client", func(t *tokenSite) []stats { return t.one }},
+		{fmt.Sprintf("code exchange, 1 in %d refused (wrong verifier), %d clients", refusedEvery, c), func(t *tokenSite) []stats { return t.mix }},
 	} {
 		base := median(m.of(sites[len(sites)-1]), stats.rps)
 		for i, t := range sites {
@@ -486,8 +500,13 @@ type tokenSite struct {
 	oauth                 *oauthClient
 	pid                   func() int
 	auth, exch, refr, one []stats
+	// servers are the processes whose CPU its exchanges and refreshes
+	// cost (-peers; opcpu.go), none elsewhere.
+	servers []serverProc
 	// exchDPoP are the code exchanges with a DPoP proof, this tree's.
 	exchDPoP []stats
+	// mix are the code exchanges one in ten refused (refused.go).
+	mix []stats
 }
 
 // tokenRound authorizes a batch of codes, exchanges them and refreshes
@@ -515,25 +534,34 @@ func (b *bench) tokenRound(t *tokenSite, profile bool) error {
 	if profile && b.cfg.profile == "token" {
 		go b.stack.cpuProfile(2*time.Second, "bench-token-exchange.pprof")
 	}
-	issued, e, err := b.exchangeWith(t, b.cfg.concurrency, p)
+	var issued *pool[tokens]
+	e, err := onServers(t.servers, func() (s stats, err error) {
+		issued, s, err = b.exchangeWith(t, b.cfg.concurrency, p)
+		return s, err
+	})
 	if err != nil {
 		return fmt.Errorf("code exchange: %v", err)
 	}
 	if profile && b.cfg.profile == "token" {
 		go b.stack.cpuProfile(2*time.Second, "bench-token-refresh.pprof")
 	}
-	f, err := b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
-		tok, ok := issued.take()
-		if !ok {
-			return errPoolEmpty
-		}
-		_, err := t.oauth.refresh(ctx, tok.Refresh)
-		return err
+	f, err := onServers(t.servers, func() (stats, error) {
+		return b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {
+			tok, ok := issued.take()
+			if !ok {
+				return errPoolEmpty
+			}
+			_, err := t.oauth.refresh(ctx, tok.Refresh)
+			return err
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("refresh: %v", err)
 	}
 	t.auth, t.exch, t.refr = append(t.auth, a), append(t.exch, e), append(t.refr, f)
+	if err := b.mixRound(t); err != nil {
+		return err
+	}
 	if dpop && !dpopFirst {
 		return b.dpopRound(t)
 	}

@@ -46,6 +46,12 @@ type stack struct {
 	oauth2Proxy, oidcProvider    *peer
 	peers                        []*peer
 	skipped                      map[string]string
+	// hydraPeer is Ory Hydra's process and hydra the bench's client of
+	// it (hydra.go); pgMissing says why PostgreSQL did not start when
+	// only Hydra's scenario needed it.
+	hydraPeer *peer
+	hydra     *hydraClient
+	pgMissing string
 }
 
 func freeAddr() (string, error) {
@@ -84,7 +90,7 @@ func startStack(cfg config) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{dir: dir}
+	s := &stack{dir: dir, skipped: map[string]string{}}
 	if s.caddyBin, err = buildCaddy(dir, cfg.build); err != nil {
 		return s, err
 	}
@@ -137,12 +143,17 @@ func startStack(cfg config) (*stack, error) {
 		s.forwardAuth = "http://" + a
 	}
 	caddyfile := s.caddyfile(noopAddr)
-	if cfg.runs("store") {
+	if cfg.runs("store") || cfg.runsPeer(scenarioHydra) {
+		// Hydra's scenario measures the gateway's postgres school too.
 		site, err := s.startPostgres()
-		if err != nil {
+		switch {
+		case err == nil:
+			caddyfile += site
+		case cfg.runs("store"):
 			return s, err
+		default:
+			s.pgMissing = err.Error()
 		}
-		caddyfile += site
 	}
 	if err := os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(caddyfile), 0o600); err != nil {
 		return s, err

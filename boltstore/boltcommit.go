@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -41,6 +42,8 @@ type commitCall struct {
 	done chan error
 	// lead is closed when the call is to commit what is pending.
 	lead chan struct{}
+	// size is how many calls its commit held, set before done.
+	size int
 }
 
 // errTrySolo tells a call that failed inside a shared transaction to run
@@ -57,6 +60,15 @@ func (s *boltStore) write(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if trace.SpanFromContext(ctx).SpanContext().IsValid() {
+		return s.writeTraced(ctx, fn)
+	}
+	_, err := s.writeSized(ctx, fn)
+	return err
+}
+
+// writeSized is write, returning how many calls the commit held.
+func (s *boltStore) writeSized(ctx context.Context, fn func(*bolt.Tx) error) (int, error) {
 	// The request waits for the commit's sync, not the processors.
 	if w := store.WaiterOf(ctx); w != nil {
 		w.Pause()
@@ -72,12 +84,13 @@ func (s *boltStore) write(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if !leads {
 		select {
 		case err := <-c.done:
-			return s.solo(err, fn)
+			return c.size, s.solo(err, fn)
 		case <-c.lead:
 		}
 	}
 	s.commitPending()
-	return s.solo(<-c.done, fn)
+	err := <-c.done
+	return c.size, s.solo(err, fn)
 }
 
 // solo runs fn alone when its shared transaction failed because of it.
@@ -128,6 +141,7 @@ func (s *boltStore) commitBatch(batch []*commitCall) {
 			continue
 		}
 		for _, c := range batch {
+			c.size = len(batch)
 			c.done <- err
 		}
 		return

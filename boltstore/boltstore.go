@@ -56,7 +56,7 @@ var (
 	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
 		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog,
 		bucketGrantsBySubject, bucketGrantsByClient, bucketAudit, bucketAuditNew,
-		bucketAuditBySubject, bucketAuditByClient, bucketUsage}
+		bucketAuditBySubject, bucketAuditByClient, bucketUsage, bucketSteps, bucketStepsBySubject}
 
 	keySchemaVersion = []byte("schema_version")
 )

@@ -238,7 +238,7 @@ func siteOrigin(h httpcaddyfile.Helper) (string, error) {
 //		upstream [<more upstreams...>] {
 //			<reverse_proxy options: lb_policy, health_uri, transport, header_up, ...>
 //		}
-//		code_ttl | access_token_ttl | refresh_token_ttl | refresh_grace | audit_retention <duration>
+//		code_ttl | access_token_ttl | refresh_token_ttl | refresh_grace | audit_retention | doctor_retention <duration>
 //	}
 func (g *Gateway) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
@@ -264,7 +264,8 @@ func (g *Gateway) unmarshalOption(d *caddyfile.Dispenser) error {
 		return oneArg(d, opt, dst)
 	}
 	durations := map[string]*option.Duration{"code_ttl": &g.CodeTTL, "access_token_ttl": &g.AccessTTL,
-		"refresh_token_ttl": &g.RefreshTTL, "audit_retention": &g.AuditRetention}
+		"refresh_token_ttl": &g.RefreshTTL, "audit_retention": &g.AuditRetention,
+		"doctor_retention": &g.DoctorRetention}
 	if dst, ok := durations[opt]; ok {
 		return durationArg(d, opt, dst)
 	}

@@ -50,6 +50,7 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		refresh_token_ttl 48h
 		refresh_grace 5s
 		audit_retention 720h
+		doctor_retention 48h
 		dpop required nonce
 		admin_openapi http://127.0.0.1:9080/openapi.json
 		identity_assertion on
@@ -89,6 +90,7 @@ func TestUnmarshalCaddyfileAllOptions(t *testing.T) {
 		{"refresh ttl", time.Duration(g.RefreshTTL), 48 * time.Hour},
 		{"grace", time.Duration(g.RefreshGrace), 5 * time.Second},
 		{"audit_retention", g.schoolConfig().AuditRetention.D(), 720 * time.Hour},
+		{"doctor_retention", g.schoolConfig().DoctorRetention.D(), 48 * time.Hour},
 		{"dpop", g.schoolConfig().DPoP, policy.DPoPRequired},
 		{"dpop nonce", g.schoolConfig().DPoPNonce, true},
 		{"admin_openapi", g.AdminOpenAPI, "http://127.0.0.1:9080/openapi.json"},
@@ -169,6 +171,7 @@ func TestValidateNamesTheOption(t *testing.T) {
 		{"language", func(g *Gateway) { g.Language = "fr" }, ""},
 		{"audit_retention", func(g *Gateway) { g.AuditRetention = option.Duration(time.Hour) }, "audit_retention"},
 		{"audit_retention negative", func(g *Gateway) { g.AuditRetention = option.Duration(-time.Hour) }, "audit_retention"},
+		{"doctor_retention", func(g *Gateway) { g.DoctorRetention = option.Duration(time.Minute) }, "doctor_retention"},
 		{"language unknown", func(g *Gateway) { g.Language = "nl" }, `language: "nl" is not one of the pages' languages (en, de, fr, it, es, pt)`},
 		{"language with a region", func(g *Gateway) { g.Language = "de-CH" }, "language:"},
 		{"language in capitals", func(g *Gateway) { g.Language = "DE" }, "language:"},

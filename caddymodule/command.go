@@ -131,6 +131,7 @@ func schoolgateCommands(root *cobra.Command) {
 	}
 	root.AddCommand(grantCommands()...)
 	root.AddCommand(auditCommands()...)
+	root.AddCommand(doctorCommand())
 	root.AddCommand(storeCommands()...)
 	root.AddCommand(schoolsCommand())
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/schoolgate/schoolgate/policy"
 )
 
@@ -73,7 +75,13 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"JSON-RPC batches are not part of the MCP protocol; send one message per request")
 			return
 		}
+		if trace.SpanFromContext(r.Context()).SpanContext().IsValid() {
+			var span trace.Span
+			r, span = startCallSpan(r, raw)
+			defer span.End()
+		}
 		if ch := scopeChallenge(r.Context(), raw, e.resourceMetadata, e.authorize); ch != nil {
+			spanRefused(r.Context(), ch.Error)
 			ch.Write(w)
 			return
 		}

@@ -84,7 +84,7 @@ func (s *mcpServer) searchCatalog(ctx context.Context, req mcp.CallToolRequest) 
 	if err := ix.CheckQuery(*in.Query); err != nil {
 		return argError("%v", err), nil
 	}
-	hits := ix.Search(*in.Query, in.Kind, limit)
+	hits := searchTraced(ctx, ix, *in.Query, in.Kind, limit)
 	if hits == nil {
 		hits = []catalog.Hit{}
 	}

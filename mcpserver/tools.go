@@ -209,7 +209,11 @@ func (s *mcpServer) guard(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		res, err = next(ctx, req)
 		if err != nil {
 			s.opts.Logger.Error("mcp: tool failed", "tool", req.Params.Name, "error", err)
+			spanRefused(ctx, "tool_error")
 			return mcp.NewToolResultError(fmt.Sprintf("%s failed: %v", req.Params.Name, err)), nil
+		}
+		if res != nil && res.IsError {
+			spanRefused(ctx, "tool_error")
 		}
 		return res, nil
 	}

@@ -44,6 +44,9 @@ type accountView struct {
 	Next string
 	// More: this is not the first page.
 	More bool
+	// Stopped are the applications that tried to connect for the person
+	// lately and stopped (doctor.go).
+	Stopped []memberAttempt
 }
 
 // accountApp is one application on the person's page, with its recent
@@ -166,6 +169,9 @@ func (p *Pages) applicationsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	lang := p.pageLang(r)
 	p.addActivity(r.Context(), lang, id.Subject, v.Apps)
+	if cursor == "" {
+		v.Stopped = p.stoppedAttempts(r.Context(), lang, id.Subject)
+	}
 	setLanguageHeaders(w, lang)
 	body, err := renderPage(accountTmpl.in(lang), v)
 	if err != nil {

@@ -28,6 +28,8 @@ const (
 	adminPathDisconnect = sitepath.AdminApplications + "/people/disconnect"
 	// The audit trail of one application or one person.
 	adminPathActivity = sitepath.AdminApplications + "/activity"
+	// The connection doctor of one application.
+	adminPathDoctor = sitepath.AdminApplications + "/doctor"
 	// The school's usage.
 	adminPathUsage = sitepath.Admin + "/usage"
 )
@@ -64,6 +66,7 @@ var adminRoutes = map[string]adminRoute{
 	adminPathPeople:     {get: (*adminCtx).people, always: true},
 	adminPathDisconnect: {post: (*adminCtx).disconnectPerson, always: true},
 	adminPathActivity:   {get: (*adminCtx).activity, always: true},
+	adminPathDoctor:     {get: (*adminCtx).doctor, always: true},
 	adminPathUsage:      {get: (*adminCtx).usage, always: true},
 }
 

@@ -26,7 +26,7 @@ type adminPage struct {
 func (adminPage) Paths() adminPaths { return theAdminPaths }
 
 type adminPaths struct {
-	Overview, Switch, New, Edit, Secret, Delete, Review, People, Disconnect, Activity, Usage string
+	Overview, Switch, New, Edit, Secret, Delete, Review, People, Disconnect, Activity, Usage, Doctor string
 	// Authorize is where the area's applications are sent to authorize.
 	Authorize string
 }
@@ -35,6 +35,7 @@ var theAdminPaths = adminPaths{
 	Overview: sitepath.AdminApplications, Switch: adminPathSwitch, New: adminPathNew,
 	Edit: adminPathEdit, Secret: adminPathSecret, Delete: adminPathDelete, Review: adminPathReview,
 	People: adminPathPeople, Disconnect: adminPathDisconnect, Activity: adminPathActivity, Usage: adminPathUsage,
+	Doctor:    adminPathDoctor,
 	Authorize: sitepath.Authorize,
 }
 

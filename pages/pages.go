@@ -101,6 +101,7 @@ var (
 	peopleTmpl   = parseAdminPage("admin_people.html")
 	activityTmpl = parseAdminPage("admin_activity.html")
 	usageTmpl    = parseAdminPage("admin_usage.html")
+	doctorTmpl   = parseAdminPage("admin_doctor.html")
 )
 
 // pageSet is one page in each of its languages: each is parsed with

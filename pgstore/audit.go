@@ -267,7 +267,12 @@ func (s *Site) ExportSubject(ctx context.Context, subject string) (*store.Subjec
 			e.ID = strconv.FormatInt(id, 10)
 			d.Events = append(d.Events, e)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		d.Steps, err = s.subjectSteps(ctx, tx, subject)
+		return err
 	})
 	return store.FoundSubject(d, err)
 }
@@ -302,6 +307,7 @@ func (s *Site) EraseSubject(ctx context.Context, subject string) (*store.Erased,
 			{&n.Tokens, `DELETE FROM tokens WHERE site_id = $1 AND grant_id IN (` + grantsOf + `)`},
 			{&n.Grants, `DELETE FROM grants WHERE site_id = $1 AND data->'identity'->>'sub' = $2`},
 			{&n.Events, `DELETE FROM audit WHERE site_id = $1 AND (subject = $2 OR actor_sub = $2)`},
+			{&n.Steps, `DELETE FROM connection_steps WHERE site_id = $1 AND subject = $2 AND subject <> ''`},
 		}
 		for _, st := range steps {
 			if err := count(st.dst, st.sql); err != nil {

@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +39,14 @@ func retry(ctx context.Context, op string, limit time.Duration, fn func(context.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if trace.SpanFromContext(ctx).SpanContext().IsValid() {
+		return retryTraced(ctx, op, limit, fn)
+	}
+	return retryCall(ctx, op, limit, fn)
+}
+
+// retryCall is retry without its span.
+func retryCall(ctx context.Context, op string, limit time.Duration, fn func(context.Context) error) error {
 	// The request waits on the database, not the processors: its share of
 	// them is given back for the whole call (the wait for a connection
 	// included) and taken back once the call holds nothing, for taking it

@@ -187,7 +187,7 @@ func (p *Pool) txFor(ctx context.Context, op string, limit time.Duration, opts p
 		if err := fn(ctx, tx); err != nil {
 			return err
 		}
-		return tx.Commit(ctx)
+		return commitTraced(ctx, tx)
 	})
 }
 

@@ -14,6 +14,10 @@ type Guard struct {
 	Lookup Lookup
 	Origin string
 	DPoP   *DPoP
+	// Refused, when set, is told of each valid token Check refuses
+	// (another origin, its binding, its scopes), so that the school can
+	// say why an application's calls fail; nil: nobody is.
+	Refused func(tok *Token, ch *Challenge)
 }
 
 // Check authenticates a request to a protected resource and applies req.
@@ -43,11 +47,11 @@ func (g *Guard) Check(w http.ResponseWriter, r *http.Request, req Requirement) (
 		return nil, Unavailable()
 	}
 	if !boundTo(tok, g.Origin) {
-		return nil, g.refuse(http.StatusUnauthorized, "invalid_token",
-			"the access token was issued for a different origin; request one for "+g.Origin, scheme)
+		return nil, g.refused(tok, g.refuse(http.StatusUnauthorized, "invalid_token",
+			"the access token was issued for a different origin; request one for "+g.Origin, scheme))
 	}
 	if ch := g.checkBinding(w, r, scheme, raw, tok); ch != nil {
-		return nil, ch
+		return nil, g.refused(tok, ch)
 	}
 	if ch := g.Authorize(tok, req); ch != nil {
 		return nil, ch
@@ -59,7 +63,7 @@ func (g *Guard) Check(w http.ResponseWriter, r *http.Request, req Requirement) (
 // carries the school's DPoP challenge too, in the scheme the token came
 // with (DPoP for a bound token), and no Bearer challenge where the school
 // takes no bearer token. The MCP step-up answers with it, so that its 403
-// names the same schemes as the Account API's.
+// names the same schemes as the Account API's. Refused is told of it.
 func (g *Guard) Authorize(tok *Token, req Requirement) *Challenge {
 	ch := Authorize(tok, req)
 	if ch != nil {
@@ -68,6 +72,15 @@ func (g *Guard) Authorize(tok *Token, req Requirement) *Challenge {
 			scheme = SchemeDPoP
 		}
 		g.decorate(ch, scheme)
+		g.refused(tok, ch)
+	}
+	return ch
+}
+
+// refused tells Refused of a refusal of tok, and returns it.
+func (g *Guard) refused(tok *Token, ch *Challenge) *Challenge {
+	if g.Refused != nil {
+		g.Refused(tok, ch)
 	}
 	return ch
 }

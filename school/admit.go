@@ -116,7 +116,7 @@ func (s *Site) admit(w http.ResponseWriter, r *http.Request, rt route) (admissio
 	if s.cfg.Admission == nil {
 		return admission.Slot{}, true
 	}
-	slot, err := s.cfg.Admission.Admit(r.Context())
+	slot, err := s.admitTraced(r.Context())
 	if err != nil {
 		var ref *admission.Refusal
 		if errors.As(err, &ref) {

@@ -322,7 +322,7 @@ func TestOwnCallsPauseAroundTheirPlace(t *testing.T) {
 	}))
 	defer legacy.Close()
 	l := NewLegacy(1, nil)
-	calls, _ := legacyClients(http.DefaultClient, l, nopObserver{})
+	calls, _ := legacyClients(http.DefaultClient, l, nopObserver{}, "")
 	w := &placeWaiter{legacy: l}
 	req, _ := http.NewRequestWithContext(store.WithWaiter(context.Background(), w), http.MethodGet, legacy.URL, nil)
 	resp, err := calls.Do(req)

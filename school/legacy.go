@@ -1,6 +1,8 @@
 package school
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"net"
@@ -143,7 +145,18 @@ func (l *Legacy) forward(w http.ResponseWriter, r *http.Request, next Handler, r
 		return nil
 	}
 	defer l.leave()
-	err := next.ServeHTTP(w, r)
+	if trace.SpanFromContext(r.Context()).SpanContext().IsValid() {
+		ctx, span := startLegacySpan(r.Context(), "", r.Method, r.URL.Path, r.Header)
+		sw := &statusWriter{ResponseWriter: w}
+		err := next.ServeHTTP(sw, r.WithContext(ctx))
+		endLegacySpan(span, sw.status, err)
+		return l.forwarded(w, err, refuse)
+	}
+	return l.forwarded(w, next.ServeHTTP(w, r), refuse)
+}
+
+// forwarded answers what the proxy's error calls for.
+func (l *Legacy) forwarded(w http.ResponseWriter, err error, refuse refusal) error {
 	if err != nil && isTimeout(err) {
 		l.observe.Refusal(store.CauseLegacyTimeout)
 		refuse(w, http.StatusGatewayTimeout)

@@ -357,7 +357,7 @@ func TestLegacySessionClient(t *testing.T) {
 	for _, tt := range []struct{ client, session time.Duration }{
 		{15 * time.Second, sessionLookupTimeout}, {0, sessionLookupTimeout}, {2 * time.Second, 2 * time.Second},
 	} {
-		calls, session := legacyClients(&http.Client{Timeout: tt.client}, l, nopObserver{})
+		calls, session := legacyClients(&http.Client{Timeout: tt.client}, l, nopObserver{}, "")
 		if calls.Timeout != tt.client || session.Timeout != tt.session {
 			t.Errorf("client %s: calls %s, session %s, want %s", tt.client, calls.Timeout, session.Timeout, tt.session)
 		}

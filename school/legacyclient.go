@@ -57,10 +57,11 @@ func (b *placeBody) Close() error {
 // legacyClients are the school's clients for its own calls on its legacy
 // side, made from the configured one: every call within the bound, and
 // the session lookup, which a person waits on, bounded more tightly.
-func legacyClients(c *http.Client, l *Legacy, o Observer) (calls, session *http.Client) {
+func legacyClients(c *http.Client, l *Legacy, o Observer, issuer string) (calls, session *http.Client) {
 	calls = new(http.Client)
 	*calls = *c
-	calls.Transport = pausingTransport{&legacyTransport{base: cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport), legacy: l, observe: o}}
+	calls.Transport = tracingTransport{issuer: issuer,
+		base: pausingTransport{&legacyTransport{base: cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport), legacy: l, observe: o}}}
 	session = new(http.Client)
 	*session = *calls
 	if session.Timeout <= 0 || session.Timeout > sessionLookupTimeout {

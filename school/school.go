@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg Config) (*Site, error) {
 		adminURL: cfg.adminOpenAPIURL(), assertionAudience: cfg.assertionAudience(), assertionOnly: cfg.assertionOnly()}
 	s.observe = &usageObserver{Observer: cfg.Observer, u: &s.usage.rec, now: cfg.Now}
 	s.legacy = NewLegacy(cfg.LegacyConcurrency(), s.observe)
-	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer)
+	s.client, s.session = legacyClients(cfg.Client, s.legacy, cfg.Observer, cfg.Issuer)
 	s.since = s.now().UTC()
 	s.budget = newBudgets(cfg.Budget, cfg.Instances)
 	var err error
@@ -300,6 +300,7 @@ func (s *Site) schedule(ctx context.Context) {
 	s.scheduleCatalog(ctx)
 	s.scheduleAdminOpenAPI(ctx)
 	s.scheduleUsage(ctx)
+	s.scheduleSteps(ctx)
 }
 
 // Issuer is the school's origin.

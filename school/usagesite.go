@@ -56,7 +56,11 @@ func (s *Site) scheduleUsage(ctx context.Context) {
 // the current minute's too, to the store. Call it when the school is let
 // go of or the process stops, before the store is closed: what is
 // counted after it is lost.
-func (s *Site) FlushUsage(ctx context.Context) error { return s.flushUsage(ctx, true) }
+// The connection doctor's steps noted and not stored yet go with them.
+func (s *Site) FlushUsage(ctx context.Context) error {
+	s.flushSteps(ctx)
+	return s.flushUsage(ctx, true)
+}
 
 // flushUsage adds the counts of the minutes past (every minute's with
 // all) to the store, with the last activity when it moved.

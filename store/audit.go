@@ -239,13 +239,14 @@ type AuditStore interface {
 	// PurgeAudit deletes the events older than before and returns how many.
 	// A store may do it in several transactions, each whole.
 	PurgeAudit(ctx context.Context, before time.Time) (int, error)
-	// ExportSubject returns everything stored about subject. A subject of
-	// whom nothing is stored is ErrNotFound.
+	// ExportSubject returns everything stored about subject, the
+	// connection steps naming them too. A subject of whom nothing is
+	// stored is ErrNotFound.
 	ExportSubject(ctx context.Context, subject string) (*SubjectData, error)
 	// EraseSubject deletes, in one transaction, subject's consents,
 	// grants (revoked first, so their tokens stop everywhere), tokens,
-	// codes, pending requests and the audit events that name them, and
-	// stores one EventSubjectErased that names no one. A subject of whom
+	// codes, pending requests, the audit events that name them and the
+	// connection steps of theirs (steps.go), and stores one EventSubjectErased that names no one. A subject of whom
 	// nothing is stored (never known, or erased already) is ErrNotFound,
 	// and nothing is written: erasing again changes nothing.
 	EraseSubject(ctx context.Context, subject string) (*Erased, error)
@@ -310,6 +311,9 @@ type SubjectData struct {
 	Pending int `json:"pending_requests"`
 	// Events are the audit events naming the person, newest first.
 	Events []AuditEvent `json:"events"`
+	// Steps are the connection steps refused for the person (steps.go),
+	// by key.
+	Steps []Step `json:"connection_steps,omitempty"`
 }
 
 // SubjectConsent is a consent remembered for one application.
@@ -321,7 +325,7 @@ type SubjectConsent struct {
 // Empty reports whether nothing is stored about the subject.
 func (d *SubjectData) Empty() bool {
 	return len(d.Consents) == 0 && len(d.Grants) == 0 && d.Tokens == 0 &&
-		d.Codes == 0 && d.Pending == 0 && len(d.Events) == 0
+		d.Codes == 0 && d.Pending == 0 && len(d.Events) == 0 && len(d.Steps) == 0
 }
 
 // Erased counts what EraseSubject deleted.
@@ -334,6 +338,8 @@ type Erased struct {
 	Codes   int `json:"codes"`
 	Pending int `json:"pending_requests"`
 	Events  int `json:"events"`
+	// Steps counts the connection steps that named the person.
+	Steps int `json:"connection_steps,omitempty"`
 }
 
 // Empty reports whether nothing was erased.

@@ -81,6 +81,7 @@ type Store interface {
 	CatalogStore
 	AuditStore
 	UsageStore
+	StepStore
 	Close() error
 }
 

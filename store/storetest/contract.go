@@ -112,12 +112,18 @@ func testCancelledContext(t *testing.T, s store.Store) {
 		{"LoadCatalog", func() error { _, err := s.LoadCatalog(ctx); return err }},
 		{"AddUsage", func() error { return s.AddUsage(ctx, []store.UsageDelta{usageDelta(epoch, 1)}) }},
 		{"LoadUsage", func() error { _, err := s.LoadUsage(ctx); return err }},
+		{"AddSteps", func() error { return s.AddSteps(ctx, []store.Step{step("app-1", "", "use", "", 0)}) }},
+		{"QuerySteps", func() error { _, err := s.QuerySteps(ctx, store.StepQuery{ClientID: "app-1"}); return err }},
+		{"PurgeSteps", func() error { _, err := s.PurgeSteps(ctx, epoch); return err }},
 	} {
 		wantErr(t, c.name, c.call(), context.Canceled)
 	}
 	// Nothing was done: the writes left no trace.
 	if u, err := s.LoadUsage(live); err != nil || len(u.Buckets) != 0 {
 		t.Errorf("AddUsage acted under a cancelled context: %+v, %v", u, err)
+	}
+	if rows, err := s.QuerySteps(live, store.StepQuery{ClientID: "app-1"}); err != nil || len(rows) != 0 {
+		t.Errorf("AddSteps acted under a cancelled context: %v, %v", rows, err)
 	}
 	if _, err := s.GetClient(live, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("PutClient acted under a cancelled context: %v", err)

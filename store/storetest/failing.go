@@ -314,3 +314,24 @@ func (f *Failing) LoadUsage(ctx context.Context) (*store.Usage, error) {
 	}
 	return f.Store.LoadUsage(ctx)
 }
+
+func (f *Failing) AddSteps(ctx context.Context, steps []store.Step) error {
+	if err := f.failing("AddSteps"); err != nil {
+		return err
+	}
+	return f.Store.AddSteps(ctx, steps)
+}
+
+func (f *Failing) QuerySteps(ctx context.Context, q store.StepQuery) ([]store.Step, error) {
+	if err := f.failing("QuerySteps"); err != nil {
+		return nil, err
+	}
+	return f.Store.QuerySteps(ctx, q)
+}
+
+func (f *Failing) PurgeSteps(ctx context.Context, before time.Time) (int, error) {
+	if err := f.failing("PurgeSteps"); err != nil {
+		return 0, err
+	}
+	return f.Store.PurgeSteps(ctx, before)
+}

@@ -61,6 +61,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsageAdds", testUsageAdds},
 		{"UsageRetention", testUsageRetention},
 		{"UsageLastActive", testUsageLastActive},
+		{"StepsAdd", testStepsAdd},
+		{"StepsQuery", testStepsQuery},
+		{"StepsBounded", testStepsBounded},
+		{"PurgeSteps", testPurgeSteps},
+		{"StepsOfSubject", testStepsOfSubject},
 		{"Waiter", testWaiter},
 		{"WaiterResumesHoldingNothing", WaiterResumesHoldingNothing},
 	} {

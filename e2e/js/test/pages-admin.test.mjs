@@ -2,6 +2,7 @@
 // in a real Chromium, by a browser in each language of the pages: the
 // overview (with a metadata-document client's long https client_id), an
 // application's people, the activity of an application and of a person,
+// an application's connection doctor,
 // the school's usage and the application form, at 360 and 1280 px. None
 // scrolls sideways and axe-core finds no serious or critical violation
 // (pagecheck.mjs). Until the admin area is translated its pages may answer
@@ -52,6 +53,13 @@ everyPageInEveryLanguage([
     url: () => `${setup.stack.origin}${OVERVIEW}/activity?subject=${encodeURIComponent(MEMBER.sub)}`,
     status: 200,
     mark: 'tr.event td.client code',
+  },
+  {
+    name: 'admin connection doctor',
+    context: () => owner,
+    url: () => `${setup.stack.origin}${OVERVIEW}/doctor?client_id=${encodeURIComponent(VENDOR.clientId)}`,
+    status: 200,
+    mark: 'tr.step td.when',
   },
   {
     name: 'admin usage',

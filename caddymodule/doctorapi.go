@@ -1,0 +1,88 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/i18n"
+)
+
+func init() {
+	caddy.RegisterModule(doctorAPI{})
+}
+
+// doctorAPI adds the connection doctor to Caddy's admin API
+// (docs/operator.md, "Why can't this application connect?"):
+//
+//	GET /schoolgate/doctor?issuer=...&client_id=...(&lang=)
+//	    the steps of the application's recent attempts, each with its
+//	    outcome and, for a refused one, why (in lang, English by default)
+type doctorAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (doctorAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.schoolgate_doctor",
+		New: func() caddy.Module { return new(doctorAPI) },
+	}
+}
+
+// Routes returns the admin routes.
+func (doctorAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: "/schoolgate/doctor", Handler: caddy.AdminHandlerFunc(handleDoctor)}}
+}
+
+var _ caddy.AdminRouter = doctorAPI{}
+
+// doctorParams are the parameters GET /schoolgate/doctor takes.
+var doctorParams = []string{"issuer", "client_id", "lang"}
+
+// parseDoctorQuery reads the query, refusing anything it would not use.
+func parseDoctorQuery(q url.Values) (clientID, lang string, err error) {
+	for k, v := range q {
+		if !slices.Contains(doctorParams, k) {
+			return "", "", fmt.Errorf("unknown parameter %q; the doctor takes %s", k, strings.Join(doctorParams, ", "))
+		}
+		if len(v) > 1 {
+			return "", "", fmt.Errorf("%s is given %d times; give it once", k, len(v))
+		}
+	}
+	clientID, lang = q.Get("client_id"), q.Get("lang")
+	switch {
+	case clientID == "":
+		return "", "", fmt.Errorf("name the application: client_id=<its client_id>")
+	case len(clientID) > authserver.MaxClientIDLen:
+		return "", "", fmt.Errorf("client_id is longer than %d bytes: no application has it", authserver.MaxClientIDLen)
+	case lang == "":
+		lang = "en"
+	case !i18n.IsLanguage(lang):
+		return "", "", fmt.Errorf("lang %q is not one of %s", lang, strings.Join(i18n.Languages, ", "))
+	}
+	return clientID, lang, nil
+}
+
+func handleDoctor(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
+	}
+	clientID, lang, err := parseDoctorQuery(r.URL.Query())
+	if err != nil {
+		return badRequest(err.Error())
+	}
+	s, release, err := siteOf(w, r.URL.Query().Get("issuer"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	rep, err := s.Auth().Doctor(r.Context(), clientID, lang)
+	if err != nil {
+		return s.WriteUnavailable(w, "reading the connection doctor's steps", err)
+	}
+	return writeAdminJSON(w, http.StatusOK, rep)
+}

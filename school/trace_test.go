@@ -1,0 +1,93 @@
+package school
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// A protected request under Caddy's request span: the token's validation
+// and the call to the legacy server are its children, and the request
+// sent on carries the call span's traceparent; so does an MCP tool's
+// Account API call. Nothing secret in any attribute.
+func TestTraceLegacyCalls(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	var got http.Header
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	}))
+	defer upstream.Close()
+	ts := newTestSite(t, func(c *Config) { c.Upstream, c.Client = upstream.URL, upstream.Client() })
+
+	ctx, parent := tp.Tracer("caddy").Start(context.Background(), "caddy request")
+	r := httptest.NewRequest("POST", testIssuer+"/account/graphql", strings.NewReader(`{"query":"{ viewer { id } }"}`)).WithContext(ctx)
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	r.Header.Set("Content-Type", "application/json")
+	if rec := ts.serve(t, r); rec.Code != 0 && rec.Code != http.StatusOK {
+		t.Fatalf("protected request: %d %s", rec.Code, rec.Body)
+	}
+	parent.End()
+	spans := exp.GetSpans()
+	call := spanNamed(t, spans, "schoolgate legacy call")
+	validation := spanNamed(t, spans, "schoolgate token validation")
+	for _, s := range []tracetest.SpanStub{call, validation} {
+		if s.Parent.SpanID() != parent.SpanContext().SpanID() {
+			t.Errorf("%s's parent %v, want the request's span", s.Name, s.Parent.SpanID())
+		}
+	}
+	if call.SpanKind != trace.SpanKindClient {
+		t.Errorf("legacy call kind %v", call.SpanKind)
+	}
+	want := "00-" + call.SpanContext.TraceID().String() + "-" + call.SpanContext.SpanID().String() + "-01"
+	if tp := ts.upstream.header.Get("Traceparent"); tp != want {
+		t.Errorf("the request sent on carries traceparent %q, want the call span's %q", tp, want)
+	}
+
+	exp.Reset()
+	ctx, parent = tp.Tracer("caddy").Start(context.Background(), "caddy request")
+	if _, err := ts.accountQuery(ctx, mustLookup(t, ts), "{ viewer { id } }", nil); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	own := spanNamed(t, exp.GetSpans(), "schoolgate legacy call")
+	want = "00-" + own.SpanContext.TraceID().String() + "-" + own.SpanContext.SpanID().String() + "-01"
+	if got.Get("Traceparent") != want || own.Parent.SpanID() != parent.SpanContext().SpanID() {
+		t.Errorf("the Account API call carries traceparent %q, want %q", got.Get("Traceparent"), want)
+	}
+	for _, s := range append(spans, exp.GetSpans()...) {
+		for _, a := range s.Attributes {
+			if strings.Contains(a.Value.Emit(), ts.token) || strings.Contains(a.Value.Emit(), "@") {
+				t.Errorf("span %q attribute %s holds a secret or an e-mail", s.Name, a.Key)
+			}
+		}
+	}
+
+	// Tracing off: no traceparent is added.
+	r = httptest.NewRequest("GET", testIssuer+"/account/graphql", nil)
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	ts.serve(t, r)
+	if v := ts.upstream.header.Get("Traceparent"); v != "" {
+		t.Errorf("traceparent %q without tracing", v)
+	}
+}
+
+func spanNamed(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
+	t.Helper()
+	var names []string
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+		names = append(names, s.Name)
+	}
+	t.Fatalf("no span %q among %v", name, names)
+	return tracetest.SpanStub{}
+}
