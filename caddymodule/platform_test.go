@@ -583,9 +583,9 @@ func TestPlatformUnreadableRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp.platform.writeMu.Lock()
-	tp.platform.replace(rec.Issuer, &rec)
-	tp.platform.writeMu.Unlock()
+	tp.watch.Lock()
+	tp.watch.SetRecord(rec.Issuer, &rec)
+	tp.watch.Unlock()
 	for _, path := range []string{discoveryPath, "/courses"} {
 		rec := tp.do(t, "https://bad.example"+path)
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
@@ -614,7 +614,7 @@ func TestPlatformRegistryDown(t *testing.T) {
 			t.Errorf("before the registry was read: %d %v %s", rec.Code, rec.Header(), rec.Body)
 		}
 		tp.flaky.down.Store(false)
-		if err := tp.retry(); err != nil { // the background retry, run now
+		if err := tp.watch.Retry(); err != nil { // the background retry, run now
 			t.Fatal(err)
 		}
 		if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {
@@ -628,7 +628,7 @@ func TestPlatformRegistryDown(t *testing.T) {
 		tp.flaky.down.Store(true)
 		tp.put(t, "https://a.example", nil, `,"code_ttl":"30s"`) // announced, not readable
 		tp.put(t, "https://b.example", nil, "")
-		if tp.registryErr.Load() == nil {
+		if tp.watch.Failure() == nil {
 			t.Fatal("the failed read is not recorded")
 		}
 		if code, sum := platformHealth(t, tp); code != http.StatusServiceUnavailable || sum.RegistryError == "" || sum.NextTry == nil {
@@ -639,10 +639,10 @@ func TestPlatformRegistryDown(t *testing.T) {
 		}
 		checkNoSchool(t, "b", tp.do(t, "https://b.example"+discoveryPath))
 		tp.flaky.down.Store(false)
-		if err := tp.retry(); err != nil {
+		if err := tp.watch.Retry(); err != nil {
 			t.Fatal(err)
 		}
-		if tp.registryErr.Load() != nil || !strings.Contains(string(tp.school("https://a.example").rec.Config), "code_ttl") {
+		if tp.watch.Failure() != nil || !strings.Contains(string(tp.school("https://a.example").rec.Config), "code_ttl") {
 			t.Error("the change missed while the registry was down was not read")
 		}
 		if code, sum := platformHealth(t, tp); code != http.StatusOK || sum.RegistryError != "" {

@@ -69,8 +69,8 @@ func unavailableSchool(header http.Header, f *failedSite) error {
 // platform's registry has not been read: it may be there.
 func (p *platform) unreadRegistry(w http.ResponseWriter, issuer string) error {
 	retry := 1
-	if f := p.registryErr.Load(); f != nil {
-		retry = max(int((time.Until(time.Unix(0, f.next.Load()))+time.Second-1)/time.Second), 1)
+	if f := p.watch.Failure(); f != nil {
+		retry = f.RetryAfter()
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable,

@@ -21,11 +21,8 @@ import (
 // claimant is the platform ranked first, before p, with an enabled
 // record of issuer; nil if none.
 func (p *platform) claimant(issuer string) *platform {
-	return platformcore.Claimant(p.app.platformsNow(), p, (*platform).table, issuer)
+	return platformcore.Claimant(p.app.platformsNow(), p, (*platform).Table, issuer)
 }
-
-// table is the platform's host table, nil before the registry was read.
-func (p *platform) table() *hostTable { return p.tables.state.Load() }
 
 // claimed is why p's record of issuer is not used: q serves it.
 func (p *platform) claimed(q *platform, issuer string) error {
@@ -51,7 +48,7 @@ func (p *platform) conflictOf(e *platformSchool) error {
 
 // claimsChanged tells the platforms ranked after p that p's records of
 // issuers changed (added, removed, enabled, disabled). The caller holds
-// p.writeMu: writeMu is taken in rank order only, so no two platforms
+// p.watch's lock: it is taken in rank order only, so no two platforms
 // wait for each other.
 func (p *platform) claimsChanged(issuers []string) {
 	if len(issuers) == 0 {
@@ -71,15 +68,15 @@ func (p *platform) claimsChanged(issuers []string) {
 // serves fails, and one that none serves any more is built by its next
 // request.
 func (p *platform) reclaim(issuers []string) {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
+	p.watch.Lock()
+	defer p.watch.Unlock()
 	p.reclaimLocked(issuers)
 }
 
-// reclaimLocked is reclaim for a caller holding p.writeMu.
+// reclaimLocked is reclaim for a caller holding p.watch's lock.
 func (p *platform) reclaimLocked(issuers []string) {
 	t := p.tables.state.Load()
-	if p.ended || t == nil {
+	if p.watch.Ended() || t == nil {
 		return
 	}
 	stale := func(old *platformSchool) bool { return p.claimant(old.rec.Issuer) != old.claimedBy }
@@ -104,7 +101,7 @@ func (p *platform) reclaimLocked(issuers []string) {
 // reclaimAll settles the claims of p's first table with the config's
 // other platforms: it renews those of p's schools whose claimant changed
 // while the table was being read, and tells the platforms ranked after p
-// of every issuer p has. The caller holds p.writeMu.
+// of every issuer p has. The caller holds p.watch's lock.
 func (p *platform) reclaimAll() {
 	if len(p.app.platformsNow()) < 2 {
 		return

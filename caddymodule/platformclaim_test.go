@@ -200,7 +200,7 @@ func TestPlatformsClaimAfterAFailedRead(t *testing.T) {
 		t.Fatalf("the second platform while the first's registry is down: %q", got)
 	}
 	first.flaky.down.Store(false)
-	if err := first.retry(); err != nil {
+	if err := first.watch.Retry(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(second.failure(issuer), first.cfg.name()) || storeOpen(second.dataFile(issuer)) {

@@ -90,9 +90,9 @@ func (e *platformSchool) status(ctx context.Context) (siteStatus, bool) {
 func (p *platform) health() ([]school.Health, platformSummary, bool) {
 	sum := platformSummary{Registry: p.cfg.describe(), MaxActive: p.max}
 	healthy := true
-	if f := p.registryErr.Load(); f != nil {
-		next := time.Unix(0, f.next.Load()).UTC()
-		sum.RegistryError, sum.NextTry, healthy = f.err.Error(), &next, false
+	if f := p.watch.Failure(); f != nil {
+		next := f.Next()
+		sum.RegistryError, sum.NextTry, healthy = f.Err.Error(), &next, false
 	}
 	if t := p.tables.state.Load(); t != nil {
 		sum.Schools, sum.Disabled = t.Len(), t.Disabled()
