@@ -21,9 +21,10 @@ import (
 // platform is a registry's schools in one config. The App's Start opens
 // the registry, reads its records (each an idle school: nothing is built)
 // and watches it; each change replaces the host table, so that requests
-// route without a lock and a change applies without a reload. Schools are
-// built by their first request (platformschool.go), at most max of them
-// at once.
+// route without a lock and a change applies without a reload (the
+// registry's watch, platform.Watch). Schools are built by their first
+// request (platform.School, through platformschool.go), at most max of
+// them at once.
 type platform struct {
 	cfg    PlatformRegistry
 	regKey string
@@ -190,7 +191,7 @@ func (p *platform) start() error {
 }
 
 // connect opens the registry, watches it and reads it into the first
-// table. Changes announced meanwhile wait for the table (changed).
+// table. Changes announced meanwhile wait for the table (platform.Watch).
 func (p *platform) connect() error {
 	ctx, cancel := context.WithTimeout(p.life, connectTimeout)
 	defer cancel()
