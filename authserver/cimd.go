@@ -113,7 +113,11 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*store.Client, 
 		got, existing, err := s.store.CreateClient(ctx, c, maxMetadataClients)
 		switch {
 		case errors.Is(err, store.ErrClientLimit):
-			return nil, metaErr(ReasonMetadataLimit, "this school has reached its limit of metadata-document clients")
+			// Fetched and accepted, the document is refused for the
+			// school's bound: the doctor says which.
+			const msg = "this school has reached its limit of metadata-document clients"
+			s.noteStep(StepMetadata, clip(id), "", ReasonMetadataLimit, "invalid_client_metadata", msg)
+			return nil, metaErr(ReasonMetadataLimit, msg)
 		case err != nil:
 			return nil, err
 		case !existing:

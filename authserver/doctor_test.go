@@ -229,3 +229,76 @@ func TestDoctorAcrossInstances(t *testing.T) {
 		t.Errorf("another instance after the flush: %q", got)
 	}
 }
+
+// TestDoctorNotesEveryRegistration: a registration that finds its client
+// (a configured integration by its name, an identical loopback one
+// repeated) went through the register step as much as one that creates
+// it, and the doctor says so.
+func TestDoctorNotesEveryRegistration(t *testing.T) {
+	const loopback = `{"client_name":"cli","redirect_uris":["http://127.0.0.1:8976/callback"]}`
+	cases := []struct {
+		name string
+		body []string
+		want func(m map[string]any) string // the client_id to look up
+	}{
+		{"a configured integration by its name", []string{`{"client_name":"Member App","redirect_uris":["` + memberRedirect + `"]}`},
+			func(map[string]any) string { return memberClient }},
+		{"a new loopback client", []string{loopback}, nil},
+		{"an identical loopback registration repeated", []string{loopback, loopback}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			var m map[string]any
+			for _, b := range tc.body {
+				var code int
+				if code, m = f.register("application/json", b); code != http.StatusCreated {
+					t.Fatalf("registration answered %d: %v", code, m)
+				}
+			}
+			id, _ := m["client_id"].(string)
+			if tc.want != nil {
+				id = tc.want(m)
+			}
+			rows, err := f.srv.ClientSteps(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int64
+			for _, r := range rows {
+				if r.Name == StepRegister && !r.Refused() {
+					n += r.Count
+				}
+			}
+			if n != int64(len(tc.body)) {
+				t.Errorf("register passed %d times for %s, want %d: %+v", n, id, len(tc.body), rows)
+			}
+		})
+	}
+}
+
+// fullStore is a store whose client limit is reached.
+type fullStore struct{ store.Store }
+
+func (fullStore) CreateClient(context.Context, *store.Client, int) (*store.Client, bool, error) {
+	return nil, false, store.ErrClientLimit
+}
+
+// TestDoctorNotesMetadataLimit: a metadata-document client refused
+// because the school has reached its limit of them is told apart from
+// the other refusals of its document.
+func TestDoctorNotesMetadataLimit(t *testing.T) {
+	f := newFixture(t)
+	d := newDocServer(t)
+	d.docs["/client.json"] = `{"client_id":"%s","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`
+	f.useMetadata(d, MetadataDocumentsConfig{AllowPrivateNetworks: true})
+	f.srv.store = fullStore{f.srv.store}
+	id := d.URL + "/client.json"
+	if rec := f.authorize(metadataAuthParams(id, "http://127.0.0.1:5000/cb", "openid"), "student"); rec.Code != http.StatusBadRequest {
+		t.Fatalf("authorize over the limit: %d %s", rec.Code, rec.Body)
+	}
+	got := lastRefusal(t, f, id)
+	if got == nil || got.Name != StepMetadata || got.Reason != ReasonMetadataLimit || got.Error != "invalid_client_metadata" {
+		t.Fatalf("noted %+v, want metadata/%s", got, ReasonMetadataLimit)
+	}
+}

@@ -131,6 +131,10 @@ func (s *Server) register(ctx context.Context, req *registration, addr string) (
 				return nil, "", errRedirect("redirect URI " + ru + " is not registered for " + v.Name)
 			}
 		}
+		// Found, not created: the step went through all the same, and
+		// the doctor's register row is what tells an operator the
+		// application got this far.
+		s.passed(StepRegister, v.ID, "configured integration")
 		return v, "", nil
 	}
 	if allLoopback(req.RedirectURIs) {
@@ -236,6 +240,7 @@ func (s *Server) registerLoopback(ctx context.Context, req *registration, addr s
 		if c, err := s.loopbackByKey(ctx, key); err != nil {
 			return nil, "", s.unavailable("registration", err)
 		} else if c != nil {
+			s.passed(StepRegister, c.ID, "again, same client")
 			return c, "", nil
 		}
 	}
