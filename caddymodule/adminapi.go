@@ -292,7 +292,7 @@ func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err 
 		case err != nil:
 			return nil, nil, err
 		case found:
-			return a.site, a.release, nil
+			return a.Built().site, a.Release, nil
 		case p.tables.state.Load() == nil:
 			unread = p
 		}

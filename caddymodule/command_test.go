@@ -116,8 +116,8 @@ func TestHealthReportPrintedWhenUnhealthy(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"healthy":true`) {
 		t.Fatalf("healthy: %v\n%s", err, out)
 	}
-	tp.registryErr.Store(&registryFailure{err: errRegistryDown})
-	defer tp.registryErr.Store(nil)
+	tp.watch.Failed(errRegistryDown)
+	defer func() { _ = tp.watch.Retry() }()
 	out, err = runCommand(t, "health", "--address", addr)
 	if err == nil || err.Error() != "the admin API answered Service Unavailable (HTTP 503)" ||
 		!strings.Contains(out, `"healthy":false`) || !strings.Contains(out, errRegistryDown.Error()) {

@@ -40,12 +40,12 @@ func BenchmarkPlatformLookup(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					e := lookupRequest(t, r)
-					a := e.active.Load()
-					if !a.acquire() {
+					a := e.Active()
+					if !a.Acquire() {
 						b.Fatal("not built")
 					}
-					a.hold.Touch(time.Now().UnixNano())
-					a.release()
+					a.Hold().Touch(time.Now().UnixNano())
+					a.Release()
 				}
 			})
 		}

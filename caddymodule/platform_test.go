@@ -372,7 +372,7 @@ func TestPlatformLetsGoOfLeastRecentlyUsed(t *testing.T) {
 		for _, s := range []string{"a", "b", "c"} {
 			e := tp.school("https://" + s + ".example")
 			open := storeOpen(tp.dataFile(e.rec.Issuer))
-			if open != e.isActive() {
+			if open != e.IsActive() {
 				t.Errorf("%s is %s with its store open %v", s, e.state(), open)
 			}
 			out = append(out, s+"="+e.state())
@@ -412,17 +412,17 @@ func TestPlatformKeepsBusySchool(t *testing.T) {
 		t.Fatalf("b: %q", got)
 	}
 	a, b := tp.school("https://a.example"), tp.school("https://b.example")
-	if !a.isActive() || !storeOpen(tp.dataFile(a.rec.Issuer)) {
+	if !a.IsActive() || !storeOpen(tp.dataFile(a.rec.Issuer)) {
 		t.Fatalf("a school with a request in flight was let go of: a %s", a.state())
 	}
-	if b.isActive() || storeOpen(tp.dataFile(b.rec.Issuer)) || tp.activeCount() != 1 {
+	if b.IsActive() || storeOpen(tp.dataFile(b.rec.Issuer)) || tp.activeCount() != 1 {
 		t.Errorf("past max_active, the school left idle was kept: b %s, %d active", b.state(), tp.activeCount())
 	}
 	release()
 	if rec := <-done; rec.Body.String() != "legacy https://a.example" {
 		t.Fatalf("a's request: %d %s", rec.Code, rec.Body)
 	}
-	if !a.isActive() || tp.activeCount() != 1 {
+	if !a.IsActive() || tp.activeCount() != 1 {
 		t.Errorf("a, within max_active, was let go of: %s, %d active", a.state(), tp.activeCount())
 	}
 }
@@ -438,7 +438,7 @@ func TestPlatformChangeRebuildsOneSchool(t *testing.T) {
 		tp.do(t, "https://"+s+".example"+discoveryPath)
 	}
 	oldA, b := tp.school("https://a.example"), tp.school("https://b.example")
-	oldSite, bSite := oldA.active.Load().site, b.active.Load().site
+	oldSite, bSite := oldA.Active().Built().site, b.Active().Built().site
 	release := tp.upstream.hold("https://a.example")
 	done := make(chan *httptest.ResponseRecorder)
 	go func() {
@@ -449,10 +449,10 @@ func TestPlatformChangeRebuildsOneSchool(t *testing.T) {
 	<-tp.upstream.entered
 	tp.put(t, "https://a.example", nil, `,"code_ttl":"30s"`)
 	newA := tp.school("https://a.example")
-	if newA == oldA || !newA.isActive() || newA.active.Load().site == oldSite {
+	if newA == oldA || !newA.IsActive() || newA.Active().Built().site == oldSite {
 		t.Fatalf("the changed school was not built anew: %s", newA.state())
 	}
-	if b.retired.Load() || tp.school("https://b.example") != b || b.active.Load().site != bSite {
+	if b.Retired() || tp.school("https://b.example") != b || b.Active().Built().site != bSite {
 		t.Error("the unchanged school was rebuilt")
 	}
 	if siteHeld(oldA.key) != 1 {
@@ -563,7 +563,7 @@ func TestPlatformFailureIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := tp.school("https://broken.example")
-	if !e.rebuild(e.failed.Load()) {
+	if !e.Rebuild(e.Failed()) {
 		t.Fatal("the repaired school did not build")
 	}
 	if got := issuerOf(tp.do(t, "https://broken.example"+discoveryPath)); got != "https://broken.example" {
@@ -583,9 +583,9 @@ func TestPlatformUnreadableRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp.platform.writeMu.Lock()
-	tp.platform.replace(rec.Issuer, &rec)
-	tp.platform.writeMu.Unlock()
+	tp.watch.Lock()
+	tp.watch.SetRecord(rec.Issuer, &rec)
+	tp.watch.Unlock()
 	for _, path := range []string{discoveryPath, "/courses"} {
 		rec := tp.do(t, "https://bad.example"+path)
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
@@ -614,7 +614,7 @@ func TestPlatformRegistryDown(t *testing.T) {
 			t.Errorf("before the registry was read: %d %v %s", rec.Code, rec.Header(), rec.Body)
 		}
 		tp.flaky.down.Store(false)
-		if err := tp.retry(); err != nil { // the background retry, run now
+		if err := tp.watch.Retry(); err != nil { // the background retry, run now
 			t.Fatal(err)
 		}
 		if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {
@@ -628,7 +628,7 @@ func TestPlatformRegistryDown(t *testing.T) {
 		tp.flaky.down.Store(true)
 		tp.put(t, "https://a.example", nil, `,"code_ttl":"30s"`) // announced, not readable
 		tp.put(t, "https://b.example", nil, "")
-		if tp.registryErr.Load() == nil {
+		if tp.watch.Failure() == nil {
 			t.Fatal("the failed read is not recorded")
 		}
 		if code, sum := platformHealth(t, tp); code != http.StatusServiceUnavailable || sum.RegistryError == "" || sum.NextTry == nil {
@@ -639,10 +639,10 @@ func TestPlatformRegistryDown(t *testing.T) {
 		}
 		checkNoSchool(t, "b", tp.do(t, "https://b.example"+discoveryPath))
 		tp.flaky.down.Store(false)
-		if err := tp.retry(); err != nil {
+		if err := tp.watch.Retry(); err != nil {
 			t.Fatal(err)
 		}
-		if tp.registryErr.Load() != nil || !strings.Contains(string(tp.school("https://a.example").rec.Config), "code_ttl") {
+		if tp.watch.Failure() != nil || !strings.Contains(string(tp.school("https://a.example").rec.Config), "code_ttl") {
 			t.Error("the change missed while the registry was down was not read")
 		}
 		if code, sum := platformHealth(t, tp); code != http.StatusOK || sum.RegistryError != "" {
@@ -785,7 +785,7 @@ func TestPlatformHealthCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := tp.school("https://f.example")
-	if !f.rebuild(f.failed.Load()) {
+	if !f.Rebuild(f.Failed()) {
 		t.Fatal("the failed school was not built again")
 	}
 	check("the failed school built again", platformSummary{Schools: 4, Active: 2, Disabled: 1})
@@ -828,7 +828,7 @@ func TestPlatformReloadHandsOver(t *testing.T) {
 	old := newTestPlatformIn(t, root, 10, records)
 	old.do(t, "https://a.example"+discoveryPath)
 	old.do(t, "https://b.example"+discoveryPath)
-	oldA := old.school("https://a.example").active.Load().site
+	oldA := old.school("https://a.example").Active().Built().site
 	prev := activeApp
 	activeApp = func() (any, error) { return old.app, nil } // the running config
 	t.Cleanup(func() { activeApp = prev })
@@ -836,7 +836,7 @@ func TestPlatformReloadHandsOver(t *testing.T) {
 		tp.put(t, "https://b.example", nil, `,"code_ttl":"30s"`) // changed by the reload
 	})
 	a := tp.school("https://a.example")
-	if !a.isActive() || a.active.Load().site != oldA {
+	if !a.IsActive() || a.Active().Built().site != oldA {
 		t.Fatalf("the school in use was not handed over: %s", a.state())
 	}
 	for _, issuer := range []string{"https://b.example", "https://c.example"} {
@@ -880,11 +880,11 @@ func TestPlatformPostgresSchools(t *testing.T) {
 	}
 	first := jwks("https://a.example")
 	a := tp.school("https://a.example")
-	if st := a.active.Load().stored; st.where != "postgres" {
+	if st := a.Active().Built().stored; st.where != "postgres" {
 		t.Fatalf("a is kept in %s", st.where)
 	}
 	jwks("https://b.example") // a is let go of
-	if a.isActive() {
+	if a.IsActive() {
 		t.Fatal("a was not let go of past max_active")
 	}
 	if again := jwks("https://a.example"); again != first {

@@ -42,15 +42,11 @@ func (p *platform) hold(header http.Header, issuer string) (a *activeSchool, fou
 			return nil, true, caddy.APIError{HTTPStatus: http.StatusConflict,
 				Err: fmt.Errorf("%s is disabled in the registry (%s): enable it first", issuer, p.cfg.describe())}
 		}
-		a := e.active.Load()
-		if a == nil || !a.acquire() {
-			var f *platformFailure
-			if a, f = e.activate(); f != nil {
-				return nil, true, unavailableSchool(header, f.failedSite)
-			}
+		a, f := e.Enter()
+		if f != nil {
+			return nil, true, unavailableSchool(header, f.failedSite)
 		}
 		if a != nil {
-			a.hold.Touch(time.Now().UnixNano())
 			return a, true, nil
 		}
 	}
@@ -73,8 +69,8 @@ func unavailableSchool(header http.Header, f *failedSite) error {
 // platform's registry has not been read: it may be there.
 func (p *platform) unreadRegistry(w http.ResponseWriter, issuer string) error {
 	retry := 1
-	if f := p.registryErr.Load(); f != nil {
-		retry = max(int((time.Until(time.Unix(0, f.next.Load()))+time.Second-1)/time.Second), 1)
+	if f := p.watch.Failure(); f != nil {
+		retry = f.RetryAfter()
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable,
@@ -111,8 +107,8 @@ func backupPlatforms(ctx context.Context, dir string) ([]backupResult, []backupS
 				skipped = append(skipped, backupSkip{Issuer: issuer, Reason: err.Error()})
 				continue
 			}
-			res, err := backupSite(ctx, a.site, filepath.Join(dir, backupName(issuer)))
-			a.release()
+			res, err := backupSite(ctx, a.Built().site, filepath.Join(dir, backupName(issuer)))
+			a.Release()
 			if err != nil {
 				return nil, nil, err
 			}

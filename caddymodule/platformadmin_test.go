@@ -74,7 +74,7 @@ func TestPlatformAdminOperations(t *testing.T) {
 	runningAs(t, tp.app)
 
 	ans := adminDo(t, handleMCPConnections, "/schoolgate/mcp-connections", `{"issuer":"HTTPS://A.Example:443/","enabled":true}`)
-	if ans.code != http.StatusOK || !tp.school("https://a.example").isActive() {
+	if ans.code != http.StatusOK || !tp.school("https://a.example").IsActive() {
 		t.Fatalf("an idle school's operation: %d %s, %s", ans.code, ans.body, tp.school("https://a.example").state())
 	}
 	if ans := adminDo(t, handleMCPConnections, "/schoolgate/mcp-connections?issuer=https://a.example", ""); ans.body != "{\"enabled\":true}\n" {
@@ -98,7 +98,7 @@ func TestPlatformAdminOperations(t *testing.T) {
 			t.Errorf("%s: Retry-After %q", tt.issuer, retry)
 		}
 	}
-	if tp.school("https://off.example").isActive() {
+	if tp.school("https://off.example").IsActive() {
 		t.Error("the disabled school was built")
 	}
 }
@@ -119,7 +119,7 @@ func TestPlatformAdminHoldsSchool(t *testing.T) {
 		t.Fatalf("b: %q", got)
 	}
 	a, b := tp.school("https://a.example"), tp.school("https://b.example")
-	if !a.isActive() || !storeOpen(tp.dataFile(a.rec.Issuer)) || b.isActive() {
+	if !a.IsActive() || !storeOpen(tp.dataFile(a.rec.Issuer)) || b.IsActive() {
 		t.Fatalf("past max_active, a held by an operation is %s and b, idle, is %s", a.state(), b.state())
 	}
 	if _, err := s.Auth().ListClients(t.Context()); err != nil {
@@ -127,7 +127,7 @@ func TestPlatformAdminHoldsSchool(t *testing.T) {
 	}
 	release()
 	tp.do(t, "https://b.example"+discoveryPath)
-	if a.isActive() || storeOpen(tp.dataFile(a.rec.Issuer)) || tp.activeCount() != 1 {
+	if a.IsActive() || storeOpen(tp.dataFile(a.rec.Issuer)) || tp.activeCount() != 1 {
 		t.Errorf("the school is still built after the operation: %s, %d active", a.state(), tp.activeCount())
 	}
 }
@@ -153,7 +153,7 @@ func TestPlatformCommandRotateKeys(t *testing.T) {
 		t.Fatalf("rotate-keys: %q (%v)", out, err)
 	}
 	tp.do(t, "https://b.example"+discoveryPath) // a is let go of
-	if tp.school("https://a.example").isActive() {
+	if tp.school("https://a.example").IsActive() {
 		t.Fatal("a was not let go of past max_active")
 	}
 	jwks := tp.do(t, "https://a.example/.well-known/jwks.json")

@@ -4,36 +4,24 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	platformcore "github.com/schoolgate/schoolgate/platform"
+	"github.com/schoolgate/schoolgate/registry"
 )
 
-// A school is one store. Two platforms of a config may each have a record
-// of one issuer (two registries, or one registry written two ways that
-// its key could not tell apart: one database by two host names), and
-// each would serve the school from its own store, with its own keys and
-// tokens. So one serves it: the platform ranked first by key (App's
-// platforms) with an enabled record of the issuer. The others' records
-// of it fail as a record of a site block's issuer does, with a reason
-// naming both registries, from the moment both are known: at the
-// registries' first read, and at every change of either. The ranking,
-// not who came first, decides, so that every start of the config and
-// every instance of it decide alike (Caddy provisions its servers in no
-// fixed order). A claim is an enabled record: a disabled one serves
-// nothing.
+// The claims between the config's platforms of one issuer, and of one
+// bbolt file. The rule (platform.Claimant): of the platforms with an
+// enabled record of an issuer, the first ranked by key (App's platforms)
+// serves it; the others' records fail as a record of a site block's
+// issuer does, with a reason naming both registries, from the moment both
+// are known: at the registries' first read, and at every change of either
+// (reclaim, platform.Renew). The ranking, not who came first, decides,
+// for Caddy provisions its servers in no fixed order.
 
 // claimant is the platform ranked first, before p, with an enabled
 // record of issuer; nil if none.
 func (p *platform) claimant(issuer string) *platform {
-	for _, q := range p.app.platformsNow() {
-		if q == p {
-			return nil
-		}
-		if t := q.tables.state.Load(); t != nil {
-			if e := t.School(issuer); e != nil && !e.rec.Disabled {
-				return q
-			}
-		}
-	}
-	return nil
+	return platformcore.Claimant(p.app.platformsNow(), p, (*platform).Table, issuer)
 }
 
 // claimed is why p's record of issuer is not used: q serves it.
@@ -60,7 +48,7 @@ func (p *platform) conflictOf(e *platformSchool) error {
 
 // claimsChanged tells the platforms ranked after p that p's records of
 // issuers changed (added, removed, enabled, disabled). The caller holds
-// p.writeMu: writeMu is taken in rank order only, so no two platforms
+// p.watch's lock: it is taken in rank order only, so no two platforms
 // wait for each other.
 func (p *platform) claimsChanged(issuers []string) {
 	if len(issuers) == 0 {
@@ -80,42 +68,32 @@ func (p *platform) claimsChanged(issuers []string) {
 // serves fails, and one that none serves any more is built by its next
 // request.
 func (p *platform) reclaim(issuers []string) {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
+	p.watch.Lock()
+	defer p.watch.Unlock()
 	p.reclaimLocked(issuers)
 }
 
-// reclaimLocked is reclaim for a caller holding p.writeMu.
+// reclaimLocked is reclaim for a caller holding p.watch's lock.
 func (p *platform) reclaimLocked(issuers []string) {
 	t := p.tables.state.Load()
-	if p.ended || t == nil {
+	if p.watch.Ended() || t == nil {
 		return
 	}
-	var next *hostTable
-	var renewed []*platformSchool
-	for _, issuer := range issuers {
-		old := t.School(issuer)
-		if old == nil || old.rec.Disabled || p.claimant(issuer) == old.claimedBy {
-			continue
-		}
-		if next == nil {
-			next = t.Clone()
-		}
-		e := p.newSchool(old.rec)
-		next.Remove(old)
-		next.Add(e)
-		renewed = append(renewed, old)
-		// A record that fails says why in fail's log.
+	stale := func(old *platformSchool) bool { return p.claimant(old.rec.Issuer) != old.claimedBy }
+	c := platformcore.Renew(t, issuers, stale, func(rec registry.Record) *platformSchool {
+		e := p.newSchool(rec)
+		// A record that fails says why in Fail's log.
 		if e.claimedBy == nil {
 			p.ctx.Slogger().Info("no other registry of the config serves the school any more; this record serves it",
-				"issuer", issuer, "registry", p.cfg.name())
+				"issuer", rec.Issuer, "registry", p.cfg.name())
 		}
-	}
-	if next == nil {
+		return e
+	})
+	if c.Next == nil {
 		return
 	}
-	p.tables.set(next)
-	for _, old := range renewed {
+	p.tables.set(c.Next)
+	for _, old := range c.Retired {
 		old.retire(false)
 	}
 }
@@ -123,7 +101,7 @@ func (p *platform) reclaimLocked(issuers []string) {
 // reclaimAll settles the claims of p's first table with the config's
 // other platforms: it renews those of p's schools whose claimant changed
 // while the table was being read, and tells the platforms ranked after p
-// of every issuer p has. The caller holds p.writeMu.
+// of every issuer p has. The caller holds p.watch's lock.
 func (p *platform) reclaimAll() {
 	if len(p.app.platformsNow()) < 2 {
 		return
@@ -153,7 +131,7 @@ func (p *platform) claimFile(e *platformSchool, path string) error {
 	for _, q := range all {
 		other := q.dataFiles[path]
 		switch {
-		case other == nil || other == e || other.retired.Load():
+		case other == nil || other == e || other.Retired():
 		case q != p && other.rec.Issuer == e.rec.Issuer:
 			return p.claimed(q, e.rec.Issuer)
 		case q != p:

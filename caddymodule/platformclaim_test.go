@@ -67,7 +67,7 @@ func newTestPlatforms(t *testing.T, n int, before ...func([]*testPlatform)) []*t
 
 // failure is why a platform's school of issuer is failed, "" if it is not.
 func (tp *testPlatform) failure(issuer string) string {
-	if f := tp.school(issuer).failed.Load(); f != nil {
+	if f := tp.school(issuer).Failed(); f != nil {
 		return f.failure.Load().Error()
 	}
 	return ""
@@ -200,7 +200,7 @@ func TestPlatformsClaimAfterAFailedRead(t *testing.T) {
 		t.Fatalf("the second platform while the first's registry is down: %q", got)
 	}
 	first.flaky.down.Store(false)
-	if err := first.retry(); err != nil {
+	if err := first.watch.Retry(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(second.failure(issuer), first.cfg.name()) || storeOpen(second.dataFile(issuer)) {
@@ -360,7 +360,7 @@ func TestPlatformSchoolHeldByAnotherProcess(t *testing.T) {
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if e := tp.school(issuer); !e.rebuild(e.failed.Load()) {
+	if e := tp.school(issuer); !e.Rebuild(e.Failed()) {
 		t.Fatal("the school was not built once the other process let go of its file")
 	}
 	if got := issuerOf(tp.do(t, "https://shared.example"+discoveryPath)); got != issuer {

@@ -32,7 +32,7 @@ func TestPlatformSiteBlockWins(t *testing.T) {
 	runningAs(t, tp.app)
 
 	e := tp.school(ts.g.Issuer)
-	if f := e.failed.Load(); e.state() != "failed" || !strings.Contains(f.failure.Load().Error(), "school_gateway site block") {
+	if f := e.Failed(); e.state() != "failed" || !strings.Contains(f.failure.Load().Error(), "school_gateway site block") {
 		t.Fatalf("the record of a site block's issuer is %s", e.state())
 	}
 	for _, url := range []string{"https://www.school.example/courses", "https://www.school.example" + discoveryPath} {
@@ -52,7 +52,7 @@ func TestPlatformSiteBlockWins(t *testing.T) {
 	if rec := tp.do(t, "https://twin.example"+discoveryPath); rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("a record on a site block's data directory: %d %s", rec.Code, rec.Body)
 	}
-	if f := tp.school("https://twin.example").failed.Load(); f == nil || !strings.Contains(f.failure.Load().Error(), "site block of https://other.example") {
+	if f := tp.school("https://twin.example").Failed(); f == nil || !strings.Contains(f.failure.Load().Error(), "site block of https://other.example") {
 		t.Errorf("a record on a site block's data directory is %s", tp.school("https://twin.example").state())
 	}
 	if got := issuerOf(tp.do(t, "https://good.example"+discoveryPath)); got != "https://good.example" {

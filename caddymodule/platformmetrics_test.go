@@ -46,7 +46,7 @@ func TestPlatformMetricsOfRemovedSchool(t *testing.T) {
 			t.Fatalf("%s counts nothing", s)
 		}
 	}
-	if tp.school("https://a.example").isActive() {
+	if tp.school("https://a.example").IsActive() {
 		t.Fatal("a was not let go of past max_active")
 	}
 	c := tp.put(t, "https://c.example", nil, `,"code_ttl":"30s"`)
@@ -68,7 +68,7 @@ func TestPlatformMetricsOfRemovedSchool(t *testing.T) {
 		tp.serve(httptest.NewRecorder(), platformRequest("https://d.example/courses"))
 	}()
 	<-tp.upstream.entered
-	d := tp.school("https://d.example").active.Load()
+	d := tp.school("https://d.example").Active().Built()
 	for _, s := range []string{"a", "c", "d"} {
 		if err := tp.reg.Remove(t.Context(), "https://"+s+".example"); err != nil {
 			t.Fatal(err)

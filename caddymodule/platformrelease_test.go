@@ -58,7 +58,7 @@ func TestPlatformReleasesProxies(t *testing.T) {
 	if err := os.Remove(filepath.Join(broken, "school.db")); err != nil {
 		t.Fatal(err)
 	}
-	if e := tp.school("https://failed.example"); !e.rebuild(e.failed.Load()) {
+	if e := tp.school("https://failed.example"); !e.Rebuild(e.Failed()) {
 		t.Fatal("the repaired school did not build")
 	}
 	check("a failed school rebuilt", map[string]int{"https://failed.example": 1})

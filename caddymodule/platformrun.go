@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -22,9 +21,10 @@ import (
 // platform is a registry's schools in one config. The App's Start opens
 // the registry, reads its records (each an idle school: nothing is built)
 // and watches it; each change replaces the host table, so that requests
-// route without a lock and a change applies without a reload. Schools are
-// built by their first request (platformschool.go), at most max of them
-// at once.
+// route without a lock and a change applies without a reload (the
+// registry's watch, platform.Watch). Schools are built by their first
+// request (platform.School, through platformschool.go), at most max of
+// them at once.
 type platform struct {
 	cfg    PlatformRegistry
 	regKey string
@@ -52,15 +52,12 @@ type platform struct {
 	life context.Context
 	end  context.CancelFunc
 
-	// writeMu orders the table's writers: the start, the changes, the
-	// end. Under it: reg, unwatch, pending, ended.
-	writeMu sync.Mutex
+	// watch keeps the table to the registry (platform.Watch); its lock
+	// orders the table's writers: the start, the changes, the end, the
+	// claims. Under it: reg, unwatch.
+	watch   *platformcore.Watch[*platformSchool]
 	reg     *openedRegistry
 	unwatch func()
-	// pending are the changes announced before the first table was
-	// built, applied once it is.
-	pending []registry.Change
-	ended   bool
 
 	// built are the schools built, at most max of them (max_active).
 	built *platformcore.Bound[*activeSchool]
@@ -74,17 +71,6 @@ type platform struct {
 	// records naming one data directory would mix two schools in one
 	// file.
 	dataFiles map[string]*platformSchool
-	// registryErr is why the registry could not be read last, nil once
-	// it could; retrying is set while a retry is scheduled.
-	registryErr atomic.Pointer[registryFailure]
-	retrying    atomic.Bool
-}
-
-// registryFailure is a failed read of the registry.
-type registryFailure struct {
-	err   error
-	since time.Time
-	next  atomic.Int64 // the next try, Unix nanoseconds
 }
 
 // openedRegistry is an opened registry, where it keeps its schools, and
@@ -102,6 +88,12 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 		built: platformcore.NewBound[*activeSchool](h.MaxActive), failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
+	p.watch = platformcore.NewWatch[*platformSchool](p, platformcore.WatchConfig{
+		Life: life, Log: ctx.Slogger(), Name: h.Registry.describe(), Timeout: storeCallTimeout,
+		First: firstRebuild, Last: lastRebuild,
+		Schedule: func(c context.Context, first time.Duration, fn func(context.Context) time.Duration) {
+			background.Add(c, first, fn)
+		}})
 	return p
 }
 
@@ -171,12 +163,11 @@ func writeNoSchool(w http.ResponseWriter) error {
 // writeNoTable answers a request before the registry was read: 503 while
 // the config starts, or until the registry can be read.
 func (p *platform) writeNoTable(w http.ResponseWriter) error {
-	f := p.registryErr.Load()
+	f := p.watch.Failure()
 	if f == nil {
 		return writeStarting(w)
 	}
-	left := time.Until(time.Unix(0, f.next.Load()))
-	return school.WriteTemporarilyUnavailable(w, max(int((left+time.Second-1)/time.Second), 1),
+	return school.WriteTemporarilyUnavailable(w, f.RetryAfter(),
 		"the schools of this server cannot be read now; try again shortly")
 }
 
@@ -194,13 +185,13 @@ func (p *platform) start() error {
 	}
 	p.ctx.Slogger().Error("the platform's registry could not be read; its schools answer 503 until it can",
 		"registry", p.cfg.describe(), "error", err, "next_try", firstRebuild)
-	p.registryFailed(err)
+	p.watch.Failed(err)
 	p.tables.end()
 	return nil
 }
 
 // connect opens the registry, watches it and reads it into the first
-// table. Changes announced meanwhile wait for the table (changed).
+// table. Changes announced meanwhile wait for the table (platform.Watch).
 func (p *platform) connect() error {
 	ctx, cancel := context.WithTimeout(p.life, connectTimeout)
 	defer cancel()
@@ -208,7 +199,7 @@ func (p *platform) connect() error {
 	if err != nil {
 		return err
 	}
-	unwatch := reg.Watch(p.changed)
+	unwatch := reg.Watch(p.watch.Changed)
 	records, err := reg.List(ctx)
 	if err != nil {
 		unwatch()
@@ -219,22 +210,16 @@ func (p *platform) connect() error {
 	for _, rec := range records {
 		t.Add(p.newSchool(rec))
 	}
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	if p.ended {
+	p.watch.Lock()
+	defer p.watch.Unlock()
+	if p.watch.Ended() {
 		unwatch()
 		_ = reg.release()
 		return errors.New("the platform ended")
 	}
 	p.reg, p.unwatch = reg, unwatch
-	p.registryErr.Store(nil)
-	p.tables.set(t)
 	p.ctx.Slogger().Info("the platform's registry is read", "registry", p.cfg.describe(), "schools", t.Len())
-	pending := p.pending
-	p.pending = nil
-	for _, c := range pending {
-		p.apply(c)
-	}
+	p.watch.Start(reg.Registry, t)
 	p.reclaimAll()
 	p.handOver()
 	return nil
@@ -263,7 +248,7 @@ func (p *platform) runningTwin() *platform {
 // built and whose record is unchanged: they keep their state (the site
 // pool hands it over), so that a reload does not turn every school in use
 // idle. The cost is the number of schools in use. The caller holds
-// writeMu.
+// the watch's lock.
 func (p *platform) handOver() {
 	prev := p.runningTwin()
 	if prev == nil {
@@ -272,12 +257,12 @@ func (p *platform) handOver() {
 	built := prev.built.All()
 	used := make(map[*platformSchool]int64, len(built))
 	for _, a := range built {
-		used[a.school] = a.hold.Used()
+		used[a.Built().school] = a.Hold().Used()
 	}
 	t := p.tables.state.Load()
 	for old, at := range used {
 		if e := t.School(old.rec.Issuer); e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
-			e.warm(at)
+			e.Warm(at)
 		}
 	}
 }
@@ -299,15 +284,15 @@ func (p *platform) release() error {
 // every school is retired (let go of after its last request), and the
 // registry is let go of.
 func (p *platform) stop() error {
-	p.writeMu.Lock()
-	p.ended = true
+	p.watch.Lock()
+	p.watch.End()
 	reg, unwatch := p.reg, p.unwatch
-	p.writeMu.Unlock()
+	p.watch.Unlock()
 	p.end()
 	p.tables.end()
 	if unwatch != nil {
-		// Outside writeMu: a registry's stop may wait for a change being
-		// announced, which waits for writeMu.
+		// Outside the watch's lock: a registry's stop may wait for a change being
+		// announced, which waits for the lock.
 		unwatch()
 	}
 	if t := p.tables.state.Load(); t != nil {
@@ -327,11 +312,10 @@ func (p *platform) stop() error {
 // and the health check report it before any request.
 func (p *platform) newSchool(rec registry.Record) *platformSchool {
 	e := &platformSchool{p: p, rec: rec}
+	e.School = platformcore.NewSchool(e, p.built)
 	if !rec.Disabled {
 		if err := p.conflictOf(e); err != nil {
-			e.mu.Lock()
-			e.fail(err)
-			e.mu.Unlock()
+			e.Refuse(err)
 		}
 	}
 	return e

@@ -16,38 +16,31 @@ import (
 	"github.com/schoolgate/schoolgate/school"
 )
 
-// A platform school is idle (its record only) until its first request
-// builds it, as a site block's school is built (newSite, the site and
-// store pools): it is then active, with its store open and its keys
-// loaded. It goes back to idle when the platform lets go of it, the least
-// recently used first, to keep at most max_active built; a changed or
-// removed record retires it. Either way a request in flight finishes on
-// the school it started on, and the store is released after the last
-// one (activeSchool).
+// A platform school is a lazily built, reference-counted school
+// (platform.School), which this adapter builds as a site block's school
+// is built (newSite, the site and store pools): its store opened, its
+// keys loaded, the proxy to its legacy server held. The platform lets go
+// of it past max_active, or when its record changes or is removed, after
+// its last request (LetGo).
 
-// platformSchool is one record of the registry as the platform serves it.
-// A changed record is a new platformSchool, which replaces the old one in
-// the table; the old one is retired.
+// platformSchool is one record of the registry as the platform serves it,
+// and its builder (platform.Builder). A changed record is a new
+// platformSchool, which replaces the old one in the table; the old one
+// is retired.
 type platformSchool struct {
+	*platformcore.School[builtSchool, platformFailure]
 	p   *platform
 	rec registry.Record
 
-	// active is the built school, nil while idle.
-	active atomic.Pointer[activeSchool]
-	// failed is the stand-in of a school that could not be built, which
-	// is built again in the background (rebuilds); nil otherwise.
-	failed atomic.Pointer[platformFailure]
-	// retired is set once the record changed or was removed, or the
-	// platform ended: nothing is built for it any more. removed is set
-	// first for a record removed: its metric series go once its last
-	// request is out.
-	retired atomic.Bool
+	// removed is set for a record removed, before it is retired: its
+	// metric series go once its last request is out.
 	removed atomic.Bool
 
-	// mu makes one build at a time: concurrent first requests wait for
-	// it and share what it built.
-	mu sync.Mutex
-	// What the first build prepared from the record, under mu: the
+	// prep guards what the first build prepared (prepare): concurrent
+	// builds are one at a time already, but the usage API prepares
+	// without building.
+	prep sync.Mutex
+	// What the first build prepared from the record, under prep: the
 	// school's configuration and its key in the site pool. The proxy to
 	// its legacy server is held by what serves (activeSchool,
 	// platformFailure), and let go of with it.
@@ -93,76 +86,19 @@ func (f *platformFailure) serveFailed(w http.ResponseWriter, r *http.Request) er
 	return f.serve(w, r, f.next)
 }
 
-// activeSchool is a built school and the requests in flight in it. Its
-// hold counts them; its closed bit, once set, lets no request in, and the
-// school is let go of (its store released, its background work ended)
-// when the count reaches zero under it: a request never meets a closed
-// store.
-type activeSchool struct {
+// activeSchool is a built school and the requests in flight in it
+// (platform.Active): a request never meets a closed store.
+type activeSchool = platformcore.Active[builtSchool, platformFailure]
+
+// builtSchool is what a build made of a platform school: its state from
+// the site pool and its hold on the proxy to its legacy server.
+type builtSchool struct {
 	*site
 	school *platformSchool
 	next   caddyhttp.Handler
 	// releaseNext lets go of next, the school's hold on its proxy.
 	releaseNext func()
-	// hold counts the requests in flight and closes the school
-	// (package platform); unload lets go of it once.
-	hold   platformcore.Hold
-	unload sync.Once
 }
-
-// Hold is the school's hold, as the platform's bound counts it.
-func (a *activeSchool) Hold() *platformcore.Hold { return &a.hold }
-
-// acquire lets a request in, unless the school is closed.
-func (a *activeSchool) acquire() bool {
-	ok, letGo := a.hold.Acquire()
-	if letGo {
-		a.letGo()
-	}
-	return ok
-}
-
-// release lets a request out; the last one out of a closed school lets go
-// of it. Past max_active with no idle school to let go of at the last
-// activation, the last request out of this one makes room.
-func (a *activeSchool) release() {
-	switch letGo, idle := a.hold.Release(); {
-	case letGo:
-		a.letGo()
-	case idle && a.school.p.built.Over():
-		a.school.p.trim()
-	}
-}
-
-// close lets no further request in; the school is let go of after the
-// last one in flight (now, if none is).
-func (a *activeSchool) close() {
-	if a.hold.Close() {
-		a.letGo()
-	}
-}
-
-// letGo releases the school, once: the platform stops counting it, the
-// site pool lets go of its state (store, keys, MCP server, background
-// work) when no config has it any more, and the proxy pool its proxy when
-// no school has it.
-func (a *activeSchool) letGo() {
-	a.unload.Do(func() {
-		e := a.school
-		e.p.forget(a)
-		e.active.CompareAndSwap(a, nil)
-		if err := releaseSite(e.key); err != nil {
-			e.p.ctx.Slogger().Error("letting go of a school", "issuer", e.rec.Issuer, "error", err)
-		}
-		a.releaseNext()
-		if e.removed.Load() {
-			e.p.forgetMetrics(e.rec.Issuer)
-		}
-	})
-}
-
-// closed reports whether the school lets requests in no more.
-func (a *activeSchool) closed() bool { return a.hold.Closed() }
 
 // errRetired is a request that met a school whose record was replaced
 // after the request found it: the current table has what serves.
@@ -171,69 +107,22 @@ var errRetired = errors.New("the school's record was replaced")
 // serve answers a request of the school, building it first if it is
 // idle.
 func (e *platformSchool) serve(w http.ResponseWriter, r *http.Request) error {
-	a := e.active.Load()
-	if a == nil || !a.acquire() {
-		var f *platformFailure
-		if a, f = e.activate(); a == nil {
-			if f == nil {
-				return errRetired
-			}
-			return f.serveFailed(w, r)
+	a, f := e.Enter()
+	if a == nil {
+		if f == nil {
+			return errRetired
 		}
+		return f.serveFailed(w, r)
 	}
-	defer a.release()
-	a.hold.Touch(time.Now().UnixNano())
-	return handlerError(a.Serve(w, r, a.next))
+	defer a.Release()
+	b := a.Built()
+	return handlerError(b.Serve(w, r, b.next))
 }
 
-// activate returns the built school with the caller's request let in,
-// building it if need be; or the stand-in of a school that failed; or
-// neither for a retired one.
-func (e *platformSchool) activate() (*activeSchool, *platformFailure) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.retired.Load() {
-		return nil, nil
-	}
-	if a := e.active.Load(); a != nil && a.acquire() {
-		return a, nil
-	}
-	if f := e.failed.Load(); f != nil {
-		return nil, f
-	}
-	a, err := e.build()
-	if err != nil {
-		return nil, e.fail(err)
-	}
-	a.hold.Start()
-	e.install(a)
-	return a, nil
-}
-
-// warm builds the school without a request, unless it is built or
-// failed: a changed record of a school in use, or one a reload hands on.
-func (e *platformSchool) warm(used int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.retired.Load() || e.failed.Load() != nil {
-		return
-	}
-	if a := e.active.Load(); a != nil && !a.closed() {
-		return
-	}
-	a, err := e.build()
-	if err != nil {
-		e.fail(err)
-		return
-	}
-	a.hold.Touch(used)
-	e.install(a)
-}
-
-// build builds the school as a site block's is built: its store opened
-// (or shared with a config that has it), its keys loaded. The caller
-// holds e.mu.
-func (e *platformSchool) build() (*activeSchool, error) {
+// Build builds the school as a site block's is built: its store opened
+// (or shared with a config that has it), its keys loaded. One build at a
+// time (platform.School).
+func (e *platformSchool) Build() (*builtSchool, error) {
 	if err := e.prepare(); err != nil {
 		return nil, err
 	}
@@ -254,16 +143,29 @@ func (e *platformSchool) build() (*activeSchool, error) {
 		// This config serves its own metrics registry.
 		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), e.g.Issuer))
 	}
-	a := &activeSchool{site: s, school: e, next: next, releaseNext: releaseNext}
-	a.hold.Touch(time.Now().UnixNano())
-	return a, nil
+	return &builtSchool{site: s, school: e, next: next, releaseNext: releaseNext}, nil
+}
+
+// LetGo releases the built school: the site pool lets go of its state
+// (store, keys, MCP server, background work) when no config has it any
+// more, and the proxy pool its proxy when no school has it.
+func (e *platformSchool) LetGo(b *builtSchool) {
+	if err := releaseSite(e.key); err != nil {
+		e.p.ctx.Slogger().Error("letting go of a school", "issuer", e.rec.Issuer, "error", err)
+	}
+	b.releaseNext()
+	if e.removed.Load() {
+		e.p.forgetMetrics(e.rec.Issuer)
+	}
 }
 
 // prepare reads the record as a school's configuration and places its
 // state where the registry keeps it, then reads its admin OpenAPI file,
 // once: what was prepared stays for the next build, and for the stand-in
-// of a school that fails (its legacy server). The caller holds e.mu.
+// of a school that fails (its legacy server).
 func (e *platformSchool) prepare() error {
+	e.prep.Lock()
+	defer e.prep.Unlock()
 	if e.g == nil {
 		g, err := recordGateway(&e.rec)
 		if err != nil {
@@ -293,24 +195,14 @@ func (e *platformSchool) prepare() error {
 	return nil
 }
 
-// install makes a the school's built state. The caller holds e.mu.
-func (e *platformSchool) install(a *activeSchool) {
-	e.active.Store(a)
-	e.p.activated(a)
-	// A retire that ran while this was built closes it here (retire
-	// sets retired, then closes what is active).
-	if e.retired.Load() {
-		a.close()
-	}
-}
-
-// fail makes the school answer through its stand-in and schedules its
-// rebuilds, unless a stand-in serves already. The caller holds e.mu.
-func (e *platformSchool) fail(err error) *platformFailure {
+// Fail makes the school's stand-in and schedules its rebuilds.
+func (e *platformSchool) Fail(err error) *platformFailure {
 	lf := school.AsBuildError(err, "its configuration could not be used")
 	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
 		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
+	e.prep.Lock()
 	g := e.g
+	e.prep.Unlock()
 	var next caddyhttp.Handler
 	var releaseNext func()
 	if g == nil {
@@ -324,13 +216,8 @@ func (e *platformSchool) fail(err error) *platformFailure {
 	}
 	life, stop := context.WithCancel(e.p.life)
 	f := &platformFailure{failedSite: newFailedSite(g, lf), next: next, releaseNext: releaseNext, stop: stop}
-	e.failed.Store(f)
 	e.p.noteFailing(e, true)
 	e.scheduleRebuilds(life, f)
-	if e.retired.Load() {
-		f.end() // retire ran meanwhile (retire)
-		e.p.noteFailing(e, false)
-	}
 	return f
 }
 
@@ -340,7 +227,7 @@ func (e *platformSchool) fail(err error) *platformFailure {
 func (e *platformSchool) scheduleRebuilds(life context.Context, f *platformFailure) {
 	delay := firstRebuild
 	background.Add(life, delay, func(context.Context) time.Duration {
-		if e.rebuild(f) {
+		if e.Rebuild(f) {
 			return 0
 		}
 		delay = min(delay*2, lastRebuild)
@@ -349,65 +236,39 @@ func (e *platformSchool) scheduleRebuilds(life context.Context, f *platformFailu
 	})
 }
 
-// rebuild builds the failed school once and reports whether its rebuilds
-// are over: it is built, or retired.
-func (e *platformSchool) rebuild(f *platformFailure) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.retired.Load() {
-		return true
-	}
-	a, err := e.build()
-	if err != nil {
-		f.failure.Store(school.AsBuildError(err, "its configuration could not be used"))
-		e.p.ctx.Slogger().Warn("a school of the platform still fails to load; it is tried again later",
-			"issuer", e.rec.Issuer, "error", err)
-		return false
-	}
-	e.failed.Store(nil)
-	e.p.noteFailing(e, false)
-	f.end()
-	e.install(a)
-	e.p.ctx.Slogger().Info("a school of the platform failed to load before and serves now", "issuer", e.rec.Issuer)
-	return true
+// StillFailing records why a rebuild failed.
+func (e *platformSchool) StillFailing(f *platformFailure, err error) {
+	f.failure.Store(school.AsBuildError(err, "its configuration could not be used"))
+	e.p.ctx.Slogger().Warn("a school of the platform still fails to load; it is tried again later",
+		"issuer", e.rec.Issuer, "error", err)
 }
 
-// retire ends the school's part in the platform: no request is let in
-// any more, and its state is let go of after the last one in flight; so
-// are its metric series if its record was removed.
+// EndFailure lets go of the stand-in: a rebuild built the school, or it
+// was retired.
+func (e *platformSchool) EndFailure(f *platformFailure, rebuilt bool) {
+	e.p.noteFailing(e, false)
+	f.end()
+	if rebuilt {
+		e.p.ctx.Slogger().Info("a school of the platform failed to load before and serves now", "issuer", e.rec.Issuer)
+	}
+}
+
+// retire ends the school's part in the platform (platform.School.Retire),
+// and its metric series if its record was removed.
 func (e *platformSchool) retire(removed bool) {
 	if removed {
 		e.removed.Store(true)
 		e.p.forgetMetrics(e.rec.Issuer)
 	}
-	e.retired.Store(true)
-	if a := e.active.Load(); a != nil {
-		a.close()
-	}
+	e.Retire()
 	e.p.releaseData(e)
 	e.p.noteFailing(e, false)
-	// A stand-in installed by a build that ran meanwhile ends here or
-	// in fail, which reads retired after it installed it.
-	if f := e.failed.Load(); f != nil {
-		f.end()
-	}
 }
 
 // state names what the school is now, for the admin API.
 func (e *platformSchool) state() string {
-	switch {
-	case e.rec.Disabled:
+	if e.rec.Disabled {
 		return "disabled"
-	case e.failed.Load() != nil:
-		return "failed"
-	case e.isActive():
-		return "active"
 	}
-	return "idle"
-}
-
-// isActive reports whether the school is built and lets requests in.
-func (e *platformSchool) isActive() bool {
-	a := e.active.Load()
-	return a != nil && !a.closed()
+	return e.State()
 }

@@ -55,7 +55,7 @@ func (p *platform) statuses(ctx context.Context) []siteStatus {
 		st, ok := e.status(ctx)
 		if !ok {
 			st = siteStatus{Issuer: e.rec.Issuer, State: e.state(), KeyIDs: []string{}}
-			if f := e.failed.Load(); f != nil {
+			if f := e.Failed(); f != nil {
 				next := f.nextTry()
 				st.State, st.Reason, st.Since, st.NextTry = "failed", f.failure.Load().Error(), f.since, &next
 			}
@@ -68,12 +68,12 @@ func (p *platform) statuses(ctx context.Context) []siteStatus {
 
 // status describes a built school, reporting whether it is built.
 func (e *platformSchool) status(ctx context.Context) (siteStatus, bool) {
-	a := e.active.Load()
-	if a == nil || !a.acquire() {
+	a := e.Active()
+	if a == nil || !a.Acquire() {
 		return siteStatus{}, false
 	}
-	defer a.release()
-	st := a.site.status(ctx)
+	defer a.Release()
+	st := a.Built().status(ctx)
 	st.State = "active"
 	return st, true
 }
@@ -90,9 +90,9 @@ func (e *platformSchool) status(ctx context.Context) (siteStatus, bool) {
 func (p *platform) health() ([]school.Health, platformSummary, bool) {
 	sum := platformSummary{Registry: p.cfg.describe(), MaxActive: p.max}
 	healthy := true
-	if f := p.registryErr.Load(); f != nil {
-		next := time.Unix(0, f.next.Load()).UTC()
-		sum.RegistryError, sum.NextTry, healthy = f.err.Error(), &next, false
+	if f := p.watch.Failure(); f != nil {
+		next := f.Next()
+		sum.RegistryError, sum.NextTry, healthy = f.Err.Error(), &next, false
 	}
 	if t := p.tables.state.Load(); t != nil {
 		sum.Schools, sum.Disabled = t.Len(), t.Disabled()
@@ -106,7 +106,7 @@ func (p *platform) health() ([]school.Health, platformSummary, bool) {
 	p.mu.Unlock()
 	var out []school.Health
 	for _, e := range failing {
-		if f := e.failed.Load(); f != nil {
+		if f := e.Failed(); f != nil {
 			out = append(out, school.Health{Issuer: e.rec.Issuer, Store: "failed to load: " + f.failure.Load().Error(),
 				Keys: "not loaded", Catalog: "not loaded"})
 		}
@@ -114,3 +114,20 @@ func (p *platform) health() ([]school.Health, platformSummary, bool) {
 	sum.Failed = len(out)
 	return out, sum, healthy
 }
+
+// noteFailing adds e to the failing schools, or takes it out: once it is
+// built, or retired. A failure and a retire running at once leave it out
+// (platform.School's fail reads retired after it adds e; Retire sets it
+// before e is taken out).
+func (p *platform) noteFailing(e *platformSchool, failing bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if failing {
+		p.failing[e] = struct{}{}
+	} else {
+		delete(p.failing, e)
+	}
+}
+
+// activeCount is how many schools are built now.
+func (p *platform) activeCount() int { return p.built.Len() }

@@ -336,12 +336,13 @@ func describePlatforms(ps []*platform) string {
 
 // writable is the platform's registry once it was read.
 func (p *platform) writable() (registry.Registry, error) {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	if p.reg == nil || p.ended {
+	p.watch.Lock()
+	defer p.watch.Unlock()
+	reg := p.watch.Registry()
+	if reg == nil {
 		return nil, errors.New("the registry is not read")
 	}
-	return p.reg.Registry, nil
+	return reg, nil
 }
 
 // validator is the platform's registry's Validator.
@@ -356,9 +357,8 @@ func (p *platform) validator() registry.Validator {
 // read (yet): Retry-After is its next try.
 func writeRegistryDown(w http.ResponseWriter, p *platform) error {
 	after := 1
-	if f := p.registryErr.Load(); f != nil {
-		left := time.Until(time.Unix(0, f.next.Load()))
-		after = max(int((left+time.Second-1)/time.Second), 1)
+	if f := p.watch.Failure(); f != nil {
+		after = f.RetryAfter()
 	}
 	return school.WriteTemporarilyUnavailable(w, after,
 		"the registry "+p.cfg.describe()+" cannot be read now; try again shortly")
@@ -379,7 +379,7 @@ func (e *platformSchool) view() schoolView {
 	if v.Hosts == nil {
 		v.Hosts = []string{}
 	}
-	if f := e.failed.Load(); f != nil && v.State == "failed" {
+	if f := e.Failed(); f != nil && v.State == "failed" {
 		next := f.nextTry()
 		v.Reason, v.NextTry = f.failure.Load().Error(), &next
 	}

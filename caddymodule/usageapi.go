@@ -195,10 +195,10 @@ func usageOf(ctx context.Context, w http.ResponseWriter, issuer string) (*store.
 		if e == nil {
 			continue
 		}
-		if a := e.active.Load(); a != nil && a.acquire() {
-			defer a.release()
-			u, err := a.Usage(ctx)
-			return unreadable(a.log, issuer, u, err)
+		if a := e.Active(); a != nil && a.Acquire() {
+			defer a.Release()
+			u, err := a.Built().Usage(ctx)
+			return unreadable(a.Built().log, issuer, u, err)
 		}
 		return e.storedUsage(ctx)
 	}
@@ -212,10 +212,10 @@ func usageOf(ctx context.Context, w http.ResponseWriter, issuer string) (*store.
 // store alone: its bbolt file if it has one (none: it never served), or
 // its database's rows.
 func (e *platformSchool) storedUsage(ctx context.Context) (*store.Usage, error) {
-	e.mu.Lock()
 	err := e.prepare()
+	e.prep.Lock()
 	g := e.g
-	e.mu.Unlock()
+	e.prep.Unlock()
 	if err != nil {
 		return nil, caddy.APIError{HTTPStatus: http.StatusConflict,
 			Err: fmt.Errorf("%s: its record cannot be used (%v), so where its usage is kept is not known", e.rec.Issuer, err)}

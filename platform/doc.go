@@ -1,10 +1,13 @@
 // Package platform is the Caddy-free part of a platform of schools
 // (school_platform): what keeps thousands of schools of a registry served
-// by one handler, whatever builds each school. So far it holds how a
-// built school is held and let go of: a Hold counts the requests in
-// flight in it and closes it, so that a request never meets a school let
-// go of, and a Bound keeps at most max_active schools built, letting go
-// of the least recently used idle ones first. The adapter (caddymodule)
-// builds the schools and lets go of their state (store, proxy) when
-// these say so.
+// by one handler, whatever builds each school. A School is one record's
+// school, built by its first request through a Builder (the adapter,
+// caddymodule, implements it: a store opened, keys loaded, the proxy to
+// the legacy server held), answering through the Builder's stand-in
+// while it cannot be built and rebuilt in the background, and retired
+// when its record changes. A Hold counts the requests in flight in a
+// built school and closes it, so that a request never meets a school let
+// go of; a Bound keeps at most max_active schools built, letting go of
+// the least recently used idle ones first; a Table routes a request's
+// host to its school; a Watch keeps the table to the registry's changes.
 package platform
