@@ -10,6 +10,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/schoolgate/schoolgate/schooltest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/schoolgate/schoolgate/policy"
@@ -47,14 +49,14 @@ func TestTraceSpans(t *testing.T) {
 	}
 	body := rec.Body.String()
 	spans := exp.GetSpans()
-	tok := find(t, spans, "oauth token")
+	tok := schooltest.SpanNamed(t, spans, "oauth token")
 	if tok.Parent.SpanID() != parent.SpanID() || tok.SpanKind != trace.SpanKindInternal {
 		t.Errorf("oauth token's parent %v kind %v, want the request's span %v", tok.Parent.SpanID(), tok.SpanKind, parent.SpanID())
 	}
 	want := map[string]string{"schoolgate.school": issuer, "oauth.grant_type": "authorization_code",
 		"oauth.client_id": memberClient, "schoolgate.outcome": "issued"}
 	checkAttrs(t, tok, want)
-	commit := find(t, spans, "schoolgate store commit")
+	commit := schooltest.SpanNamed(t, spans, "schoolgate store commit")
 	if commit.Parent.SpanID() != tok.SpanContext.SpanID() {
 		t.Errorf("the store's commit is not a child of oauth token")
 	}
@@ -103,7 +105,7 @@ func TestTraceSpans(t *testing.T) {
 	if rec.Code != 400 {
 		t.Fatalf("replay: %d", rec.Code)
 	}
-	checkAttrs(t, find(t, exp.GetSpans(), "oauth token"), map[string]string{"schoolgate.outcome": "refused", "oauth.error": "invalid_grant"})
+	checkAttrs(t, schooltest.SpanNamed(t, exp.GetSpans(), "oauth token"), map[string]string{"schoolgate.outcome": "refused", "oauth.error": "invalid_grant"})
 
 	// Nothing of the run's secrets in any attribute of any span.
 	secrets := []string{code, v, at, rt, "student@demo.school", portalSecret}
@@ -129,21 +131,6 @@ func TestTraceOff(t *testing.T) {
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Errorf("%d spans without tracing", n)
 	}
-}
-
-func find(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
-	t.Helper()
-	for _, s := range spans {
-		if s.Name == name {
-			return s
-		}
-	}
-	var names []string
-	for _, s := range spans {
-		names = append(names, s.Name)
-	}
-	t.Fatalf("no span %q among %v", name, names)
-	return tracetest.SpanStub{}
 }
 
 func checkAttrs(t *testing.T, s tracetest.SpanStub, want map[string]string) {

@@ -9,6 +9,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/schoolgate/schoolgate/schooltest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/schoolgate/schoolgate/catalog"
@@ -48,7 +50,7 @@ func TestTraceToolCall(t *testing.T) {
 	}
 	const sent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	call(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_catalog","arguments":{"query":"private words of mia"},"_meta":{"traceparent":"` + sent + `"}}}`)
-	span := findSpan(t, exp.GetSpans(), "tools/call search_catalog")
+	span := schooltest.SpanNamed(t, exp.GetSpans(), "tools/call search_catalog")
 	if span.SpanKind != trace.SpanKindServer {
 		t.Errorf("kind %v, want server", span.SpanKind)
 	}
@@ -72,7 +74,7 @@ func TestTraceToolCall(t *testing.T) {
 		}
 	}
 
-	search := findSpan(t, exp.GetSpans(), "schoolgate catalog search")
+	search := schooltest.SpanNamed(t, exp.GetSpans(), "schoolgate catalog search")
 	if search.Parent.SpanID() != span.SpanContext.SpanID() {
 		t.Errorf("the catalog search is not a child of the tool call's span")
 	}
@@ -84,21 +86,8 @@ func TestTraceToolCall(t *testing.T) {
 
 	exp.Reset()
 	call(`{"jsonrpc":"2.0","id":"a","method":"tools/list"}`)
-	list := findSpan(t, exp.GetSpans(), "tools/list")
+	list := schooltest.SpanNamed(t, exp.GetSpans(), "tools/list")
 	if list.Parent.SpanID() != request.SpanID() || len(list.Links) != 0 {
 		t.Errorf("tools/list's parent %v, want the request's span %v", list.Parent.SpanID(), request.SpanID())
 	}
-}
-
-func findSpan(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
-	t.Helper()
-	var names []string
-	for _, s := range spans {
-		if s.Name == name {
-			return s
-		}
-		names = append(names, s.Name)
-	}
-	t.Fatalf("no span %q among %v", name, names)
-	return tracetest.SpanStub{}
 }

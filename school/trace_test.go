@@ -9,6 +9,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/schoolgate/schoolgate/schooltest"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -36,8 +38,8 @@ func TestTraceLegacyCalls(t *testing.T) {
 	}
 	parent.End()
 	spans := exp.GetSpans()
-	call := spanNamed(t, spans, "schoolgate legacy call")
-	validation := spanNamed(t, spans, "schoolgate token validation")
+	call := schooltest.SpanNamed(t, spans, "schoolgate legacy call")
+	validation := schooltest.SpanNamed(t, spans, "schoolgate token validation")
 	for _, s := range []tracetest.SpanStub{call, validation} {
 		if s.Parent.SpanID() != parent.SpanContext().SpanID() {
 			t.Errorf("%s's parent %v, want the request's span", s.Name, s.Parent.SpanID())
@@ -57,7 +59,7 @@ func TestTraceLegacyCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.End()
-	own := spanNamed(t, exp.GetSpans(), "schoolgate legacy call")
+	own := schooltest.SpanNamed(t, exp.GetSpans(), "schoolgate legacy call")
 	want = "00-" + own.SpanContext.TraceID().String() + "-" + own.SpanContext.SpanID().String() + "-01"
 	if got.Get("Traceparent") != want || own.Parent.SpanID() != parent.SpanContext().SpanID() {
 		t.Errorf("the Account API call carries traceparent %q, want %q", got.Get("Traceparent"), want)
@@ -77,17 +79,4 @@ func TestTraceLegacyCalls(t *testing.T) {
 	if v := ts.upstream.header.Get("Traceparent"); v != "" {
 		t.Errorf("traceparent %q without tracing", v)
 	}
-}
-
-func spanNamed(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
-	t.Helper()
-	var names []string
-	for _, s := range spans {
-		if s.Name == name {
-			return s
-		}
-		names = append(names, s.Name)
-	}
-	t.Fatalf("no span %q among %v", name, names)
-	return tracetest.SpanStub{}
 }
