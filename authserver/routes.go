@@ -1,11 +1,11 @@
 package authserver
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"net/http"
 	"slices"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/schoolgate/schoolgate/sitepath"
 )

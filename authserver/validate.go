@@ -1,8 +1,6 @@
 package authserver
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/store"

@@ -9,11 +9,10 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/schoolgate/schoolgate/schooltest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/schoolgate/schoolgate/catalog"
+	"github.com/schoolgate/schoolgate/schooltest"
 )
 
 // An MCP tool call's span follows the semantic conventions for MCP: its

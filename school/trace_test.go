@@ -9,9 +9,9 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/schoolgate/schoolgate/schooltest"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // A protected request under Caddy's request span: the token's validation
