@@ -72,13 +72,8 @@ var auditParams = []string{"issuer", "subject", "client_id", "type", "since", "u
 // anything it would not use, so that a typo never widens a search.
 func parseAuditQuery(q url.Values, now time.Time) (store.AuditQuery, error) {
 	var aq store.AuditQuery
-	for k, v := range q {
-		if !slices.Contains(auditParams, k) {
-			return aq, fmt.Errorf("unknown parameter %q; the audit takes %s", k, strings.Join(auditParams, ", "))
-		}
-		if len(v) > 1 {
-			return aq, fmt.Errorf("%s is given %d times; give it once", k, len(v))
-		}
+	if err := onlyParams(q, "the audit", auditParams...); err != nil {
+		return aq, err
 	}
 	aq.Subject, aq.ClientID, aq.Type, aq.Cursor = q.Get("subject"), q.Get("client_id"), q.Get("type"), q.Get("cursor")
 	if aq.Type != "" && !slices.Contains(store.EventTypes, aq.Type) {

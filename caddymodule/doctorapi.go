@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -45,13 +44,8 @@ var doctorParams = []string{"issuer", "client_id", "lang"}
 
 // parseDoctorQuery reads the query, refusing anything it would not use.
 func parseDoctorQuery(q url.Values) (clientID, lang string, err error) {
-	for k, v := range q {
-		if !slices.Contains(doctorParams, k) {
-			return "", "", fmt.Errorf("unknown parameter %q; the doctor takes %s", k, strings.Join(doctorParams, ", "))
-		}
-		if len(v) > 1 {
-			return "", "", fmt.Errorf("%s is given %d times; give it once", k, len(v))
-		}
+	if err := onlyParams(q, "the doctor", doctorParams...); err != nil {
+		return "", "", err
 	}
 	clientID, lang = q.Get("client_id"), q.Get("lang")
 	switch {

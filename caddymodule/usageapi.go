@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -122,13 +121,8 @@ func handleUsage(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
 	}
 	q := r.URL.Query()
-	for k, v := range q {
-		if k != "issuer" {
-			return badRequest(fmt.Sprintf("unknown parameter %q; the usage takes issuer only", k))
-		}
-		if len(v) > 1 {
-			return badRequest("issuer is given " + strconv.Itoa(len(v)) + " times; give it once")
-		}
+	if err := onlyParams(q, "the usage", "issuer"); err != nil {
+		return badRequest(err.Error())
 	}
 	issuer := q.Get("issuer")
 	if issuer == "" {
