@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/schoolgate/schoolgate/metrics"
 	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
@@ -141,7 +142,7 @@ func (e *platformSchool) Build() (*builtSchool, error) {
 	}
 	if kept {
 		// This config serves its own metrics registry.
-		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), e.g.Issuer))
+		s.observe.Use(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), e.g.Issuer))
 	}
 	return &builtSchool{site: s, school: e, next: next, releaseNext: releaseNext}, nil
 }

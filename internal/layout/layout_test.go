@@ -44,6 +44,8 @@ var rules = []rule{
 	{"internal/procstat", nil, nil, "a process's CPU and memory, for the benchmarks"},
 	{"internal/schedule", nil, nil, "the shared scheduler: plain Go"},
 	{"internal/source", nil, nil, "fetching a source by URL or path: plain Go"},
+	{"metrics", []string{"authserver", "policy", "store"}, nil,
+		"the schools' counters and their Prometheus collector: plain Go over a Registerer the adapter hands it"},
 	{"option", nil, nil, "the value types of a school's options (a duration, a rate), the same in JSON and a Caddyfile: a leaf"},
 	{"mcpserver", []string{"catalog", "policy"}, []string{mcpgo}, "the MCP server: no Caddy, no store backend"},
 	{"pages", []string{"authserver", "i18n", "policy", "sitepath", "store"}, []string{htmlTemplate},
