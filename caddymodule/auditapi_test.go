@@ -116,27 +116,6 @@ func TestSubjectRoutes(t *testing.T) {
 	}
 }
 
-// The commands' flags become the routes' query and body.
-func TestAuditCommands(t *testing.T) {
-	cmds := auditCommands()
-	list, subject := cmds[0], cmds[1]
-	if list.Name() != "audit" || subject.Name() != "subject" || len(subject.Commands()) != 2 {
-		t.Fatalf("commands are %s and %s with %d", list.Name(), subject.Name(), len(subject.Commands()))
-	}
-	if err := list.ParseFlags([]string{"--subject", "member-1", "--type", "code_replay", "--since", "24h", "--limit", "20"}); err != nil {
-		t.Fatal(err)
-	}
-	want := "/schoolgate/audit?issuer=https%3A%2F%2Fschool.example&limit=20&since=24h&subject=member-1&type=code_replay"
-	if got := auditPath(list, "https://school.example"); got != want {
-		t.Errorf("query = %s, want %s", got, want)
-	}
-	for _, c := range subject.Commands() {
-		if err := c.Args(c, nil); err == nil {
-			t.Errorf("subject %s takes no person", c.Name())
-		}
-	}
-}
-
 // Times are RFC 3339 or a duration ago.
 func TestParseWhen(t *testing.T) {
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
