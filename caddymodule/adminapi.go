@@ -2,10 +2,8 @@ package caddymodule
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -31,7 +29,7 @@ func init() {
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
 //	POST /schoolgate/backup           {"issuer", "file"} or {"all": true, "dir"}: copy the stores while they serve
 //
-// and the operations of the operator's admin area (clientsapi.go).
+// and the operations of the operator's admin area (package adminapi).
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -249,17 +247,6 @@ func siteFromBody(w http.ResponseWriter, r *http.Request) (s *site, release func
 	return siteOf(w, body.Issuer)
 }
 
-// decodeAdminPost reads the JSON body of a POST.
-func decodeAdminPost(r *http.Request, v any) error {
-	if r.Method != http.MethodPost {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use POST")}
-	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v); err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("the body must be a JSON object: %v", err)}
-	}
-	return nil
-}
-
 // siteOf finds the running school with the issuer, however the operator
 // spells it: the App and the platforms know each school by its issuer's
 // one spelling. A site block's school is found first, then a platform's
@@ -301,21 +288,6 @@ func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err 
 		return nil, nil, unread.unreadRegistry(w, origin)
 	}
 	return nil, nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", origin)}
-}
-
-func handleRotate(w http.ResponseWriter, r *http.Request) error {
-	s, release, err := siteFromBody(w, r)
-	if err != nil {
-		return err
-	}
-	defer release()
-	kid, signFrom, err := s.Auth().RotateKeys(r.Context())
-	if err != nil {
-		// Generating a key does not fail at run time; storing and
-		// reloading the keys is what does.
-		return s.WriteUnavailable(w, "rotating the signing keys", err)
-	}
-	return writeAdminJSON(w, http.StatusOK, map[string]any{"kid": kid, "signs_from": signFrom.UTC().Format(time.RFC3339)})
 }
 
 func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {

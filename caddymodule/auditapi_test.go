@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -113,16 +112,5 @@ func TestSubjectRoutes(t *testing.T) {
 	if strings.Contains(body, "member-1") || !strings.Contains(body, `"type":"subject_erased"`) ||
 		!strings.Contains(body, `"actor":"admin_api"`) || !strings.Contains(body, `"client_ip":"192.0.2.1"`) {
 		t.Errorf("the audit after the erasure: %s", body)
-	}
-}
-
-// Times are RFC 3339 or a duration ago.
-func TestParseWhen(t *testing.T) {
-	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	if got, err := parseWhen("since", "90m", now); err != nil || !got.Equal(now.Add(-90*time.Minute)) {
-		t.Errorf("90m = %v, %v", got, err)
-	}
-	if got, err := parseWhen("since", "2026-11-01T00:00:00Z", now); err != nil || got.Day() != 1 {
-		t.Errorf("RFC 3339 = %v, %v", got, err)
 	}
 }

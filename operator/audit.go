@@ -9,7 +9,7 @@ import (
 )
 
 // auditCommands are `caddy schoolgate audit` and `subject export|erase`:
-// the audit trail and a person's data (caddymodule/auditapi.go) from the command line.
+// the audit trail and a person's data (package adminapi) from the command line.
 func auditCommands(api AdminAPI) []*cobra.Command {
 	var list *cobra.Command
 	audit := adminCall{use: "audit", method: http.MethodGet,

@@ -10,7 +10,7 @@ import (
 )
 
 // grantCommands are `caddy schoolgate grants` and `revoke-grant`: the
-// connected applications of a school (caddymodule/grantsapi.go) from the command line.
+// connected applications of a school (package adminapi) from the command line.
 func grantCommands(api AdminAPI) []*cobra.Command {
 	// The list's query comes from its flags, which its path reads.
 	var list *cobra.Command

@@ -24,6 +24,8 @@ const module = "github.com/schoolgate/schoolgate"
 // rows in turn.
 var rules = []rule{
 	{".", []string{"caddymodule"}, []string{caddy}, "the plugin's import path for xcaddy: it registers the modules"},
+	{"adminapi", []string{"authserver", "school", "store"}, nil,
+		"the admin API's operations on one school without Caddy: the adapter registers the routes and finds the school"},
 	{"admission", nil, nil, "the instance's fair share is plain Go: school asks it and caddymodule owns it"},
 	{"authserver", []string{"i18n", "option", "policy", "sitepath", "store"}, []string{jwx},
 		"the protocol stands on the store's contract, never on a backend, and draws no page: it asks its Pages, which package pages draws"},
