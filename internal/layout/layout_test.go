@@ -37,6 +37,8 @@ var rules = []rule{
 	{"cmd/build-caddy", nil, []string{caddy}, "builds Caddy with the modules (xcaddy)"},
 	{"cmd/caddy", []string{"caddymodule"}, []string{caddy}, "Caddy with the modules"},
 	{"cmd/demoschool", []string{"demoschool"}, nil, "the demo school's command"},
+	{"dataroot", []string{"boltstore"}, nil,
+		"the default data root of bbolt files, a directory per school named after its issuer, and the earlier spellings a school must not start beside: plain Go"},
 	{"demoschool", nil, []string{htmlTemplate, jwx}, "the demo legacy school stands alone: it knows the gateway only by what it sends"},
 	{"e2e", nil, nil, "end-to-end tests only: no code of the product"},
 	{"i18n", nil, nil, "the pages' words: plain text, for pages and authserver"},
