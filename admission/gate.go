@@ -133,9 +133,8 @@ type Gate struct {
 	seq     uint64
 	pass    uint64
 	// cooling are the slots given back while the instance is shared,
-	// still their schools' until their time, in the order they were given
-	// back: the overhead changes slowly, so that is the order they end in.
-	cooling ring[cooledSlot]
+	// still their schools' until their time, the first to end on top.
+	cooling coolingHeap
 	// timer ends the cooling of requests for their schools' waiters
 	// when no release comes first.
 	timer   *time.Timer

@@ -396,6 +396,57 @@ func TestCooling(t *testing.T) {
 	}
 }
 
+// A slot charged for work a store did on the request's behalf while it
+// was paused (a group commit's) cools that much longer: the school's next
+// request waits for it, another school's does not.
+func TestChargeCools(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 1, Wait: time.Minute})
+	a, b := g.School(1), g.School(1)
+	h := mustAdmit(t, a)
+	h.Pause()
+	h.Charge(30 * time.Millisecond)
+	h.Resume()
+	t0 := time.Now()
+	h.Release()
+	if g.InFlight() != 0 || a.InFlight() != 1 {
+		t.Fatalf("right after the release: gate %d, school %d in flight; want 0 and the charge cooling 1", g.InFlight(), a.InFlight())
+	}
+	hb := mustAdmit(t, b)
+	if waited := time.Since(t0); waited >= 30*time.Millisecond {
+		t.Fatalf("another school waited %s for a charged slot", waited)
+	}
+	hb.Release()
+	sl := mustAdmit(t, a)
+	if waited := time.Since(t0); waited < 30*time.Millisecond {
+		t.Fatalf("the school's next request admitted after %s, before its charge cooled", waited)
+	}
+	sl.Release()
+}
+
+// Cooling slots end in the order of their times, not the order they were
+// given back in: a long charge given back first holds no slot given back
+// after it with a shorter time.
+func TestCoolingEndsInTimeOrder(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 4, Wait: time.Minute})
+	a, b := g.School(1), g.School(1)
+	ha := mustAdmit(t, a)
+	ha.Charge(time.Hour)
+	ha.Release()
+	g.cost.ns.Store(int64(time.Millisecond))
+	hb := mustAdmit(t, b)
+	hb.Release()
+	deadline := time.Now().Add(5 * time.Second)
+	for g.InFlight(); b.InFlight() != 0; g.InFlight() {
+		if time.Now().After(deadline) {
+			t.Fatal("a slot cooling for a millisecond still counted behind one cooling for an hour")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if a.InFlight() != 1 {
+		t.Fatalf("the school charged an hour has %d in flight, want its slot still cooling", a.InFlight())
+	}
+}
+
 // Configure changes the bound for the requests that follow.
 func TestConfigure(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 1, Wait: time.Minute})

@@ -39,3 +39,24 @@ func TestOverheadEstimate(t *testing.T) {
 		t.Fatalf("estimate %d ns, want 40000 (50 and 30 averaged)", got)
 	}
 }
+
+// What stores charged requests for work done on their behalf while they
+// were paused (Slot.Charge) is theirs, not the work around every request.
+func TestOverheadLeavesOutWhatWasCharged(t *testing.T) {
+	cpu := int64(0)
+	defer func(r func() (int64, bool)) { readCPU = r }(readCPU)
+	readCPU = func() (int64, bool) { return cpu, true }
+	var o overhead
+	o.init(0)
+	// 1,000 requests holding 20 µs of CPU each; 100 µs of process CPU a
+	// request, of which 60 µs were charged (a group commit's work): 20 µs
+	// of work around each request is left.
+	o.done.Store(1000)
+	o.held.Store(1000 * 20_000)
+	o.spent.Store(1000 * 60_000)
+	cpu = 1000 * 100_000
+	o.calibrate()
+	if got := o.ns.Load(); got != 20_000 {
+		t.Fatalf("estimate %d ns, want 20000", got)
+	}
+}

@@ -212,3 +212,62 @@ func TestAppendedBucketsFillPages(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// chargedWaiter records what a write charged its request, and whether
+// it did so while the request was paused.
+type chargedWaiter struct {
+	depth        int
+	charged      time.Duration
+	chargedAwake bool
+}
+
+func (w *chargedWaiter) Pause()  { w.depth++ }
+func (w *chargedWaiter) Resume() { w.depth-- }
+func (w *chargedWaiter) Charge(d time.Duration) {
+	w.charged += d
+	w.chargedAwake = w.chargedAwake || w.depth == 0
+}
+
+// The writes of a group commit are charged to their own requests: each
+// its function's time and a part of the commit's, while paused, so that
+// the leader's work for the group counts for the schools whose writes it
+// carries (the fair share, package admission).
+func TestGroupCommitChargesEachWrite(t *testing.T) {
+	p := newCommitProbe(t)
+	var wg sync.WaitGroup
+	p.holdLeader(t, &wg)
+	const spin = 5 * time.Millisecond
+	waiters := make([]*chargedWaiter, 6)
+	for i := range waiters {
+		waiters[i] = &chargedWaiter{}
+		key := fmt.Sprintf("queued-%d", i)
+		wg.Go(func() {
+			ctx := store.WithWaiter(context.Background(), waiters[i])
+			err := p.s.write(ctx, func(tx *bolt.Tx) error {
+				if i == 0 { // a costly write: its time is its own
+					for begin := time.Now(); time.Since(begin) < spin; {
+					}
+				}
+				return p.put(key, nil)(tx)
+			})
+			if err != nil {
+				t.Errorf("%s: %v", key, err)
+			}
+		})
+	}
+	p.waitQueued(len(waiters))
+	close(p.release)
+	wg.Wait()
+	for i, w := range waiters {
+		switch {
+		case w.chargedAwake:
+			t.Errorf("write %d was charged after its request resumed", i)
+		case w.charged <= 0:
+			t.Errorf("write %d was charged nothing for its share of the commit", i)
+		case i == 0 && w.charged < spin:
+			t.Errorf("the costly write was charged %v, less than its function's %v", w.charged, spin)
+		case i > 0 && w.charged >= spin:
+			t.Errorf("write %d was charged %v: the costly write's time is not its", i, w.charged)
+		}
+	}
+}

@@ -9,7 +9,13 @@ import (
 )
 
 // countingWaiter counts the pauses of a request and how deep they are.
-type countingWaiter struct{ pauses, depth, deepest int }
+type countingWaiter struct {
+	pauses, depth, deepest int
+	// charged is what the store charged the request, and whether it did
+	// so while paused.
+	charged      time.Duration
+	chargedAwake bool
+}
 
 func (w *countingWaiter) Pause() {
 	w.pauses++
@@ -18,6 +24,13 @@ func (w *countingWaiter) Pause() {
 }
 
 func (w *countingWaiter) Resume() { w.depth-- }
+
+func (w *countingWaiter) Charge(d time.Duration) {
+	w.charged += d
+	if w.depth == 0 {
+		w.chargedAwake = true
+	}
+}
 
 // A write pauses the request's Waiter while it waits on I/O, and resumes
 // it before returning, as many times as it paused it.
@@ -33,6 +46,9 @@ func testWaiter(t *testing.T, s store.Store) {
 	if w.depth != 0 {
 		t.Errorf("a write left the Waiter paused %d deep", w.depth)
 	}
+	if w.charged < 0 || w.chargedAwake {
+		t.Errorf("a write charged the Waiter %v, awake: %v (a charge is for time spent while paused, before its Resume)", w.charged, w.chargedAwake)
+	}
 }
 
 // nestingWaiter makes another call of the store when the request takes
@@ -47,6 +63,8 @@ type nestingWaiter struct {
 }
 
 func (w *nestingWaiter) Pause() { w.depth++ }
+
+func (w *nestingWaiter) Charge(time.Duration) {}
 
 func (w *nestingWaiter) Resume() {
 	if w.depth--; w.depth == 0 {
