@@ -18,6 +18,10 @@
 //     way so stands for processor time, whether its requests spend it in
 //     the gateway's code (a search) or in the HTTP server (a discovery
 //     document);
+//   - what a store spent on a request's behalf while it waited (a group
+//     commit's leader runs every write of its group; a database on the
+//     same machine works for it) is charged to it (Slot.Charge), and its
+//     slot counts that much longer when given back;
 //   - a school has at most all slots but one under way while another
 //     school holds or waits for one, or was asked in the last presentFor:
 //     a flood is held to its share, and a school asking while a neighbour
