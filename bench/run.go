@@ -282,7 +282,7 @@ func (b *bench) protected() error {
 	}
 	b.dpopNote(runs[0], runs[1])
 	b.assertionNote("protected", slices.Delete(slices.Clone(runs), 1, 2))
-	return nil
+	return b.abProtected()
 }
 
 // withAssertion is the targets with the assertion school's second, after
@@ -354,7 +354,7 @@ func (b *bench) mcp() error {
 // small JSON answer as the baseline.
 func (b *bench) discovery() error {
 	gw := b.stack.gateway
-	return b.compare("discovery",
+	err := b.compare("discovery",
 		target{name: "openid-configuration", req: func(ctx context.Context, _ int) error {
 			return b.get(ctx, gw+"/.well-known/openid-configuration", `"issuer"`)
 		}},
@@ -364,6 +364,10 @@ func (b *bench) discovery() error {
 		target{name: "plain reverse_proxy (small JSON)", req: func(ctx context.Context, _ int) error {
 			return b.get(ctx, b.stack.plain+"/", `"ok"`)
 		}})
+	if err != nil {
+		return err
+	}
+	return b.abDiscovery()
 }
 
 // pool hands out prepared items to concurrent workers, and collects.
