@@ -253,19 +253,32 @@ func (g *Gate) takeLocked(slots int64) bool {
 
 // dispatch hands free slots to waiters, under mu: each to the head of
 // the waiting school with the fewest slots for its weight, the one served
-// least lately among equals, none beyond its cap (capFor).
+// least lately among equals, none beyond its cap (capFor) — unless every
+// waiting school has its most under way and more than one waits: the
+// slot the caps keep free is for a school that comes to ask, and here the
+// schools asking are waiting already, so the fairest of them takes it
+// rather than it staying idle until a slot cools (a flood's victim asking
+// with two clients would otherwise see one request cooling and the other
+// kept from the free slot by its cap, until a timer ended the cooling).
+// With one school waiting, its cap stands.
 func (g *Gate) dispatch(cfg *settings) {
 	t := now()
 	shared := g.shared(t)
 	for len(g.waiting) > 0 && g.used.Load() < cfg.slots {
-		best := -1
+		best, fairest := -1, 0
 		for i, s := range g.waiting {
+			if i > 0 && s.fairerThan(g.waiting[fairest]) {
+				fairest = i
+			}
 			if shared && s.inflight.Load() >= g.capFor(s, cfg.slots, len(g.waiting) > 1, t) {
 				continue
 			}
 			if best < 0 || s.fairerThan(g.waiting[best]) {
 				best = i
 			}
+		}
+		if best < 0 && len(g.waiting) > 1 {
+			best = fairest
 		}
 		if best < 0 || !g.takeLocked(cfg.slots) {
 			return

@@ -447,6 +447,44 @@ func TestCoolingEndsInTimeOrder(t *testing.T) {
 	}
 }
 
+// A slot left free by the caps goes to the fairest waiting school when
+// every waiting school has its most under way and more than one waits;
+// with one school waiting, its cap keeps the slot free.
+func TestFreeSlotToFairestWhenAllAtCap(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 2, Wait: time.Minute})
+	flood, victim := g.School(1), g.School(1)
+	ctx := context.Background()
+	held := mustAdmit(t, flood)
+	g.cost.ns.Store(int64(time.Minute))
+	first := mustAdmit(t, victim)
+	first.Release() // cooling a minute: the victim has its one under way
+	g.cost.ns.Store(0)
+	flood.pass.Store(victim.pass.Load() + uint64(time.Hour)) // the flood had more
+	wf := admitAsync(ctx, flood)
+	waitQueued(t, g, 1)
+	select {
+	case r := <-wf:
+		t.Fatalf("the flood, alone waiting, took the slot its cap keeps free (%v)", r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	wv := admitAsync(ctx, victim)
+	select {
+	case r := <-wv:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		r.slot.Release()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the victim waited for its cooling slot beside a free one")
+	}
+	held.Release()
+	r := <-wf
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.slot.Release()
+}
+
 // Configure changes the bound for the requests that follow.
 func TestConfigure(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 1, Wait: time.Minute})
