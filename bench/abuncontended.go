@@ -47,7 +47,7 @@ func (b *bench) abDiscovery() error {
 // writes both rows, this tree's against the older build's.
 func (b *bench) abRows(scenario, commit string, this, older func(context.Context, int) error) error {
 	runs, err := b.interleave(scenario,
-		target{name: "this tree", req: this}, target{name: "build " + commit, req: older})
+		target{name: "this tree", req: this}, target{name: "build " + commit, req: older, pid: b.stack.older.pid})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,9 @@ type target struct {
 	// the measured time, given the highest rate a target of the scenario
 	// answered so far (0 before any).
 	prepare func(rate float64)
+	// pid is the Caddy process that serves the target, when it is not
+	// the stack's (-ab's older build).
+	pid func() int
 }
 
 // bench holds what the scenarios share.
@@ -192,7 +195,11 @@ func (b *bench) interleave(scenario string, targets ...target) ([][]stats, error
 				})
 			}
 			s, _ := onServers(t.servers, func() (stats, error) {
-				return load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req), nil
+				pid := b.stack.caddyPID
+				if t.pid != nil {
+					pid = t.pid
+				}
+				return load(b.cfg.concurrency, b.cfg.duration, 0, pid(), t.req), nil
 			})
 			profiling.Wait()
 			if s.failures > 0 {
