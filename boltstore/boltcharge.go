@@ -19,7 +19,10 @@ import (
 // disk. The thread clock is read once before and once after the commit;
 // when the leader's goroutine moved to another thread meanwhile (it may,
 // when it comes back from a system call and finds no processor free),
-// the rest is not known and only the functions are charged.
+// the rest is not known and only the functions are charged. A write
+// committed alone while its request is paused (a registration's, or one
+// that failed in a group and runs again) is charged its commit's thread
+// CPU time the same way.
 
 // chargeMeter reads the leader's thread clock around a commit.
 type chargeMeter struct {
@@ -33,17 +36,26 @@ func startCharge() chargeMeter {
 	return chargeMeter{cpu: cpu, wall: time.Now().UnixNano(), thread: thread, ok: ok}
 }
 
-// share adds to each call's spent (its function's time, set by
-// commitBatch) its part of the rest of the commit.
-func (m chargeMeter) share(batch []*commitCall) {
-	if !m.ok || len(batch) == 0 {
-		return
+// used is the thread's CPU time since the meter started, at most the
+// time since; 0 when the goroutine moved to another thread meanwhile.
+func (m chargeMeter) used() int64 {
+	if !m.ok {
+		return 0
 	}
 	cpu, thread, ok := cputime.Thread()
 	if !ok || thread != m.thread {
+		return 0
+	}
+	return max(min(cpu-m.cpu, time.Now().UnixNano()-m.wall), 0)
+}
+
+// share adds to each call's spent (its function's time, set by
+// commitBatch) its part of the rest of the commit.
+func (m chargeMeter) share(batch []*commitCall) {
+	if len(batch) == 0 {
 		return
 	}
-	used := min(cpu-m.cpu, time.Now().UnixNano()-m.wall)
+	used := m.used()
 	var fns int64
 	for _, c := range batch {
 		fns += int64(c.spent)

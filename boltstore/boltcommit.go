@@ -91,19 +91,22 @@ func (s *boltStore) writeSized(ctx context.Context, fn func(*bolt.Tx) error) (in
 	if !leads {
 		select {
 		case err := <-c.done:
-			return c.size, s.solo(err, fn)
+			return c.size, s.solo(c, err)
 		case <-c.lead:
 		}
 	}
 	s.commitPending()
 	err := <-c.done
-	return c.size, s.solo(err, fn)
+	return c.size, s.solo(c, err)
 }
 
-// solo runs fn alone when its shared transaction failed because of it.
-func (s *boltStore) solo(err error, fn func(*bolt.Tx) error) error {
+// solo runs fn alone when its shared transaction failed because of it,
+// adding the commit's work to what c is charged.
+func (s *boltStore) solo(c *commitCall, err error) error {
 	if errors.Is(err, errTrySolo) {
-		return s.commit(fn)
+		m := startCharge()
+		err = s.commit(c.fn)
+		c.spent += time.Duration(m.used())
 	}
 	return err
 }

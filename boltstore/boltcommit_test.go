@@ -271,3 +271,33 @@ func TestGroupCommitChargesEachWrite(t *testing.T) {
 		}
 	}
 }
+
+// A write committed alone while its request is paused is charged its
+// commit's work too (its thread's CPU time, at most the time it took).
+func TestSoloCommitCharges(t *testing.T) {
+	p := newCommitProbe(t)
+	// The goroutine may move to another thread during the commit's sync,
+	// and then nothing is charged: five writes in a row never all do.
+	var charged time.Duration
+	for i := range 5 {
+		w := &chargedWaiter{}
+		ctx := store.WithWaiter(context.Background(), w)
+		begin := time.Now()
+		err := p.s.update(ctx, func(tx *bolt.Tx) error {
+			for spin := time.Now(); time.Since(spin) < time.Millisecond; {
+			}
+			return tx.Bucket(bucketSettings).Put([]byte(fmt.Sprint("solo", i)), []byte("v"))
+		})
+		took := time.Since(begin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.chargedAwake || w.charged < 0 || w.charged > took || w.depth != 0 {
+			t.Fatalf("charged %v of %v, awake %v, left paused %d deep", w.charged, took, w.chargedAwake, w.depth)
+		}
+		charged = max(charged, w.charged)
+	}
+	if charged == 0 {
+		t.Error("five writes committed alone were charged nothing")
+	}
+}
