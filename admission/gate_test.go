@@ -528,11 +528,18 @@ func TestNoLeakUnderChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	time.Sleep(time.Millisecond) // the last cooling slots
+	// The last slots cool for the overhead at the machine's scale, which
+	// calibration may have set from this busy process after a second.
+	for deadline := time.Now().Add(5 * time.Second); g.InFlight() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if g.InFlight() != 0 || g.Waiting() != 0 || len(g.waiting) != 0 {
 		t.Fatalf("in flight %d, waiting %d, schools listed %d", g.InFlight(), g.Waiting(), len(g.waiting))
 	}
 	for _, s := range schools {
+		for deadline := time.Now().Add(5 * time.Second); s.InFlight() != 0 && time.Now().Before(deadline); g.InFlight() {
+			time.Sleep(time.Millisecond)
+		}
 		if s.InFlight() != 0 || s.queue.len() != 0 {
 			t.Fatalf("school: in flight %d, queued %d", s.InFlight(), s.queue.len())
 		}
