@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/store/storetest"
 )
 
 // commitProbe holds a store's first write inside its transaction until
@@ -213,21 +214,6 @@ func TestAppendedBucketsFillPages(t *testing.T) {
 	}
 }
 
-// chargedWaiter records what a write charged its request, and whether
-// it did so while the request was paused.
-type chargedWaiter struct {
-	depth        int
-	charged      time.Duration
-	chargedAwake bool
-}
-
-func (w *chargedWaiter) Pause()  { w.depth++ }
-func (w *chargedWaiter) Resume() { w.depth-- }
-func (w *chargedWaiter) Charge(d time.Duration) {
-	w.charged += d
-	w.chargedAwake = w.chargedAwake || w.depth == 0
-}
-
 // The writes of a group commit are charged to their own requests: each
 // its function's time and a part of the commit's, while paused, so that
 // the leader's work for the group counts for the schools whose writes it
@@ -237,9 +223,9 @@ func TestGroupCommitChargesEachWrite(t *testing.T) {
 	var wg sync.WaitGroup
 	p.holdLeader(t, &wg)
 	const spin = 5 * time.Millisecond
-	waiters := make([]*chargedWaiter, 6)
+	waiters := make([]*storetest.Waiter, 6)
 	for i := range waiters {
-		waiters[i] = &chargedWaiter{}
+		waiters[i] = &storetest.Waiter{}
 		key := fmt.Sprintf("queued-%d", i)
 		wg.Go(func() {
 			ctx := store.WithWaiter(context.Background(), waiters[i])
@@ -260,14 +246,14 @@ func TestGroupCommitChargesEachWrite(t *testing.T) {
 	wg.Wait()
 	for i, w := range waiters {
 		switch {
-		case w.chargedAwake:
+		case w.ChargedAwake:
 			t.Errorf("write %d was charged after its request resumed", i)
-		case w.charged <= 0:
+		case w.Charged <= 0:
 			t.Errorf("write %d was charged nothing for its share of the commit", i)
-		case i == 0 && w.charged < spin:
-			t.Errorf("the costly write was charged %v, less than its function's %v", w.charged, spin)
-		case i > 0 && w.charged >= spin:
-			t.Errorf("write %d was charged %v: the costly write's time is not its", i, w.charged)
+		case i == 0 && w.Charged < spin:
+			t.Errorf("the costly write was charged %v, less than its function's %v", w.Charged, spin)
+		case i > 0 && w.Charged >= spin:
+			t.Errorf("write %d was charged %v: the costly write's time is not its", i, w.Charged)
 		}
 	}
 }
@@ -280,7 +266,7 @@ func TestSoloCommitCharges(t *testing.T) {
 	// and then nothing is charged: five writes in a row never all do.
 	var charged time.Duration
 	for i := range 5 {
-		w := &chargedWaiter{}
+		w := &storetest.Waiter{}
 		ctx := store.WithWaiter(context.Background(), w)
 		begin := time.Now()
 		err := p.s.update(ctx, func(tx *bolt.Tx) error {
@@ -292,10 +278,10 @@ func TestSoloCommitCharges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w.chargedAwake || w.charged < 0 || w.charged > took || w.depth != 0 {
-			t.Fatalf("charged %v of %v, awake %v, left paused %d deep", w.charged, took, w.chargedAwake, w.depth)
+		if w.ChargedAwake || w.Charged < 0 || w.Charged > took || w.Depth != 0 {
+			t.Fatalf("charged %v of %v, awake %v, left paused %d deep", w.Charged, took, w.ChargedAwake, w.Depth)
 		}
-		charged = max(charged, w.charged)
+		charged = max(charged, w.Charged)
 	}
 	if charged == 0 {
 		t.Error("five writes committed alone were charged nothing")

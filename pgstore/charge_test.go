@@ -9,6 +9,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
 	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/store/storetest"
 )
 
 func TestIsLocal(t *testing.T) {
@@ -33,21 +34,6 @@ func TestIsLocal(t *testing.T) {
 	}
 }
 
-// paused records the charges of a request, and whether each came while
-// it was paused.
-type paused struct {
-	depth        int
-	charged      time.Duration
-	chargedAwake bool
-}
-
-func (w *paused) Pause()  { w.depth++ }
-func (w *paused) Resume() { w.depth-- }
-func (w *paused) Charge(d time.Duration) {
-	w.charged += d
-	w.chargedAwake = w.chargedAwake || w.depth == 0
-}
-
 // On a database of this machine, a write and a read are charged to their
 // request while it is paused (charge.go); on another machine's, nothing.
 func TestLocalDatabaseCharges(t *testing.T) {
@@ -55,7 +41,7 @@ func TestLocalDatabaseCharges(t *testing.T) {
 	if !s.pool.local {
 		t.Fatal("the test cluster counts as another machine's")
 	}
-	w := &paused{}
+	w := &storetest.Waiter{}
 	ctx := store.WithWaiter(context.Background(), w)
 	if err := s.PutCode(ctx, "charged-code", &store.Code{Request: store.AuthRequest{ClientID: "app"}, ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
@@ -63,15 +49,15 @@ func TestLocalDatabaseCharges(t *testing.T) {
 	if _, err := s.ListClients(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if w.charged <= 0 || w.chargedAwake || w.depth != 0 {
-		t.Errorf("charged %v, awake %v, left paused %d deep", w.charged, w.chargedAwake, w.depth)
+	if w.Charged <= 0 || w.ChargedAwake || w.Depth != 0 {
+		t.Errorf("charged %v, awake %v, left paused %d deep", w.Charged, w.ChargedAwake, w.Depth)
 	}
 	s.pool.local = false
-	far := &paused{}
+	far := &storetest.Waiter{}
 	if _, err := s.ListClients(store.WithWaiter(context.Background(), far)); err != nil {
 		t.Fatal(err)
 	}
-	if far.charged != 0 {
-		t.Errorf("a remote database's call charged %v", far.charged)
+	if far.Charged != 0 {
+		t.Errorf("a remote database's call charged %v", far.Charged)
 	}
 }
