@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/school"
@@ -71,36 +72,8 @@ func runningApp() (*App, error) {
 	return app.(*App), nil
 }
 
-type siteStatus struct {
-	Issuer string `json:"issuer"`
-	// State is serving (something of the school has been used since it
-	// was built), lazy (nothing has: no index, MCP server or documents
-	// in memory) or failed (its data did not load; Reason says why).
-	State       string   `json:"state"`
-	Reason      string   `json:"reason,omitempty"`
-	Data        string   `json:"data"`
-	KeyIDs      []string `json:"key_ids"`
-	CanSign     bool     `json:"can_sign"`
-	CatalogFrom string   `json:"catalog,omitempty"`
-	Courses     int      `json:"courses"`
-	// LiveGrants counts the grants with a live token, over all clients.
-	LiveGrants *int `json:"live_grants,omitempty"`
-	// Since is when the school's state was built; a reload that leaves the
-	// school's configuration alike keeps it, and this time.
-	Since time.Time `json:"since"`
-	// CatalogRefreshed is the last successful fetch of the catalog feed.
-	CatalogRefreshed *time.Time `json:"catalog_refreshed,omitempty"`
-	// StoreBytes is the size of the school's bbolt file; a database
-	// reports its own.
-	StoreBytes int64 `json:"store_bytes,omitempty"`
-	// NextTry is when a failed school is next built again (rebuild.go).
-	NextTry *time.Time `json:"next_try,omitempty"`
-	// Platform names the registry of a school of a school_platform
-	// (dir <path>, or postgres); its State is then active (built),
-	// idle (not built: nothing but its record is in memory), failed or
-	// disabled.
-	Platform string `json:"platform,omitempty"`
-}
+// siteStatus is a running school as /schoolgate/running lists it.
+type siteStatus = adminapi.SchoolStatus
 
 // runningSites answers a GET with the running schools, sorted by issuer.
 func runningSites(r *http.Request) ([]*site, error) {
