@@ -2,6 +2,7 @@ package school
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -154,4 +155,38 @@ func TestTraceAdmission(t *testing.T) {
 			t.Errorf("status %+v, want the refusal", span.Status)
 		}
 	})
+}
+
+// spanLooks is a request context that counts the looks for a span in it.
+type spanLooks struct {
+	context.Context
+	n int
+}
+
+func (c *spanLooks) Value(key any) any {
+	// The key of otel's current span, unexported: its type's name.
+	if fmt.Sprintf("%T", key) == "trace.traceContextKeyType" {
+		c.n++
+	}
+	return c.Context.Value(key)
+}
+
+// Tracing off, what tracing costs a protected request is its looks for a
+// span in the context (no allocation: BenchmarkProtectedRequest): the
+// token validation's one and the legacy call's one.
+func TestTraceOffLooks(t *testing.T) {
+	ts := newTestSite(t)
+	ctx := &spanLooks{Context: context.Background()}
+	r := httptest.NewRequest("POST", "/account/graphql", nil).WithContext(ctx)
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	ts.serve(t, r) // the validation cache warmed
+	if ts.upstream.header == nil {
+		t.Fatal("not forwarded")
+	}
+	ctx.n = 0
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	ts.serve(t, r)
+	if ctx.n != 2 {
+		t.Errorf("a protected request looked for a span %d times, want 2", ctx.n)
+	}
 }
