@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
