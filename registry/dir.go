@@ -54,9 +54,9 @@ type Dir struct {
 	// seen tells a write whether the directory changed since this Dir
 	// last read it or wrote it, nil where it cannot (dirseen_linux.go);
 	// stale is set when it did, after this Dir's own write.
-	seen  *dirSeen
-	stale bool
-	dirErr    string              // the last failure to read the directory, warned once
+	seen   *dirSeen
+	stale  bool
+	dirErr string // the last failure to read the directory, warned once
 
 	mu       sync.Mutex // guards records, owners, watchers, next
 	records  map[string]Record
