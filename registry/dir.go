@@ -208,9 +208,9 @@ func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
 	return r, nil
 }
 
-// Put implements Registry. It reads the directory again under the lock
-// first, so that it judges hosts and counts the version against what
-// other processes wrote.
+// Put implements Registry. It brings the directory up to date under the
+// lock first (write), so that it judges hosts and counts the version
+// against what other processes wrote.
 func (d *Dir) Put(ctx context.Context, r Record) (Record, error) {
 	return d.put(ctx, r, nil)
 }

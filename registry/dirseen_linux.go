@@ -25,9 +25,21 @@ const seenMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_
 // dirSeen tells whether a directory changed since it was last asked.
 type dirSeen struct{ fd int }
 
-// newDirSeen watches dir; nil when it cannot, and a write then lists the
-// directory every time.
+// localFileSystems are the file systems whose every change to a
+// directory inotify reports, by statfs's magic number: ext2/3/4, XFS,
+// Btrfs, tmpfs, ZFS, F2FS, overlayfs. A network file system tells this
+// machine nothing of another machine's writes.
+var localFileSystems = map[int64]bool{0xEF53: true, 0x58465342: true, 0x9123683E: true, 0x01021994: true,
+	0x2FC12FC1: true, 0xF2F52010: true, 0x794C7630: true}
+
+// newDirSeen watches dir; nil when it cannot, or when dir is on a file
+// system not known to be local: a write then lists the directory every
+// time.
 func newDirSeen(dir string) *dirSeen {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil || !localFileSystems[int64(st.Type)] {
+		return nil
+	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil
