@@ -49,7 +49,7 @@ type Dir struct {
 	// claimants are the files (by name) whose records claim each host
 	// key; dirty the host keys whose claims changed since the last
 	// publish (dirclaims.go).
-	claimants map[string]map[string]bool
+	claimants map[string][]string
 	dirty     map[string]bool
 	// seen tells a write whether the directory changed since this Dir
 	// last read it or wrote it, nil where it cannot (dirseen_linux.go);
@@ -120,7 +120,7 @@ func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) 
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, claimants: map[string]map[string]bool{}, dirty: map[string]bool{}, records: map[string]Record{}, owners: map[string]string{},
+		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]Record{}, owners: map[string]string{},
 		watchers: map[int]func(Change){}, pollEvery: pollEvery, stop: make(chan struct{}), done: make(chan struct{})}
 	// Watching starts before the first reading, so that nothing written
 	// between the two goes unnoticed until the poll.

@@ -24,8 +24,8 @@ func (d *Dir) setFile(name string, f *dirFile) {
 	if old := d.files[name]; old != nil && old.err == nil {
 		for _, h := range old.rec.HostKeys() {
 			d.dirty[h] = true
-			if names := d.claimants[h]; len(names) > 1 {
-				delete(names, name)
+			if names := slices.DeleteFunc(d.claimants[h], func(n string) bool { return n == name }); len(names) > 0 {
+				d.claimants[h] = names
 			} else {
 				delete(d.claimants, h)
 			}
@@ -42,10 +42,7 @@ func (d *Dir) setFile(name string, f *dirFile) {
 	}
 	for _, h := range f.rec.HostKeys() {
 		d.dirty[h] = true
-		if d.claimants[h] == nil {
-			d.claimants[h] = map[string]bool{}
-		}
-		d.claimants[h][name] = true
+		d.claimants[h] = append(d.claimants[h], name)
 	}
 }
 
@@ -84,7 +81,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 			names = append(names, name)
 			queue = append(queue, f.rec.HostKeys()...)
 		}
-		for name := range d.claimants[h] {
+		for _, name := range d.claimants[h] {
 			claim(name)
 		}
 		if with != nil && with.err == nil && slices.Contains(with.rec.HostKeys(), h) {
