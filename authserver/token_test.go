@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -567,5 +568,25 @@ func TestGrantTypeDispatch(t *testing.T) {
 	var reg map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil || rec.Code != http.StatusCreated || !reflect.DeepEqual(reg["grant_types"], want) {
 		t.Errorf("registration: %d %v", rec.Code, reg)
+	}
+}
+
+// A token answer may be kept by no cache (RFC 6749 §5.1), and its
+// header values stay apart: a handler adding to one changes no other.
+func TestTokenAnswerHeaders(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, &tokenResponse{AccessToken: "a", TokenType: "Bearer"})
+	h := rec.Header()
+	want := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "Pragma": {"no-cache"}}
+	if !reflect.DeepEqual(h, want) {
+		t.Fatalf("headers %v, want %v", h, want)
+	}
+	h.Add("Content-Type", "x")
+	h.Add("Cache-Control", "private")
+	if got := h.Values("Cache-Control"); !slices.Equal(got, []string{"no-store", "private"}) {
+		t.Errorf("Cache-Control %q", got)
+	}
+	if got := h.Values("Pragma"); !slices.Equal(got, []string{"no-cache"}) {
+		t.Errorf("Pragma %q after adding to the others", got)
 	}
 }
