@@ -309,8 +309,9 @@ type placeWaiter struct {
 	atPause, atBack []int
 }
 
-func (w *placeWaiter) Pause()  { w.atPause = append(w.atPause, w.legacy.InFlight()) }
-func (w *placeWaiter) Resume() { w.atBack = append(w.atBack, w.legacy.InFlight()) }
+func (w *placeWaiter) Pause()               { w.atPause = append(w.atPause, w.legacy.InFlight()) }
+func (w *placeWaiter) Resume()              { w.atBack = append(w.atBack, w.legacy.InFlight()) }
+func (w *placeWaiter) Charge(time.Duration) {}
 
 // A call of the school's own gives its slot back before it waits for a
 // place towards the legacy server, and takes it back only once the place
