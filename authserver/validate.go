@@ -3,7 +3,6 @@ package authserver
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -88,7 +87,7 @@ func (s *Server) LookupAccessToken(ctx context.Context, raw string) (*policy.Tok
 	s.cfg.Observer.TokenLookup(false)
 	spanCacheHit(span, false, "")
 	gen := s.cache.gen.Load()
-	t, g, err := s.store.GetToken(ctx, keyWithHash(raw, hex.EncodeToString(digest[:])))
+	t, g, err := s.store.GetToken(ctx, keyWithDigest(raw, digest))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrInvalidToken
 	}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"maps"
 
 	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/school"
@@ -21,10 +22,11 @@ func runningPlatforms() []*platform {
 	return append([]*platform(nil), app.platforms...)
 }
 
-// schools are the platform's schools, none before the registry was read.
+// schools are the platform's schools, none before the registry was read:
+// a copy of the table's, for the admin API's views.
 func (p *platform) schools() map[string]*platformSchool {
 	if t := p.tables.state.Load(); t != nil {
-		return t.Schools()
+		return maps.Collect(t.Schools())
 	}
 	return nil
 }
