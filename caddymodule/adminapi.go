@@ -2,10 +2,8 @@ package caddymodule
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/school"
@@ -31,7 +30,7 @@ func init() {
 //	POST /schoolgate/catalog/refresh  {"issuer": "..."}: import the catalog feed now
 //	POST /schoolgate/backup           {"issuer", "file"} or {"all": true, "dir"}: copy the stores while they serve
 //
-// and the operations of the operator's admin area (clientsapi.go).
+// and the operations of the operator's admin area (package adminapi).
 type adminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -73,36 +72,8 @@ func runningApp() (*App, error) {
 	return app.(*App), nil
 }
 
-type siteStatus struct {
-	Issuer string `json:"issuer"`
-	// State is serving (something of the school has been used since it
-	// was built), lazy (nothing has: no index, MCP server or documents
-	// in memory) or failed (its data did not load; Reason says why).
-	State       string   `json:"state"`
-	Reason      string   `json:"reason,omitempty"`
-	Data        string   `json:"data"`
-	KeyIDs      []string `json:"key_ids"`
-	CanSign     bool     `json:"can_sign"`
-	CatalogFrom string   `json:"catalog,omitempty"`
-	Courses     int      `json:"courses"`
-	// LiveGrants counts the grants with a live token, over all clients.
-	LiveGrants *int `json:"live_grants,omitempty"`
-	// Since is when the school's state was built; a reload that leaves the
-	// school's configuration alike keeps it, and this time.
-	Since time.Time `json:"since"`
-	// CatalogRefreshed is the last successful fetch of the catalog feed.
-	CatalogRefreshed *time.Time `json:"catalog_refreshed,omitempty"`
-	// StoreBytes is the size of the school's bbolt file; a database
-	// reports its own.
-	StoreBytes int64 `json:"store_bytes,omitempty"`
-	// NextTry is when a failed school is next built again (rebuild.go).
-	NextTry *time.Time `json:"next_try,omitempty"`
-	// Platform names the registry of a school of a school_platform
-	// (dir <path>, or postgres); its State is then active (built),
-	// idle (not built: nothing but its record is in memory), failed or
-	// disabled.
-	Platform string `json:"platform,omitempty"`
-}
+// siteStatus is a running school as /schoolgate/running lists it.
+type siteStatus = adminapi.SchoolStatus
 
 // runningSites answers a GET with the running schools, sorted by issuer.
 func runningSites(r *http.Request) ([]*site, error) {
@@ -249,17 +220,6 @@ func siteFromBody(w http.ResponseWriter, r *http.Request) (s *site, release func
 	return siteOf(w, body.Issuer)
 }
 
-// decodeAdminPost reads the JSON body of a POST.
-func decodeAdminPost(r *http.Request, v any) error {
-	if r.Method != http.MethodPost {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use POST")}
-	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v); err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("the body must be a JSON object: %v", err)}
-	}
-	return nil
-}
-
 // siteOf finds the running school with the issuer, however the operator
 // spells it: the App and the platforms know each school by its issuer's
 // one spelling. A site block's school is found first, then a platform's
@@ -301,21 +261,6 @@ func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err 
 		return nil, nil, unread.unreadRegistry(w, origin)
 	}
 	return nil, nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", origin)}
-}
-
-func handleRotate(w http.ResponseWriter, r *http.Request) error {
-	s, release, err := siteFromBody(w, r)
-	if err != nil {
-		return err
-	}
-	defer release()
-	kid, signFrom, err := s.Auth().RotateKeys(r.Context())
-	if err != nil {
-		// Generating a key does not fail at run time; storing and
-		// reloading the keys is what does.
-		return s.WriteUnavailable(w, "rotating the signing keys", err)
-	}
-	return writeAdminJSON(w, http.StatusOK, map[string]any{"kid": kid, "signs_from": signFrom.UTC().Format(time.RFC3339)})
 }
 
 func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {

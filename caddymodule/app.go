@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/metrics"
 )
 
 const appName = "schoolgate"
@@ -28,12 +30,12 @@ type App struct {
 	FairShare *FairShare `json:"fair_share,omitempty"`
 	// MetricsPerSchool is which schools have metric series of their own
 	// beside the instance's totals: none, all, or "top <n>" by traffic
-	// (metricsschools.go). Default: all for a config of site blocks only,
+	// (metrics.PerSchoolOf). Default: all for a config of site blocks only,
 	// none for one with a school_platform.
 	MetricsPerSchool string `json:"metrics_per_school,omitempty"`
 
-	// metrics are the config's (metrics.go).
-	metrics *metrics
+	// metrics are the config's (package metrics).
+	metrics *metrics.Metrics
 
 	mu sync.Mutex
 	// gateways are the config's schools in the order they were
@@ -78,7 +80,7 @@ var (
 
 // Provision finds the config's metrics, which its schools count into.
 func (a *App) Provision(ctx caddy.Context) error {
-	a.metrics = metricsFor(ctx.GetMetricsRegistry())
+	a.metrics = metrics.For(ctx.GetMetricsRegistry())
 	return nil
 }
 
@@ -164,7 +166,7 @@ func (a *App) Start() error {
 	a.mu.Unlock()
 	// The schools are counted once every site block is provisioned,
 	// which is after the App's own Validate.
-	per, err := perSchoolOf(a.MetricsPerSchool, len(gateways), len(platforms) > 0)
+	per, err := metrics.PerSchoolOf(a.MetricsPerSchool, len(gateways), len(platforms) > 0)
 	if err != nil {
 		for _, g := range gateways {
 			g.run.end()
@@ -175,7 +177,7 @@ func (a *App) Start() error {
 		return err
 	}
 	if a.metrics != nil {
-		a.metrics.setPerSchool(per)
+		a.metrics.SetPerSchool(per)
 	}
 	if err := startGateways(a, gateways); err != nil {
 		for _, p := range platforms {

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -113,37 +112,5 @@ func TestSubjectRoutes(t *testing.T) {
 	if strings.Contains(body, "member-1") || !strings.Contains(body, `"type":"subject_erased"`) ||
 		!strings.Contains(body, `"actor":"admin_api"`) || !strings.Contains(body, `"client_ip":"192.0.2.1"`) {
 		t.Errorf("the audit after the erasure: %s", body)
-	}
-}
-
-// The commands' flags become the routes' query and body.
-func TestAuditCommands(t *testing.T) {
-	cmds := auditCommands()
-	list, subject := cmds[0], cmds[1]
-	if list.Name() != "audit" || subject.Name() != "subject" || len(subject.Commands()) != 2 {
-		t.Fatalf("commands are %s and %s with %d", list.Name(), subject.Name(), len(subject.Commands()))
-	}
-	if err := list.ParseFlags([]string{"--subject", "member-1", "--type", "code_replay", "--since", "24h", "--limit", "20"}); err != nil {
-		t.Fatal(err)
-	}
-	want := "/schoolgate/audit?issuer=https%3A%2F%2Fschool.example&limit=20&since=24h&subject=member-1&type=code_replay"
-	if got := auditPath(list, "https://school.example"); got != want {
-		t.Errorf("query = %s, want %s", got, want)
-	}
-	for _, c := range subject.Commands() {
-		if err := c.Args(c, nil); err == nil {
-			t.Errorf("subject %s takes no person", c.Name())
-		}
-	}
-}
-
-// Times are RFC 3339 or a duration ago.
-func TestParseWhen(t *testing.T) {
-	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	if got, err := parseWhen("since", "90m", now); err != nil || !got.Equal(now.Add(-90*time.Minute)) {
-		t.Errorf("90m = %v, %v", got, err)
-	}
-	if got, err := parseWhen("since", "2026-11-01T00:00:00Z", now); err != nil || got.Day() != 1 {
-		t.Errorf("RFC 3339 = %v, %v", got, err)
 	}
 }

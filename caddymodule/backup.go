@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/schoolgate/schoolgate/store"
@@ -83,21 +80,6 @@ func handleBackup(w http.ResponseWriter, r *http.Request) error {
 
 func badRequest(msg string) error {
 	return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("%s", msg)}
-}
-
-// onlyParams refuses a query naming a parameter an admin route does not
-// take, or one given twice, so that a typo never widens what a GET reads
-// or answers; what names the route in the message ("the audit").
-func onlyParams(q url.Values, what string, allowed ...string) error {
-	for k, v := range q {
-		if !slices.Contains(allowed, k) {
-			return fmt.Errorf("unknown parameter %q; %s takes %s", k, what, strings.Join(allowed, ", "))
-		}
-		if len(v) > 1 {
-			return fmt.Errorf("%s is given %d times; give it once", k, len(v))
-		}
-	}
-	return nil
 }
 
 // backupName is a school's file in a backup directory: its host and port.

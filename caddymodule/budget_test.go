@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
+	"github.com/schoolgate/schoolgate/metrics"
 	"github.com/schoolgate/schoolgate/option"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -120,7 +121,7 @@ func TestGlobalOption(t *testing.T) {
 	if f := a.FairShare; f == nil || f.Concurrency != 8 || f.Queue != 32 || f.Wait != caddy.Duration(2*time.Second) || f.Off {
 		t.Errorf("fair_share %+v", a.FairShare)
 	}
-	if mode, top, _ := parseMetricsPerSchool(a.MetricsPerSchool); mode != metricsPerSchoolTop || top != 20 {
+	if mode, top, _ := metrics.ParsePerSchool(a.MetricsPerSchool); mode != metrics.PerSchoolTop || top != 20 {
 		t.Errorf("metrics_per_school %q: %s %d", a.MetricsPerSchool, mode, top)
 	}
 	if a, err := parse("schoolgate {\n fair_share off\n metrics_per_school none\n}"); err != nil || !a.FairShare.Off || a.MetricsPerSchool != "none" {

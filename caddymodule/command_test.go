@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -94,17 +93,6 @@ func TestAdminErrorsInPlainWords(t *testing.T) {
 		})
 	}
 
-	// The format of Caddy's error that plainAdminError reads.
-	report := `{"healthy":false,"sites":[]}`
-	err := plainAdminError("localhost:2019", errors.New(refusedPrefix+"503: "+report+"\n"))
-	var refused *adminError
-	if !errors.As(err, &refused) || refused.Status != http.StatusServiceUnavailable ||
-		strings.TrimSpace(string(refused.Answer)) != report || err.Error() != "the admin API answered Service Unavailable (HTTP 503)" {
-		t.Errorf("an answer without a message: %#v %v", refused, err)
-	}
-	if err := plainAdminError("localhost:2019", errors.New(refusedPrefix+"500: not JSON")); err.Error() != "not JSON (HTTP 500)" {
-		t.Errorf("an answer that is no JSON: %v", err)
-	}
 }
 
 // The health check's 503 prints its report, and the command fails.

@@ -22,9 +22,12 @@ func failedLoading(reason string, err error) error {
 	return &school.BuildError{Reason: reason, Err: err}
 }
 
-// failedSite is the stand-in of a school whose load failed: it keeps the
-// legacy site's public pages reachable and answers everything the gateway
-// owns or protects with 503 and the reason, until a rebuild succeeds.
+// failedSite is the stand-in of a school whose load failed, a site
+// block's or a platform's: it keeps the legacy site's public pages
+// reachable and answers everything the gateway owns or protects with 503
+// and the reason, until a rebuild succeeds. A site block's is rebuilt on
+// its own schedule (rebuild.go), a platform's by platform.School, which
+// holds it while it fails.
 type failedSite struct {
 	gateway *Gateway
 	issuer  string
@@ -36,6 +39,15 @@ type failedSite struct {
 	// failure is why the last attempt to build the school failed.
 	failure atomic.Pointer[school.BuildError]
 	rebuild rebuilder
+
+	// next is the handler a platform's stand-in hands the legacy site's
+	// public pages to, the proxy it holds itself: nil for a record that
+	// does not read as a configuration, which names no legacy server. A
+	// site block's stand-in is handed Caddy's next at each request.
+	next caddyhttp.Handler
+	// releaseNext lets go of next, once: when a rebuild replaced the
+	// stand-in, or the school was retired.
+	releaseNext func()
 }
 
 func newFailedSite(g *Gateway, f *school.BuildError) *failedSite {
@@ -46,8 +58,13 @@ func newFailedSite(g *Gateway, f *school.BuildError) *failedSite {
 	return fs
 }
 
-// serve answers one request of the failed school.
+// serve answers one request of the failed school; without a legacy
+// server (next), every request is answered 503.
 func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if next == nil {
+		return school.WriteTemporarilyUnavailable(w, f.retryAfter(),
+			"this school is not available: "+f.failure.Load().Reason)
+	}
 	return school.ServeFailed(w, r, next, f.legacy, f.policy, f.failure.Load().Reason, f.retryAfter())
 }
 
@@ -56,4 +73,13 @@ func (f *failedSite) serve(w http.ResponseWriter, r *http.Request, next caddyhtt
 func (f *failedSite) retryAfter() int {
 	left := time.Until(f.nextTry())
 	return max(int((left+time.Second-1)/time.Second), 1)
+}
+
+// end lets go of what a platform's stand-in holds: its rebuilds and its
+// legacy server's proxy.
+func (f *failedSite) end() {
+	f.rebuild.stop()
+	if f.releaseNext != nil {
+		f.releaseNext()
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/schoolgate/schoolgate/metrics"
 )
 
 func init() {
@@ -34,14 +36,6 @@ type FairShare struct {
 	Wait caddy.Duration `json:"wait,omitempty"`
 }
 
-// Metrics per school: which schools have series of their own beside the
-// instance's totals.
-const (
-	metricsPerSchoolNone = "none"
-	metricsPerSchoolAll  = "all"
-	metricsPerSchoolTop  = "top"
-)
-
 // validateGlobal checks the app's own options, naming the option.
 func (a *App) validateGlobal() error {
 	if f := a.FairShare; f != nil {
@@ -54,26 +48,10 @@ func (a *App) validateGlobal() error {
 			return fmt.Errorf("fair_share wait: %s is not a positive duration", time.Duration(f.Wait))
 		}
 	}
-	if _, _, err := parseMetricsPerSchool(a.MetricsPerSchool); err != nil {
+	if _, _, err := metrics.ParsePerSchool(a.MetricsPerSchool); err != nil {
 		return err
 	}
 	return nil
-}
-
-// parseMetricsPerSchool reads none, all or "top <n>"; "" is the default,
-// returned as "".
-func parseMetricsPerSchool(v string) (mode string, top int, err error) {
-	switch v {
-	case "", metricsPerSchoolNone, metricsPerSchoolAll:
-		return v, 0, nil
-	}
-	var n string
-	if _, err := fmt.Sscanf(v, "top %s", &n); err == nil {
-		if top, err := strconv.Atoi(n); err == nil && top > 0 {
-			return metricsPerSchoolTop, top, nil
-		}
-	}
-	return "", 0, fmt.Errorf("metrics_per_school: %q is not none, all or top <n> with n a positive number", v)
 }
 
 // parseGlobalOption reads the global option
@@ -112,7 +90,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 				}
 				v += s
 			}
-			if _, _, err := parseMetricsPerSchool(v); err != nil || v == "" {
+			if _, _, err := metrics.ParsePerSchool(v); err != nil || v == "" {
 				return nil, d.Errf("metrics_per_school: %q is not none, all or top <n> with n a positive number", v)
 			}
 			a.MetricsPerSchool = v

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -165,54 +164,4 @@ func callAdmin(t *testing.T, h func(http.ResponseWriter, *http.Request) error, r
 	}
 	t.Fatalf("handler error: %v", err)
 	return 0, ""
-}
-
-// The commands' flags become the routes' query and body.
-func TestGrantCommands(t *testing.T) {
-	cmds := grantCommands()
-	list, revoke := cmds[0], cmds[1]
-	if err := list.ParseFlags([]string{"--client-id", "app_1", "--after", "abc", "--limit", "20"}); err != nil {
-		t.Fatal(err)
-	}
-	got := grantsQuery(list, "https://school.example")
-	want := "/schoolgate/grants?after=abc&client_id=app_1&issuer=https%3A%2F%2Fschool.example&limit=20"
-	if got != want {
-		t.Errorf("query = %s, want %s", got, want)
-	}
-	if revoke.Name() != "revoke-grant" || list.Name() != "grants" {
-		t.Errorf("commands are %s and %s", list.Name(), revoke.Name())
-	}
-	if err := revoke.Args(revoke, []string{"g1", "g2"}); err == nil {
-		t.Error("revoke-grant takes two grant ids")
-	}
-	for _, tc := range []struct {
-		name  string
-		flags []string
-		args  []string
-		want  map[string]string
-		err   string
-	}{
-		{"one grant", []string{"--subject", "member-1"}, []string{"g1"},
-			map[string]string{"issuer": "https://school.example", "grant_id": "g1", "subject": "member-1"}, ""},
-		{"an application", []string{"--subject", "member-1", "--client-id", "app_1"}, nil,
-			map[string]string{"issuer": "https://school.example", "client_id": "app_1", "subject": "member-1"}, ""},
-		{"both", []string{"--subject", "member-1", "--client-id", "app_1"}, []string{"g1"}, nil, "not both"},
-		{"neither", []string{"--subject", "member-1"}, nil, nil, "--client-id"},
-		{"no person", []string{"--client-id", "app_1"}, nil, nil, "--subject"},
-	} {
-		cmd := grantCommands()[1]
-		if err := cmd.ParseFlags(tc.flags); err != nil {
-			t.Fatal(err)
-		}
-		body, err := revokeBody(cmd, "https://school.example", tc.args)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: %v, want an error saying %s", tc.name, err, tc.err)
-			}
-			continue
-		}
-		if got, ok := body.(map[string]string); err != nil || !ok || !maps.Equal(got, tc.want) {
-			t.Errorf("%s: %v, %v; want %v", tc.name, body, err, tc.want)
-		}
-	}
 }

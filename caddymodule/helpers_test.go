@@ -10,6 +10,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/boltstore"
+	"github.com/schoolgate/schoolgate/metrics"
 	"github.com/schoolgate/schoolgate/school"
 	"github.com/schoolgate/schoolgate/schooltest"
 	"github.com/schoolgate/schoolgate/store"
@@ -59,7 +60,7 @@ func buildTestSite(tb testing.TB, g *Gateway, stored *siteStore) *site {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	observe := newObserverRef(newSiteObserver(metricsFor(nil), g.Issuer))
+	observe := metrics.NewRef(metrics.NewObserver(metrics.For(nil), g.Issuer))
 	cfg := g.schoolConfig()
 	cfg.Store, cfg.Observer, cfg.Scheduler = stored.Store, observe, background
 	s, err := school.New(ctx, cfg)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -117,4 +118,43 @@ func BenchmarkPlatformColdStart(b *testing.B) {
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+}
+
+// BenchmarkPlatformHealth measures /schoolgate/health with 10 and 10,000
+// schools of a platform built (each has answered a request).
+func BenchmarkPlatformHealth(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("built=%d", n), func(b *testing.B) {
+			tp := platformOf(b, n, "")
+			var wg sync.WaitGroup
+			work := make(chan int)
+			for range 16 {
+				wg.Go(func() {
+					for i := range work {
+						rec := httptest.NewRecorder()
+						url := fmt.Sprintf("https://s%d.example%s", i, discoveryPath)
+						if err := tp.serve(rec, platformRequest(url)); err != nil || rec.Code != http.StatusOK {
+							panic(fmt.Sprint(url, err, rec.Code))
+						}
+					}
+				})
+			}
+			for i := range n {
+				work <- i
+			}
+			close(work)
+			wg.Wait()
+			if got := tp.activeCount(); got != n {
+				b.Fatalf("%d schools built, want %d", got, n)
+			}
+			runningAs(b, tp.app)
+			b.ResetTimer()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				if err := handleHealth(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/health", nil)); err != nil || rec.Code != http.StatusOK {
+					b.Fatal(err, rec.Code)
+				}
+			}
+		})
+	}
 }

@@ -44,7 +44,7 @@ func (p *platform) hold(header http.Header, issuer string) (a *activeSchool, fou
 		}
 		a, f := e.Enter()
 		if f != nil {
-			return nil, true, unavailableSchool(header, f.failedSite)
+			return nil, true, unavailableSchool(header, f)
 		}
 		if a != nil {
 			return a, true, nil

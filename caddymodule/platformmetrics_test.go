@@ -3,6 +3,8 @@ package caddymodule
 import (
 	"net/http/httptest"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/metrics"
 )
 
 // protectedPath is a protected resource: a GET of it (which the policy
@@ -36,7 +38,7 @@ func (tp *testPlatform) seriesOf(t *testing.T, issuer string) int {
 // record is there, and a school added again under a removed one's issuer
 // counts anew.
 func TestPlatformMetricsOfRemovedSchool(t *testing.T) {
-	tp := newTestPlatform(t, 2, func(tp *testPlatform) { tp.app.MetricsPerSchool = metricsPerSchoolAll })
+	tp := newTestPlatform(t, 2, func(tp *testPlatform) { tp.app.MetricsPerSchool = metrics.PerSchoolAll })
 	for _, s := range []string{"a", "b", "c", "d"} {
 		tp.put(t, "https://"+s+".example", nil, "")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/schoolgate/schoolgate/metrics"
 	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
@@ -43,7 +44,7 @@ type platform struct {
 
 	// metrics are the config's collectors, which a removed school's
 	// series are deleted from.
-	metrics *metrics
+	metrics *metrics.Metrics
 
 	// tables is the host table, nil until the registry was read.
 	tables *startGate[hostTable]
@@ -84,7 +85,7 @@ type openedRegistry struct {
 func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 	life, end := context.WithCancel(context.Background())
 	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
-		metrics: metricsFor(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
+		metrics: metrics.For(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
 		built: platformcore.NewBound[*activeSchool](h.MaxActive), failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
@@ -377,7 +378,7 @@ func (p *platform) forgetMetrics(issuer string) {
 	if t := p.tables.state.Load(); t != nil && t.School(issuer) != nil {
 		return
 	}
-	p.metrics.forget(issuer)
+	p.metrics.Forget(issuer)
 }
 
 // releaseData forgets the bbolt file of a retired school.

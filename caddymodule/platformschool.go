@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/schoolgate/schoolgate/metrics"
 	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
@@ -28,7 +29,7 @@ import (
 // platformSchool, which replaces the old one in the table; the old one
 // is retired.
 type platformSchool struct {
-	*platformcore.School[builtSchool, platformFailure]
+	*platformcore.School[builtSchool, failedSite]
 	p   *platform
 	rec registry.Record
 
@@ -43,7 +44,7 @@ type platformSchool struct {
 	// What the first build prepared from the record, under prep: the
 	// school's configuration and its key in the site pool. The proxy to
 	// its legacy server is held by what serves (activeSchool,
-	// platformFailure), and let go of with it.
+	// failedSite), and let go of with it.
 	g   *Gateway
 	key string
 	// dataPath is the bbolt file the school claimed (platform.claimData),
@@ -55,40 +56,9 @@ type platformSchool struct {
 	claimedBy *platform
 }
 
-// platformFailure is a school that could not be built, and the handler
-// its stand-in hands the legacy site's public pages to: nil for a record
-// that does not read as a configuration, which names no legacy server.
-type platformFailure struct {
-	*failedSite
-	next caddyhttp.Handler
-	// releaseNext lets go of next, once: when a rebuild replaced the
-	// stand-in, or the school was retired.
-	releaseNext func()
-	// stop ends the rebuilds, whose job then leaves the scheduler at
-	// once rather than at its next run.
-	stop context.CancelFunc
-}
-
-// end lets go of what the stand-in holds.
-func (f *platformFailure) end() {
-	f.stop()
-	if f.releaseNext != nil {
-		f.releaseNext()
-	}
-}
-
-// serveFailed answers a request of a school that could not be built.
-func (f *platformFailure) serveFailed(w http.ResponseWriter, r *http.Request) error {
-	if f.next == nil {
-		return school.WriteTemporarilyUnavailable(w, f.retryAfter(),
-			"this school is not available: "+f.failure.Load().Reason)
-	}
-	return f.serve(w, r, f.next)
-}
-
 // activeSchool is a built school and the requests in flight in it
 // (platform.Active): a request never meets a closed store.
-type activeSchool = platformcore.Active[builtSchool, platformFailure]
+type activeSchool = platformcore.Active[builtSchool, failedSite]
 
 // builtSchool is what a build made of a platform school: its state from
 // the site pool and its hold on the proxy to its legacy server.
@@ -112,7 +82,7 @@ func (e *platformSchool) serve(w http.ResponseWriter, r *http.Request) error {
 		if f == nil {
 			return errRetired
 		}
-		return f.serveFailed(w, r)
+		return f.serve(w, r, f.next)
 	}
 	defer a.Release()
 	b := a.Built()
@@ -141,7 +111,7 @@ func (e *platformSchool) Build() (*builtSchool, error) {
 	}
 	if kept {
 		// This config serves its own metrics registry.
-		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), e.g.Issuer))
+		s.observe.Use(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), e.g.Issuer))
 	}
 	return &builtSchool{site: s, school: e, next: next, releaseNext: releaseNext}, nil
 }
@@ -196,7 +166,7 @@ func (e *platformSchool) prepare() error {
 }
 
 // Fail makes the school's stand-in and schedules its rebuilds.
-func (e *platformSchool) Fail(err error) *platformFailure {
+func (e *platformSchool) Fail(err error) *failedSite {
 	lf := school.AsBuildError(err, "its configuration could not be used")
 	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
 		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
@@ -207,15 +177,16 @@ func (e *platformSchool) Fail(err error) *platformFailure {
 	var releaseNext func()
 	if g == nil {
 		// A record that does not read as a configuration: its stand-in
-		// has no legacy server to hand anything to (serveFailed), nor
-		// has one whose proxy cannot be provisioned.
+		// has no legacy server to hand anything to (failedSite.serve),
+		// nor has one whose proxy cannot be provisioned.
 		g = &Gateway{Options: school.Options{Issuer: e.rec.Issuer}}
 		g.SetDefaults()
 	} else if h, release, perr := e.p.upstream(g); perr == nil {
 		next, releaseNext = h, release
 	}
 	life, stop := context.WithCancel(e.p.life)
-	f := &platformFailure{failedSite: newFailedSite(g, lf), next: next, releaseNext: releaseNext, stop: stop}
+	f := newFailedSite(g, lf)
+	f.next, f.releaseNext, f.rebuild.stop = next, releaseNext, stop
 	e.p.noteFailing(e, true)
 	e.scheduleRebuilds(life, f)
 	return f
@@ -224,7 +195,7 @@ func (e *platformSchool) Fail(err error) *platformFailure {
 // scheduleRebuilds builds the failed school again in the background, on
 // the schedule of a site block's (rebuild.go), until it is built or
 // retired or the platform ends (life).
-func (e *platformSchool) scheduleRebuilds(life context.Context, f *platformFailure) {
+func (e *platformSchool) scheduleRebuilds(life context.Context, f *failedSite) {
 	delay := firstRebuild
 	background.Add(life, delay, func(context.Context) time.Duration {
 		if e.Rebuild(f) {
@@ -237,7 +208,7 @@ func (e *platformSchool) scheduleRebuilds(life context.Context, f *platformFailu
 }
 
 // StillFailing records why a rebuild failed.
-func (e *platformSchool) StillFailing(f *platformFailure, err error) {
+func (e *platformSchool) StillFailing(f *failedSite, err error) {
 	f.failure.Store(school.AsBuildError(err, "its configuration could not be used"))
 	e.p.ctx.Slogger().Warn("a school of the platform still fails to load; it is tried again later",
 		"issuer", e.rec.Issuer, "error", err)
@@ -245,7 +216,7 @@ func (e *platformSchool) StillFailing(f *platformFailure, err error) {
 
 // EndFailure lets go of the stand-in: a rebuild built the school, or it
 // was retired.
-func (e *platformSchool) EndFailure(f *platformFailure, rebuilt bool) {
+func (e *platformSchool) EndFailure(f *failedSite, rebuilt bool) {
 	e.p.noteFailing(e, false)
 	f.end()
 	if rebuilt {

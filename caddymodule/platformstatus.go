@@ -3,29 +3,13 @@ package caddymodule
 import (
 	"context"
 	"maps"
-	"time"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/school"
 )
 
 // platformSummary is a platform as /schoolgate/health reports it.
-type platformSummary struct {
-	// Registry names the registry: dir <path>, or postgres.
-	Registry string `json:"registry"`
-	// Schools is the registry's size: its records, disabled included.
-	Schools int `json:"schools"`
-	// Active counts the built schools, Failed those that failed to
-	// build (their entries in "sites" say why).
-	Active    int `json:"active"`
-	Failed    int `json:"failed"`
-	Disabled  int `json:"disabled"`
-	MaxActive int `json:"max_active"`
-	// RegistryError is why the registry could not be read last, with
-	// NextTry, when it is read again; built schools keep serving
-	// meanwhile.
-	RegistryError string     `json:"registry_error,omitempty"`
-	NextTry       *time.Time `json:"next_try,omitempty"`
-}
+type platformSummary = adminapi.PlatformSummary
 
 // runningPlatforms are the platforms of the config being served now.
 func runningPlatforms() []*platform {

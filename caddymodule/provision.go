@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/internal/schedule"
+	"github.com/schoolgate/schoolgate/metrics"
 	"github.com/schoolgate/schoolgate/school"
 )
 
@@ -30,8 +31,8 @@ type site struct {
 	*school.Site
 	gateway *Gateway
 	// observe is the school's observer, which a reload that keeps the
-	// school points at the new config's metrics (metrics.go).
-	observe *observerRef
+	// school points at the new config's metrics (package metrics).
+	observe *metrics.Ref
 	// stored is the store and how to release it (see storepool.go).
 	stored *siteStore
 	// log is the logger of the config that built the school.
@@ -83,7 +84,7 @@ func (g *Gateway) newSite(ctx caddy.Context) (*site, context.CancelFunc, error) 
 		return nil, nil, err
 	}
 	cfg := g.schoolConfig()
-	observe := newObserverRef(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
+	observe := metrics.NewRef(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), g.Issuer))
 	cfg.Store, cfg.Observer, cfg.Logger, cfg.Scheduler = stored.Store, observe, ctx.Slogger(), background
 	cfg.AuditLogger, cfg.RequestID = auditLogger(ctx), requestID
 	cfg.Admission, cfg.Instances = fairShare.School(max(cfg.Weight, 1)), stored.instances

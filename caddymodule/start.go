@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/schoolgate/schoolgate/metrics"
 	"github.com/schoolgate/schoolgate/school"
 )
 
@@ -86,7 +87,7 @@ func (g *Gateway) start(app *App) error {
 	}
 	if kept {
 		// This config serves its own metrics registry.
-		s.observe.use(newSiteObserver(metricsFor(ctx.GetMetricsRegistry()), g.Issuer))
+		s.observe.Use(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), g.Issuer))
 	}
 	app.serving(s)
 	g.run.set(&gatewayState{site: s})

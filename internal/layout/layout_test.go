@@ -24,6 +24,8 @@ const module = "github.com/schoolgate/schoolgate"
 // rows in turn.
 var rules = []rule{
 	{".", []string{"caddymodule"}, []string{caddy}, "the plugin's import path for xcaddy: it registers the modules"},
+	{"adminapi", []string{"authserver", "policy", "school", "store"}, nil,
+		"the admin API's operations on one school without Caddy: the adapter registers the routes and finds the school"},
 	{"admission", []string{"internal/cputime"}, nil, "the instance's fair share is plain Go: school asks it and caddymodule owns it"},
 	{"authserver", []string{"i18n", "option", "policy", "sitepath", "store"}, []string{jwx},
 		"the protocol stands on the store's contract, never on a backend, and draws no page: it asks its Pages, which package pages draws"},
@@ -35,6 +37,8 @@ var rules = []rule{
 	{"cmd/build-caddy", nil, []string{caddy}, "builds Caddy with the modules (xcaddy)"},
 	{"cmd/caddy", []string{"caddymodule"}, []string{caddy}, "Caddy with the modules"},
 	{"cmd/demoschool", []string{"demoschool"}, nil, "the demo school's command"},
+	{"dataroot", []string{"boltstore"}, nil,
+		"the default data root of bbolt files, a directory per school named after its issuer, and the earlier spellings a school must not start beside: plain Go"},
 	{"demoschool", nil, []string{htmlTemplate, jwx}, "the demo legacy school stands alone: it knows the gateway only by what it sends"},
 	{"e2e", nil, nil, "end-to-end tests only: no code of the product"},
 	{"i18n", nil, nil, "the pages' words: plain text, for pages and authserver"},
@@ -45,6 +49,10 @@ var rules = []rule{
 	{"internal/procstat", nil, nil, "a process's CPU and memory, for the benchmarks"},
 	{"internal/schedule", nil, nil, "the shared scheduler: plain Go"},
 	{"internal/source", nil, nil, "fetching a source by URL or path: plain Go"},
+	{"metrics", []string{"authserver", "policy", "store"}, nil,
+		"the schools' counters and their Prometheus collector: plain Go over a Registerer the adapter hands it"},
+	{"operator", []string{"boltstore", "pgstore", "policy"}, nil,
+		"the operator's command line (caddy schoolgate) without Caddy: the admin API's calls, their flags and plain-words refusals, and the store commands; the adapter registers it and hands it Caddy's way to the admin API"},
 	{"option", nil, nil, "the value types of a school's options (a duration, a rate), the same in JSON and a Caddyfile: a leaf"},
 	{"mcpserver", []string{"catalog", "policy"}, []string{mcpgo}, "the MCP server: no Caddy, no store backend"},
 	{"pages", []string{"authserver", "i18n", "policy", "sitepath", "store"}, []string{htmlTemplate},

@@ -1,4 +1,4 @@
-package caddymodule
+package operator
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ func TestMigrateStore(t *testing.T) {
 		t.Fatalf("move of a held file: %v", err)
 	}
 	bolt.Close()
-	if err := migrateStore(ctx, &out, data, issuer, dsn, ""); err == nil || !strings.Contains(err.Error(), envKeySecret) {
+	if err := migrateStore(ctx, &out, data, issuer, dsn, ""); err == nil || !strings.Contains(err.Error(), EnvKeySecret) {
 		t.Fatalf("move without a secret: %v", err)
 	}
 	if err := migrateStore(ctx, &out, data, "not an origin", dsn, "k"); err == nil || !strings.Contains(err.Error(), "--issuer") {
@@ -110,7 +110,7 @@ func TestMigrateDB(t *testing.T) {
 	if err := migrateDB(ctx, &out, dsn); err != nil || !strings.Contains(out.String(), "schema up to date") {
 		t.Fatalf("second run: %v\n%s", err, out.String())
 	}
-	if err := migrateDB(ctx, &out, ""); err == nil || !strings.Contains(err.Error(), envDatabaseURL) {
+	if err := migrateDB(ctx, &out, ""); err == nil || !strings.Contains(err.Error(), EnvDatabaseURL) {
 		t.Errorf("no DSN: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package caddymodule
+package operator
 
 import (
 	"net/http"
@@ -8,8 +8,8 @@ import (
 )
 
 // doctorCommand is `caddy schoolgate doctor --issuer … <client_id>`: the
-// connection doctor (doctorapi.go) from the command line.
-func doctorCommand() *cobra.Command {
+// connection doctor (caddymodule/doctorapi.go) from the command line.
+func doctorCommand(api AdminAPI) *cobra.Command {
 	var cmd *cobra.Command
 	call := adminCall{use: "doctor <client_id>", method: http.MethodGet, args: cobra.ExactArgs(1),
 		short: "Show the steps of an application's recent attempts to connect, and why the latest stopped",
@@ -23,6 +23,6 @@ func doctorCommand() *cobra.Command {
 		flags: func(c *cobra.Command) {
 			c.Flags().String("lang", "", "the language of the reasons (en, de, fr, es, it, pt; default en)")
 		}}
-	cmd = call.command()
+	cmd = call.command(api)
 	return cmd
 }

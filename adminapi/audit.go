@@ -1,4 +1,4 @@
-package caddymodule
+package adminapi
 
 import (
 	"context"
@@ -12,52 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-
+	"github.com/schoolgate/schoolgate/school"
 	"github.com/schoolgate/schoolgate/store"
 )
 
-func init() {
-	caddy.RegisterModule(auditAPI{})
-}
-
-// auditAPI adds each school's audit trail and a person's data to Caddy's
-// admin API (docs/privacy.md):
-//
-//	GET  /schoolgate/audit?issuer=...(&subject=&client_id=&type=&since=&until=&limit=&cursor=)
-//	     events newest first, a page at a time ("next" is the cursor of the next page)
-//	GET  /schoolgate/subject?issuer=...&subject=...    everything stored about the person (404: nothing)
-//	POST /schoolgate/subject/erase                      {"issuer", "subject"}: delete it all (404: nothing)
-type auditAPI struct{}
-
-// CaddyModule returns the Caddy module information.
-func (auditAPI) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "admin.api.schoolgate_audit",
-		New: func() caddy.Module { return new(auditAPI) },
-	}
-}
-
-// Routes returns the admin routes.
-func (auditAPI) Routes() []caddy.AdminRoute {
-	return []caddy.AdminRoute{
-		{Pattern: "/schoolgate/audit", Handler: caddy.AdminHandlerFunc(handleAudit)},
-		{Pattern: "/schoolgate/subject", Handler: caddy.AdminHandlerFunc(handleSubjectExport)},
-		{Pattern: "/schoolgate/subject/erase", Handler: caddy.AdminHandlerFunc(audited(handleSubjectErase))},
-	}
-}
-
-var _ caddy.AdminRouter = auditAPI{}
-
-// audited gives an admin request the audit context of the admin API: the
-// events it records name it as the actor, from its caller's address.
-func audited(h caddy.AdminHandlerFunc) caddy.AdminHandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		return h(w, r.WithContext(adminAudit(r)))
-	}
-}
-
-func adminAudit(r *http.Request) context.Context {
+// WithAudit gives an admin request's context the audit context of the
+// admin API: the events it records name it as the actor, from its
+// caller's address.
+func WithAudit(r *http.Request) context.Context {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -72,7 +34,7 @@ var auditParams = []string{"issuer", "subject", "client_id", "type", "since", "u
 // anything it would not use, so that a typo never widens a search.
 func parseAuditQuery(q url.Values, now time.Time) (store.AuditQuery, error) {
 	var aq store.AuditQuery
-	if err := onlyParams(q, "the audit", auditParams...); err != nil {
+	if err := OnlyParams(q, "the audit", auditParams...); err != nil {
 		return aq, err
 	}
 	aq.Subject, aq.ClientID, aq.Type, aq.Cursor = q.Get("subject"), q.Get("client_id"), q.Get("type"), q.Get("cursor")
@@ -112,15 +74,15 @@ func parseWhen(name, v string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%s must be an RFC 3339 time (2026-11-23T10:00:00Z) or a duration ago (24h), not %q", name, v)
 }
 
-func handleAudit(w http.ResponseWriter, r *http.Request) error {
+func (a API) Audit(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
+		return Error{Status: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
 	}
 	q, err := parseAuditQuery(r.URL.Query(), time.Now())
 	if err != nil {
-		return badRequest(err.Error())
+		return BadRequest(err.Error())
 	}
-	s, release, err := siteOf(w, r.URL.Query().Get("issuer"))
+	s, release, err := a.Find(w, r.URL.Query().Get("issuer"))
 	if err != nil {
 		return err
 	}
@@ -128,29 +90,29 @@ func handleAudit(w http.ResponseWriter, r *http.Request) error {
 	page, err := s.Auth().Audit(r.Context(), q)
 	switch {
 	case errors.Is(err, store.ErrBadCursor):
-		return badRequest(`cursor is not one this school's audit gave; start without it, then pass the answer's "next"`)
+		return BadRequest(`cursor is not one this school's audit gave; start without it, then pass the answer's "next"`)
 	case err != nil:
 		return s.WriteUnavailable(w, "reading the audit trail", err)
 	}
 	if page.Events == nil {
 		page.Events = []store.AuditEvent{}
 	}
-	return writeAdminJSON(w, http.StatusOK, page)
+	return school.WriteJSON(w, http.StatusOK, page)
 }
 
 // errNoSubject is the 404 of a person of whom nothing is stored.
-var errNoSubject = caddy.APIError{HTTPStatus: http.StatusNotFound,
+var errNoSubject = Error{Status: http.StatusNotFound,
 	Err: errors.New("nothing is stored about this subject at this school (never seen, or erased already); check the sub")}
 
-func handleSubjectExport(w http.ResponseWriter, r *http.Request) error {
+func (a API) SubjectExport(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
+		return Error{Status: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
 	}
 	subject := r.URL.Query().Get("subject")
 	if subject == "" {
-		return badRequest(`name the person: subject=<their sub>`)
+		return BadRequest(`name the person: subject=<their sub>`)
 	}
-	s, release, err := siteOf(w, r.URL.Query().Get("issuer"))
+	s, release, err := a.Find(w, r.URL.Query().Get("issuer"))
 	if err != nil {
 		return err
 	}
@@ -162,21 +124,21 @@ func handleSubjectExport(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return s.WriteUnavailable(w, "exporting the person's data", err)
 	}
-	return writeAdminJSON(w, http.StatusOK, d)
+	return school.WriteJSON(w, http.StatusOK, d)
 }
 
-func handleSubjectErase(w http.ResponseWriter, r *http.Request) error {
+func (a API) SubjectErase(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Issuer  string `json:"issuer"`
 		Subject string `json:"subject"`
 	}
-	if err := decodeAdminPost(r, &body); err != nil {
+	if err := DecodePost(r, &body); err != nil {
 		return err
 	}
 	if body.Subject == "" {
-		return badRequest(`name the person: "subject": "<their sub>"`)
+		return BadRequest(`name the person: "subject": "<their sub>"`)
 	}
-	s, release, err := siteOf(w, body.Issuer)
+	s, release, err := a.Find(w, body.Issuer)
 	if err != nil {
 		return err
 	}
@@ -188,5 +150,5 @@ func handleSubjectErase(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return s.WriteUnavailable(w, "erasing the person's data", err)
 	}
-	return writeAdminJSON(w, http.StatusOK, map[string]any{"erased": n})
+	return school.WriteJSON(w, http.StatusOK, map[string]any{"erased": n})
 }

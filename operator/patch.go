@@ -1,4 +1,4 @@
-package caddymodule
+package operator
 
 import (
 	"bytes"
@@ -27,9 +27,9 @@ type optionChange struct {
 	value any
 }
 
-// configChanges reads the flags that change the options, as merge
+// ConfigChanges reads the flags that change the options, as merge
 // patches in the order they apply.
-func configChanges(cmd *cobra.Command) ([]map[string]any, error) {
+func ConfigChanges(cmd *cobra.Command) ([]map[string]any, error) {
 	fl := cmd.Flags()
 	var patches []map[string]any
 	if file, _ := fl.GetString("config"); file != "" {
@@ -165,9 +165,9 @@ func mergePatch(target, patch any) any {
 	return t
 }
 
-// patchConfig applies the patches in order to a record's options (nil:
+// PatchConfig applies the patches in order to a record's options (nil:
 // a record that has none yet), and says whether anything changed.
-func patchConfig(current json.RawMessage, patches []map[string]any) (json.RawMessage, bool, error) {
+func PatchConfig(current json.RawMessage, patches []map[string]any) (json.RawMessage, bool, error) {
 	var cfg any = map[string]any{}
 	if len(current) > 0 {
 		if err := decodeJSON(current, &cfg); err != nil {

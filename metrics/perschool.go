@@ -1,20 +1,45 @@
-package caddymodule
+package metrics
 
 import (
 	"container/heap"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// perSchool is which schools have series of their own (metrics_per_school):
+// Metrics per school (the global option metrics_per_school): which
+// schools have series of their own beside the instance's totals.
+const (
+	PerSchoolNone = "none"
+	PerSchoolAll  = "all"
+	PerSchoolTop  = "top"
+)
+
+// ParsePerSchool reads none, all or "top <n>"; "" is the default,
+// returned as "".
+func ParsePerSchool(v string) (mode string, top int, err error) {
+	switch v {
+	case "", PerSchoolNone, PerSchoolAll:
+		return v, 0, nil
+	}
+	var n string
+	if _, err := fmt.Sscanf(v, "top %s", &n); err == nil {
+		if top, err := strconv.Atoi(n); err == nil && top > 0 {
+			return PerSchoolTop, top, nil
+		}
+	}
+	return "", 0, fmt.Errorf("metrics_per_school: %q is not none, all or top <n> with n a positive number", v)
+}
+
+// PerSchool is which schools have series of their own (metrics_per_school):
 // none, every one, or the top schools by traffic.
-type perSchool struct {
-	mode string // metricsPerSchoolNone, metricsPerSchoolAll, metricsPerSchoolTop
+type PerSchool struct {
+	mode string // PerSchoolNone, PerSchoolAll, PerSchoolTop
 	top  int
 }
 
@@ -31,15 +56,15 @@ const (
 	incumbency      = 1.25
 )
 
-// setPerSchool chooses which schools have series from the next scrape on.
-func (m *metrics) setPerSchool(p perSchool) { m.per.Store(&p) }
+// SetPerSchool chooses which schools have series from the next scrape on.
+func (m *Metrics) SetPerSchool(p PerSchool) { m.per.Store(&p) }
 
 // Describe sends every family's descriptions, the instance's and a
 // school's: Caddy's registry checks each series against them.
-func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, f := range families {
 		ch <- f.total
-		ch <- f.perSchool
+		ch <- f.PerSchool
 	}
 }
 
@@ -47,7 +72,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // metrics_per_school chooses now: a school that left the top, or was
 // removed, has none from this scrape on, so nothing of it is left
 // behind.
-func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for fi, f := range families {
 		var shards [totalShards][]atomic.Uint64
 		for i := range m.totals {
@@ -74,7 +99,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			for slot := range f.slotLabels {
 				if v := slots[slot].Load(); v > 0 {
 					labels := append([]string{sc.site}, f.slotLabels[slot]...)
-					ch <- prometheus.MustNewConstMetric(f.perSchool, prometheus.CounterValue, float64(v), labels...)
+					ch <- prometheus.MustNewConstMetric(f.PerSchool, prometheus.CounterValue, float64(v), labels...)
 				}
 			}
 		}
@@ -82,9 +107,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // chosen are the schools whose series a scrape at now shows.
-func (m *metrics) chosen(now time.Time) []*schoolCounters {
+func (m *Metrics) chosen(now time.Time) []*schoolCounters {
 	p := m.per.Load()
-	if p != nil && p.mode == metricsPerSchoolNone {
+	if p != nil && p.mode == PerSchoolNone {
 		return nil
 	}
 	m.mu.Lock()
@@ -93,7 +118,7 @@ func (m *metrics) chosen(now time.Time) []*schoolCounters {
 		all = append(all, sc)
 	}
 	m.mu.Unlock()
-	if p == nil || p.mode != metricsPerSchoolTop {
+	if p == nil || p.mode != PerSchoolTop {
 		return all
 	}
 	return m.rank(all, p.top, now)
@@ -103,7 +128,7 @@ func (m *metrics) chosen(now time.Time) []*schoolCounters {
 // with what it counted since the last ranking. It keeps the n best in a
 // heap as it goes: a ranking is a pass over the schools, with no sort of
 // them all.
-func (m *metrics) rank(schools []*schoolCounters, n int, now time.Time) []*schoolCounters {
+func (m *Metrics) rank(schools []*schoolCounters, n int, now time.Time) []*schoolCounters {
 	m.rankMu.Lock()
 	defer m.rankMu.Unlock()
 	decay := 0.0
@@ -169,7 +194,7 @@ func (h *rankHeap) Pop() any {
 	return x
 }
 
-// perSchoolOf is which schools have series in a config of gateways site
+// PerSchoolOf is which schools have series in a config of gateways site
 // blocks and, if platform, a school_platform: metrics_per_school's
 // choice, by default every school of a config of site blocks only (a few
 // schools) and none beside a platform, whose schools are thousands. A
@@ -179,18 +204,18 @@ func (h *rankHeap) Pop() any {
 // config runs: a top above it is the top of a registry still growing, or
 // one that shrank, and a config that read well must not fail at its
 // next reload because schools were removed.
-func perSchoolOf(option string, gateways int, platform bool) (perSchool, error) {
-	mode, top, err := parseMetricsPerSchool(option)
+func PerSchoolOf(option string, gateways int, platform bool) (PerSchool, error) {
+	mode, top, err := ParsePerSchool(option)
 	switch {
 	case err != nil:
-		return perSchool{}, err
+		return PerSchool{}, err
 	case mode == "" && platform:
-		mode = metricsPerSchoolNone
+		mode = PerSchoolNone
 	case mode == "":
-		mode = metricsPerSchoolAll
-	case mode == metricsPerSchoolTop && !platform && top > gateways:
-		return perSchool{}, fmt.Errorf("metrics_per_school: top %d is more than the %d schools of this config (its site blocks); "+
+		mode = PerSchoolAll
+	case mode == PerSchoolTop && !platform && top > gateways:
+		return PerSchool{}, fmt.Errorf("metrics_per_school: top %d is more than the %d schools of this config (its site blocks); "+
 			"write all, or a top of at most %d", top, gateways, gateways)
 	}
-	return perSchool{mode: mode, top: top}, nil
+	return PerSchool{mode: mode, top: top}, nil
 }

@@ -1,4 +1,4 @@
-package caddymodule
+package metrics
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 // series without a school's label, so that their number does not grow
 // with the schools; and to the school's own counters, which are series
 // (schoolgate_school_*, labelled site) only for the schools
-// metrics_per_school chooses, chosen at each scrape (metricsschools.go).
+// metrics_per_school chooses, chosen at each scrape (perschool.go).
 // A label's values are a fixed set (families): a value outside it is
 // counted as "other", so that nothing a request carries makes a series.
 
@@ -38,8 +38,8 @@ type family struct {
 	// (slot); slotLabels are each slot's label values.
 	size       int
 	slotLabels [][]string
-	// total and perSchool describe the instance's series and a school's.
-	total, perSchool *prometheus.Desc
+	// total and PerSchool describe the instance's series and a school's.
+	total, PerSchool *prometheus.Desc
 }
 
 const (
@@ -116,7 +116,7 @@ func init() {
 			f.slotLabels[slot] = labels
 		}
 		f.total = prometheus.NewDesc("schoolgate_"+f.name, f.help, f.labels, nil)
-		f.perSchool = prometheus.NewDesc("schoolgate_school_"+f.name, "One school's: "+f.help,
+		f.PerSchool = prometheus.NewDesc("schoolgate_school_"+f.name, "One school's: "+f.help,
 			append([]string{"site"}, f.labels...), nil)
 	}
 }
@@ -173,9 +173,9 @@ func (c *counterSet) slots(f int) []atomic.Uint64 {
 }
 
 // metrics are a config's: the instance's totals, each school's counters
-// by issuer, and which schools have series (metricsschools.go). One
+// by issuer, and which schools have series (perschool.go). One
 // collector in the config's registry, shared by its schools.
-type metrics struct {
+type Metrics struct {
 	// totals are the instance's counts in shards, a school counting into
 	// one of them (schoolCounters.shard), so that the schools served on
 	// different processors do not all add to one counter; a scrape adds
@@ -188,7 +188,7 @@ type metrics struct {
 
 	// per is which schools have series: nil until the App's Start set it
 	// (every school, as for site blocks).
-	per atomic.Pointer[perSchool]
+	per atomic.Pointer[PerSchool]
 	// rankMu serializes the ranking of a top by traffic; ranked is when
 	// it last ran.
 	rankMu sync.Mutex
@@ -218,18 +218,18 @@ type schoolCounters struct {
 	inTop   bool
 }
 
-// metricsFor returns the metrics of reg (a config's registry), registering
+// For returns the metrics of reg (a config's registry), registering
 // them with the config's first school; the others get the ones already
 // registered.
-func metricsFor(reg *prometheus.Registry) *metrics {
-	m := &metrics{schools: map[string]*schoolCounters{}}
+func For(reg *prometheus.Registry) *Metrics {
+	m := &Metrics{schools: map[string]*schoolCounters{}}
 	if reg == nil {
 		return m
 	}
 	if err := reg.Register(m); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*metrics); ok {
+			if existing, ok := are.ExistingCollector.(*Metrics); ok {
 				return existing
 			}
 		}
@@ -238,7 +238,7 @@ func metricsFor(reg *prometheus.Registry) *metrics {
 }
 
 // schoolOf returns the counters of a school, made on its first build.
-func (m *metrics) schoolOf(site string) *schoolCounters {
+func (m *Metrics) schoolOf(site string) *schoolCounters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sc := m.schools[site]
@@ -254,43 +254,43 @@ func (m *metrics) schoolOf(site string) *schoolCounters {
 // its registry, whose series would otherwise stay as long as the config
 // runs. A request still in flight in it counts into counters no series
 // shows any more, and into the totals.
-func (m *metrics) forget(site string) {
+func (m *Metrics) Forget(site string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.schools, site)
 }
 
-// siteObserver counts one school's events into the instance's totals and
+// Observer counts one school's events into the instance's totals and
 // the school's counters; it implements school.Observer.
-type siteObserver struct {
+type Observer struct {
 	total  *counterSet
 	school *schoolCounters
 }
 
-func newSiteObserver(m *metrics, site string) siteObserver {
+func NewObserver(m *Metrics, site string) Observer {
 	sc := m.schoolOf(site)
-	return siteObserver{total: sc.shard, school: sc}
+	return Observer{total: sc.shard, school: sc}
 }
 
-func (o siteObserver) count(f, slot int) {
+func (o Observer) count(f, slot int) {
 	o.total.add(f, slot)
 	o.school.add(f, slot)
 	o.school.events.Add(1)
 }
 
-func (o siteObserver) TokenIssued(grantType string) {
+func (o Observer) TokenIssued(grantType string) {
 	o.count(famTokens, families[famTokens].slot1(grantType))
 }
 
-func (o siteObserver) Refused(endpoint, code string) {
+func (o Observer) Refused(endpoint, code string) {
 	o.count(famRefused, families[famRefused].slot2(endpoint, code))
 }
 
-func (o siteObserver) Registered(kind string) {
+func (o Observer) Registered(kind string) {
 	o.count(famRegistered, families[famRegistered].slot1(kind))
 }
 
-func (o siteObserver) TokenLookup(cached bool) {
+func (o Observer) TokenLookup(cached bool) {
 	slot := 1 // miss
 	if cached {
 		slot = 0
@@ -300,43 +300,43 @@ func (o siteObserver) TokenLookup(cached bool) {
 	o.school.add(famLookups, slot)
 }
 
-func (o siteObserver) GrantDisconnected(by string) {
+func (o Observer) GrantDisconnected(by string) {
 	o.count(famDisconnects, families[famDisconnects].slot1(by))
 }
 
-func (o siteObserver) ProtectedOutcome(outcome string) {
+func (o Observer) ProtectedOutcome(outcome string) {
 	o.count(famProtected, families[famProtected].slot1(outcome))
 }
 
-func (o siteObserver) MCPCaller(caller string) {
+func (o Observer) MCPCaller(caller string) {
 	o.count(famMCP, families[famMCP].slot1(caller))
 }
 
-func (o siteObserver) Refusal(cause store.Cause) {
+func (o Observer) Refusal(cause store.Cause) {
 	o.count(famRequestsRefused, families[famRequestsRefused].slot1(cause.String()))
 }
 
-// observerRef is a site's observer. A reload that keeps the site (its
+// Ref is a site's observer. A reload that keeps the site (its
 // configuration unchanged) points it at the new config's metrics,
 // which are the ones Caddy then serves.
-type observerRef struct{ p atomic.Pointer[siteObserver] }
+type Ref struct{ p atomic.Pointer[Observer] }
 
-func newObserverRef(o siteObserver) *observerRef {
-	r := new(observerRef)
-	r.use(o)
+func NewRef(o Observer) *Ref {
+	r := new(Ref)
+	r.Use(o)
 	return r
 }
 
-func (r *observerRef) use(o siteObserver) { r.p.Store(&o) }
+func (r *Ref) Use(o Observer) { r.p.Store(&o) }
 
-func (r *observerRef) TokenIssued(grantType string)    { r.p.Load().TokenIssued(grantType) }
-func (r *observerRef) Refused(endpoint, code string)   { r.p.Load().Refused(endpoint, code) }
-func (r *observerRef) Registered(kind string)          { r.p.Load().Registered(kind) }
-func (r *observerRef) TokenLookup(cached bool)         { r.p.Load().TokenLookup(cached) }
-func (r *observerRef) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
-func (r *observerRef) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOutcome(outcome) }
-func (r *observerRef) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }
-func (r *observerRef) Refusal(cause store.Cause)       { r.p.Load().Refusal(cause) }
+func (r *Ref) TokenIssued(grantType string)    { r.p.Load().TokenIssued(grantType) }
+func (r *Ref) Refused(endpoint, code string)   { r.p.Load().Refused(endpoint, code) }
+func (r *Ref) Registered(kind string)          { r.p.Load().Registered(kind) }
+func (r *Ref) TokenLookup(cached bool)         { r.p.Load().TokenLookup(cached) }
+func (r *Ref) GrantDisconnected(by string)     { r.p.Load().GrantDisconnected(by) }
+func (r *Ref) ProtectedOutcome(outcome string) { r.p.Load().ProtectedOutcome(outcome) }
+func (r *Ref) MCPCaller(caller string)         { r.p.Load().MCPCaller(caller) }
+func (r *Ref) Refusal(cause store.Cause)       { r.p.Load().Refusal(cause) }
 
 // causeNames are the names of the causes Refusal is given: want of
 // capacity. The others of store.Cause (rate_limited, store_unavailable)

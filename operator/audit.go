@@ -1,4 +1,4 @@
-package caddymodule
+package operator
 
 import (
 	"net/http"
@@ -9,8 +9,8 @@ import (
 )
 
 // auditCommands are `caddy schoolgate audit` and `subject export|erase`:
-// the audit trail and a person's data (auditapi.go) from the command line.
-func auditCommands() []*cobra.Command {
+// the audit trail and a person's data (package adminapi) from the command line.
+func auditCommands(api AdminAPI) []*cobra.Command {
 	var list *cobra.Command
 	audit := adminCall{use: "audit", method: http.MethodGet,
 		short: "List the school's audit events, newest first (filter by person, application, type, time)",
@@ -24,7 +24,7 @@ func auditCommands() []*cobra.Command {
 			c.Flags().String("cursor", "", `the page after this one: the "next" of the previous answer`)
 			c.Flags().Int("limit", 0, "events a page (default 100)")
 		}}
-	list = audit.command()
+	list = audit.command(api)
 	subject := &cobra.Command{Use: "subject", Short: "Export or erase everything the school stores about one person"}
 	// The path takes the person from the command's argument.
 	var exportCmd *cobra.Command
@@ -33,14 +33,14 @@ func auditCommands() []*cobra.Command {
 		path: func(issuer string) string {
 			return "/schoolgate/subject?" + url.Values{"issuer": {issuer}, "subject": exportCmd.Flags().Args()}.Encode()
 		}}
-	exportCmd = export.command()
+	exportCmd = export.command(api)
 	erase := adminCall{use: "erase <sub>", method: http.MethodPost, args: cobra.ExactArgs(1),
 		short: "Delete everything the school stores about the person; their applications' tokens stop working",
 		path:  func(string) string { return "/schoolgate/subject/erase" },
 		body: func(_ *cobra.Command, issuer string, args []string) (any, error) {
 			return map[string]string{"issuer": issuer, "subject": args[0]}, nil
 		}}
-	subject.AddCommand(exportCmd, erase.command())
+	subject.AddCommand(exportCmd, erase.command(api))
 	return []*cobra.Command{list, subject}
 }
 

@@ -1,4 +1,4 @@
-package caddymodule
+package operator
 
 import (
 	"context"
@@ -21,13 +21,13 @@ import (
 // password nor the key secret has to appear on a command line (and in the
 // shell's history and the process list).
 const (
-	envDatabaseURL = "SCHOOLGATE_DATABASE_URL"
-	envKeySecret   = "SCHOOLGATE_KEY_SECRET"
+	EnvDatabaseURL = "SCHOOLGATE_DATABASE_URL"
+	EnvKeySecret   = "SCHOOLGATE_KEY_SECRET"
 )
 
-// commandTimeout bounds a store command: connecting waits for an
+// CommandTimeout bounds a store command: connecting waits for an
 // unreachable database about 15 s, and a large site's copy takes a while.
-const commandTimeout = 10 * time.Minute
+const CommandTimeout = 10 * time.Minute
 
 // storeCommands are the subcommands that work on a database directly,
 // with no running Caddy.
@@ -37,18 +37,18 @@ func storeCommands() []*cobra.Command {
 		Short: "Bring a PostgreSQL database's schoolgate schema up to date (ahead of a rollout)",
 		Long: `
 Applies the schema migrations this build knows to the database named by
---dsn, else by $` + envDatabaseURL + `. Instances starting together would do
+--dsn, else by $` + EnvDatabaseURL + `. Instances starting together would do
 the same under a lock; running it first keeps their start quick. A database
 migrated by a newer build is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dsn, _ := cmd.Flags().GetString("dsn")
-			ctx, cancel := context.WithTimeout(cmd.Context(), commandTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), CommandTimeout)
 			defer cancel()
-			return migrateDB(ctx, cmd.OutOrStdout(), orEnv(dsn, envDatabaseURL))
+			return migrateDB(ctx, cmd.OutOrStdout(), OrEnv(dsn, EnvDatabaseURL))
 		},
 	}
-	migrateDB.Flags().String("dsn", "", "the database (default $"+envDatabaseURL+")")
+	migrateDB.Flags().String("dsn", "", "the database (default $"+EnvDatabaseURL+")")
 
 	migrateStore := &cobra.Command{
 		Use:   "migrate-store --data <dir> --issuer <origin> [--dsn <dsn>]",
@@ -56,8 +56,8 @@ migrated by a newer build is refused.`,
 		Long: `
 Copies a school's whole state (signing keys, clients, consents, grants,
 tokens, unexpired codes, settings, catalog) from the bbolt file under
---data into the database named by --dsn (else $` + envDatabaseURL + `), in
-one transaction, with the signing keys encrypted with $` + envKeySecret + `.
+--data into the database named by --dsn (else $` + EnvDatabaseURL + `), in
+one transaction, with the signing keys encrypted with $` + EnvKeySecret + `.
 The bbolt file is opened read-only and never written: going back is the old
 Caddyfile. A school that already has data in the database is refused.
 Issued tokens and key ids keep working.`,
@@ -67,18 +67,19 @@ Issued tokens and key ids keep working.`,
 			data, _ := fl.GetString("data")
 			issuer, _ := fl.GetString("issuer")
 			dsn, _ := fl.GetString("dsn")
-			ctx, cancel := context.WithTimeout(cmd.Context(), commandTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), CommandTimeout)
 			defer cancel()
-			return migrateStore(ctx, cmd.OutOrStdout(), data, issuer, orEnv(dsn, envDatabaseURL), os.Getenv(envKeySecret))
+			return migrateStore(ctx, cmd.OutOrStdout(), data, issuer, OrEnv(dsn, EnvDatabaseURL), os.Getenv(EnvKeySecret))
 		},
 	}
 	migrateStore.Flags().String("data", "", "the school's data directory (the data option of its site block)")
 	migrateStore.Flags().String("issuer", "", "the school, by its origin (e.g. https://school.example)")
-	migrateStore.Flags().String("dsn", "", "the database (default $"+envDatabaseURL+")")
+	migrateStore.Flags().String("dsn", "", "the database (default $"+EnvDatabaseURL+")")
 	return []*cobra.Command{migrateDB, migrateStore}
 }
 
-func orEnv(v, name string) string {
+// OrEnv is a flag's value, else the environment variable name's.
+func OrEnv(v, name string) string {
 	if v != "" {
 		return v
 	}
@@ -88,7 +89,7 @@ func orEnv(v, name string) string {
 // migrateDB applies the migrations and says which.
 func migrateDB(ctx context.Context, out io.Writer, dsn string) error {
 	if dsn == "" {
-		return fmt.Errorf("no database: give --dsn or set %s", envDatabaseURL)
+		return fmt.Errorf("no database: give --dsn or set %s", EnvDatabaseURL)
 	}
 	applied, err := pgstore.Migrate(ctx, dsn)
 	if err != nil {
@@ -110,9 +111,9 @@ func migrateStore(ctx context.Context, out io.Writer, data, issuer, dsn, secret 
 	case data == "":
 		return errors.New("--data is required: the school's data directory")
 	case dsn == "":
-		return fmt.Errorf("no database: give --dsn or set %s", envDatabaseURL)
+		return fmt.Errorf("no database: give --dsn or set %s", EnvDatabaseURL)
 	case secret == "":
-		return fmt.Errorf("%s is not set: it encrypts the signing keys in the database, and every instance of the school needs the same", envKeySecret)
+		return fmt.Errorf("%s is not set: it encrypts the signing keys in the database, and every instance of the school needs the same", EnvKeySecret)
 	}
 	origin, err := policy.ParseOrigin(issuer)
 	if err != nil {

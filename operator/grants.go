@@ -1,4 +1,4 @@
-package caddymodule
+package operator
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 )
 
 // grantCommands are `caddy schoolgate grants` and `revoke-grant`: the
-// connected applications of a school (grantsapi.go) from the command line.
-func grantCommands() []*cobra.Command {
+// connected applications of a school (package adminapi) from the command line.
+func grantCommands(api AdminAPI) []*cobra.Command {
 	// The list's query comes from its flags, which its path reads.
 	var list *cobra.Command
 	grants := adminCall{use: "grants", method: http.MethodGet,
@@ -23,7 +23,7 @@ func grantCommands() []*cobra.Command {
 			c.Flags().String("after", "", `the page after this one: the "next" of the previous answer`)
 			c.Flags().Int("limit", 0, "grants a page (default 50)")
 		}}
-	list = grants.command()
+	list = grants.command(api)
 	revoke := adminCall{use: "revoke-grant [<grant_id>] --subject <sub> [--client-id <id>]", method: http.MethodPost,
 		short: "End one person's grant (<grant_id>), or everything an application holds for them (--client-id): " +
 			"the tokens stop working and the application must ask again",
@@ -33,7 +33,7 @@ func grantCommands() []*cobra.Command {
 			c.Flags().String("subject", "", "the person whose grant or application it is (their sub)")
 			c.Flags().String("client-id", "", "end every grant this application holds for the person, instead of one")
 		}}
-	return []*cobra.Command{list, revoke.command()}
+	return []*cobra.Command{list, revoke.command(api)}
 }
 
 // revokeBody names one grant (the argument) or an application

@@ -1,19 +1,17 @@
-package caddymodule
+package metrics
 
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -22,9 +20,9 @@ import (
 // /mcp requests, tokens issued, and for one school in ten a refusal. The
 // schools' traffic differs (school i has i%97 more protected requests),
 // so that a top by traffic has something to rank.
-func observeSchools(m *metrics, n int) {
+func observeSchools(m *Metrics, n int) {
 	for i := range n {
-		o := newSiteObserver(m, fmt.Sprintf("https://s%d.example", i))
+		o := NewObserver(m, fmt.Sprintf("https://s%d.example", i))
 		o.TokenLookup(true)
 		o.TokenLookup(false)
 		for range 1 + i%97 {
@@ -63,32 +61,30 @@ func schoolgateSeries(body []byte) int {
 	return n
 }
 
-// BenchmarkMetricsScrape measures a scrape of /metrics, with Caddy's own
-// collectors beside the gateway's, for 10 and 10,000 schools that have
+// BenchmarkMetricsScrape measures a scrape of /metrics, with the Go
+// runtime's and the process's collectors beside the gateway's, as in
+// Caddy's registry, for 10 and 10,000 schools that have
 // counted something, by metrics_per_school; it reports the schoolgate_
 // series and the bytes of an answer.
 func BenchmarkMetricsScrape(b *testing.B) {
 	for _, tc := range []struct {
 		schools int
-		per     perSchool
+		per     PerSchool
 	}{
-		{10, perSchool{mode: metricsPerSchoolAll}},
-		{10_000, perSchool{mode: metricsPerSchoolNone}},
-		{10_000, perSchool{mode: metricsPerSchoolTop, top: 50}},
-		{10_000, perSchool{mode: metricsPerSchoolAll}},
+		{10, PerSchool{mode: PerSchoolAll}},
+		{10_000, PerSchool{mode: PerSchoolNone}},
+		{10_000, PerSchool{mode: PerSchoolTop, top: 50}},
+		{10_000, PerSchool{mode: PerSchoolAll}},
 	} {
 		name := fmt.Sprintf("schools=%d/%s", tc.schools, tc.per.mode)
 		if tc.per.top > 0 {
 			name += fmt.Sprint(tc.per.top)
 		}
 		b.Run(name, func(b *testing.B) {
-			ctx, err := caddy.ProvisionContext(&caddy.Config{AppsRaw: caddy.ModuleMap{appName: json.RawMessage(`{}`)}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			reg := ctx.GetMetricsRegistry()
-			m := metricsFor(reg)
-			m.setPerSchool(tc.per)
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			m := For(reg)
+			m.SetPerSchool(tc.per)
 			observeSchools(m, tc.schools)
 			h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 			body := scrape(b, h)
@@ -102,55 +98,16 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	}
 }
 
-// BenchmarkPlatformHealth measures /schoolgate/health with 10 and 10,000
-// schools of a platform built (each has answered a request).
-func BenchmarkPlatformHealth(b *testing.B) {
-	for _, n := range []int{10, 10_000} {
-		b.Run(fmt.Sprintf("built=%d", n), func(b *testing.B) {
-			tp := platformOf(b, n, "")
-			var wg sync.WaitGroup
-			work := make(chan int)
-			for range 16 {
-				wg.Go(func() {
-					for i := range work {
-						rec := httptest.NewRecorder()
-						url := fmt.Sprintf("https://s%d.example%s", i, discoveryPath)
-						if err := tp.serve(rec, platformRequest(url)); err != nil || rec.Code != http.StatusOK {
-							panic(fmt.Sprint(url, err, rec.Code))
-						}
-					}
-				})
-			}
-			for i := range n {
-				work <- i
-			}
-			close(work)
-			wg.Wait()
-			if got := tp.activeCount(); got != n {
-				b.Fatalf("%d schools built, want %d", got, n)
-			}
-			runningAs(b, tp.app)
-			b.ResetTimer()
-			for b.Loop() {
-				rec := httptest.NewRecorder()
-				if err := handleHealth(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/health", nil)); err != nil || rec.Code != http.StatusOK {
-					b.Fatal(err, rec.Code)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkObserve measures what a protected request counts (a token
 // validation and its outcome) on the request path, from every processor
 // at once, each counting for a school of its own as a platform's
 // requests do.
 func BenchmarkObserve(b *testing.B) {
-	m := metricsFor(prometheus.NewRegistry())
+	m := For(prometheus.NewRegistry())
 	var next atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		o := newSiteObserver(m, fmt.Sprintf("https://s%d.example", next.Add(1)))
+		o := NewObserver(m, fmt.Sprintf("https://s%d.example", next.Add(1)))
 		for pb.Next() {
 			o.TokenLookup(true)
 			o.ProtectedOutcome("allowed")
