@@ -79,7 +79,7 @@ func TestFlat(t *testing.T) {
 		{"5 % of the mean", []float64{100, 100, 100}, 12, true},
 		{"a goroutine a minute", []float64{60, 60, 60}, 60, false},
 		{"within the readings' noise", []float64{50, 60, 50, 60}, 20, true}, // sd 5: 10 allowed, 8.3 risen
-		{"past the noise", []float64{50, 60, 50, 60}, 30, false},           // 12.5 risen
+		{"past the noise", []float64{50, 60, 50, 60}, 30, false},            // 12.5 risen
 		{"nothing read", nil, 1000, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
