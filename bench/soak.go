@@ -53,7 +53,7 @@ type soakConfig struct {
 // both to the run and takes few schools.
 func soakSizes(d time.Duration) soakConfig {
 	sc := soakConfig{duration: d, warmup: 5 * time.Minute, every: time.Minute, schools: *soakSchoolsF,
-		maxActive: 1000, tokenSchools: 100, flooders: 6, out: *soakOut}
+		maxActive: 1000, tokenSchools: 100, flooders: 160, out: *soakOut}
 	if d < 10*time.Minute {
 		sc.smoke = true
 		sc.warmup, sc.every = d/4, max(d/10, time.Second)
@@ -62,7 +62,7 @@ func soakSizes(d time.Duration) soakConfig {
 		if !given {
 			sc.schools = min(sc.schools, 200)
 		}
-		sc.maxActive, sc.tokenSchools, sc.flooders = 50, 20, 4
+		sc.maxActive, sc.tokenSchools = 50, 20
 	}
 	sc.tokenSchools = min(sc.tokenSchools, sc.schools-1)
 	return sc

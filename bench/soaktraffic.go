@@ -27,7 +27,9 @@ import (
 //     one school presented to another (it must be refused);
 //   - MCP search_catalog as a member and anonymously;
 //   - one school flooded by closed-loop clients (anonymous MCP) at
-//     instance a: what fair share refuses is counted;
+//     instance a, more than the school's queue of the fair share (128)
+//     holds, each waiting Retry-After when refused: what fair share
+//     refuses is counted;
 //   - the writer: every second a school added, one changed (an alias host
 //     and login_url) and one the writer added removed.
 
@@ -123,7 +125,14 @@ func (t *soakTraffic) start(ctx context.Context, wg *sync.WaitGroup) {
 	for range t.s.cfg.flooders {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				t.search(ctx, "flood: mcp search (anonymous), one school", flood, t.flood, "")
+				status := t.search(ctx, "flood: mcp search (anonymous), one school", flood, t.flood, "")
+				if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+					// As a client that reads Retry-After (at least 1 s).
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Second):
+					}
+				}
 			}
 		})
 	}
@@ -231,16 +240,18 @@ func (t *soakTraffic) churned(ctx context.Context, c *platformCaddy) {
 	}
 }
 
-// search sends MCP search_catalog to the school, with token or none.
-func (t *soakTraffic) search(ctx context.Context, kind string, client *http.Client, school, token string) {
+// search sends MCP search_catalog to the school, with token or none,
+// and returns the status.
+func (t *soakTraffic) search(ctx context.Context, kind string, client *http.Client, school, token string) int {
 	status, body, err := soakDo(ctx, client, http.MethodPost, "http://"+t.s.host(school)+"/mcp", token, searchCall, mcpHeaders)
 	if ctx.Err() != nil {
-		return
+		return 0
 	}
 	t.tally.answer(kind, status, err)
 	if status == http.StatusOK && !strings.Contains(string(body), "course-") {
 		t.tally.failure(kind, fmt.Sprintf("%s: a 200 without a course: %.200s", school, body))
 	}
+	return status
 }
 
 // tokenStep is one step of token worker w: a new grant on odd steps,
