@@ -81,6 +81,7 @@ type soakRun struct {
 	pg                    *pgx.Conn
 	samples               map[string][]soakSample
 	loadBefore, loadAfter string
+	commit                string // what Caddy was built from
 	began                 time.Time
 }
 
@@ -101,6 +102,11 @@ func runSoak(cfg soakConfig) error {
 		return err
 	}
 	s := &soakRun{cfg: cfg, dir: dir, samples: map[string][]soakSample{}}
+	// The commit built, read now: the tree may change during a long run.
+	s.commit = "?"
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		s.commit = strings.TrimSpace(string(out))
+	}
 	soakProgress("building Caddy")
 	if s.caddyBin, err = buildCaddy(dir, ""); err != nil {
 		return err

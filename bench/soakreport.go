@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -55,11 +54,7 @@ func (s *soakRun) summary(b *strings.Builder, names []string, tally *soakTally, 
 		fmt.Fprintln(b, "(a short soak: the harness checked, the figures meaningless)")
 		fmt.Fprintln(b)
 	}
-	commit := "?"
-	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
-		commit = strings.TrimSpace(string(out))
-	}
-	fmt.Fprintf(b, "machine: %s; Caddy built from %s; load average before %s, after %s\n\n", machine(), commit, s.loadBefore, s.loadAfter)
+	fmt.Fprintf(b, "machine: %s; Caddy built from %s; load average before %s, after %s\n\n", machine(), s.commit, s.loadBefore, s.loadAfter)
 	fmt.Fprintf(b, "%d schools in a PostgreSQL registry (stores in the same database), max_active %d, two instances; %s of traffic, "+
 		"a sample every %s, the first %s a warm-up; %d token schools, one school flooded by %d closed-loop clients at instance a.\n\n",
 		cfg.schools, cfg.maxActive, cfg.duration, cfg.every, cfg.warmup, cfg.tokenSchools, cfg.flooders)
