@@ -18,7 +18,7 @@ import (
 
 // The soak's samples (soak.go): what each Caddy instance holds, read
 // every interval from /proc, from its admin API's /metrics and from
-// PostgreSQL's pg_stat_activity; and the pure reading of a series: its
+// PostgreSQL's pg_stat_activity, with the schools built; and the pure reading of a series: its
 // band around the first reading after the warm-up and its least-squares
 // slope.
 
@@ -29,6 +29,7 @@ type soakSample struct {
 	Goroutines int
 	Files      int // open file descriptors (/proc/PID/fd)
 	PGConns    int // its connections in pg_stat_activity (by application_name)
+	Active     int // schools built (/schoolgate/health), at most max_active
 	Load       string
 }
 
@@ -42,12 +43,13 @@ var soakSeries = []struct {
 	{"goroutines", "", func(s soakSample) float64 { return float64(s.Goroutines) }},
 	{"open files", "", func(s soakSample) float64 { return float64(s.Files) }},
 	{"connections to PostgreSQL", "", func(s soakSample) float64 { return float64(s.PGConns) }},
+	{"schools built", "", func(s soakSample) float64 { return float64(s.Active) }},
 }
 
 // sample reads the instance: a reading that fails is -1 (plotted as a
 // gap is not worth the code: the summary names it).
 func (c *platformCaddy) sample(at time.Duration, pg map[string]int) soakSample {
-	s := soakSample{At: at, RSS: -1, Heap: -1, Goroutines: -1, Files: openFiles(c.pid()), PGConns: pg[soakAppName(c.name)], Load: loadAverage()}
+	s := soakSample{At: at, RSS: -1, Heap: -1, Goroutines: -1, Files: openFiles(c.pid()), PGConns: pg[soakAppName(c.name)], Active: c.active(), Load: loadAverage()}
 	if m, err := procstat.ReadMemory(c.pid()); err == nil {
 		s.RSS = m.RSS
 	}

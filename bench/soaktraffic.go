@@ -67,11 +67,30 @@ func newSoakTraffic(s *soakRun) *soakTraffic {
 	return t
 }
 
-// prepare gets the member MCP worker's tokens and waits for the catalogs
-// the searches need.
+// prepare asks every instance for every school's discovery once, so
+// that each holds max_active built schools from the start, as a host
+// that has run a while does (the traffic alone, a few dozen schools a
+// second out of 10,000, would take a quarter of an hour to get there,
+// past the warm-up, and the memory read after it would still be
+// growing with the schools built); then it gets the member MCP worker's
+// tokens and waits for the catalogs the searches need.
 func (t *soakTraffic) prepare() error {
 	ctx := context.Background()
 	a := t.s.instances[0]
+	for _, c := range t.s.instances {
+		soakProgress("instance %s: every school asked once", c.name)
+		err := forEach(ctx, t.s.cfg.schools, 16, func(ctx context.Context, i int) error {
+			name := schoolName(i)
+			status, body, err := soakDo(ctx, c.client, http.MethodGet, "http://"+t.s.host(name)+discoveryPath, "", "", nil)
+			if err == nil && (status != http.StatusOK || discoveryIssuer(body) != t.s.issuer(name)) {
+				err = fmt.Errorf("%s: HTTP %d issuer %q", name, status, discoveryIssuer(body))
+			}
+			return err
+		})
+		if err != nil {
+			return c.failure(err)
+		}
+	}
 	for _, name := range append(t.tokenSchools[:min(10, len(t.tokenSchools))], t.flood) {
 		o := &oauthClient{origin: t.s.issuer(name), http: a.noRedirect}
 		tok, err := memberToken(ctx, o)
