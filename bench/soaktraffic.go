@@ -68,12 +68,11 @@ func newSoakTraffic(s *soakRun) *soakTraffic {
 }
 
 // prepare asks every instance for every school's discovery once, so
-// that each holds max_active built schools from the start, as a host
-// that has run a while does (the traffic alone, a few dozen schools a
-// second out of 10,000, would take a quarter of an hour to get there,
-// past the warm-up, and the memory read after it would still be
-// growing with the schools built); then it gets the member MCP worker's
-// tokens and waits for the catalogs the searches need.
+// that each holds max_active built schools from the first sample, as a
+// host that has run a while does (the traffic alone fills them in about
+// two minutes, inside the warm-up, but the plot would start with that
+// ramp); then it gets the member MCP worker's tokens and waits for the
+// catalogs the searches need.
 func (t *soakTraffic) prepare() error {
 	ctx := context.Background()
 	a := t.s.instances[0]
