@@ -18,6 +18,10 @@
 //     way so stands for processor time, whether its requests spend it in
 //     the gateway's code (a search) or in the HTTP server (a discovery
 //     document);
+//   - what a store spent on a request's behalf while it waited (a group
+//     commit's leader runs every write of its group; a database on the
+//     same machine works for it) is charged to it (Slot.Charge), and its
+//     slot counts that much longer when given back;
 //   - a school has at most all slots but one under way while another
 //     school holds or waits for one, or was asked in the last presentFor:
 //     a flood is held to its share, and a school asking while a neighbour
@@ -133,9 +137,8 @@ type Gate struct {
 	seq     uint64
 	pass    uint64
 	// cooling are the slots given back while the instance is shared,
-	// still their schools' until their time, in the order they were given
-	// back: the overhead changes slowly, so that is the order they end in.
-	cooling ring[cooledSlot]
+	// still their schools' until their time, the first to end on top.
+	cooling coolingHeap
 	// timer ends the cooling of requests for their schools' waiters
 	// when no release comes first.
 	timer   *time.Timer
@@ -250,19 +253,32 @@ func (g *Gate) takeLocked(slots int64) bool {
 
 // dispatch hands free slots to waiters, under mu: each to the head of
 // the waiting school with the fewest slots for its weight, the one served
-// least lately among equals, none beyond its cap (capFor).
+// least lately among equals, none beyond its cap (capFor) — unless every
+// waiting school has its most under way and more than one waits: the
+// slot the caps keep free is for a school that comes to ask, and here the
+// schools asking are waiting already, so the fairest of them takes it
+// rather than it staying idle until a slot cools (a flood's victim asking
+// with two clients would otherwise see one request cooling and the other
+// kept from the free slot by its cap, until a timer ended the cooling).
+// With one school waiting, its cap stands.
 func (g *Gate) dispatch(cfg *settings) {
 	t := now()
 	shared := g.shared(t)
 	for len(g.waiting) > 0 && g.used.Load() < cfg.slots {
-		best := -1
+		best, fairest := -1, 0
 		for i, s := range g.waiting {
+			if i > 0 && s.fairerThan(g.waiting[fairest]) {
+				fairest = i
+			}
 			if shared && s.inflight.Load() >= g.capFor(s, cfg.slots, len(g.waiting) > 1, t) {
 				continue
 			}
 			if best < 0 || s.fairerThan(g.waiting[best]) {
 				best = i
 			}
+		}
+		if best < 0 && len(g.waiting) > 1 {
+			best = fairest
 		}
 		if best < 0 || !g.takeLocked(cfg.slots) {
 			return

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/schoolgate/schoolgate/internal/cputime"
 )
 
 // overhead measures the CPU time the process spends on a request outside
@@ -24,15 +26,21 @@ type overhead struct {
 	// time it used meanwhile.
 	done        atomic.Int64
 	held        atomic.Int64
+	spent       atomic.Int64
 	sampledWall atomic.Int64
 	sampledCPU  atomic.Int64
 	// next is when the next calibration is due.
 	next atomic.Int64
 
+	// capacity is the share of the machine the instance can have
+	// (capacity.go), read with each calibration.
+	capacity capacity
+
 	// The last calibration's readings, under mu; share is the CPU share
 	// of a hold the samples last showed.
 	mu                          sync.Mutex
 	cpu, doneAt, heldAt         int64
+	spentAt                     int64
 	sampledWallAt, sampledCPUAt int64
 	share                       float64
 }
@@ -55,12 +63,14 @@ func (o *overhead) init(t int64) {
 	o.next.Store(t + calibrateEvery)
 	o.share = 1
 	o.cpu, _ = readCPU()
+	o.capacity.scale.Store(scaleOne)
+	o.capacity.update(o.cpu, t)
 }
 
 // readCPU reads the process's CPU time; tests replace it.
-var readCPU = processCPU
+var readCPU = cputime.Process
 
-func (o *overhead) calibrate() {
+func (o *overhead) calibrate(t int64) {
 	if !o.mu.TryLock() {
 		return
 	}
@@ -69,7 +79,8 @@ func (o *overhead) calibrate() {
 	if !ok {
 		return
 	}
-	done, held := o.done.Load(), o.held.Load()
+	o.capacity.update(cpu, t)
+	done, held, spent := o.done.Load(), o.held.Load(), o.spent.Load()
 	sw, sc := o.sampledWall.Load(), o.sampledCPU.Load()
 	n := done - o.doneAt
 	if n >= calibrateMin {
@@ -77,14 +88,14 @@ func (o *overhead) calibrate() {
 			o.share = min(float64(dc)/float64(dw), 1)
 		}
 		inSlots := int64(float64(held-o.heldAt) * o.share)
-		est := ((cpu - o.cpu) - inSlots) / n
+		est := ((cpu - o.cpu) - inSlots - (spent - o.spentAt)) / n
 		est = min(max(est, 0), maxOverhead)
 		if prev := o.ns.Load(); prev > 0 {
 			est = (prev + est) / 2
 		}
 		o.ns.Store(est)
 	}
-	o.cpu, o.doneAt, o.heldAt = cpu, done, held
+	o.cpu, o.doneAt, o.heldAt, o.spentAt = cpu, done, held, spent
 	o.sampledWallAt, o.sampledCPUAt = sw, sc
 }
 
@@ -102,23 +113,28 @@ func (o *overhead) begin(t int64) sample {
 	if t%sampleEvery != 0 {
 		return sample{}
 	}
-	cpu, thread, _ := threadCPU()
+	cpu, thread, _ := cputime.Thread()
 	return sample{sampled: true, cpu: cpu, thread: thread}
 }
 
 // end counts a sampled slot given back at t after holding it for held,
-// and makes the estimate again when it is due.
-func (o *overhead) end(s sample, held, t int64) {
+// stores having spent spent on its behalf while it was paused (charged
+// to its school, so not the work around requests), and makes the
+// estimate again when it is due.
+func (o *overhead) end(s sample, held, spent, t int64) {
 	o.done.Add(sampleEvery)
 	o.held.Add(held * sampleEvery)
+	if spent > 0 {
+		o.spent.Add(spent * sampleEvery)
+	}
 	if s.thread != 0 {
-		cpu, thread, ok := threadCPU()
+		cpu, thread, ok := cputime.Thread()
 		if ok && thread == s.thread && cpu >= s.cpu && cpu-s.cpu <= held {
 			o.sampledWall.Add(held)
 			o.sampledCPU.Add(cpu - s.cpu)
 		}
 	}
 	if next := o.next.Load(); t >= next && o.next.CompareAndSwap(next, t+calibrateEvery) {
-		o.calibrate()
+		o.calibrate(t)
 	}
 }

@@ -92,9 +92,3 @@ func (q *waiters) remove(w *waiter) {
 		q.items, q.first = q.items[:0], 0
 	}
 }
-
-// cooledSlot is a slot given back, its school's until its time.
-type cooledSlot struct {
-	until int64
-	s     *School
-}

@@ -1,6 +1,9 @@
 package admission
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Slot is an admitted request's hold on the gate. Release it once the
 // gateway's own work for the request is done. Releasing twice, or a zero
@@ -20,6 +23,9 @@ type Slot struct {
 	depth    int32
 	pausedAt int64
 	paused   int64
+	// spent is the processor time stores spent on the request's behalf
+	// while it was paused (Charge).
+	spent int64
 }
 
 // Counted reports whether the slot is one of the gate's: the instance
@@ -41,20 +47,25 @@ func (sl *Slot) Release() {
 	g := s.gate
 	t := now()
 	if sl.cpu.sampled {
-		g.cost.end(sl.cpu, t-sl.since-sl.paused, t)
+		g.cost.end(sl.cpu, t-sl.since-sl.paused, sl.spent, t)
 	}
 	if !sl.counted {
 		return
 	}
-	o := g.cost.ns.Load()
-	s.charge(t - sl.since - sl.paused + o)
+	// The school keeps counting the slot for the work around the request
+	// and for what stores spent on its behalf while it was paused, the
+	// whole at the scale of the processors the instance can have
+	// (capacity.go).
+	held := t - sl.since - sl.paused
+	cool := g.cost.capacity.scaled(held+g.cost.ns.Load()+sl.spent) - held
+	s.charge(held + cool)
 	if sl.depth > 0 {
 		return // a paused slot was given back already
 	}
-	if o > 0 && g.shared(t) {
+	if cool > 0 && g.shared(t) {
 		g.used.Add(-1)
 		g.mu.Lock()
-		g.cool(s, t+o)
+		g.cool(s, t+cool)
 		g.expire(t)
 		g.dispatch(g.cfg.Load())
 		g.arm(t)
@@ -93,6 +104,17 @@ func (sl *Slot) Pause() {
 	}
 	sl.pausedAt = now()
 	sl.s.giveBack(sl.pausedAt)
+}
+
+// Charge counts d of processor time a store spent on the request's
+// behalf while it was paused (store.Waiter): a group commit's leader
+// runs every call of its group, so that their work is charged to their
+// schools, not to the leader's nor to every school alike. The school
+// counts the slot that much longer when it is given back.
+func (sl *Slot) Charge(d time.Duration) {
+	if sl.s != nil && d > 0 {
+		sl.spent += int64(d)
+	}
 }
 
 // Resume takes a slot again after Pause: before any request of the school

@@ -5,7 +5,7 @@
 //	go run ./bench -schools 100,500,1000   # what many schools in one Caddy cost
 //	go run ./bench -platform 10000         # school_platform: 10,000 schools of a registry (dir, postgres)
 //	go run ./bench -smoke -platform 50     # the same, tiny: checks the harness
-//	go run ./bench -only token -ab <commit> # the token endpoint beside an older build
+//	go run ./bench -only token -ab <commit> # the token endpoint beside an older build (also protected, discovery)
 //	go run ./bench -peers                  # forward_auth → oauth2-proxy, node-oidc-provider and Ory Hydra beside the gateway
 //	go run ./bench -noisy                  # a victim school alone and while a neighbour floods the same Caddy (noisy.go)
 //	go run ./bench -soak 30m               # two platform instances on PostgreSQL under traffic and churn, sampled (soak.go)
@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&cfg.dpopAlg, "dpop-alg", "ES256", "the algorithm of the DPoP key of the protected and token scenarios' DPoP targets (ES256, EdDSA, RS256, PS256, ...)")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,store,memory, and the peers forward_auth,oidc-provider,hydra; store and hydra start their own PostgreSQL)")
 	flag.StringVar(&cfg.build, "build", "", "measure Caddy built from this commit instead of the working tree (an older build through today's harness)")
-	flag.StringVar(&cfg.ab, "ab", "", "also run Caddy built from this commit, beside this tree's, through the token scenario, interleaved (an A/B of the token endpoint)")
+	flag.StringVar(&cfg.ab, "ab", "", "also run Caddy built from this commit, beside this tree's, interleaved, through the token, protected and discovery scenarios (an A/B)")
 	flag.BoolVar(&cfg.peers, "peers", false, "measure the peers beside the gateway instead: forward_auth → oauth2-proxy on the protected request, node-oidc-provider and Ory Hydra (on PostgreSQL, beside the gateway's postgres store) at the token endpoint (scenarios forward_auth, oidc-provider, hydra), with each server process's CPU per operation")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
 	schools := flag.String("schools", "", "measure many schools in one Caddy instead: comma-separated sizes, e.g. 100,500,1000")

@@ -24,6 +24,9 @@ type target struct {
 	// the measured time, given the highest rate a target of the scenario
 	// answered so far (0 before any).
 	prepare func(rate float64)
+	// pid is the Caddy process that serves the target, when it is not
+	// the stack's (-ab's older build).
+	pid func() int
 }
 
 // bench holds what the scenarios share.
@@ -192,7 +195,11 @@ func (b *bench) interleave(scenario string, targets ...target) ([][]stats, error
 				})
 			}
 			s, _ := onServers(t.servers, func() (stats, error) {
-				return load(b.cfg.concurrency, b.cfg.duration, 0, b.stack.caddyPID(), t.req), nil
+				pid := b.stack.caddyPID
+				if t.pid != nil {
+					pid = t.pid
+				}
+				return load(b.cfg.concurrency, b.cfg.duration, 0, pid(), t.req), nil
 			})
 			profiling.Wait()
 			if s.failures > 0 {
@@ -282,7 +289,7 @@ func (b *bench) protected() error {
 	}
 	b.dpopNote(runs[0], runs[1])
 	b.assertionNote("protected", slices.Delete(slices.Clone(runs), 1, 2))
-	return nil
+	return b.abProtected()
 }
 
 // withAssertion is the targets with the assertion school's second, after
@@ -354,7 +361,7 @@ func (b *bench) mcp() error {
 // small JSON answer as the baseline.
 func (b *bench) discovery() error {
 	gw := b.stack.gateway
-	return b.compare("discovery",
+	err := b.compare("discovery",
 		target{name: "openid-configuration", req: func(ctx context.Context, _ int) error {
 			return b.get(ctx, gw+"/.well-known/openid-configuration", `"issuer"`)
 		}},
@@ -364,6 +371,10 @@ func (b *bench) discovery() error {
 		target{name: "plain reverse_proxy (small JSON)", req: func(ctx context.Context, _ int) error {
 			return b.get(ctx, b.stack.plain+"/", `"ok"`)
 		}})
+	if err != nil {
+		return err
+	}
+	return b.abDiscovery()
 }
 
 // pool hands out prepared items to concurrent workers, and collects.

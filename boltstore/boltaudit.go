@@ -62,10 +62,15 @@ func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.Au
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The request waits for the commit's sync, not the processors.
+	// The request waits for the commit's sync, not the processors; the
+	// commit's work is charged to it all the same (boltcharge.go).
 	if w := store.WaiterOf(ctx); w != nil {
 		w.Pause()
-		defer w.Resume()
+		m := startCharge()
+		defer func() {
+			w.Charge(time.Duration(m.used()))
+			w.Resume()
+		}()
 	}
 	var at *store.AuditTx
 	err := s.commit(auditing(ctx, &at, fn))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.opentelemetry.io/otel/trace"
@@ -42,8 +43,10 @@ type commitCall struct {
 	done chan error
 	// lead is closed when the call is to commit what is pending.
 	lead chan struct{}
-	// size is how many calls its commit held, set before done.
-	size int
+	// size is how many calls its commit held, and spent the processor
+	// time the commit spent on the call (chargeBatch), set before done.
+	size  int
+	spent time.Duration
 }
 
 // errTrySolo tells a call that failed inside a shared transaction to run
@@ -69,12 +72,16 @@ func (s *boltStore) write(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 // writeSized is write, returning how many calls the commit held.
 func (s *boltStore) writeSized(ctx context.Context, fn func(*bolt.Tx) error) (int, error) {
-	// The request waits for the commit's sync, not the processors.
+	// The request waits for the commit's sync, not the processors; the
+	// work the commit did for it is charged to it all the same.
+	c := &commitCall{fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
 	if w := store.WaiterOf(ctx); w != nil {
 		w.Pause()
-		defer w.Resume()
+		defer func() {
+			w.Charge(c.spent)
+			w.Resume()
+		}()
 	}
-	c := &commitCall{fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
 	g := &s.group
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
@@ -84,19 +91,22 @@ func (s *boltStore) writeSized(ctx context.Context, fn func(*bolt.Tx) error) (in
 	if !leads {
 		select {
 		case err := <-c.done:
-			return c.size, s.solo(err, fn)
+			return c.size, s.solo(c, err)
 		case <-c.lead:
 		}
 	}
 	s.commitPending()
 	err := <-c.done
-	return c.size, s.solo(err, fn)
+	return c.size, s.solo(c, err)
 }
 
-// solo runs fn alone when its shared transaction failed because of it.
-func (s *boltStore) solo(err error, fn func(*bolt.Tx) error) error {
+// solo runs fn alone when its shared transaction failed because of it,
+// adding the commit's work to what c is charged.
+func (s *boltStore) solo(c *commitCall, err error) error {
 	if errors.Is(err, errTrySolo) {
-		return s.commit(fn)
+		m := startCharge()
+		err = s.commit(c.fn)
+		c.spent += time.Duration(m.used())
 	}
 	return err
 }
@@ -123,12 +133,16 @@ func (s *boltStore) commitPending() {
 // (or panics) is taken out and told to run alone, and the others are
 // tried again without it; a commit that fails fails them all.
 func (s *boltStore) commitBatch(batch []*commitCall) {
+	m := startCharge()
 	for len(batch) > 0 {
 		failed := -1
 		err := s.commit(func(tx *bolt.Tx) error {
 			fillAppended(tx)
 			for i, c := range batch {
-				if err := callSafely(c.fn, tx); err != nil {
+				t := time.Now()
+				err := callSafely(c.fn, tx)
+				c.spent += time.Since(t)
+				if err != nil {
 					failed = i
 					return err
 				}
@@ -140,6 +154,7 @@ func (s *boltStore) commitBatch(batch []*commitCall) {
 			batch = slices.Delete(batch, failed, failed+1)
 			continue
 		}
+		m.share(batch)
 		for _, c := range batch {
 			c.size = len(batch)
 			c.done <- err

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/store/storetest"
 )
 
 // commitProbe holds a store's first write inside its transaction until
@@ -210,5 +211,79 @@ func TestAppendedBucketsFillPages(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The writes of a group commit are charged to their own requests: each
+// its function's time and a part of the commit's, while paused, so that
+// the leader's work for the group counts for the schools whose writes it
+// carries (the fair share, package admission).
+func TestGroupCommitChargesEachWrite(t *testing.T) {
+	p := newCommitProbe(t)
+	var wg sync.WaitGroup
+	p.holdLeader(t, &wg)
+	const spin = 5 * time.Millisecond
+	waiters := make([]*storetest.Waiter, 6)
+	for i := range waiters {
+		waiters[i] = &storetest.Waiter{}
+		key := fmt.Sprintf("queued-%d", i)
+		wg.Go(func() {
+			ctx := store.WithWaiter(context.Background(), waiters[i])
+			err := p.s.write(ctx, func(tx *bolt.Tx) error {
+				if i == 0 { // a costly write: its time is its own
+					for begin := time.Now(); time.Since(begin) < spin; {
+					}
+				}
+				return p.put(key, nil)(tx)
+			})
+			if err != nil {
+				t.Errorf("%s: %v", key, err)
+			}
+		})
+	}
+	p.waitQueued(len(waiters))
+	close(p.release)
+	wg.Wait()
+	for i, w := range waiters {
+		switch {
+		case w.ChargedAwake:
+			t.Errorf("write %d was charged after its request resumed", i)
+		case w.Charged <= 0:
+			t.Errorf("write %d was charged nothing for its share of the commit", i)
+		case i == 0 && w.Charged < spin:
+			t.Errorf("the costly write was charged %v, less than its function's %v", w.Charged, spin)
+		case i > 0 && w.Charged >= spin:
+			t.Errorf("write %d was charged %v: the costly write's time is not its", i, w.Charged)
+		}
+	}
+}
+
+// A write committed alone while its request is paused is charged its
+// commit's work too (its thread's CPU time, at most the time it took).
+func TestSoloCommitCharges(t *testing.T) {
+	p := newCommitProbe(t)
+	// The goroutine may move to another thread during the commit's sync,
+	// and then nothing is charged: five writes in a row never all do.
+	var charged time.Duration
+	for i := range 5 {
+		w := &storetest.Waiter{}
+		ctx := store.WithWaiter(context.Background(), w)
+		begin := time.Now()
+		err := p.s.update(ctx, func(tx *bolt.Tx) error {
+			for spin := time.Now(); time.Since(spin) < time.Millisecond; {
+			}
+			return tx.Bucket(bucketSettings).Put([]byte(fmt.Sprint("solo", i)), []byte("v"))
+		})
+		took := time.Since(begin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.ChargedAwake || w.Charged < 0 || w.Charged > took || w.Depth != 0 {
+			t.Fatalf("charged %v of %v, awake %v, left paused %d deep", w.Charged, took, w.ChargedAwake, w.Depth)
+		}
+		charged = max(charged, w.Charged)
+	}
+	if charged == 0 {
+		t.Error("five writes committed alone were charged nothing")
 	}
 }

@@ -36,6 +36,8 @@ type Pool struct {
 	// (instances.go).
 	instOnce sync.Once
 	inst     *instances
+	// local: the database runs on this machine (charge.go).
+	local bool
 }
 
 // Connect opens a pool on dsn, waits for the database to be reachable
@@ -78,7 +80,7 @@ func open(ctx context.Context, dsn string, maxConns int32) (*Pool, []string, err
 		db.Close()
 		return nil, nil, err
 	}
-	return &Pool{db: db, hub: newHub(db)}, applied, nil
+	return &Pool{db: db, hub: newHub(db), local: isLocal(cfg)}, applied, nil
 }
 
 // Close closes the pool's connections. The Caddy adapter calls it once no

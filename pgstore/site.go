@@ -158,7 +158,10 @@ func (s *Site) Close() error { return nil }
 // run runs fn on the pool, for calls that are a single statement and so a
 // transaction of their own.
 func (s *Site) run(ctx context.Context, op string, fn func(context.Context, querier) error) error {
-	return retry(ctx, op, callTimeout, func(ctx context.Context) error { return fn(ctx, s.pool.db) })
+	return retry(ctx, op, callTimeout, func(ctx context.Context) error {
+		defer s.pool.charge(ctx, time.Now())
+		return fn(ctx, s.pool.db)
+	})
 }
 
 // tx runs fn in a transaction, committed when fn returns nil, which also
@@ -180,6 +183,7 @@ func (p *Pool) txFor(ctx context.Context, op string, limit time.Duration, opts p
 		if err != nil {
 			return err
 		}
+		defer p.charge(ctx, time.Now())
 		// After a commit the rollback does nothing; after an error its own
 		// error says less than fn's. Past the deadline, pgx closes the
 		// connection instead, which rolls back just as well.

@@ -98,25 +98,18 @@ func (s *Site) admit(w http.ResponseWriter, r *http.Request, rt route) (admissio
 			return admission.Slot{}, false
 		}
 	}
-	if s.budget.requests != nil || s.budget.mcpAnonymous != nil {
-		now := s.now()
-		if rt != routePublic {
-			if ok, wait := s.budget.requests.allow(now); !ok {
-				s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudget)
-				return admission.Slot{}, false
-			}
-		}
-		if anonymousMCP {
-			if ok, wait := s.budget.mcpAnonymous.allow(now); !ok {
-				s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudgetMCP)
-				return admission.Slot{}, false
-			}
-		}
+	budgeted := s.budget.requests != nil || s.budget.mcpAnonymous != nil
+	if budgeted && !s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).ready) {
+		return admission.Slot{}, false
 	}
 	if s.cfg.Admission == nil {
-		return admission.Slot{}, true
+		return admission.Slot{}, !budgeted || s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).allow)
 	}
 	slot, err := s.admitTraced(r.Context())
+	if err == nil && budgeted && !s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).allow) {
+		slot.Release()
+		return admission.Slot{}, false
+	}
 	if err != nil {
 		var ref *admission.Refusal
 		if errors.As(err, &ref) {
@@ -128,6 +121,27 @@ func (s *Site) admit(w http.ResponseWriter, r *http.Request, rt route) (admissio
 		return admission.Slot{}, false
 	}
 	return slot, true
+}
+
+// budgetLeft asks the school's budget whether the request may go on —
+// check reads it (ready) or takes its events (allow) — and answers it
+// 429 when not.
+func (s *Site) budgetLeft(w http.ResponseWriter, r *http.Request, rt route, anonymousMCP bool,
+	check func(*bucket, time.Time) (bool, time.Duration)) bool {
+	now := s.now()
+	if rt != routePublic {
+		if ok, wait := check(s.budget.requests, now); !ok {
+			s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudget)
+			return false
+		}
+	}
+	if anonymousMCP {
+		if ok, wait := check(s.budget.mcpAnonymous, now); !ok {
+			s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudgetMCP)
+			return false
+		}
+	}
+	return true
 }
 
 // refuse answers a request not admitted, in its endpoint's shape: the

@@ -246,6 +246,30 @@ func TestFairShareRefusal(t *testing.T) {
 	}
 }
 
+// A request refused for its turn on the instance spends nothing of the
+// school's budget: the next, admitted, finds the budget's one event.
+func TestFairShareRefusalSpendsNoBudget(t *testing.T) {
+	ts, release := busyGate(t, func(h *admission.School) *testSite {
+		return newTestSite(t, func(cfg *Config) {
+			cfg.Admission = h
+			cfg.Budget = &Budget{Requests: testRate(1, time.Hour, 1)}
+		})
+	})
+	ask := func() *httptest.ResponseRecorder {
+		return ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil))
+	}
+	if rec := ask(); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("while the other school holds the slot: %d, want 503", rec.Code)
+	}
+	release()
+	if rec := ask(); rec.Code == http.StatusTooManyRequests || rec.Code == http.StatusServiceUnavailable || ts.upstream.header == nil {
+		t.Fatalf("admitted after a refusal for its turn: %d %s, want it forwarded (the budget untouched)", rec.Code, rec.Body)
+	}
+	if rec := ask(); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("the budget's second request of the hour: %d, want 429", rec.Code)
+	}
+}
+
 // A request gives its slot back before it goes to the legacy server: a
 // slow legacy server holds none of the instance.
 func TestSlotReleasedBeforeTheLegacyServer(t *testing.T) {
@@ -309,8 +333,9 @@ type placeWaiter struct {
 	atPause, atBack []int
 }
 
-func (w *placeWaiter) Pause()  { w.atPause = append(w.atPause, w.legacy.InFlight()) }
-func (w *placeWaiter) Resume() { w.atBack = append(w.atBack, w.legacy.InFlight()) }
+func (w *placeWaiter) Pause()               { w.atPause = append(w.atPause, w.legacy.InFlight()) }
+func (w *placeWaiter) Resume()              { w.atBack = append(w.atBack, w.legacy.InFlight()) }
+func (w *placeWaiter) Charge(time.Duration) {}
 
 // A call of the school's own gives its slot back before it waits for a
 // place towards the legacy server, and takes it back only once the place

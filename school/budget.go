@@ -57,6 +57,25 @@ func newBucket(l authserver.Limit, instances func() int) *bucket {
 	return b
 }
 
+// ready reports whether the bucket has an event for a request now,
+// without taking it; when not, how long until it would. A request is
+// checked before it waits for its turn on the instance and takes its
+// events (allow) only once admitted: a request refused for its turn
+// must not spend the school's budget, and x/time/rate gives back no
+// event taken before the moment it is given back at.
+func (b *bucket) ready(now time.Time) (bool, time.Duration) {
+	if b == nil {
+		return true, 0
+	}
+	if b.instances != nil {
+		b.share(now)
+	}
+	if tokens := b.limiter.TokensAt(now); tokens < 1 {
+		return false, max(time.Duration((1-tokens)/float64(b.limiter.Limit())*float64(time.Second)), time.Millisecond)
+	}
+	return true, 0
+}
+
 // allow takes one event; when refused, it says how long until the next
 // would be allowed. A nil bucket allows everything.
 func (b *bucket) allow(now time.Time) (bool, time.Duration) {

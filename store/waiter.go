@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Waiter is what a request holds of its instance while the gateway works
 // on it (a slot of package admission's gate). A store call that waits on
@@ -16,9 +19,16 @@ import "context"
 // A store pauses around a whole call (the wait for a connection or for
 // the group commit included) rather than around each round trip within
 // it.
+//
+// Charge tells the Waiter of processor time a store call spent on the
+// request's behalf while it was paused: the work a group commit's leader
+// does for each call of its group (the call's function, its share of the
+// page spill and writes), which would otherwise count for no request and
+// so for no school. It is called before the Resume that ends the pause.
 type Waiter interface {
 	Pause()
 	Resume()
+	Charge(d time.Duration)
 }
 
 type waiterKey struct{}

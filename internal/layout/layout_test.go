@@ -24,11 +24,11 @@ const module = "github.com/schoolgate/schoolgate"
 // rows in turn.
 var rules = []rule{
 	{".", []string{"caddymodule"}, []string{caddy}, "the plugin's import path for xcaddy: it registers the modules"},
-	{"admission", nil, nil, "the instance's fair share is plain Go: school asks it and caddymodule owns it"},
+	{"admission", []string{"internal/cputime"}, nil, "the instance's fair share is plain Go: school asks it and caddymodule owns it"},
 	{"authserver", []string{"i18n", "option", "policy", "sitepath", "store"}, []string{jwx},
 		"the protocol stands on the store's contract, never on a backend, and draws no page: it asks its Pages, which package pages draws"},
 	{"bench", everything, []string{jwx, pgx, mcpgo}, "a tool: it may drive anything"},
-	{"boltstore", []string{"store"}, []string{bbolt}, "a backend implements the store's contract and never sees the protocol"},
+	{"boltstore", []string{"internal/cputime", "store"}, []string{bbolt}, "a backend implements the store's contract and never sees the protocol"},
 	{"caddymodule", everything, []string{caddy}, "the adapter: the only package of the product that imports Caddy, and nothing imports it"},
 	{"catalog", []string{"internal/source"}, nil, "the feed and its index: no Caddy, no store"},
 	{"catalog/catalogtest", nil, nil, "a test feed, for the tests of every package"},
@@ -38,6 +38,7 @@ var rules = []rule{
 	{"demoschool", nil, []string{htmlTemplate, jwx}, "the demo legacy school stands alone: it knows the gateway only by what it sends"},
 	{"e2e", nil, nil, "end-to-end tests only: no code of the product"},
 	{"i18n", nil, nil, "the pages' words: plain text, for pages and authserver"},
+	{"internal/cputime", nil, nil, "the process's and a thread's CPU time, for the fair share: plain Go"},
 	{"internal/dpopclient", nil, []string{jwx}, "a DPoP client for the tests and the benchmarks"},
 	{"internal/layout", nil, nil, "this test"},
 	{"internal/pgcluster", nil, []string{pgx}, "throwaway PostgreSQL servers for the tests and the benchmarks"},

@@ -8,30 +8,45 @@ import (
 	"github.com/schoolgate/schoolgate/store"
 )
 
-// countingWaiter counts the pauses of a request and how deep they are.
-type countingWaiter struct{ pauses, depth, deepest int }
-
-func (w *countingWaiter) Pause() {
-	w.pauses++
-	w.depth++
-	w.deepest = max(w.deepest, w.depth)
+// Waiter is a store.Waiter that records what a store did with it: the
+// pauses, how deep they are, and the time charged, and whether a charge
+// came while the request was not paused (it must not). Backends' own
+// tests use it too.
+type Waiter struct {
+	Pauses, Depth, Deepest int
+	Charged                time.Duration
+	ChargedAwake           bool
 }
 
-func (w *countingWaiter) Resume() { w.depth-- }
+func (w *Waiter) Pause() {
+	w.Pauses++
+	w.Depth++
+	w.Deepest = max(w.Deepest, w.Depth)
+}
+
+func (w *Waiter) Resume() { w.Depth-- }
+
+func (w *Waiter) Charge(d time.Duration) {
+	w.Charged += d
+	w.ChargedAwake = w.ChargedAwake || w.Depth == 0
+}
 
 // A write pauses the request's Waiter while it waits on I/O, and resumes
 // it before returning, as many times as it paused it.
 func testWaiter(t *testing.T, s store.Store) {
-	w := &countingWaiter{}
+	w := &Waiter{}
 	ctx := store.WithWaiter(context.Background(), w)
 	if err := s.PutCode(ctx, unique("code"), newCode("app")); err != nil {
 		t.Fatal(err)
 	}
-	if w.pauses == 0 {
+	if w.Pauses == 0 {
 		t.Error("a write did not pause the request's Waiter")
 	}
-	if w.depth != 0 {
-		t.Errorf("a write left the Waiter paused %d deep", w.depth)
+	if w.Depth != 0 {
+		t.Errorf("a write left the Waiter paused %d deep", w.Depth)
+	}
+	if w.Charged < 0 || w.ChargedAwake {
+		t.Errorf("a write charged the Waiter %v, awake: %v (a charge is for time spent while paused, before its Resume)", w.Charged, w.ChargedAwake)
 	}
 }
 
@@ -47,6 +62,8 @@ type nestingWaiter struct {
 }
 
 func (w *nestingWaiter) Pause() { w.depth++ }
+
+func (w *nestingWaiter) Charge(time.Duration) {}
 
 func (w *nestingWaiter) Resume() {
 	if w.depth--; w.depth == 0 {
