@@ -3,6 +3,7 @@ package authserver
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -35,19 +36,54 @@ type DoctorStep struct {
 }
 
 // Doctor returns the connection doctor's report of clientID, its
-// reasons worded in lang.
+// reasons worded in lang: the stored steps and those noted here and not
+// yet stored.
 func (s *Server) Doctor(ctx context.Context, clientID, lang string) (*DoctorReport, error) {
 	rows, err := s.ClientSteps(ctx, clientID)
 	if err != nil {
 		return nil, err
 	}
-	rep := &DoctorReport{ClientID: clientID, Name: clientID, Steps: make([]DoctorStep, 0, len(rows))}
-	c, err := s.KnownClient(ctx, clientID)
+	c, err := s.knownClient(ctx, clientID, map[string]*store.Client{})
 	if err != nil {
 		return nil, err
 	}
+	return doctorReport(rows, c, clientID, lang), nil
+}
+
+// DoctorSource is what the connection doctor reads of a school's store.
+type DoctorSource interface {
+	QuerySteps(ctx context.Context, q store.StepQuery) ([]store.Step, error)
+	GetClient(ctx context.Context, id string) (*store.Client, error)
+}
+
+// StoredDoctor is Doctor for a school that is not running here, read
+// from its store alone: a platform's idle school, which reading its
+// doctor must not build (building one lets go of another past
+// max_active). Such a school has no steps waiting to be stored; what
+// another instance has noted and not yet stored is missing, as it is
+// from Doctor.
+func StoredDoctor(ctx context.Context, src DoctorSource, vendors []VendorClient, clientID, lang string) (*DoctorReport, error) {
+	rows, err := src.QuerySteps(ctx, store.StepQuery{ClientID: clientID})
+	if err != nil {
+		return nil, err
+	}
+	var c *store.Client
+	if i := slices.IndexFunc(vendors, func(v VendorClient) bool { return v.ClientID == clientID }); i >= 0 {
+		c = vendorClients(vendors[i : i+1])[clientID]
+	} else if c, err = src.GetClient(ctx, clientID); errors.Is(err, store.ErrNotFound) {
+		c = nil
+	} else if err != nil {
+		return nil, err
+	}
+	return doctorReport(rows, c, clientID, lang), nil
+}
+
+// doctorReport is the report of clientID's rows, whose client is c (nil
+// when no longer known).
+func doctorReport(rows []store.Step, c *store.Client, clientID, lang string) *DoctorReport {
+	rep := &DoctorReport{ClientID: clientID, Name: clientID, Steps: make([]DoctorStep, 0, len(rows))}
 	if c != nil {
-		rep.Name, rep.Known = c.Name, true
+		rep.Name, rep.Known = displayName(c), true
 	}
 	// Attempts made within the same instant follow the order of the
 	// steps, so that a flow's page reads top to bottom.
@@ -71,7 +107,7 @@ func (s *Server) Doctor(ctx context.Context, clientID, lang string) (*DoctorRepo
 			break
 		}
 	}
-	return rep, nil
+	return rep
 }
 
 // ReasonText is a reason in words in lang: doctor.reason.<reason> of the

@@ -8,9 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
+	"golang.org/x/crypto/cryptobyte"
+	asn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // A token is signed on every code exchange and every assertion, so the
@@ -68,23 +69,48 @@ func (s *es256Signer) sign(payload []byte, typ string) ([]byte, error) {
 	out = append(out, hdr...)
 	out = enc.AppendEncode(out, payload)
 	digest := sha256.Sum256(out)
-	r, ss, err := ecdsa.Sign(rand.Reader, s.key, digest[:])
+	// SignASN1 rather than Sign, which makes the same DER signature and
+	// then parses it into two big.Int: r and s are taken from the DER.
+	der, err := ecdsa.SignASN1(rand.Reader, s.key, digest[:])
 	if err != nil {
 		return nil, err
 	}
 	var sig [sigLen]byte
-	if !fillScalar(sig[:32], r) || !fillScalar(sig[32:], ss) {
+	if !rawSignature(sig[:], der) {
 		return nil, errors.New("ES256 signature out of range")
 	}
 	out = append(out, '.')
 	return enc.AppendEncode(out, sig[:]), nil
 }
 
-// fillScalar writes n big-endian into dst, zero-padded on the left.
-func fillScalar(dst []byte, n *big.Int) bool {
-	if n.Sign() < 0 || (n.BitLen()+7)/8 > len(dst) {
+// rawSignature writes the r and s of a DER ECDSA signature (SEQUENCE of
+// two INTEGERs) into dst's halves, each big-endian and zero-padded on the
+// left (RFC 7518 §3.4).
+func rawSignature(dst, der []byte) bool {
+	var seq, r, s cryptobyte.String
+	in := cryptobyte.String(der)
+	if !in.ReadASN1(&seq, asn1.SEQUENCE) || !in.Empty() ||
+		!seq.ReadASN1(&r, asn1.INTEGER) || !seq.ReadASN1(&s, asn1.INTEGER) || !seq.Empty() {
 		return false
 	}
-	n.FillBytes(dst)
+	half := len(dst) / 2
+	return fillScalar(dst[:half], r) && fillScalar(dst[half:], s)
+}
+
+// fillScalar writes the DER INTEGER n, which must be positive, into dst,
+// zero-padded on the left.
+func fillScalar(dst, n []byte) bool {
+	if len(n) == 0 || n[0]&0x80 != 0 {
+		return false // empty or negative
+	}
+	for len(n) > 1 && n[0] == 0 {
+		n = n[1:] // DER's zero before a high bit
+	}
+	if len(n) > len(dst) {
+		return false
+	}
+	pad := len(dst) - len(n)
+	clear(dst[:pad])
+	copy(dst[pad:], n)
 	return true
 }

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -61,6 +62,54 @@ func TestES256CompactJWS(t *testing.T) {
 					t.Fatal("a changed payload verified")
 				}
 			}
+		}
+	}
+}
+
+// rawSignature takes r and s from the DER that ecdsa.SignASN1 makes: a
+// DER zero before a high bit dropped, a short integer padded, anything
+// else than a SEQUENCE of two positive INTEGERs of at most 32 bytes
+// refused.
+func TestRawSignature(t *testing.T) {
+	seq := func(parts ...[]byte) []byte {
+		var body []byte
+		for _, p := range parts {
+			body = append(append(body, 0x02, byte(len(p))), p...)
+		}
+		return append([]byte{0x30, byte(len(body))}, body...)
+	}
+	full := bytes.Repeat([]byte{0x11}, 32)
+	high := append([]byte{0x00, 0x80}, bytes.Repeat([]byte{0x22}, 31)...)
+	short := bytes.Repeat([]byte{0x33}, 30)
+	want := func(r, s []byte) []byte {
+		out := make([]byte, 64)
+		copy(out[32-len(r):32], r)
+		copy(out[64-len(s):], s)
+		return out
+	}
+	tests := []struct {
+		name string
+		der  []byte
+		want []byte // nil: refused
+	}{
+		{"32 and 32 bytes", seq(full, full), want(full, full)},
+		{"a zero before a high bit", seq(high, full), want(high[1:], full)},
+		{"a short s", seq(full, short), want(full, short)},
+		{"zero", seq([]byte{0}, full), want(nil, full)},
+		{"negative", seq([]byte{0x80, 1}, full), nil},
+		{"33 bytes", seq(append([]byte{0x01}, full...), full), nil},
+		{"one integer", seq(full), nil},
+		{"three integers", seq(full, full, full), nil},
+		{"trailing bytes", append(seq(full, full), 0), nil},
+		{"empty integer", seq(nil, full), nil},
+		{"not a sequence", append([]byte{0x31}, seq(full, full)[1:]...), nil},
+		{"empty", nil, nil},
+	}
+	for _, tt := range tests {
+		dst := bytes.Repeat([]byte{0xff}, 64)
+		ok := rawSignature(dst, tt.der)
+		if ok != (tt.want != nil) || ok && !bytes.Equal(dst, tt.want) {
+			t.Errorf("%s: %v %x, want %x", tt.name, ok, dst, tt.want)
 		}
 	}
 }

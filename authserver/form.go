@@ -20,24 +20,41 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) 
 		w.Header().Set("Allow", "POST")
 		return nil, &oauthError{Status: http.StatusMethodNotAllowed, Code: "invalid_request", Description: "use POST"}
 	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, errInvalidRequest("the body must be application/x-www-form-urlencoded")
+	// The type as clients send it needs no parsing (which allocates).
+	if ct := r.Header.Get("Content-Type"); ct != formType {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != formType {
+			return nil, errInvalidRequest("the body must be application/x-www-form-urlencoded")
+		}
 	}
 	if r.URL.RawQuery != "" {
 		return nil, errInvalidRequest("parameters belong in the body, not the query string")
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
+	// The body is parsed here rather than by Request.ParseForm, which
+	// would parse the type again and copy every value into r.Form: with
+	// no query string, r.Form is the body's form, the same map.
+	if r.Body == nil {
 		return nil, errInvalidRequest("the body could not be parsed as a form")
 	}
-	for k, v := range r.PostForm {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, errInvalidRequest("the body could not be parsed as a form")
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, errInvalidRequest("the body could not be parsed as a form")
+	}
+	r.PostForm, r.Form = form, form
+	for k, v := range form {
 		if len(v) > 1 && k != "resource" {
 			return nil, errInvalidRequest("the " + k + " parameter is repeated")
 		}
 	}
-	return r.PostForm, nil
+	return form, nil
 }
+
+const formType = "application/x-www-form-urlencoded"
 
 // authenticateClient applies the client's registered method: none for
 // public clients, client_secret_post for confidential ones. A failure is

@@ -70,10 +70,12 @@ func (s *Server) unavailable(what string, err error) *oauthError {
 // writeJSON writes v as a JSON response that no cache may keep: every
 // OAuth endpoint answer may carry tokens or per-request state.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	// Set directly, in canonical form, the three values in one
+	// allocation rather than three: each is a slice of its own capacity,
+	// so that a handler appending to one cannot write over another.
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
+	vals := []string{"application/json", "no-store", "no-cache"}
+	h["Content-Type"], h["Cache-Control"], h["Pragma"] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }

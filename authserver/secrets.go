@@ -42,9 +42,18 @@ const timedLen = 16 + 43
 
 // newTimedToken is a code or token issued at now.
 func newTimedToken(prefix string, now time.Time) string {
-	var t [8]byte
-	binary.BigEndian.PutUint64(t[:], uint64(now.UnixMicro()))
-	return prefix + hex.EncodeToString(t[:]) + randomString()
+	// Written into one buffer on the stack and converted once: a token
+	// is one allocation, not four (the random bytes, their encodings and
+	// the concatenation).
+	var b [8 + 32]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMicro()))
+	if _, err := rand.Read(b[8:]); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // the platform is broken
+	}
+	var out [8 + timedLen]byte
+	t := append(out[:0], prefix...)
+	t = hex.AppendEncode(t, b[:8])
+	return string(base64.RawURLEncoding.AppendEncode(t, b[8:]))
 }
 
 // tokenKey is the store key of a code or token: its issue time as the
@@ -53,15 +62,26 @@ func newTimedToken(prefix string, now time.Time) string {
 // both kinds keep working. A presented time is not trusted for anything:
 // the key matches a stored one only if the hash does too.
 func tokenKey(raw string) string {
-	return keyWithHash(raw, hashToken(raw))
+	return keyWithDigest(raw, digestOf(raw))
 }
 
-// keyWithHash is tokenKey for a hash the caller already has.
-func keyWithHash(raw, hash string) string {
-	if t, ok := issueTime(raw); ok {
-		return t + hash
+// digestOf is the SHA-256 of raw, hashed from a buffer on the stack when
+// raw fits it (codes and tokens do): converting a string longer than 32
+// bytes to hash it would allocate.
+func digestOf(raw string) [sha256.Size]byte {
+	var buf [256]byte
+	if len(raw) <= len(buf) {
+		return sha256.Sum256(append(buf[:0], raw...))
 	}
-	return hash
+	return sha256.Sum256([]byte(raw))
+}
+
+// keyWithDigest is tokenKey for a digest the caller already has, made in
+// one allocation.
+func keyWithDigest(raw string, digest [sha256.Size]byte) string {
+	t, _ := issueTime(raw)
+	var buf [16 + 2*sha256.Size]byte
+	return string(hex.AppendEncode(append(buf[:0], t...), digest[:]))
 }
 
 // issueTime is the hex time at the start of a timed token's body.
@@ -89,7 +109,8 @@ func newGrantID(now time.Time) string {
 	if _, err := rand.Read(b[8:]); err != nil {
 		panic("crypto/rand failed: " + err.Error()) // the platform is broken
 	}
-	return hex.EncodeToString(b[:8]) + base64.RawURLEncoding.EncodeToString(b[8:])
+	var out [16 + 22]byte
+	return string(base64.RawURLEncoding.AppendEncode(hex.AppendEncode(out[:0], b[:8]), b[8:]))
 }
 
 // hashToken is how tokens, codes and secrets are stored: a SHA-256 of

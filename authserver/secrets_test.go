@@ -1,8 +1,11 @@
 package authserver
 
 import (
+	"encoding/base64"
+	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +65,8 @@ func TestTokenKeys(t *testing.T) {
 		{"a character long", timed + "A", ""},
 		{"no prefix", timed[len(prefixAccess):], ""},
 		{"empty", "", hashToken("")},
+		{"longer than the buffer it is hashed from", strings.Repeat("x", 300), ""},
+		{"as long as that buffer", strings.Repeat("x", 256), ""},
 	}
 	for _, tt := range tests {
 		want := tt.want
@@ -74,6 +79,12 @@ func TestTokenKeys(t *testing.T) {
 	}
 	if len(timed) != len(prefixAccess)+timedLen {
 		t.Errorf("timed token %q: %d characters", timed, len(timed))
+	}
+	if want := fmt.Sprintf("%016x", at.UnixMicro()); timed[len(prefixAccess):len(prefixAccess)+16] != want {
+		t.Errorf("timed token %q does not start with its issue time %s", timed, want)
+	}
+	if r, err := base64.RawURLEncoding.DecodeString(timed[len(prefixAccess)+16:]); err != nil || len(r) != 32 {
+		t.Errorf("timed token %q: random part %d bytes, %v", timed, len(r), err)
 	}
 	// Keys sort as the issue times do, across a carry of every digit.
 	var keys []string

@@ -153,29 +153,34 @@ func (s *Server) exchangeCode(ctx context.Context, client *store.Client, form ur
 		return nil, errInvalidRequest("code_verifier must be 43-128 unreserved characters")
 	}
 	now := s.cfg.Now()
-	var resp *tokenResponse
-	var fail *oauthError
-	var grant *store.Grant
-	var nonce string
+	// What the transaction's function sets, in one value: the function
+	// goes to the store, so what it captures is on the heap, and one
+	// allocation is cheaper than one per variable.
+	var out struct {
+		resp  *tokenResponse
+		fail  *oauthError
+		grant *store.Grant
+		nonce string
+	}
 	err := s.store.RedeemCode(ctx, tokenKey(code), func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
-		resp, fail = nil, nil
-		if fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], jkt, now); fail != nil {
-			fail.subject = c.Identity.Subject
-			return nil, nil, fail
+		out.resp, out.fail = nil, nil
+		if out.fail = s.checkCode(c, client, redirectURI, verifier, form["resource"], jkt, now); out.fail != nil {
+			out.fail.subject = c.Identity.Subject
+			return nil, nil, out.fail
 		}
-		grant = &store.Grant{ID: newGrantID(now), ClientID: client.ID, Audience: c.Request.Audience,
+		out.grant = &store.Grant{ID: newGrantID(now), ClientID: client.ID, Audience: c.Request.Audience,
 			Scopes: c.Request.Scopes, Resource: c.Request.Resource, Identity: c.Identity,
 			AuthTime: c.AuthTime, CreatedAt: now}
-		nonce = c.Request.Nonce
+		out.nonce = c.Request.Nonce
 		var toks []store.IssuedToken
-		resp, toks = s.mintTokens(grant, grant.Scopes, now, jkt, refreshKey(client, jkt))
-		return grant, toks, nil
+		out.resp, toks = s.mintTokens(out.grant, out.grant.Scopes, now, jkt, refreshKey(client, jkt))
+		return out.grant, toks, nil
 	})
 	switch {
 	case err == nil:
-		return s.withIDToken(ctx, resp, grant, nonce, now)
-	case fail != nil:
-		return nil, fail
+		return s.withIDToken(ctx, out.resp, out.grant, out.nonce, now)
+	case out.fail != nil:
+		return nil, out.fail
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errInvalidGrant("the authorization code is invalid").because(ReasonCodeUnknown, "")
 	case errors.Is(err, store.ErrCodeReuse):
@@ -279,25 +284,27 @@ func (s *Server) refresh(ctx context.Context, client *store.Client, form url.Val
 		return nil, errInvalidRequest("refresh_token is required")
 	}
 	now := s.cfg.Now()
-	var resp *tokenResponse
-	var fail *oauthError
+	var out struct { // one allocation, as in exchangeCode
+		resp *tokenResponse
+		fail *oauthError
+	}
 	err := s.store.RotateRefresh(ctx, tokenKey(raw), jkt, now, s.cfg.RefreshGrace.D(), func(t *store.Token, g *store.Grant) ([]store.IssuedToken, error) {
-		resp, fail = nil, nil
+		out.resp, out.fail = nil, nil
 		scopes, e := s.checkRefresh(t, g, client, form, now)
 		if e != nil {
 			e.subject = g.Identity.Subject
-			fail = e
+			out.fail = e
 			return nil, e
 		}
 		var toks []store.IssuedToken
-		resp, toks = s.mintTokens(g, scopes, now, jkt, refreshKey(client, jkt))
+		out.resp, toks = s.mintTokens(g, scopes, now, jkt, refreshKey(client, jkt))
 		return toks, nil
 	})
 	switch {
 	case err == nil:
-		return resp, nil
-	case fail != nil:
-		return nil, fail
+		return out.resp, nil
+	case out.fail != nil:
+		return nil, out.fail
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errInvalidGrant("the refresh token is invalid").because(ReasonTokenUnknown, "")
 	case errors.Is(err, store.ErrRefreshReuse):

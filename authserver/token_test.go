@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,23 +124,36 @@ func TestTokenEndpointRequestShape(t *testing.T) {
 	cases := []struct {
 		name, method, ctype, body, query string
 		status                           int
+		// err is the error code when it tells the case apart: a form
+		// read and its grant refused, or the form itself refused.
+		err string
 	}{
-		{"json body", "POST", "application/json", `{"grant_type":"authorization_code"}`, "", 400},
-		{"GET", "GET", "", "", "", 405},
-		{"query parameters", "POST", "application/x-www-form-urlencoded", "grant_type=refresh_token", "?refresh_token=x", 400},
-		{"repeated parameter", "POST", "application/x-www-form-urlencoded", "grant_type=refresh_token&grant_type=refresh_token", "", 400},
-		{"huge body", "POST", "application/x-www-form-urlencoded", "x=" + strings.Repeat("a", 200<<10), "", 400},
+		{"json body", "POST", "application/json", `{"grant_type":"authorization_code"}`, "", 400, ""},
+		{"GET", "GET", "", "", "", 405, ""},
+		{"query parameters", "POST", "application/x-www-form-urlencoded", "grant_type=refresh_token", "?refresh_token=x", 400, ""},
+		{"repeated parameter", "POST", "application/x-www-form-urlencoded", "grant_type=refresh_token&grant_type=refresh_token", "", 400, ""},
+		{"huge body", "POST", "application/x-www-form-urlencoded", "x=" + strings.Repeat("a", 200<<10), "", 400, ""},
+		{"type with a charset", "POST", "application/x-www-form-urlencoded; charset=UTF-8", refreshBody, "", 400, "invalid_grant"},
+		{"type in capitals", "POST", "Application/X-WWW-Form-URLEncoded", refreshBody, "", 400, "invalid_grant"},
+		{"no type", "POST", "", refreshBody, "", 400, "invalid_request"},
+		{"another form type", "POST", "multipart/form-data; boundary=x", refreshBody, "", 400, "invalid_request"},
+		{"bad escape", "POST", "application/x-www-form-urlencoded", refreshBody + "&x=%zz", "", 400, "invalid_request"},
+		{"empty body", "POST", "application/x-www-form-urlencoded", "", "", 400, "invalid_request"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := f.serve(tc.method, sitepath.Token+tc.query, strings.NewReader(tc.body), map[string]string{"Content-Type": tc.ctype})
 			var m map[string]any
-			if rec.Code != tc.status || json.Unmarshal(rec.Body.Bytes(), &m) != nil || m["error"] == nil {
+			if rec.Code != tc.status || json.Unmarshal(rec.Body.Bytes(), &m) != nil || m["error"] == nil ||
+				tc.err != "" && m["error"] != tc.err {
 				t.Errorf("got %d %s", rec.Code, rec.Body.String())
 			}
 		})
 	}
 }
+
+// refreshBody is a well-formed refresh request of an unknown token.
+const refreshBody = "grant_type=refresh_token&refresh_token=sgrt_unknown&client_id=" + memberClient
 
 func TestCodeIsSingleUseAndReplayRevokes(t *testing.T) {
 	f := newFixture(t)
@@ -554,5 +568,25 @@ func TestGrantTypeDispatch(t *testing.T) {
 	var reg map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil || rec.Code != http.StatusCreated || !reflect.DeepEqual(reg["grant_types"], want) {
 		t.Errorf("registration: %d %v", rec.Code, reg)
+	}
+}
+
+// A token answer may be kept by no cache (RFC 6749 §5.1), and its
+// header values stay apart: a handler adding to one changes no other.
+func TestTokenAnswerHeaders(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, &tokenResponse{AccessToken: "a", TokenType: "Bearer"})
+	h := rec.Header()
+	want := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "Pragma": {"no-cache"}}
+	if !reflect.DeepEqual(h, want) {
+		t.Fatalf("headers %v, want %v", h, want)
+	}
+	h.Add("Content-Type", "x")
+	h.Add("Cache-Control", "private")
+	if got := h.Values("Cache-Control"); !slices.Equal(got, []string{"no-store", "private"}) {
+		t.Errorf("Cache-Control %q", got)
+	}
+	if got := h.Values("Pragma"); !slices.Equal(got, []string{"no-cache"}) {
+		t.Errorf("Pragma %q after adding to the others", got)
 	}
 }

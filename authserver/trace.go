@@ -49,8 +49,8 @@ func spanError(ctx context.Context, code string) {
 }
 
 // spanCacheHit tells the validation's span whether the cache served it.
-func spanCacheHit(ctx context.Context, hit bool, clientID string) {
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+func spanCacheHit(span trace.Span, hit bool, clientID string) {
+	if span.IsRecording() {
 		span.SetAttributes(AttrCacheHit.Bool(hit))
 		if clientID != "" {
 			span.SetAttributes(AttrClientID.String(clientID))

@@ -68,6 +68,7 @@ func main() {
 	platform := flag.Int("platform", 0, "measure the school_platform handler instead, with this many schools in its registry (e.g. 10000)")
 	registries := flag.String("registries", "dir,postgres", "with -platform or -noisy: the registries measured (dir, postgres; postgres starts its own PostgreSQL)")
 	maxActive := flag.Int("max-active", 1000, "with -platform: the platform's max_active")
+	platformSteps := flag.String("platform-steps", "", "with -platform: only these measures after the start (comma-separated: ratio,every,cold,changes,churn,burst); empty: all")
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")
 	flag.Parse()
 	if cfg.peers && cfg.only == "" {
@@ -95,7 +96,11 @@ func main() {
 			break
 		}
 		if *platform > 0 {
-			err = runPlatform(platformSizes(cfg, *platform, *maxActive, *registries))
+			pc := platformSizes(cfg, *platform, *maxActive, *registries)
+			if *platformSteps != "" {
+				pc.steps = strings.Split(*platformSteps, ",")
+			}
+			err = runPlatform(pc)
 			break
 		}
 		if *schools != "" {

@@ -82,21 +82,17 @@ kept. They apply in the order: --config, --option and --unset, --upstream.
 		},
 	}
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the schools with their state (a table)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := ""
-			if platform, _ := cmd.Flags().GetString("platform"); platform != "" {
-				q = "?platform=" + url.QueryEscape(platform)
-			}
-			raw, err := schoolsRequest(cmd, http.MethodGet, "/schoolgate/schools"+q, nil)
-			if err != nil {
-				return err
-			}
-			return printSchools(cmd.OutOrStdout(), raw)
-		},
+		Use:   "list [--limit <n>] [--after <cursor>]",
+		Short: "List the schools with their state (a table), every page or one",
+		Long: `
+Lists the schools in the order of their issuers. Without --limit or --after
+every page is read and printed as one table; with either, one page is, and
+the command to read the next page follows it on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return listSchoolsCommand(cmd) },
 	}
+	list.Flags().Int("limit", 0, fmt.Sprintf("the schools of one page (1 to %d; default %d)", maxSchoolsPage, defaultSchoolsPage))
+	list.Flags().String("after", "", `the page after this cursor (an answer's "next")`)
 	show := &cobra.Command{
 		Use:   "show <issuer>",
 		Short: "Show a school's record and state (JSON)",
@@ -351,12 +347,54 @@ func schoolsRequest(cmd *cobra.Command, method, path string, body any) ([]byte, 
 	return io.ReadAll(resp.Body)
 }
 
-// printSchools writes the listing as a table.
-func printSchools(out io.Writer, raw []byte) error {
-	var list []schoolView
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("reading the listing: %v", err)
+// listSchoolsCommand is schools list: every page, or the one that
+// --limit and --after ask for.
+func listSchoolsCommand(cmd *cobra.Command) error {
+	q := url.Values{}
+	if platform, _ := cmd.Flags().GetString("platform"); platform != "" {
+		q.Set("platform", platform)
 	}
+	one := cmd.Flags().Changed("limit") || cmd.Flags().Changed("after")
+	limit, _ := cmd.Flags().GetInt("limit")
+	after, _ := cmd.Flags().GetString("after")
+	switch {
+	case cmd.Flags().Changed("limit"):
+		q.Set("limit", fmt.Sprint(limit))
+	case !one:
+		q.Set("limit", fmt.Sprint(maxSchoolsPage))
+	}
+	var all []schoolView
+	for {
+		if after != "" {
+			q.Set("after", after)
+		}
+		raw, err := schoolsRequest(cmd, http.MethodGet, "/schoolgate/schools?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		var page schoolsPage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return fmt.Errorf("reading the listing: %v", err)
+		}
+		all = append(all, page.Schools...)
+		if one {
+			if err := printSchools(cmd.OutOrStdout(), all); err != nil {
+				return err
+			}
+			if page.Next != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more follow: caddy schoolgate schools list --after %s\n", page.Next)
+			}
+			return nil
+		}
+		if page.Next == "" {
+			return printSchools(cmd.OutOrStdout(), all)
+		}
+		after = page.Next
+	}
+}
+
+// printSchools writes the listing as a table.
+func printSchools(out io.Writer, list []schoolView) error {
 	platforms := map[string]bool{}
 	for _, s := range list {
 		platforms[s.Platform] = true

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/i18n"
+	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/school"
 )
 
 func init() {
@@ -69,14 +72,39 @@ func handleDoctor(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest(err.Error())
 	}
-	s, release, err := siteOf(w, r.URL.Query().Get("issuer"))
+	issuer := r.URL.Query().Get("issuer")
+	if issuer == "" {
+		return badRequest("name the school: issuer=<the school's origin>")
+	}
+	origin, err := policy.ParseOrigin(issuer)
+	if err != nil {
+		return badRequest(fmt.Sprintf("issuer: %v", err))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeCallTimeout)
+	defer cancel()
+	// A platform's idle school is read from its store, not built
+	// (storedread.go).
+	s, e, release, err := schoolToRead(w, origin)
 	if err != nil {
 		return err
 	}
 	defer release()
-	rep, err := s.Auth().Doctor(r.Context(), clientID, lang)
+	if s != nil {
+		rep, err := s.Auth().Doctor(ctx, clientID, lang)
+		if err != nil {
+			return s.WriteUnavailable(w, "reading the connection doctor's steps", err)
+		}
+		return writeAdminJSON(w, http.StatusOK, rep)
+	}
+	g, err := e.placed("connection doctor's record")
 	if err != nil {
-		return s.WriteUnavailable(w, "reading the connection doctor's steps", err)
+		return err
+	}
+	rep, err := g.storedDoctor(ctx, clientID, lang)
+	if err != nil {
+		e.p.ctx.Slogger().Error("store failed: reading the connection doctor's steps", "issuer", origin, "error", err)
+		return school.WriteTemporarilyUnavailable(w, policy.RetryAfterUnavailable,
+			"reading the connection doctor's steps failed: the school's store did not answer; try again shortly")
 	}
 	return writeAdminJSON(w, http.StatusOK, rep)
 }

@@ -72,14 +72,19 @@ func BenchmarkPlatformServe(b *testing.B) {
 }
 
 // BenchmarkPlatformChange measures applying one registry write among
-// 10,000 schools: the record read back and a new host table (a copy of
-// the old one's maps) swapped in.
+// 10,000 and 100,000 schools: the record read back and a new host table
+// (sharing all but the changed paths of the old one's trie) swapped in.
 func BenchmarkPlatformChange(b *testing.B) {
-	tp := platformOf(b, 10_000, "")
-	i := 0
-	for b.Loop() {
-		tp.put(b, "https://s1.example", nil, fmt.Sprintf(`,"login_url":"/login%d"`, i))
-		i++
+	for _, n := range []int{10_000, 100_000} {
+		tp := platformOf(b, n, "")
+		b.Run(fmt.Sprintf("schools=%d", n), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				tp.put(b, "https://s1.example", nil, fmt.Sprintf(`,"login_url":"/login%d"`, i))
+				i++
+			}
+		})
+		tp.end(b)
 	}
 }
 

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	platformcore "github.com/schoolgate/schoolgate/platform"
@@ -106,7 +105,10 @@ func (p *platform) reclaimAll() {
 	if len(p.app.platformsNow()) < 2 {
 		return
 	}
-	issuers := slices.Collect(maps.Keys(p.tables.state.Load().Schools()))
+	var issuers []string
+	for issuer := range p.tables.state.Load().Schools() {
+		issuers = append(issuers, issuer)
+	}
 	p.reclaimLocked(issuers)
 	p.claimsChanged(issuers)
 }

@@ -116,12 +116,12 @@ func TestPlatformsClaimingOneIssuer(t *testing.T) {
 	if err := handleSchools(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/schools", nil)); err != nil {
 		t.Fatal(err)
 	}
-	var views []schoolView
-	if err := json.Unmarshal(rec.Body.Bytes(), &views); err != nil {
+	var page schoolsPage
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
 		t.Fatal(err)
 	}
 	states := map[string]string{}
-	for _, v := range views {
+	for _, v := range page.Schools {
 		if v.Issuer == issuer {
 			states[v.Platform] = v.State + " " + v.Reason
 		}

@@ -200,7 +200,13 @@ func (p *platform) connect() error {
 		return err
 	}
 	unwatch := reg.Watch(p.watch.Changed)
-	records, err := reg.List(ctx)
+	// The listing has its own time: a registry dir's opening reads every
+	// file, which at 100,000 on a busy machine outlasts the wait meant
+	// for a database that does not answer, and a listing failed for the
+	// opening's time would open it again, forever.
+	lctx, lcancel := context.WithTimeout(p.life, connectTimeout)
+	defer lcancel()
+	records, err := reg.List(lctx)
 	if err != nil {
 		unwatch()
 		_ = reg.release()

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/schoolgate/schoolgate/school"
@@ -37,10 +38,11 @@ func runningPlatforms() []*platform {
 	return append([]*platform(nil), app.platforms...)
 }
 
-// schools are the platform's schools, none before the registry was read.
+// schools are the platform's schools, none before the registry was read:
+// a copy of the table's, for the admin API's views.
 func (p *platform) schools() map[string]*platformSchool {
 	if t := p.tables.state.Load(); t != nil {
-		return t.Schools()
+		return maps.Collect(t.Schools())
 	}
 	return nil
 }

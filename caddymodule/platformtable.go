@@ -8,8 +8,9 @@ import (
 )
 
 // hostTable is the platform's host table (platform.Table) of its
-// schools: an immutable value, replaced whole at each registry change, so
-// a request reads it without a lock.
+// schools: an immutable value, replaced at each registry change by a copy
+// that shares all it did not change, so a request reads it without a
+// lock.
 type hostTable = platformcore.Table[*platformSchool]
 
 func newHostTable(size int) *hostTable { return platformcore.NewTable[*platformSchool](size) }

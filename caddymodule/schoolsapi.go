@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 // The platform's schools written from outside, through Caddy's admin API
 // (and caddy schoolgate schools, command_schools.go):
 //
-//	GET  /schoolgate/schools                   every school of the platforms, with its running state
+//	GET  /schoolgate/schools(?limit=&after=)   the schools of the platforms, with their running state, a page at a time (schoolspage.go)
 //	GET  /schoolgate/schools?issuer=…          one school as its registry has it, with its config
 //	POST /schoolgate/schools                   a record: adds the school or replaces it
 //	POST /schoolgate/schools/remove            {"issuer"}: removes the school (its data stays)
@@ -82,28 +81,6 @@ func handleSchools(w http.ResponseWriter, r *http.Request) error {
 		return putSchool(w, r)
 	}
 	return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("use GET or POST")}
-}
-
-// listSchools answers every school of the running platforms (of one, with
-// ?platform=), sorted by issuer, from the table it serves: nothing is
-// read from the registry and nothing is built.
-func listSchools(w http.ResponseWriter, r *http.Request) error {
-	platforms, err := platformsNamed(r.URL.Query().Get("platform"))
-	if err != nil {
-		return err
-	}
-	out := []schoolView{}
-	for _, p := range platforms {
-		t := p.tables.state.Load()
-		if t == nil {
-			return writeRegistryDown(w, p)
-		}
-		for _, e := range t.Schools() {
-			out = append(out, e.view())
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Issuer < out[j].Issuer })
-	return writeAdminJSON(w, http.StatusOK, out)
 }
 
 // showSchool answers one school as its registry has it now, with its

@@ -90,8 +90,10 @@ func TestSchoolsAPIWrite(t *testing.T) {
 		t.Errorf("shown: %d %s", a.code, a.body)
 	}
 	a = schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools", "")
-	var list []schoolView
-	if err := json.Unmarshal([]byte(a.body), &list); err != nil || a.code != http.StatusOK || len(list) != 2 ||
+	var page schoolsPage
+	err := json.Unmarshal([]byte(a.body), &page)
+	list := page.Schools
+	if err != nil || a.code != http.StatusOK || len(list) != 2 || page.Next != "" ||
 		list[0].Issuer != "https://a.example" || list[0].State != "idle" || list[0].Hosts[0] != "www.a.example" ||
 		list[1].State != "active" || list[0].Config != nil || list[0].Platform != "dir "+tp.root {
 		t.Errorf("listed: %d %s", a.code, a.body)
@@ -229,13 +231,13 @@ func TestSchoolsAPISeveralPlatforms(t *testing.T) {
 	if a.code != http.StatusCreated || two.school("https://c.example") == nil || one.school("https://c.example") != nil {
 		t.Errorf("a write naming its platform: %d %s", a.code, a.body)
 	}
-	var list []schoolView
+	var page schoolsPage
 	a = schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools", "")
-	if err := json.Unmarshal([]byte(a.body), &list); err != nil || len(list) != 3 {
+	if err := json.Unmarshal([]byte(a.body), &page); err != nil || len(page.Schools) != 3 {
 		t.Errorf("the listing of both: %s", a.body)
 	}
 	a = schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools?platform=dir+"+one.root, "")
-	if err := json.Unmarshal([]byte(a.body), &list); err != nil || len(list) != 1 || list[0].Issuer != "https://a.example" {
+	if err := json.Unmarshal([]byte(a.body), &page); err != nil || len(page.Schools) != 1 || page.Schools[0].Issuer != "https://a.example" {
 		t.Errorf("the listing of one: %s", a.body)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/store"
 )
@@ -65,6 +66,10 @@ type storeOptions interface {
 	open(ctx context.Context, issuer string) (*siteStore, error)
 	// loadUsage reads the issuer's usage without opening its site.
 	loadUsage(ctx context.Context, issuer string) (*store.Usage, error)
+	// readRows reads the issuer's rows without opening its site: what
+	// the doctor reads of a platform's school that is not built; the
+	// caller calls release when done.
+	readRows(ctx context.Context, issuer string) (rows authserver.DoctorSource, release func(), err error)
 }
 
 // optionsOf is p as storeOptions: nil when p is nil, not an interface

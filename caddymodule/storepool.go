@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/store"
@@ -177,6 +178,26 @@ func (pg *PostgresStore) loadUsage(ctx context.Context, issuer string) (*store.U
 	}
 	defer func() { _ = release() }()
 	return pool.LoadUsage(ctx, issuer)
+}
+
+// readRows reads the issuer's rows on the pool of its DSN, without the
+// key secret and without making a row for a school never started
+// (storedread.go).
+func (pg *PostgresStore) readRows(ctx context.Context, issuer string) (authserver.DoctorSource, func(), error) {
+	dsn, _, err := pg.resolvedAs("store postgres")
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, release, err := acquirePool(ctx, dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store postgres: %v", err)
+	}
+	rows, err := pool.SiteRows(ctx, issuer)
+	if err != nil {
+		_ = release()
+		return nil, nil, err
+	}
+	return rows, func() { _ = release() }, nil
 }
 
 // acquirePool returns the pool of dsn (a resolved DSN), connecting it if

@@ -161,61 +161,24 @@ func unreadable(log *slog.Logger, issuer string, u *store.Usage, err error) (*st
 // usageOf reads the usage of the school with the issuer (in its one
 // spelling): a built school's from its store and what it has counted
 // since its last flush; a platform's idle school's (and a disabled or a
-// failed one's) from its store alone, without building it, so that
-// reading the figures of many schools neither builds them nor lets go
-// of the schools in use to make room. A site block's school that failed
-// to load is a 503 with Retry-After (set on w), as for the other
-// operations.
+// failed one's) from its store alone, without building it
+// (storedread.go).
 func usageOf(ctx context.Context, w http.ResponseWriter, issuer string) (*store.Usage, error) {
-	app, err := runningApp()
+	s, e, release, err := schoolToRead(w, issuer)
 	if err != nil {
 		return nil, err
 	}
-	if s, ok := app.Site(issuer); ok {
+	defer release()
+	if s != nil {
 		u, err := s.Usage(ctx)
 		return unreadable(s.log, issuer, u, err)
 	}
-	if f := app.failedSite(issuer); f != nil {
-		return nil, unavailableSchool(w.Header(), f)
-	}
-	var unread *platform
-	for _, p := range app.platformsNow() {
-		t := p.tables.state.Load()
-		if t == nil {
-			unread = p
-			continue
-		}
-		e := t.School(issuer)
-		if e == nil {
-			continue
-		}
-		if a := e.Active(); a != nil && a.Acquire() {
-			defer a.Release()
-			u, err := a.Built().Usage(ctx)
-			return unreadable(a.Built().log, issuer, u, err)
-		}
-		return e.storedUsage(ctx)
-	}
-	if unread != nil {
-		return nil, unread.unreadRegistry(w, issuer)
-	}
-	return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", issuer)}
-}
-
-// storedUsage reads the usage of a school that is not built from its
-// store alone: its bbolt file if it has one (none: it never served), or
-// its database's rows.
-func (e *platformSchool) storedUsage(ctx context.Context) (*store.Usage, error) {
-	err := e.prepare()
-	e.prep.Lock()
-	g := e.g
-	e.prep.Unlock()
+	g, err := e.placed("usage")
 	if err != nil {
-		return nil, caddy.APIError{HTTPStatus: http.StatusConflict,
-			Err: fmt.Errorf("%s: its record cannot be used (%v), so where its usage is kept is not known", e.rec.Issuer, err)}
+		return nil, err
 	}
 	u, err := g.storedUsage(ctx)
-	return unreadable(e.p.ctx.Slogger(), e.rec.Issuer, u, err)
+	return unreadable(e.p.ctx.Slogger(), issuer, u, err)
 }
 
 // storedUsage reads the school's usage from its store without opening it

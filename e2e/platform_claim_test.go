@@ -42,12 +42,14 @@ func TestPlatformsOfOneIssuer(t *testing.T) {
 		t.Errorf("the second registry's other school: %d %s", r.status, r.body)
 	}
 	status, _, body := get(t, "http://"+admin+"/schoolgate/schools")
-	var views []struct{ Issuer, Platform, State, Reason string }
-	if status != 200 || json.Unmarshal(body, &views) != nil {
+	var page struct {
+		Schools []struct{ Issuer, Platform, State, Reason string }
+	}
+	if status != 200 || json.Unmarshal(body, &page) != nil {
 		t.Fatalf("schools: %d %s", status, body)
 	}
 	states := map[string]string{}
-	for _, v := range views {
+	for _, v := range page.Schools {
 		if v.Issuer == twice {
 			states[v.Platform] = v.State
 			if v.State == "failed" && (!strings.Contains(v.Reason, "dir "+regA) || !strings.Contains(v.Reason, "dir "+regB)) {

@@ -29,7 +29,11 @@ func TestTraceToolCall(t *testing.T) {
 	}
 	h := s.handler()
 	var request trace.SpanContext
+	// served tells that a request's spans have ended: the client has its
+	// answer before the handler returns and ends them.
+	served := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { served <- struct{}{} }()
 		ctx, span := tp.Tracer("caddy").Start(r.Context(), "caddy request")
 		defer span.End()
 		request = span.SpanContext()
@@ -46,6 +50,7 @@ func TestTraceToolCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		<-served
 	}
 	const sent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	call(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_catalog","arguments":{"query":"private words of mia"},"_meta":{"traceparent":"` + sent + `"}}}`)

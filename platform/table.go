@@ -1,7 +1,7 @@
 package platform
 
 import (
-	"maps"
+	"iter"
 	"net"
 	"strings"
 
@@ -14,35 +14,46 @@ type Entry interface {
 	Record() *registry.Record
 }
 
-// Table routes a request's host to its school in one map lookup,
-// whatever the number of schools. A table is never changed once it
-// serves: a registry change makes a new one (Clone, then Add and Remove),
-// which replaces it whole, so a request reads it without a lock.
+// Table routes a request's host to its school in one lookup of a
+// persistent hash trie, whatever the number of schools. A table is never
+// changed once it serves: a registry change makes a new one (Clone, then
+// Add and Remove), which replaces it whole, so a request reads it without
+// a lock. The new table shares all but the few nodes on the paths of the
+// keys that changed with the one it was cloned from: a change costs the
+// same at ten schools or 100,000, and a burst of changes applied to one
+// clone copies each node at most once.
 type Table[S Entry] struct {
 	// https and http map a host key (registry.HostKey) to the enabled
 	// school answering on it, by the scheme the request came with: a
 	// school is an origin, and http://school.example is not
 	// https://school.example.
-	https, http map[string]S
+	https, http trie[S]
 	// names counts the keys of https that name each host without its
 	// port: the names a certificate is given for.
-	names map[string]int
+	names trie[int]
 	// schools are every record's school, disabled ones too, by issuer;
 	// disabled counts those disabled, for the health check.
-	schools  map[string]S
+	schools  trie[S]
 	disabled int
+	// edit owns the nodes this table made since it was cloned, which its
+	// further changes write in place; nil once the table is cloned, so
+	// that the nodes it shares with its clone are never written again.
+	edit *editToken
 }
 
-// NewTable is an empty table with room for size schools.
+// NewTable is an empty table. size, the number of schools expected, is
+// a hint the trie has no use for.
 func NewTable[S Entry](size int) *Table[S] {
-	return &Table[S]{https: make(map[string]S, size), http: map[string]S{},
-		names: make(map[string]int, size), schools: make(map[string]S, size)}
+	return &Table[S]{edit: new(editToken)}
 }
 
-// Clone is a copy of t to change before it replaces t.
+// Clone is a copy of t to change before it replaces t; t is not to be
+// changed any more (it serves, or is about to).
 func (t *Table[S]) Clone() *Table[S] {
-	return &Table[S]{https: maps.Clone(t.https), http: maps.Clone(t.http), names: maps.Clone(t.names),
-		schools: maps.Clone(t.schools), disabled: t.disabled}
+	c := *t
+	c.edit = new(editToken)
+	t.edit = nil
+	return &c
 }
 
 // Lookup finds the school of a request's Host header and scheme (https:
@@ -52,23 +63,26 @@ func (t *Table[S]) Clone() *Table[S] {
 // header in its one spelling, which the second does.
 func (t *Table[S]) Lookup(host string, https bool) S {
 	hosts := t.hostsOf(https)
-	if e, ok := hosts[host]; ok {
+	if e, ok := hosts.get(host); ok {
 		return e
 	}
-	return hosts[registry.HostKey(host, https)]
+	e, _ := hosts.get(registry.HostKey(host, https))
+	return e
 }
 
 // School is the school of issuer, disabled or not; the zero S if the
 // registry has no record of it.
-func (t *Table[S]) School(issuer string) S { return t.schools[issuer] }
+func (t *Table[S]) School(issuer string) S {
+	e, _ := t.schools.get(issuer)
+	return e
+}
 
-// Schools are every record's school by issuer. The map is the table's:
-// read it, never change it.
-func (t *Table[S]) Schools() map[string]S { return t.schools }
+// Schools are every record's school by issuer, in no order.
+func (t *Table[S]) Schools() iter.Seq2[string, S] { return t.schools.all() }
 
 // Len is the number of records, disabled ones too; Disabled those
 // disabled.
-func (t *Table[S]) Len() int      { return len(t.schools) }
+func (t *Table[S]) Len() int      { return t.schools.n }
 func (t *Table[S]) Disabled() int { return t.disabled }
 
 // Add makes e's record the school of its issuer and, unless disabled, of
@@ -76,10 +90,10 @@ func (t *Table[S]) Disabled() int { return t.disabled }
 // builds.
 func (t *Table[S]) Add(e S) {
 	rec := e.Record()
-	if old, ok := t.schools[rec.Issuer]; ok && old.Record().Disabled {
+	if old, ok := t.schools.get(rec.Issuer); ok && old.Record().Disabled {
 		t.disabled--
 	}
-	t.schools[rec.Issuer] = e
+	t.schools.set(rec.Issuer, e, t.edit)
 	if rec.Disabled {
 		t.disabled++
 		return
@@ -89,18 +103,20 @@ func (t *Table[S]) Add(e S) {
 	for _, key := range rec.HostKeys() {
 		// The registry gives a host to one record; a host still held
 		// here by another is one whose change is on its way.
-		if _, held := hosts[key]; !held && tls {
-			t.names[HostName(key)]++
+		if _, held := hosts.get(key); !held && tls {
+			name := HostName(key)
+			n, _ := t.names.get(name)
+			t.names.set(name, n+1, t.edit)
 		}
-		hosts[key] = e
+		hosts.set(key, e, t.edit)
 	}
 }
 
 // Remove takes e out of t: its issuer and the hosts it still holds.
 func (t *Table[S]) Remove(e S) {
 	rec := e.Record()
-	if t.schools[rec.Issuer] == e {
-		delete(t.schools, rec.Issuer)
+	if cur, _ := t.schools.get(rec.Issuer); cur == e {
+		t.schools.del(rec.Issuer, t.edit)
 		if rec.Disabled {
 			t.disabled--
 		}
@@ -108,37 +124,39 @@ func (t *Table[S]) Remove(e S) {
 	tls := strings.HasPrefix(rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)
 	for _, key := range rec.HostKeys() {
-		if hosts[key] != e {
+		if cur, _ := hosts.get(key); cur != e {
 			continue
 		}
-		delete(hosts, key)
+		hosts.del(key, t.edit)
 		if tls {
-			if name := HostName(key); t.names[name] > 1 {
-				t.names[name]--
+			name := HostName(key)
+			if n, _ := t.names.get(name); n > 1 {
+				t.names.set(name, n-1, t.edit)
 			} else {
-				delete(t.names, name)
+				t.names.del(name, t.edit)
 			}
 		}
 	}
 }
 
-func (t *Table[S]) hostsOf(tls bool) map[string]S {
+func (t *Table[S]) hostsOf(tls bool) *trie[S] {
 	if tls {
-		return t.https
+		return &t.https
 	}
-	return t.http
+	return &t.http
 }
 
 // AllowsCertificate reports whether an enabled https school answers on
 // name (a TLS server name).
 func (t *Table[S]) AllowsCertificate(name string) bool {
-	return t.names[HostName(registry.HostKey(name, true))] > 0
+	n, _ := t.names.get(HostName(registry.HostKey(name, true)))
+	return n > 0
 }
 
 // HTTPOn is an enabled school of an http issuer that answers on host (a
 // name without its port), if one does: it gets no certificate.
 func (t *Table[S]) HTTPOn(host string) (S, bool) {
-	for key, e := range t.http {
+	for key, e := range t.http.all() {
 		if HostName(key) == host {
 			return e, true
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +270,32 @@ func TestCORSAllowsDPoP(t *testing.T) {
 	if !strings.Contains(h.Get("Access-Control-Allow-Headers"), "DPoP") ||
 		!strings.Contains(h.Get("Access-Control-Expose-Headers"), "DPoP-Nonce") {
 		t.Errorf("CORS headers %v", h)
+	}
+}
+
+// AllowCORS sets exactly its headers, replacing what was there, and a
+// header added to afterwards changes no other.
+func TestAllowCORSHeaders(t *testing.T) {
+	for _, methods := range []string{"", "GET, POST"} {
+		h := http.Header{"Access-Control-Allow-Origin": {"https://old.example"}}
+		AllowCORS(h, methods)
+		want := http.Header{"Access-Control-Allow-Origin": {"*"},
+			"Access-Control-Expose-Headers": {"WWW-Authenticate, Retry-After, DPoP-Nonce"}}
+		if methods != "" {
+			want["Access-Control-Allow-Methods"] = []string{methods}
+			want["Access-Control-Allow-Headers"] = []string{"Authorization, Content-Type, Mcp-Protocol-Version, DPoP"}
+			want["Access-Control-Max-Age"] = []string{"600"}
+		}
+		if !reflect.DeepEqual(h, want) {
+			t.Fatalf("methods %q: %v, want %v", methods, h, want)
+		}
+		for k := range want {
+			h.Add(k, "added")
+		}
+		for k, v := range want {
+			if got := h.Values(k); len(got) != 2 || got[0] != v[0] || got[1] != "added" {
+				t.Errorf("methods %q: %s is %q after adding to every header", methods, k, got)
+			}
+		}
 	}
 }

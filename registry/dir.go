@@ -46,7 +46,17 @@ type Dir struct {
 	scan      sync.Mutex
 	files     map[string]*dirFile // by file name
 	conflicts map[string]string   // file name → the host claim that made it skipped, last warned
-	dirErr    string              // the last failure to read the directory, warned once
+	// claimants are the files (by name) whose records claim each host
+	// key; dirty the host keys whose claims changed since the last
+	// publish (dirclaims.go).
+	claimants map[string][]string
+	dirty     map[string]bool
+	// seen tells a write whether the directory changed since this Dir
+	// last read it or wrote it, nil where it cannot (dirseen_linux.go);
+	// stale is set when it did, after this Dir's own write.
+	seen   *dirSeen
+	stale  bool
+	dirErr string // the last failure to read the directory, warned once
 
 	mu       sync.Mutex // guards records, owners, watchers, next
 	records  map[string]Record
@@ -110,7 +120,7 @@ func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) 
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, records: map[string]Record{}, owners: map[string]string{},
+		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]Record{}, owners: map[string]string{},
 		watchers: map[int]func(Change){}, pollEvery: pollEvery, stop: make(chan struct{}), done: make(chan struct{})}
 	// Watching starts before the first reading, so that nothing written
 	// between the two goes unnoticed until the poll.
@@ -129,12 +139,16 @@ func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) 
 		logger.Warn("registry: the directory cannot be watched; changes are found by polling it every "+pollEvery.String(),
 			"dir", abs, "error", err)
 	}
+	d.seen = newDirSeen(abs)
 	d.scan.Lock()
 	_, err = d.readAll(nil)
 	d.scan.Unlock()
 	if err != nil {
 		if w != nil {
 			w.Close()
+		}
+		if d.seen != nil {
+			d.seen.close()
 		}
 		return nil, fmt.Errorf("registry: %w", err)
 	}
@@ -194,9 +208,9 @@ func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
 	return r, nil
 }
 
-// Put implements Registry. It reads the directory again under the lock
-// first, so that it judges hosts and counts the version against what
-// other processes wrote.
+// Put implements Registry. It brings the directory up to date under the
+// lock first (write), so that it judges hosts and counts the version
+// against what other processes wrote.
 func (d *Dir) Put(ctx context.Context, r Record) (Record, error) {
 	return d.put(ctx, r, nil)
 }
@@ -223,7 +237,7 @@ func (d *Dir) put(ctx context.Context, r Record, version *int64) (Record, error)
 	}
 	name := fileName(r.HostKeys()[0]) + ".json"
 	var stored Record
-	err := d.write(name, func() error {
+	err := d.write(name, true, func() error {
 		f := d.files[name]
 		current := f != nil && f.err == nil && f.rec.Issuer == r.Issuer
 		if version != nil {
@@ -264,7 +278,7 @@ func (d *Dir) put(ctx context.Context, r Record, version *int64) (Record, error)
 		if err != nil {
 			return err
 		}
-		d.files[name] = &dirFile{stat: st, rec: stored}
+		d.setFile(name, &dirFile{stat: st, rec: stored})
 		return nil
 	})
 	if err != nil {
@@ -293,7 +307,8 @@ func (d *Dir) remove(ctx context.Context, issuer string, version *int64) error {
 	if err != nil {
 		return ErrNotFound
 	}
-	return d.write("", func() error {
+	gone := Record{Issuer: key}
+	return d.write(fileName(gone.HostKeys()[0])+".json", false, func() error {
 		d.mu.Lock()
 		r, ok := d.records[key]
 		d.mu.Unlock()
@@ -312,30 +327,43 @@ func (d *Dir) remove(ctx context.Context, issuer string, version *int64) error {
 		if err := syncDir(d.dir); err != nil {
 			return err
 		}
-		delete(d.files, name)
+		d.setFile(name, nil)
 		return nil
 	})
 }
 
-// write runs change with the directory locked against other writers and
-// read again (the file name, if any, read whatever its stat says), then
-// publishes the files as change left them and tells the watchers.
-func (d *Dir) write(name string, change func() error) error {
+// write runs change, which writes or removes the file name, with the
+// directory locked against other writers and brought up to date (the
+// file name read whatever its stat says when reread), then publishes the
+// files as change left them and tells the watchers. The directory is
+// listed again only when something else changed it since this Dir last
+// read or wrote it (dirseen_linux.go); else the write costs the same
+// whatever the number of files.
+func (d *Dir) write(name string, reread bool, change func() error) error {
 	d.scan.Lock()
 	unlock, err := lockDir(d.dir)
 	if err != nil {
 		d.scan.Unlock()
 		return fmt.Errorf("registry: locking %s: %w", d.dir, err)
 	}
-	var force map[string]bool
-	if name != "" {
-		force = map[string]bool{name: true}
+	force := map[string]bool{}
+	if reread {
+		force[name] = true
 	}
-	changed, err := d.readAll(force)
+	var changed []string
+	if d.seen == nil || d.seen.changed("") || d.stale {
+		changed, err = d.readAll(force)
+		d.stale = err != nil
+	} else {
+		changed = d.readNames(force)
+	}
 	if err == nil {
 		if err = change(); err == nil {
 			changed = append(changed, d.publish()...)
 		}
+	}
+	if d.seen != nil && d.seen.changed(name) {
+		d.stale = true
 	}
 	unlock()
 	d.scan.Unlock()
@@ -383,6 +411,12 @@ func (d *Dir) Close() error {
 	d.closeOnce.Do(func() {
 		close(d.stop)
 		<-d.done
+		if d.seen != nil {
+			d.scan.Lock()
+			d.seen.close()
+			d.seen = nil
+			d.scan.Unlock()
+		}
 	})
 	return nil
 }

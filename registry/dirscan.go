@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,7 +55,7 @@ func (d *Dir) readAll(force map[string]bool) ([]string, error) {
 	}
 	for name := range d.files {
 		if !seen[name] {
-			delete(d.files, name)
+			d.setFile(name, nil)
 			moved = true
 		}
 	}
@@ -74,7 +73,7 @@ func (d *Dir) readNames(names map[string]bool) []string {
 	for name := range names {
 		info, err := os.Stat(filepath.Join(d.dir, name))
 		if err != nil || !info.Mode().IsRegular() {
-			delete(d.files, name)
+			d.setFile(name, nil)
 			continue
 		}
 		reads = append(reads, fileRead{name: name, st: statOf(info)})
@@ -120,14 +119,13 @@ func (d *Dir) loadAll(reads []fileRead) {
 // whether it is there still.
 func (d *Dir) keep(r fileRead) bool {
 	if errors.Is(r.err, fs.ErrNotExist) {
-		delete(d.files, r.name)
+		d.setFile(r.name, nil)
 		return false
 	}
 	if r.err != nil {
 		d.log.Warn("registry: a school's file is skipped", "file", filepath.Join(d.dir, r.name), "error", r.err)
 	}
-	d.files[r.name] = &dirFile{stat: r.st, rec: r.rec, err: r.err}
-	delete(d.conflicts, r.name) // a file read again is warned of again
+	d.setFile(r.name, &dirFile{stat: r.st, rec: r.rec, err: r.err})
 	return true
 }
 
@@ -156,94 +154,4 @@ func (d *Dir) load(name string, st fileStat) (Record, error) {
 		}
 	}
 	return r, nil
-}
-
-// resolve decides which files are served, with the file over replaced by
-// with (none if over is ""): of files claiming one host, the older
-// claim (by UpdatedAt, then by file name) wins, and a file that loses
-// one of its hosts is skipped whole. It returns the records served by
-// issuer, the owner of each host, and the losing files by name, each
-// with the claim it lost to. The caller holds d.scan.
-func (d *Dir) resolve(over string, with *dirFile) (records map[string]Record, owners map[string]string, lost map[string]*HostTakenError) {
-	type claim struct {
-		name string
-		rec  *Record
-	}
-	claims := make([]claim, 0, len(d.files)+1)
-	for name, f := range d.files {
-		if name != over && f.err == nil {
-			claims = append(claims, claim{name, &f.rec})
-		}
-	}
-	if with != nil && with.err == nil {
-		claims = append(claims, claim{over, &with.rec})
-	}
-	slices.SortFunc(claims, func(a, b claim) int {
-		if c := a.rec.UpdatedAt.Compare(b.rec.UpdatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	records = make(map[string]Record, len(claims))
-	owners = make(map[string]string, len(claims))
-	lost = map[string]*HostTakenError{}
-	for _, c := range claims {
-		keys := c.rec.HostKeys()
-		if i := slices.IndexFunc(keys, func(h string) bool { _, taken := owners[h]; return taken }); i >= 0 {
-			lost[c.name] = &HostTakenError{Host: keys[i], Owner: owners[keys[i]]}
-			continue
-		}
-		for _, h := range keys {
-			owners[h] = c.rec.Issuer
-		}
-		records[c.rec.Issuer] = *c.rec
-	}
-	return records, owners, lost
-}
-
-// claims returns the HostTakenError that would skip the file name if it
-// held f, or nil. The caller holds d.scan.
-func (d *Dir) claims(name string, f *dirFile) error {
-	if _, _, lost := d.resolve(name, f); lost[name] != nil {
-		return lost[name]
-	}
-	return nil
-}
-
-// publish serves the files as they are, warns of each file newly
-// skipped for a host another has, and returns the issuers whose records
-// changed, in order. The caller holds d.scan.
-func (d *Dir) publish() []string {
-	records, owners, lost := d.resolve("", nil)
-	conflicts := make(map[string]string, len(lost))
-	for name, taken := range lost {
-		conflicts[name] = taken.Error()
-		if d.conflicts[name] != conflicts[name] {
-			d.log.Warn("registry: a school's file is skipped", "file", filepath.Join(d.dir, name),
-				"error", taken.Error()+" (an older claim)")
-		}
-	}
-	d.conflicts = conflicts
-	d.mu.Lock()
-	old := d.records
-	d.records, d.owners = records, owners
-	d.mu.Unlock()
-	var changed []string
-	for issuer, r := range records {
-		if o, ok := old[issuer]; !ok || !sameStored(&o, &r) {
-			changed = append(changed, issuer)
-		}
-	}
-	for issuer := range old {
-		if _, ok := records[issuer]; !ok {
-			changed = append(changed, issuer)
-		}
-	}
-	slices.Sort(changed)
-	return changed
-}
-
-// sameStored reports whether a and b are one write of a record.
-func sameStored(a, b *Record) bool {
-	return SameRecord(a, b) && a.Version == b.Version && a.UpdatedAt.Equal(b.UpdatedAt)
 }

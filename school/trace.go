@@ -2,9 +2,11 @@ package school
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -121,24 +123,42 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // (Flush, deadlines), which the reverse proxy uses.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// Attributes of the admission span.
+const (
+	// attrWaited is how long the request waited for its turn, in
+	// seconds (the span's own length, less its start and end).
+	attrWaited = attribute.Key("schoolgate.admission.waited")
+	// attrRefusal is why a request was not admitted: admission's
+	// Refusal.Cause (queue_full, wait), or client_gone.
+	attrRefusal = attribute.Key("schoolgate.admission.refusal")
+)
+
 // admitTraced asks the instance's fair share for a slot, within a span
-// "schoolgate admission" when the request has one (its outcome: admitted
-// or refused).
+// "schoolgate admission" when the request has one: the school, how long
+// the request waited, its outcome (admitted or refused) and a refusal's
+// cause, the span's status an error on a refusal.
 func (s *Site) admitTraced(ctx context.Context) (admission.Slot, error) {
 	if !trace.SpanFromContext(ctx).SpanContext().IsValid() {
 		return s.cfg.Admission.Admit(ctx)
 	}
 	ctx, span := authserver.StartSpan(ctx, "schoolgate admission", trace.SpanKindInternal)
 	defer span.End()
-	slot, err := s.cfg.Admission.Admit(ctx)
-	if span.IsRecording() {
-		span.SetAttributes(authserver.AttrSchool.String(s.cfg.Issuer))
-		if err != nil {
-			span.SetAttributes(authserver.AttrOutcome.String("refused"))
-			span.SetStatus(codes.Error, err.Error())
-		} else {
-			span.SetAttributes(authserver.AttrOutcome.String("admitted"))
-		}
+	if !span.IsRecording() {
+		return s.cfg.Admission.Admit(ctx)
 	}
+	start := time.Now()
+	slot, err := s.cfg.Admission.Admit(ctx)
+	span.SetAttributes(authserver.AttrSchool.String(s.cfg.Issuer), attrWaited.Float64(time.Since(start).Seconds()))
+	if err == nil {
+		span.SetAttributes(authserver.AttrOutcome.String("admitted"))
+		return slot, nil
+	}
+	cause := "client_gone"
+	var ref *admission.Refusal
+	if errors.As(err, &ref) {
+		cause = ref.Cause
+	}
+	span.SetAttributes(authserver.AttrOutcome.String("refused"), attrRefusal.String(cause))
+	span.SetStatus(codes.Error, err.Error())
 	return slot, err
 }

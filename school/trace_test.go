@@ -2,15 +2,20 @@ package school
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/schoolgate/schoolgate/admission"
+	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/schooltest"
 )
 
@@ -78,5 +83,110 @@ func TestTraceLegacyCalls(t *testing.T) {
 	ts.serve(t, r)
 	if v := ts.upstream.header.Get("Traceparent"); v != "" {
 		t.Errorf("traceparent %q without tracing", v)
+	}
+}
+
+// The admission span: a child of the request's span naming the school,
+// how long the request waited and its outcome; a refusal is its cause
+// and the span's error status.
+func TestTraceAdmission(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	traced := func(t *testing.T, ts *testSite) (tracetest.SpanStub, trace.SpanContext, int) {
+		t.Helper()
+		exp.Reset()
+		ctx, parent := tp.Tracer("caddy").Start(context.Background(), "caddy request")
+		rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil).WithContext(ctx))
+		parent.End()
+		return schooltest.SpanNamed(t, exp.GetSpans(), "schoolgate admission"), parent.SpanContext(), rec.Code
+	}
+	attrs := func(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+		m := map[attribute.Key]attribute.Value{}
+		for _, a := range s.Attributes {
+			m[a.Key] = a.Value
+		}
+		return m
+	}
+
+	t.Run("admitted", func(t *testing.T) {
+		g := admission.NewGate(admission.Options{Concurrency: 4})
+		mine, other := g.School(1), g.School(1)
+		ts := newTestSite(t, func(cfg *Config) { cfg.Admission = mine })
+		sl, _ := other.Admit(context.Background()) // the instance is shared: slots count
+		defer sl.Release()
+		span, parent, _ := traced(t, ts)
+		a := attrs(span)
+		if span.Parent.SpanID() != parent.SpanID() || span.SpanKind != trace.SpanKindInternal {
+			t.Errorf("parent %v kind %v, want the request's span, internal", span.Parent.SpanID(), span.SpanKind)
+		}
+		if a[authserver.AttrSchool].AsString() != testIssuer || a[authserver.AttrOutcome].AsString() != "admitted" {
+			t.Errorf("attributes %v", span.Attributes)
+		}
+		if w, ok := a[attrWaited]; !ok || w.Type() != attribute.FLOAT64 || w.AsFloat64() < 0 {
+			t.Errorf("waited %v (set: %v)", w.Emit(), ok)
+		}
+		if _, ok := a[attrRefusal]; ok || span.Status.Code != codes.Unset {
+			t.Errorf("an admitted request's span has a refusal: %v, status %v", a[attrRefusal].Emit(), span.Status)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		ts, release := busyGate(t, func(h *admission.School) *testSite {
+			return newTestSite(t, func(cfg *Config) { cfg.Admission = h })
+		})
+		defer release()
+		span, parent, code := traced(t, ts)
+		a := attrs(span)
+		if code != http.StatusServiceUnavailable {
+			t.Fatalf("the busy school answered %d", code)
+		}
+		if span.Parent.SpanID() != parent.SpanID() {
+			t.Errorf("parent %v, want the request's span", span.Parent.SpanID())
+		}
+		if a[authserver.AttrSchool].AsString() != testIssuer || a[authserver.AttrOutcome].AsString() != "refused" ||
+			a[attrRefusal].AsString() != admission.CauseWait {
+			t.Errorf("attributes %v", span.Attributes)
+		}
+		// It waited out the gate's 5 ms bound.
+		if w := a[attrWaited].AsFloat64(); w < 0.005 {
+			t.Errorf("waited %v s, want the bound's 5 ms at least", w)
+		}
+		if span.Status.Code != codes.Error || !strings.Contains(span.Status.Description, "waited too long") {
+			t.Errorf("status %+v, want the refusal", span.Status)
+		}
+	})
+}
+
+// spanLooks is a request context that counts the looks for a span in it.
+type spanLooks struct {
+	context.Context
+	n int
+}
+
+func (c *spanLooks) Value(key any) any {
+	// The key of otel's current span, unexported: its type's name.
+	if fmt.Sprintf("%T", key) == "trace.traceContextKeyType" {
+		c.n++
+	}
+	return c.Context.Value(key)
+}
+
+// Tracing off, what tracing costs a protected request is its looks for a
+// span in the context (no allocation: BenchmarkProtectedRequest): the
+// token validation's one and the legacy call's one.
+func TestTraceOffLooks(t *testing.T) {
+	ts := newTestSite(t)
+	ctx := &spanLooks{Context: context.Background()}
+	r := httptest.NewRequest("POST", "/account/graphql", nil).WithContext(ctx)
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	ts.serve(t, r) // the validation cache warmed
+	if ts.upstream.header == nil {
+		t.Fatal("not forwarded")
+	}
+	ctx.n = 0
+	r.Header.Set("Authorization", "Bearer "+ts.token)
+	ts.serve(t, r)
+	if ctx.n != 2 {
+		t.Errorf("a protected request looked for a span %d times, want 2", ctx.n)
 	}
 }

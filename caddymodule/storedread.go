@@ -1,0 +1,113 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/store"
+)
+
+// An operator's reads that look at many schools (the usage, the
+// connection doctor) must not build a platform's idle school to read it:
+// building one lets go of the least recently used school in use past
+// max_active, and reading the figures of a thousand schools would build
+// each in turn. A built school answers from its store and what it holds
+// in memory; a platform's school that is not built is read from its store
+// alone, without opening it as a school.
+
+// schoolToRead finds the school with the issuer (in its one spelling) for
+// such a read: a site block's school, or a platform's built one held
+// until release (s); else a platform's school that is not built (idle,
+// disabled or failed), e, whose store the caller reads alone. A site
+// block's school that failed to load is a 503 with Retry-After (set on
+// w), as for the other operations.
+func schoolToRead(w http.ResponseWriter, issuer string) (s *site, e *platformSchool, release func(), err error) {
+	app, err := runningApp()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if s, ok := app.Site(issuer); ok {
+		return s, nil, func() {}, nil
+	}
+	if f := app.failedSite(issuer); f != nil {
+		return nil, nil, nil, unavailableSchool(w.Header(), f)
+	}
+	var unread *platform
+	for _, p := range app.platformsNow() {
+		t := p.tables.state.Load()
+		if t == nil {
+			unread = p
+			continue
+		}
+		e := t.School(issuer)
+		if e == nil {
+			continue
+		}
+		if a := e.Active(); a != nil && a.Acquire() {
+			return a.Built().site, nil, a.Release, nil
+		}
+		return nil, e, func() {}, nil
+	}
+	if unread != nil {
+		return nil, nil, nil, unread.unreadRegistry(w, issuer)
+	}
+	return nil, nil, nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", issuer)}
+}
+
+// placed is the school's configuration with where its store is: a 409
+// naming what could not be read when its record cannot be used.
+func (e *platformSchool) placed(what string) (*Gateway, error) {
+	err := e.prepare()
+	e.prep.Lock()
+	g := e.g
+	e.prep.Unlock()
+	if err != nil {
+		return nil, caddy.APIError{HTTPStatus: http.StatusConflict,
+			Err: fmt.Errorf("%s: its record cannot be used (%v), so where its %s is kept is not known", e.rec.Issuer, err, what)}
+	}
+	return g, nil
+}
+
+// storedDoctor is the connection doctor's report of clientID read from
+// the school's store without opening it as a school: its database's
+// rows, its bbolt file, or none for a school that never had one.
+func (g *Gateway) storedDoctor(ctx context.Context, clientID, lang string) (*authserver.DoctorReport, error) {
+	rows, release, err := g.readRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return authserver.StoredDoctor(ctx, rows, g.Vendors, clientID, lang)
+}
+
+// readRows opens the school's store for reading alone.
+func (g *Gateway) readRows(ctx context.Context) (authserver.DoctorSource, func(), error) {
+	if opts := g.Store.options(); opts != nil {
+		return opts.readRows(ctx, g.Issuer)
+	}
+	path := g.dataPath()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return noRows{}, func() {}, nil
+	}
+	s, err := acquireBolt(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = releaseBolt(path) }, nil
+}
+
+// noRows is the store of a school that never had one.
+type noRows struct{}
+
+func (noRows) QuerySteps(context.Context, store.StepQuery) ([]store.Step, error) { return nil, nil }
+
+func (noRows) GetClient(context.Context, string) (*store.Client, error) {
+	return nil, store.ErrNotFound
+}
