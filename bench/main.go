@@ -8,6 +8,7 @@
 //	go run ./bench -only token -ab <commit> # the token endpoint beside an older build (also protected, discovery)
 //	go run ./bench -peers                  # forward_auth → oauth2-proxy, node-oidc-provider and Ory Hydra beside the gateway
 //	go run ./bench -noisy                  # a victim school alone and while a neighbour floods the same Caddy (noisy.go)
+//	go run ./bench -soak 30m               # two platform instances on PostgreSQL under traffic and churn, sampled (soak.go)
 //
 // It builds Caddy with the schoolgate modules, starts its own minimal
 // legacy server (with a generated catalog) and an mcp-go no-op server,
@@ -83,6 +84,10 @@ func main() {
 	case "load":
 		err = serveLoad(os.Stdin, os.Stdout)
 	case "":
+		if *soakFor > 0 {
+			err = runSoak(soakSizes(*soakFor))
+			break
+		}
 		if *noisyFlag {
 			var nc noisyConfig
 			if nc, err = noisySizes(cfg, *registries); err == nil {
