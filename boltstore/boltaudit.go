@@ -64,16 +64,20 @@ func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.Au
 	}
 	// The request waits for the commit's sync, not the processors; the
 	// commit's work is charged to it all the same (boltcharge.go).
+	var m chargeMeter
 	if w := store.WaiterOf(ctx); w != nil {
 		w.Pause()
-		m := startCharge()
 		defer func() {
 			w.Charge(time.Duration(m.used()))
 			w.Resume()
 		}()
 	}
 	var at *store.AuditTx
-	err := s.commit(auditing(ctx, &at, fn))
+	write := auditing(ctx, &at, fn)
+	err := s.commit(func(tx *bolt.Tx) error {
+		m = startCharge() // inside: the wait for bbolt's lock is no work
+		return write(tx)
+	})
 	if err == nil {
 		at.Committed()
 	}

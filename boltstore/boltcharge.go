@@ -15,8 +15,9 @@ import (
 // kept its neighbours from their share. So each call is charged its own
 // function's time (read around it on the clock: a function does no I/O)
 // and an equal part of the rest of the commit's processor time, read on
-// the leader's thread clock, which counts no time spent waiting for the
-// disk. The thread clock is read once before and once after the commit;
+// the leader's thread clock from inside the transaction (the wait for
+// bbolt's lock is no work, and the thread may run other goroutines
+// meanwhile), which counts no time spent waiting for the disk. The thread clock is read once before and once after the commit;
 // when the leader's goroutine moved to another thread meanwhile (it may,
 // when it comes back from a system call and finds no processor free),
 // the rest is not known and only the functions are charged. A write
@@ -36,8 +37,17 @@ func startCharge() chargeMeter {
 	return chargeMeter{cpu: cpu, wall: time.Now().UnixNano(), thread: thread, ok: ok}
 }
 
+// maxUsed bounds what a thread clock's reading charges: a commit's own
+// work for its group is tens of microseconds; more is the thread having
+// run other goroutines while the commit's goroutine waited (the meter
+// starts inside the transaction, past the wait for bbolt's lock, but a
+// remap of a growing file may still wait for readers).
+const maxUsed = int64(2 * time.Millisecond)
+
 // used is the thread's CPU time since the meter started, at most the
-// time since; 0 when the goroutine moved to another thread meanwhile.
+// time since and maxUsed; 0 when the goroutine moved to another thread
+// meanwhile, or the meter never started (the commit failed before its
+// transaction began).
 func (m chargeMeter) used() int64 {
 	if !m.ok {
 		return 0
@@ -46,7 +56,7 @@ func (m chargeMeter) used() int64 {
 	if !ok || thread != m.thread {
 		return 0
 	}
-	return max(min(cpu-m.cpu, time.Now().UnixNano()-m.wall), 0)
+	return max(min(cpu-m.cpu, time.Now().UnixNano()-m.wall, maxUsed), 0)
 }
 
 // share adds to each call's spent (its function's time, set by

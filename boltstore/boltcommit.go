@@ -104,8 +104,11 @@ func (s *boltStore) writeSized(ctx context.Context, fn func(*bolt.Tx) error) (in
 // adding the commit's work to what c is charged.
 func (s *boltStore) solo(c *commitCall, err error) error {
 	if errors.Is(err, errTrySolo) {
-		m := startCharge()
-		err = s.commit(c.fn)
+		var m chargeMeter
+		err = s.commit(func(tx *bolt.Tx) error {
+			m = startCharge()
+			return c.fn(tx)
+		})
 		c.spent += time.Duration(m.used())
 	}
 	return err
@@ -133,10 +136,11 @@ func (s *boltStore) commitPending() {
 // (or panics) is taken out and told to run alone, and the others are
 // tried again without it; a commit that fails fails them all.
 func (s *boltStore) commitBatch(batch []*commitCall) {
-	m := startCharge()
+	var m chargeMeter
 	for len(batch) > 0 {
 		failed := -1
 		err := s.commit(func(tx *bolt.Tx) error {
+			m = startCharge() // inside: the wait for bbolt's lock is no work
 			fillAppended(tx)
 			for i, c := range batch {
 				t := time.Now()

@@ -23,6 +23,12 @@ import (
 // its school's fair share counts it. A database on another machine
 // spends none of ours, and nothing is charged.
 
+// maxCharge bounds what one call is charged: the database's work for a
+// call of the gateway is about a millisecond of CPU at most (a code
+// exchange's, measured beside the peers); a longer call waited (for a row
+// lock, a sync, the processors), which is no work of its.
+const maxCharge = 2 * time.Millisecond
+
 // isLocal reports whether the pool's server is on this machine: a Unix
 // socket or a loopback address.
 func isLocal(cfg *pgxpool.Config) bool {
@@ -42,6 +48,6 @@ func (p *Pool) charge(ctx context.Context, began time.Time) {
 		return
 	}
 	if w := store.WaiterOf(ctx); w != nil {
-		w.Charge(time.Since(began))
+		w.Charge(min(time.Since(began), maxCharge))
 	}
 }
