@@ -100,9 +100,12 @@ class Proc {
     this.exited = null;
     this.log = createWriteStream(logFile);
     this.child = spawn(bin, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // 'close' comes once the child's output is read to its end, which may
+    // be after 'exit': the log is ended only then.
+    this.closed = new Promise((r) => this.child.once('close', r));
     for (const s of [this.child.stdout, this.child.stderr]) {
       s.on('data', (chunk) => {
-        this.log.write(chunk);
+        if (!this.log.writableEnded) this.log.write(chunk);
         this.tail.push(chunk.toString());
         if (this.tail.length > 200) this.tail.shift();
       });
@@ -119,15 +122,14 @@ class Proc {
   }
 
   async stop() {
-    if (this.exited) {
-      this.log.end();
-      return;
+    if (!this.exited) {
+      const done = new Promise((r) => this.child.once('exit', r));
+      this.child.kill('SIGTERM');
+      const t = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+      await done;
+      clearTimeout(t);
     }
-    const done = new Promise((r) => this.child.once('exit', r));
-    this.child.kill('SIGTERM');
-    const t = setTimeout(() => this.child.kill('SIGKILL'), 5000);
-    await done;
-    clearTimeout(t);
+    await this.closed;
     this.log.end();
   }
 }
