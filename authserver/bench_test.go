@@ -119,7 +119,10 @@ func (s *statusWriter) WriteHeader(code int) { s.status = code }
 // store does not sync its file (the fsync is the disk's time, which
 // BenchmarkCodeExchange includes), limits are off, and codes, refresh
 // tokens and requests are made outside the timer.
-func BenchmarkTokenCPU(b *testing.B) {
+func BenchmarkTokenCPU(b *testing.B) { benchTokenCPU(b, context.Background()) }
+
+// benchTokenCPU is BenchmarkTokenCPU with the requests' context ctx.
+func benchTokenCPU(b *testing.B, ctx context.Context) {
 	f := newFixture(b)
 	f.srv.limits = newLimiters(RateLimits{})
 	if err := boltstore.NoSync(f.store); err != nil {
@@ -127,7 +130,7 @@ func BenchmarkTokenCPU(b *testing.B) {
 	}
 	w := &statusWriter{discardWriter: discardWriter{h: http.Header{}}}
 	serve := func(b *testing.B, form url.Values) {
-		r := httptest.NewRequest(http.MethodPost, sitepath.Token, strings.NewReader(form.Encode()))
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, sitepath.Token, strings.NewReader(form.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		clear(w.h)
 		w.status = 0

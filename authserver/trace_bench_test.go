@@ -3,17 +3,10 @@ package authserver
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/schoolgate/schoolgate/boltstore"
-	"github.com/schoolgate/schoolgate/sitepath"
 )
 
 // caddyDepth is how many values deep a request's context is when Caddy
@@ -62,43 +55,5 @@ func BenchmarkTokenCPUTraced(b *testing.B) {
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	ctx, parent := tp.Tracer("caddy").Start(context.Background(), "caddy request")
 	defer parent.End()
-	f := newFixture(b)
-	f.srv.limits = newLimiters(RateLimits{})
-	if err := boltstore.NoSync(f.store); err != nil {
-		b.Fatal(err)
-	}
-	w := &statusWriter{discardWriter: discardWriter{h: http.Header{}}}
-	serve := func(b *testing.B, form url.Values) {
-		r := httptest.NewRequestWithContext(ctx, http.MethodPost, sitepath.Token, strings.NewReader(form.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		clear(w.h)
-		w.status = 0
-		b.StartTimer()
-		f.srv.ServeHTTP(w, r)
-		b.StopTimer()
-		if w.status != 0 && w.status != http.StatusOK {
-			b.Fatalf("token endpoint: %d", w.status)
-		}
-	}
-	b.Run("code-exchange", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			b.StopTimer()
-			v, c := pkce()
-			code := f.code(authParams(c), v)
-			serve(b, url.Values{"grant_type": {"authorization_code"}, "code": {code},
-				"redirect_uri": {memberRedirect}, "client_id": {memberClient}, "code_verifier": {v},
-				"resource": {issuer}})
-			b.StartTimer()
-		}
-	})
-	b.Run("refresh", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			b.StopTimer()
-			rt := f.tokens()["refresh_token"].(string)
-			serve(b, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {memberClient}})
-			b.StartTimer()
-		}
-	})
+	benchTokenCPU(b, ctx)
 }
