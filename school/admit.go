@@ -99,11 +99,13 @@ func (s *Site) admit(w http.ResponseWriter, r *http.Request, rt route) (admissio
 		}
 	}
 	budgeted := s.budget.requests != nil || s.budget.mcpAnonymous != nil
-	if budgeted && !s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).ready) {
-		return admission.Slot{}, false
-	}
 	if s.cfg.Admission == nil {
 		return admission.Slot{}, !budgeted || s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).allow)
+	}
+	// Read before the wait for a turn, taken once admitted: a spent
+	// budget waits for nothing, and a refused turn spends nothing.
+	if budgeted && !s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).ready) {
+		return admission.Slot{}, false
 	}
 	slot, err := s.admitTraced(r.Context())
 	if err == nil && budgeted && !s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).allow) {
