@@ -65,7 +65,8 @@ func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.Au
 	// The request waits for the commit's sync, not the processors; the
 	// commit's work is charged to it all the same (boltcharge.go).
 	var m chargeMeter
-	if w := store.WaiterOf(ctx); w != nil {
+	w := store.WaiterOf(ctx)
+	if w != nil {
 		w.Pause()
 		defer func() {
 			w.Charge(time.Duration(m.used()))
@@ -75,7 +76,9 @@ func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.Au
 	var at *store.AuditTx
 	write := auditing(ctx, &at, fn)
 	err := s.commit(func(tx *bolt.Tx) error {
-		m = startCharge() // inside: the wait for bbolt's lock is no work
+		if w != nil {
+			m = startCharge() // inside: the wait for bbolt's lock is no work
+		}
 		return write(tx)
 	})
 	if err == nil {
