@@ -44,7 +44,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*sto
 	err := s.writeAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		codes := tx.Bucket(bucketCodes)
 		var c store.Code
-		if err := getJSON(codes, hash, &c); err != nil {
+		if err := getCode(codes, hash, &c); err != nil {
 			return err
 		}
 		if outcome = store.DecideRedeem(&c); outcome == store.RedeemReplay {

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -187,4 +188,185 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// getCode reads the code under key into c. A code is read on every
+// exchange: decodeCode reads the shape appendCode writes without
+// reflection, and hands anything else to encoding/json.
+func getCode(b *bolt.Bucket, key string, c *store.Code) error {
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return store.ErrNotFound
+	}
+	return decodeCode(raw, c)
+}
+
+// decodeCode reads a code's JSON into c as json.Unmarshal would into a
+// zero Code. The fast path takes the fields in appendCode's order,
+// without white space, with strings of printable ASCII and no escapes
+// (every string a token flow stores) and times Time.UnmarshalJSON reads;
+// it returns what json.Unmarshal would, and gives up on anything else,
+// which json.Unmarshal then reads.
+func decodeCode(raw []byte, c *store.Code) error {
+	*c = store.Code{}
+	if decodeCodeFast(raw, c) {
+		return nil
+	}
+	*c = store.Code{}
+	return json.Unmarshal(raw, c)
+}
+
+func decodeCodeFast(raw []byte, c *store.Code) bool {
+	// One string holds every value: the record is bbolt's memory, valid
+	// for the transaction only, and one copy is cheaper than one a field.
+	s := scanner{src: string(raw), ok: true}
+	r, id := &c.Request, &c.Identity
+	s.lit(`{"request":{"client_id":`)
+	r.ClientID = s.str()
+	s.lit(`,"redirect_uri":`)
+	r.RedirectURI = s.str()
+	s.lit(`,"scopes":`)
+	if !s.skip("null") {
+		r.Scopes = s.strs()
+	}
+	s.lit(`,"resource":`)
+	r.Resource = s.str()
+	if s.key("state") {
+		r.State = s.str()
+	}
+	if s.key("nonce") {
+		r.Nonce = s.str()
+	}
+	s.lit(`,"code_challenge":`)
+	r.CodeChallenge = s.str()
+	s.lit(`,"audience":`)
+	r.Audience = s.str()
+	if s.key("dpop_jkt") {
+		r.DPoPJKT = s.str()
+	}
+	s.lit(`},"identity":{"sub":`)
+	id.Subject = s.str()
+	if s.key("email") {
+		id.Email = s.str()
+	}
+	if s.key("name") {
+		id.Name = s.str()
+	}
+	if s.key("org_id") {
+		id.OrgID = s.str()
+	}
+	if s.key("roles") {
+		id.Roles = s.strs()
+	}
+	s.lit(`},"auth_time":`)
+	c.AuthTime = s.time()
+	s.lit(`,"expires_at":`)
+	c.ExpiresAt = s.time()
+	if s.key("used") {
+		s.lit("true")
+		c.Used = true
+	}
+	if s.key("grant_id") {
+		c.GrantID = s.str()
+	}
+	s.lit("}")
+	return s.ok && s.src == ""
+}
+
+// scanner reads the JSON of one fixed shape from src; ok turns false at
+// the first thing that is not that shape, and every read after it is a
+// no-op.
+type scanner struct {
+	src string
+	ok  bool
+}
+
+// lit reads want.
+func (s *scanner) lit(want string) {
+	if !s.skip(want) {
+		s.ok = false
+	}
+}
+
+// skip reads want if src starts with it.
+func (s *scanner) skip(want string) bool {
+	if !s.ok || len(s.src) < len(want) || s.src[:len(want)] != want {
+		return false
+	}
+	s.src = s.src[len(want):]
+	return true
+}
+
+// key reads ,"name": if it comes next.
+func (s *scanner) key(name string) bool {
+	if !s.ok || len(s.src) < len(name)+4 || s.src[0] != ',' || s.src[1] != '"' ||
+		s.src[2:2+len(name)] != name || s.src[2+len(name)] != '"' || s.src[3+len(name)] != ':' {
+		return false
+	}
+	s.src = s.src[len(name)+4:]
+	return true
+}
+
+// str reads a string of printable ASCII without escapes.
+func (s *scanner) str() string {
+	if !s.ok || s.src == "" || s.src[0] != '"' {
+		s.ok = false
+		return ""
+	}
+	for i := 1; i < len(s.src); i++ {
+		switch c := s.src[i]; {
+		case c == '"':
+			v := s.src[1:i]
+			s.src = s.src[i+1:]
+			return v
+		case c < 0x20 || c > 0x7e || c == '\\':
+			s.ok = false
+			return ""
+		}
+	}
+	s.ok = false
+	return ""
+}
+
+// strs reads an array of str, empty and not nil for [].
+func (s *scanner) strs() []string {
+	s.lit("[")
+	if s.skip("]") {
+		return []string{}
+	}
+	// Sized by the commas before the first ']': one allocation for
+	// scopes and roles, whose names hold neither (a capacity only: a
+	// value holding either just makes it wrong).
+	n := 1
+	if end := strings.IndexByte(s.src, ']'); end > 0 {
+		n += strings.Count(s.src[:end], ",")
+	}
+	out := make([]string, 0, n)
+	for s.ok {
+		out = append(out, s.str())
+		if s.skip("]") {
+			return out
+		}
+		s.lit(",")
+	}
+	return nil
+}
+
+// time reads a string as Time.UnmarshalJSON does.
+func (s *scanner) time() time.Time {
+	var t time.Time
+	if !s.ok || s.src == "" || s.src[0] != '"' {
+		s.ok = false
+		return t
+	}
+	end := 1
+	for end < len(s.src) && s.src[end] != '"' && s.src[end] != '\\' {
+		end++
+	}
+	if end == len(s.src) || s.src[end] != '"' || t.UnmarshalJSON([]byte(s.src[:end+1])) != nil {
+		s.ok = false
+		return time.Time{}
+	}
+	s.src = s.src[end+1:]
+	return t
 }
