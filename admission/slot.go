@@ -53,9 +53,12 @@ func (sl *Slot) Release() {
 		return
 	}
 	// The school keeps counting the slot for the work around the request
-	// and for what stores spent on its behalf while it was paused.
-	cool := g.cost.ns.Load() + sl.spent
-	s.charge(t - sl.since - sl.paused + cool)
+	// and for what stores spent on its behalf while it was paused, the
+	// whole at the scale of the processors the instance can have
+	// (capacity.go).
+	held := t - sl.since - sl.paused
+	cool := g.cost.capacity.scaled(held+g.cost.ns.Load()+sl.spent) - held
+	s.charge(held + cool)
 	if sl.depth > 0 {
 		return // a paused slot was given back already
 	}
