@@ -26,9 +26,11 @@ import (
 // scaleOne is a scale of 1, in the fixed point the gate keeps it.
 const scaleOne = 1024
 
-// maxScale bounds the scale: a slot stands for a quarter of a processor
-// at least, however busy the machine.
-const maxScale = 4 * scaleOne
+// maxScale bounds the scale: a slot stands for half a processor at
+// least, however busy the machine, so that on a machine overloaded by
+// others a school's requests are not held to a sliver of it and refused
+// for waiting (the bound is the fair share's, not the machine's).
+const maxScale = 2 * scaleOne
 
 // capacity reads the machine's processors' time, under overhead's mu.
 type capacity struct {

@@ -18,9 +18,10 @@ func TestScaleFor(t *testing.T) {
 		{"others idle but for noise", 2, 2, -0.1, scaleOne},
 		{"half a processor taken", 2, 2, 0.5, scaleOne * 4 / 3},
 		{"one taken", 2, 2, 1, 2 * scaleOne},
-		{"all taken: a quarter at least", 2, 2, 2, maxScale},
+		{"all taken: half a processor a slot at least", 2, 2, 2, maxScale},
+		{"one and a half taken: bounded", 2, 2, 1.5, maxScale},
 		{"a big machine, Go limited to 2", 2, 64, 10, scaleOne},
-		{"a big busy machine", 8, 16, 12, 2 * scaleOne},
+		{"a big busy machine", 8, 16, 10, scaleOne * 8 / 6},
 	} {
 		if got := scaleFor(tc.procs, tc.cpus, tc.others); got != tc.want {
 			t.Errorf("%s: scale %d, want %d", tc.name, got, tc.want)
