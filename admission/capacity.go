@@ -15,13 +15,18 @@ import (
 // a flooding one on 2 processors and the load generators on the same
 // machine, the flood's one slot kept a whole processor busy out of what
 // the generators left, and its neighbour kept 0.3–0.4× its throughput
-// (BENCHMARKS.md, "With fair share"). So once a second the gate reads what the machine's other
-// processes used (every processor's busy time from /proc/stat, less the
-// process's own), and while the instance is shared each request counts
-// for its school for its time scaled by the processors Go may use over
-// those the instance could have: with 2 slots and 1.5 processors left, a
-// request's time counts 4/3 as long. On a machine of its own the scale is
-// 1 and nothing changes; where the machine's time is not read, neither.
+// (BENCHMARKS.md, "With fair share"). So once a second the gate reads
+// what the machine's other processes used (every processor's busy time
+// from /proc/stat, less the process's own; niced processes' time is not
+// busy, for they yield to the instance), and while another school is
+// present each request counts for its school for its time scaled by the
+// processors Go may use over those the instance could have: with 2 slots
+// and 1.5 processors left, a request's time counts 4/3 as long. The scale
+// divides what the instance has between schools asking together; a school
+// alone, or left alone by its neighbour, is not slowed by it (a flood's
+// burst right after its neighbour went would wait past its bound for
+// nothing). On a machine of its own the scale is 1 and nothing changes;
+// where the machine's time is not read, neither.
 
 // scaleOne is a scale of 1, in the fixed point the gate keeps it.
 const scaleOne = 1024

@@ -61,7 +61,8 @@ func TestReleaseScalesTheCount(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 2, Wait: time.Minute})
 	g.cost.capacity.scale.Store(2 * scaleOne)
 	g.cost.ns.Store(int64(time.Second))
-	a := g.School(1)
+	a, b := g.School(1), g.School(1)
+	other := mustAdmit(t, b) // another school present
 	sl := mustAdmit(t, a)
 	t0 := now()
 	sl.Release()
@@ -71,5 +72,26 @@ func TestReleaseScalesTheCount(t *testing.T) {
 	// (held + 1 s) × 2 − held, held being next to nothing.
 	if d := time.Duration(until - t0); d < 2*time.Second || d > 2*time.Second+time.Second/2 {
 		t.Fatalf("cooling for %v, want about 2s", d)
+	}
+	other.Release()
+}
+
+// A school left alone, its neighbour gone (the instance still counted as
+// shared for a while), is not scaled: the scale divides the instance
+// between schools asking together.
+func TestReleaseAloneIsNotScaled(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 2, Wait: time.Minute})
+	g.sharedAt.Store(now() - int64(time.Second)) // shared, nobody else present
+	g.cost.capacity.scale.Store(2 * scaleOne)
+	g.cost.ns.Store(int64(time.Second))
+	a := g.School(1)
+	sl := mustAdmit(t, a)
+	t0 := now()
+	sl.Release()
+	g.mu.Lock()
+	until := g.cooling.head().until
+	g.mu.Unlock()
+	if d := time.Duration(until - t0); d < time.Second || d > time.Second+time.Second/2 {
+		t.Fatalf("cooling for %v, want about 1s (unscaled)", d)
 	}
 }

@@ -23,11 +23,13 @@ func parseStat(text string) (busy, total int64, cpus int, ok bool) {
 		v[i] = n
 	}
 	user, nice, system, idle, iowait, irq, softirq, steal := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
-	busy = user + nice + system + irq + softirq + steal
+	busy = user + system + irq + softirq + steal
 	for _, l := range lines[1:] {
 		if strings.HasPrefix(l, "cpu") && len(l) > 3 && l[3] >= '0' && l[3] <= '9' {
 			cpus++
 		}
 	}
-	return busy, busy + idle + iowait, cpus, cpus > 0
+	// Niced processes' user time is not busy: they run on what the
+	// instance leaves, and yield to it.
+	return busy, busy + nice + idle + iowait, cpus, cpus > 0
 }

@@ -10,7 +10,7 @@ func TestParseStat(t *testing.T) {
 		ok          bool
 	}{
 		{"two processors", "cpu  100 5 50 800 20 3 2 10 0 0\ncpu0 50 2 25 400 10 1 1 5 0 0\ncpu1 50 3 25 400 10 2 1 5 0 0\nintr 1\n",
-			170, 990, 2, true},
+			165, 990, 2, true}, // nice (5) is not busy
 		{"no per-processor lines", "cpu  1 0 0 1 0 0 0 0\n", 0, 0, 0, false},
 		{"not the processors' line", "intr 1 2 3\n", 0, 0, 0, false},
 		{"too few fields", "cpu  1 2 3\ncpu0 1 2 3\n", 0, 0, 0, false},
