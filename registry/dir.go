@@ -57,9 +57,18 @@ type Dir struct {
 	seen   *dirSeen
 	stale  bool
 	dirErr string // the last failure to read the directory, warned once
+	// snapshot is set for a Dir that keeps the directory's snapshot
+	// (OpenDirSnapshot); unsaved is set when the files changed since
+	// it was last written (dirsnapshot.go), and saved told of it. reconcile is
+	// set when the records served are the snapshot's, until the
+	// directory was compared with it.
+	snapshot  bool
+	unsaved   bool
+	saved     chan struct{}
+	reconcile bool
 
 	mu       sync.Mutex // guards records, owners, watchers, next
-	records  map[string]Record
+	records  map[string]*Record // the served file's record, by issuer
 	owners   map[string]string // host key → issuer
 	watchers map[int]func(Change)
 	next     int
@@ -107,6 +116,19 @@ const settle = 50 * time.Millisecond
 // warnings about skipped files (nil: slog.Default()). A file that is
 // skipped does not fail the open; a directory that cannot be read does.
 func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) {
+	return openDir(dir, validate, logger, false)
+}
+
+// OpenDirSnapshot is OpenDir for a server: it serves the records of the
+// directory's snapshot at once, if it has one that can be read, and
+// compares the directory with it in the background, the files changed
+// since winning; and it keeps the snapshot written (dirsnapshot.go). A
+// tool that lists the records once uses OpenDir, which reads the files.
+func OpenDirSnapshot(dir string, validate Validator, logger *slog.Logger) (*Dir, error) {
+	return openDir(dir, validate, logger, true)
+}
+
+func openDir(dir string, validate Validator, logger *slog.Logger, snapshot bool) (*Dir, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -120,8 +142,9 @@ func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) 
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]Record{}, owners: map[string]string{},
-		watchers: map[int]func(Change){}, pollEvery: pollEvery, stop: make(chan struct{}), done: make(chan struct{})}
+		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]*Record{}, owners: map[string]string{},
+		watchers: map[int]func(Change){}, pollEvery: pollEvery, snapshot: snapshot, saved: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	// Watching starts before the first reading, so that nothing written
 	// between the two goes unnoticed until the poll.
 	w, err := fsnotify.NewWatcher()
@@ -141,7 +164,14 @@ func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) 
 	}
 	d.seen = newDirSeen(abs)
 	d.scan.Lock()
-	_, err = d.readAll(nil)
+	err = nil
+	if snapshot && d.loadSnapshot() {
+		// Served from the snapshot: the directory is compared with it
+		// in the background (run), and a write before lists it first.
+		d.reconcile, d.stale = true, true
+	} else {
+		_, err = d.readAll(nil)
+	}
 	d.scan.Unlock()
 	if err != nil {
 		if w != nil {
@@ -185,7 +215,7 @@ func (d *Dir) List(ctx context.Context) ([]Record, error) {
 	defer d.mu.Unlock()
 	out := make([]Record, 0, len(d.records))
 	for _, r := range d.records {
-		out = append(out, r)
+		out = append(out, *r)
 	}
 	return out, nil
 }
@@ -205,7 +235,7 @@ func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
 	if !ok {
 		return Record{}, ErrNotFound
 	}
-	return r, nil
+	return *r, nil
 }
 
 // Put implements Registry. It brings the directory up to date under the
@@ -405,12 +435,14 @@ func (d *Dir) announce(issuers []string) {
 	}
 }
 
-// Close stops watching the directory. The records stay readable, and
-// writable, but no more changes are announced.
+// Close stops watching the directory and writes its snapshot if the
+// files changed since the last. The records stay readable, and writable,
+// but no more changes are announced.
 func (d *Dir) Close() error {
 	d.closeOnce.Do(func() {
 		close(d.stop)
 		<-d.done
+		d.saveSnapshot()
 		if d.seen != nil {
 			d.scan.Lock()
 			d.seen.close()

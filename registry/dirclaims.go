@@ -32,6 +32,13 @@ func (d *Dir) setFile(name string, f *dirFile) {
 		}
 	}
 	delete(d.conflicts, name) // a file read again is warned of again
+	if d.snapshot && !d.unsaved {
+		d.unsaved = true
+		select {
+		case d.saved <- struct{}{}:
+		default:
+		}
+	}
 	if f == nil {
 		delete(d.files, name)
 		return
@@ -94,7 +101,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 // decide is the outcome of a group's claims: the records served by
 // issuer, the owner of each host, and the losing files by name, each
 // with the claim it lost to.
-func (d *Dir) decide(names []string, over string, with *dirFile) (records map[string]Record, owners map[string]string, lost map[string]*HostTakenError) {
+func (d *Dir) decide(names []string, over string, with *dirFile) (records map[string]*Record, owners map[string]string, lost map[string]*HostTakenError) {
 	type claim struct {
 		name string
 		rec  *Record
@@ -113,7 +120,7 @@ func (d *Dir) decide(names []string, over string, with *dirFile) (records map[st
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	records = make(map[string]Record, len(claims))
+	records = make(map[string]*Record, len(claims))
 	owners = make(map[string]string, len(claims))
 	lost = map[string]*HostTakenError{}
 	for _, c := range claims {
@@ -125,7 +132,7 @@ func (d *Dir) decide(names []string, over string, with *dirFile) (records map[st
 		for _, h := range keys {
 			owners[h] = c.rec.Issuer
 		}
-		records[c.rec.Issuer] = *c.rec
+		records[c.rec.Issuer] = c.rec
 	}
 	return records, owners, lost
 }
@@ -174,7 +181,7 @@ func (d *Dir) publish() []string {
 	// The group's hosts were owned by the issuers served from it before;
 	// those are decided again.
 	d.mu.Lock()
-	before := map[string]Record{}
+	before := map[string]*Record{}
 	for h := range hosts {
 		if issuer, ok := d.owners[h]; ok {
 			if r, ok := d.records[issuer]; ok {
@@ -193,7 +200,7 @@ func (d *Dir) publish() []string {
 	d.mu.Unlock()
 	var changed []string
 	for issuer, r := range records {
-		if o, ok := before[issuer]; !ok || !sameStored(&o, &r) {
+		if o, ok := before[issuer]; !ok || !sameStored(o, r) {
 			changed = append(changed, issuer)
 		}
 	}

@@ -32,6 +32,20 @@ func (d *Dir) run(w *fsnotify.Watcher) {
 	}
 	poll := time.NewTimer(d.pollEvery)
 	defer poll.Stop()
+	d.scan.Lock()
+	reconcile := d.reconcile
+	d.scan.Unlock()
+	if reconcile {
+		// Served from the snapshot: the files changed meanwhile win.
+		poll.Reset(max(d.pollEvery, pollShare*d.refresh(nil)))
+		d.scan.Lock()
+		d.reconcile = false
+		d.scan.Unlock()
+	}
+	// The snapshot is written a while after a change, so that a burst
+	// of changes is written once, and no more often than the poll runs.
+	snapshotEvery := d.pollEvery
+	var snapshot <-chan time.Time
 	named := map[string]bool{}
 	var settled <-chan time.Time
 	for {
@@ -65,6 +79,13 @@ func (d *Dir) run(w *fsnotify.Watcher) {
 		case <-poll.C:
 			took := d.refresh(nil)
 			poll.Reset(max(d.pollEvery, pollShare*took))
+		case <-d.saved:
+			if snapshot == nil {
+				snapshot = time.After(snapshotEvery)
+			}
+		case <-snapshot:
+			snapshot = nil
+			snapshotEvery = max(d.pollEvery, pollShare*d.saveSnapshot())
 		}
 	}
 }
