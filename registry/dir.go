@@ -67,9 +67,9 @@ type Dir struct {
 	saved     chan struct{}
 	reconcile bool
 
-	mu       sync.Mutex // guards records, owners, watchers, next
+	mu       sync.Mutex         // guards records, owners, watchers, next
 	records  map[string]*Record // the served file's record, by issuer
-	owners   map[string]string // host key → issuer
+	owners   map[string]string  // host key → issuer
 	watchers map[int]func(Change)
 	next     int
 	// notify makes the watchers' calls one at a time.
