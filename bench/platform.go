@@ -210,6 +210,28 @@ func (p *platformRun) measure(kind string) error {
 	}
 	p.starts = append(p.starts, fmt.Sprintf("| %s | %d | %.1f s | %.2f s | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
 		reg.written.Seconds(), startup.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
+	if kind == "dir" {
+		// The first start read the files and wrote the registry's
+		// snapshot (once read, and at its stop); a restart serves from
+		// the snapshot and compares the files in the background.
+		progress(kind, "restarting: from the registry's snapshot")
+		a.stop()
+		instances = nil
+		if _, err := os.Stat(filepath.Join(base, "registry", ".schoolgate-registry.snapshot")); err != nil {
+			return fmt.Errorf("no snapshot after the first start's stop: %v", err)
+		}
+		if a, err = p.startCaddy(base, "a", p.port, registryLine); err != nil {
+			return err
+		}
+		instances = []*platformCaddy{a}
+		if err := a.waitIssuer(p, schoolName(0), a.began); err != nil {
+			return err
+		}
+		startup = time.Since(a.began)
+		atStart, _ = procstat.ReadMemory(a.pid())
+		p.starts = append(p.starts, fmt.Sprintf("| %s, restarted (its snapshot) | %d | — | %.2f s | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
+			startup.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
+	}
 
 	if p.step("ratio") {
 		progress(kind, "serving; first school against the last")
