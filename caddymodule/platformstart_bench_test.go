@@ -1,0 +1,71 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/schoolgate/schoolgate/registry"
+)
+
+// BenchmarkPlatformStart100k measures a platform's start on a registry
+// dir of 100,000 schools with its snapshot: the registry opened (the
+// snapshot read), listed, every record an idle school in the host table.
+// What the process spends beyond it is Caddy's own start and the first
+// school's build. It reports the live heap the platform holds for each
+// idle school, the registry's part and the platform's together. Run
+// with -benchtime 1x or a few.
+func BenchmarkPlatformStart100k(b *testing.B) {
+	const n = 100_000
+	root := b.TempDir()
+	dir := filepath.Join(root, "registry")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for i := range n {
+		rec := registry.Record{Issuer: fmt.Sprintf("https://s%d.example", i), Version: 1, UpdatedAt: now,
+			Config: json.RawMessage(`{"upstream":"http://127.0.0.1:9","rate_limits":{"off":true}}`)}
+		data, _ := json.MarshalIndent(rec, "", "\t")
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.example.json", i)), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d, err := registry.OpenDirSnapshot(dir, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.Close() // writes the snapshot
+	for b.Loop() {
+		before := heapNow()
+		tp := newTestPlatform(b, 1000, func(tp *testPlatform) {
+			tp.open = func(c context.Context) (*openedRegistry, error) {
+				return PlatformRegistry{Dir: dir}.open(c, tp.ctx)
+			}
+		})
+		if got := tp.tables.state.Load().Len(); got != n {
+			b.Fatalf("%d schools in the table, want %d", got, n)
+		}
+		b.StopTimer()
+		// The registry's comparison of the files with the snapshot
+		// ends within a few seconds; its garbage is not the schools'.
+		time.Sleep(5 * time.Second)
+		b.ReportMetric(float64(heapNow()-before)/n, "B/idle-school")
+		if path := os.Getenv("SCHOOLGATE_HEAP_PROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+		tp.end(b)
+		b.StartTimer()
+	}
+}
