@@ -81,17 +81,23 @@ type Dir struct {
 	closeOnce sync.Once
 }
 
-// dirFile is a file as last read.
+// dirFile is a file as last read: one per school's file, so kept small
+// (128 bytes).
 type dirFile struct {
 	stat fileStat
-	rec  Record // the checked record, when err is nil
-	err  error  // why the file is skipped, before host claims are judged
+	// rec is the checked record; zero for a file skipped before host
+	// claims are judged (the warning said why).
+	rec Record
 }
+
+// skipped reports whether the file could not be served whatever the
+// claims: unreadable, not a record, refused.
+func (f *dirFile) skipped() bool { return f.rec.Issuer == "" }
 
 // fileStat is what tells that a file changed without reading it.
 type fileStat struct {
 	size  int64
-	mtime time.Time
+	mtime int64  // Unix nanoseconds
 	id    uint64 // the inode, where there is one: a rename replaces it
 }
 
@@ -269,7 +275,7 @@ func (d *Dir) put(ctx context.Context, r Record, version *int64) (Record, error)
 	var stored Record
 	err := d.write(name, true, func() error {
 		f := d.files[name]
-		current := f != nil && f.err == nil && f.rec.Issuer == r.Issuer
+		current := f != nil && !f.skipped() && f.rec.Issuer == r.Issuer
 		if version != nil {
 			var stored int64
 			if current {
@@ -526,5 +532,5 @@ func syncDir(dir string) error {
 }
 
 func statOf(info fs.FileInfo) fileStat {
-	return fileStat{size: info.Size(), mtime: info.ModTime(), id: fileID(info)}
+	return fileStat{size: info.Size(), mtime: info.ModTime().UnixNano(), id: fileID(info)}
 }

@@ -21,7 +21,7 @@ import (
 // changed, the old record's and the new one's, for publish. The caller
 // holds d.scan.
 func (d *Dir) setFile(name string, f *dirFile) {
-	if old := d.files[name]; old != nil && old.err == nil {
+	if old := d.files[name]; old != nil && !old.skipped() {
 		for _, h := range old.rec.HostKeys() {
 			d.dirty[h] = true
 			if names := slices.DeleteFunc(d.claimants[h], func(n string) bool { return n == name }); len(names) > 0 {
@@ -44,7 +44,7 @@ func (d *Dir) setFile(name string, f *dirFile) {
 		return
 	}
 	d.files[name] = f
-	if f.err != nil {
+	if f.skipped() {
 		return
 	}
 	for _, h := range f.rec.HostKeys() {
@@ -66,7 +66,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 	hosts = map[string]bool{}
 	in := map[string]bool{}
 	queue := append([]string(nil), seeds...)
-	if with != nil && with.err == nil {
+	if with != nil && !with.skipped() {
 		queue = append(queue, with.rec.HostKeys()...)
 	}
 	for len(queue) > 0 {
@@ -81,7 +81,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 				return
 			}
 			f := file(name)
-			if f == nil || f.err != nil {
+			if f == nil || f.skipped() {
 				return
 			}
 			in[name] = true
@@ -91,7 +91,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 		for _, name := range d.claimants[h] {
 			claim(name)
 		}
-		if with != nil && with.err == nil && slices.Contains(with.rec.HostKeys(), h) {
+		if with != nil && !with.skipped() && slices.Contains(with.rec.HostKeys(), h) {
 			claim(over)
 		}
 	}
@@ -141,7 +141,7 @@ func (d *Dir) decide(names []string, over string, with *dirFile) (records map[st
 // held f, or nil. The caller holds d.scan.
 func (d *Dir) claims(name string, f *dirFile) error {
 	var seeds []string
-	if old := d.files[name]; old != nil && old.err == nil {
+	if old := d.files[name]; old != nil && !old.skipped() {
 		seeds = old.rec.HostKeys()
 	}
 	names, _ := d.claimGroup(seeds, name, f)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +90,7 @@ func encodeSnapshot(exe string, files []snapshotEntry) []byte {
 		st, r := &e.f.stat, &e.f.rec
 		b = appendString(b, e.name)
 		b = binary.AppendVarint(b, st.size)
-		b = appendTime(b, st.mtime)
+		b = binary.AppendVarint(b, st.mtime)
 		b = binary.AppendUvarint(b, st.id)
 		b = appendString(b, r.Issuer)
 		b = binary.AppendUvarint(b, uint64(len(r.Hosts)))
@@ -224,7 +223,7 @@ func decodeSnapshot(data []byte) (exe string, files []snapshotEntry, err error) 
 		f := &all[i]
 		name := r.str()
 		f.stat.size = r.varint()
-		f.stat.mtime = r.time()
+		f.stat.mtime = r.varint()
 		f.stat.id = r.uvarint()
 		f.rec.Issuer = r.str()
 		if hosts := r.uvarint(); hosts > 0 {
@@ -244,7 +243,7 @@ func decodeSnapshot(data []byte) (exe string, files []snapshotEntry, err error) 
 			return "", nil, r.err
 		}
 		if !recordFile(name) || strings.ContainsRune(name, filepath.Separator) || f.rec.Version < 0 || f.stat.size < 0 ||
-			f.rec.Version == math.MinInt64 {
+			f.skipped() {
 			return "", nil, errSnapshot
 		}
 		files = append(files, snapshotEntry{name: name, f: f})
@@ -332,7 +331,7 @@ func (d *Dir) loadFiles(files []snapshotEntry) {
 func (d *Dir) snapshotFiles() []snapshotEntry {
 	files := make([]snapshotEntry, 0, len(d.files))
 	for name, f := range d.files {
-		if f.err == nil {
+		if !f.skipped() {
 			files = append(files, snapshotEntry{name: name, f: f})
 		}
 	}
