@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,4 +69,23 @@ func BenchmarkPlatformStart100k(b *testing.B) {
 		tp.end(b)
 		b.StartTimer()
 	}
+}
+
+// BenchmarkPlatformFirstBuild measures the first request (discovery) of
+// a school registered and never built, whose data directory does not
+// exist yet: its bbolt file created, its keys made and stored, as for
+// each school of a burst added at once.
+func BenchmarkPlatformFirstBuild(b *testing.B) {
+	tp := platformOf(b, b.N, "")
+	took := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		tp.do(b, fmt.Sprintf("https://s%d.example%s", i, discoveryPath))
+		took[i] = time.Since(start)
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "p99-ms")
 }
