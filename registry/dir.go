@@ -59,13 +59,10 @@ type Dir struct {
 	dirErr string // the last failure to read the directory, warned once
 	// snapshot is set for a Dir that keeps the directory's snapshot
 	// (OpenDirSnapshot); unsaved is set when the files changed since
-	// it was last written (dirsnapshot.go), and saved told of it. reconcile is
-	// set when the records served are the snapshot's, until the
-	// directory was compared with it.
-	snapshot  bool
-	unsaved   bool
-	saved     chan struct{}
-	reconcile bool
+	// it was last written (dirsnapshot.go), and saved told of it.
+	snapshot bool
+	unsaved  bool
+	saved    chan struct{}
 
 	mu       sync.Mutex         // guards records, owners, watchers, next
 	records  map[string]*Record // the served file's record, by issuer
@@ -173,8 +170,8 @@ func openDir(dir string, validate Validator, logger *slog.Logger, snapshot bool)
 	err = nil
 	if snapshot && d.loadSnapshot() {
 		// Served from the snapshot: the directory is compared with it
-		// in the background (run), and a write before lists it first.
-		d.reconcile, d.stale = true, true
+		// by the first poll (run), and a write before lists it first.
+		d.stale = true
 	} else {
 		_, err = d.readAll(nil)
 	}

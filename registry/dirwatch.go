@@ -32,16 +32,10 @@ func (d *Dir) run(w *fsnotify.Watcher) {
 	}
 	poll := time.NewTimer(d.pollEvery)
 	defer poll.Stop()
-	d.scan.Lock()
-	reconcile := d.reconcile
-	d.scan.Unlock()
-	if reconcile {
-		// Served from the snapshot: the files changed meanwhile win.
-		poll.Reset(max(d.pollEvery, pollShare*d.refresh(nil)))
-		d.scan.Lock()
-		d.reconcile = false
-		d.scan.Unlock()
-	}
+	// Served from the snapshot, the first poll (a second after the
+	// opening, once the server has read what it serves) compares the
+	// files with it: those changed meanwhile win.
+	//
 	// The snapshot is written a while after a change, so that a burst
 	// of changes is written once, and no more often than the poll runs.
 	snapshotEvery := d.pollEvery
