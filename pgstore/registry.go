@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -321,8 +322,20 @@ func (r *Registry) remove(ctx context.Context, issuer string, version *int64) er
 // Watch implements registry.Registry. The first watch of a pool starts
 // its listening connection; until it listens, writes are announced as
 // Change{} (read everything) when it does.
+//
+// It returns once the pool listens for the announcements (or after
+// callTimeout, if the database does not answer): the change naming none
+// that the listening's start announces then reaches fn before Watch
+// returns, so that a listing made after it has every change it stands
+// for, and a platform starting does not read the registry twice.
 func (r *Registry) Watch(fn func(registry.Change)) (stop func()) {
 	unwatch := r.pool.hub.addSchools(fn)
+	wait := time.NewTimer(callTimeout)
+	select {
+	case <-r.pool.hub.listening:
+	case <-wait.C:
+	}
+	wait.Stop()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.next++
