@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -178,5 +179,38 @@ func TestDirSnapshotClaims(t *testing.T) {
 	}
 	if got := issuers(t, d); !slices.Equal(got, []string{"https://a.example", "https://c.example"}) {
 		t.Errorf("served %v after b.example's removal, want a.example and c.example", got)
+	}
+}
+
+// TestDirSnapshotWrittenAfterChange: a change is in the snapshot within
+// seconds, without waiting for Close.
+func TestDirSnapshotWrittenAfterChange(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "b.example.json", record("https://b.example", nil, ""))
+	d, _ := openSnapshotDir(t, dir, nil)
+	path := filepath.Join(dir, registry.SnapshotName)
+	eventually(t, "the first snapshot written", func() bool { _, err := os.Stat(path); return err == nil })
+	first, _ := os.Stat(path)
+	rec, err := d.Put(context.Background(), registry.Record{Issuer: "https://a.example", Hosts: []string{"www1.a.example"},
+		Config: []byte(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the snapshot written again", func() bool {
+		info, err := os.Stat(path)
+		return err == nil && !os.SameFile(info, first)
+	})
+	// The file changed without a change of stat: a Dir opened now (the
+	// first still open, so Close writes nothing) serves the snapshot's.
+	data, err := os.ReadFile(filepath.Join(dir, "a.example.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := []byte(string(data))
+	copy(changed[bytes.Index(changed, []byte("www1")):], "www2")
+	rewriteInPlace(t, dir, "a.example.json", string(changed))
+	again, _ := openSnapshotDir(t, dir, nil)
+	if got := hostsOf(t, again, rec.Issuer); got != "www1.a.example" {
+		t.Errorf("a.example served with %q from the snapshot, want www1.a.example", got)
 	}
 }
