@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/registry"
 )
@@ -116,7 +117,7 @@ func TestPlatformsClaimingOneIssuer(t *testing.T) {
 	if err := handleSchools(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/schools", nil)); err != nil {
 		t.Fatal(err)
 	}
-	var page schoolsPage
+	var page adminapi.SchoolsPage
 	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
 		t.Fatal(err)
 	}

@@ -8,58 +8,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
 )
-
-// The platform's schools written from outside, through Caddy's admin API
-// (and caddy schoolgate schools, command_schools.go):
-//
-//	GET  /schoolgate/schools(?limit=&after=)   the schools of the platforms, with their running state, a page at a time (schoolspage.go)
-//	GET  /schoolgate/schools?issuer=…          one school as its registry has it, with its config
-//	POST /schoolgate/schools                   a record: adds the school or replaces it
-//	POST /schoolgate/schools/remove            {"issuer"}: removes the school (its data stays)
-//
-// A write goes to the registry, which applies it to every instance
-// within its delay, this one at once for a registry dir. The running
-// table is what a listing shows: the schools as served now.
-
-// schoolView is a school as /schoolgate/schools shows it.
-type schoolView struct {
-	Issuer    string    `json:"issuer"`
-	Hosts     []string  `json:"hosts"`
-	Disabled  bool      `json:"disabled"`
-	Version   int64     `json:"version"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// Platform names the registry (dir <path>, or postgres).
-	Platform string `json:"platform"`
-	// State is active (built), idle (its record only), failed (Reason,
-	// NextTry) or disabled; pending for a record written but not yet
-	// applied here (a database registry's delay).
-	State   string     `json:"state"`
-	Reason  string     `json:"reason,omitempty"`
-	NextTry *time.Time `json:"next_try,omitempty"`
-	// Config is the school_gateway options, shown for one school only.
-	Config json.RawMessage `json:"config,omitempty"`
-}
-
-// schoolWrite is the body of a POST to /schoolgate/schools, and, issuer
-// and if_version only, to /schoolgate/schools/remove.
-type schoolWrite struct {
-	Platform string          `json:"platform,omitempty"`
-	Issuer   string          `json:"issuer"`
-	Hosts    []string        `json:"hosts,omitempty"`
-	Disabled bool            `json:"disabled,omitempty"`
-	Config   json.RawMessage `json:"config,omitempty"`
-	// IfVersion makes the write conditional: refused (409) unless the
-	// stored record has this version; 0 means there must be none.
-	IfVersion *int64 `json:"if_version,omitempty"`
-}
 
 // errNotConditional refuses if_version for a registry that cannot make a
 // write conditional in the write itself: a check made here, then the
@@ -114,7 +70,7 @@ func showSchool(w http.ResponseWriter, r *http.Request, issuer string) error {
 // (400 naming the option), then, with if_version, against the stored
 // version (409), then written (409 for a host another school has).
 func putSchool(w http.ResponseWriter, r *http.Request) error {
-	var body schoolWrite
+	var body adminapi.SchoolWrite
 	if err := decodeRecordPost(r, &body); err != nil {
 		return err
 	}
@@ -162,7 +118,7 @@ func putSchool(w http.ResponseWriter, r *http.Request) error {
 }
 
 func handleSchoolRemove(w http.ResponseWriter, r *http.Request) error {
-	var body schoolWrite
+	var body adminapi.SchoolWrite
 	if err := decodeRecordPost(r, &body); err != nil {
 		return err
 	}
@@ -350,8 +306,8 @@ func registryFailed(w http.ResponseWriter, p *platform, what string, err error) 
 }
 
 // view is the school as the platform serves it now.
-func (e *platformSchool) view() schoolView {
-	v := schoolView{Issuer: e.rec.Issuer, Hosts: e.rec.Hosts, Disabled: e.rec.Disabled, Version: e.rec.Version,
+func (e *platformSchool) view() adminapi.SchoolView {
+	v := adminapi.SchoolView{Issuer: e.rec.Issuer, Hosts: e.rec.Hosts, Disabled: e.rec.Disabled, Version: e.rec.Version,
 		UpdatedAt: e.rec.UpdatedAt, Platform: e.p.cfg.describe(), State: e.state()}
 	if v.Hosts == nil {
 		v.Hosts = []string{}
@@ -365,8 +321,8 @@ func (e *platformSchool) view() schoolView {
 
 // viewOf is a record read from the registry with its state here, which
 // is pending while the platform has not applied this version of it.
-func (p *platform) viewOf(rec registry.Record) schoolView {
-	v := schoolView{Issuer: rec.Issuer, Hosts: rec.Hosts, Disabled: rec.Disabled, Version: rec.Version,
+func (p *platform) viewOf(rec registry.Record) adminapi.SchoolView {
+	v := adminapi.SchoolView{Issuer: rec.Issuer, Hosts: rec.Hosts, Disabled: rec.Disabled, Version: rec.Version,
 		UpdatedAt: rec.UpdatedAt, Platform: p.cfg.describe(), State: "pending"}
 	if t := p.tables.state.Load(); t != nil {
 		if e := t.School(rec.Issuer); e != nil && e.rec.Version == rec.Version {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -31,9 +32,9 @@ func schoolsCall(t *testing.T, h func(http.ResponseWriter, *http.Request) error,
 	return adminAnswer{code: rec.Code, body: rec.Body.String(), header: rec.Header()}
 }
 
-func decodeView(t *testing.T, a adminAnswer) schoolView {
+func decodeView(t *testing.T, a adminAnswer) adminapi.SchoolView {
 	t.Helper()
-	var v schoolView
+	var v adminapi.SchoolView
 	if err := json.Unmarshal([]byte(a.body), &v); err != nil {
 		t.Fatalf("%s: %v", a.body, err)
 	}
@@ -90,7 +91,7 @@ func TestSchoolsAPIWrite(t *testing.T) {
 		t.Errorf("shown: %d %s", a.code, a.body)
 	}
 	a = schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools", "")
-	var page schoolsPage
+	var page adminapi.SchoolsPage
 	err := json.Unmarshal([]byte(a.body), &page)
 	list := page.Schools
 	if err != nil || a.code != http.StatusOK || len(list) != 2 || page.Next != "" ||
@@ -231,7 +232,7 @@ func TestSchoolsAPISeveralPlatforms(t *testing.T) {
 	if a.code != http.StatusCreated || two.school("https://c.example") == nil || one.school("https://c.example") != nil {
 		t.Errorf("a write naming its platform: %d %s", a.code, a.body)
 	}
-	var page schoolsPage
+	var page adminapi.SchoolsPage
 	a = schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools", "")
 	if err := json.Unmarshal([]byte(a.body), &page); err != nil || len(page.Schools) != 3 {
 		t.Errorf("the listing of both: %s", a.body)

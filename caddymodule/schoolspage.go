@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/adminapi"
 )
 
 // A listing of a platform's schools comes a page at a time: a platform
@@ -20,23 +22,8 @@ import (
 // cursor stays good while schools are added and removed: a page starts
 // right after the school its cursor names, present or not.
 
-const (
-	// defaultSchoolsPage is the page without limit; maxSchoolsPage the
-	// most a limit may ask for.
-	defaultSchoolsPage = 100
-	maxSchoolsPage     = 1000
-)
-
 // schoolsListParams are the parameters a listing takes.
 var schoolsListParams = []string{"platform", "limit", "after"}
-
-// schoolsPage is the answer of GET /schoolgate/schools: a page of
-// schools in order, and Next, the cursor of the page that follows (pass
-// it as after), empty on the last page.
-type schoolsPage struct {
-	Schools []schoolView `json:"schools"`
-	Next    string       `json:"next,omitempty"`
-}
 
 // schoolsQuery is a listing's query read and checked.
 type schoolsQuery struct {
@@ -76,14 +63,14 @@ func parseAfter(s string) (*schoolKey, error) {
 // parseSchoolsQuery reads a listing's query, refusing what it would not
 // use and naming the parameter at fault.
 func parseSchoolsQuery(q url.Values) (schoolsQuery, error) {
-	sq := schoolsQuery{platform: q.Get("platform"), limit: defaultSchoolsPage}
+	sq := schoolsQuery{platform: q.Get("platform"), limit: adminapi.DefaultSchoolsPage}
 	if err := onlyParams(q, "the listing of schools", schoolsListParams...); err != nil {
 		return sq, err
 	}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > maxSchoolsPage {
-			return sq, fmt.Errorf("limit must be a whole number from 1 to %d, not %q", maxSchoolsPage, v[0])
+		if err != nil || n < 1 || n > adminapi.MaxSchoolsPage {
+			return sq, fmt.Errorf("limit must be a whole number from 1 to %d, not %q", adminapi.MaxSchoolsPage, v[0])
 		}
 		sq.limit = n
 	}
@@ -134,7 +121,7 @@ func listSchools(w http.ResponseWriter, r *http.Request) error {
 	}
 	entries := first.entries
 	slices.SortFunc(entries, func(a, b pageEntry) int { return a.key.compare(b.key) })
-	page := schoolsPage{Schools: []schoolView{}}
+	page := adminapi.SchoolsPage{Schools: []adminapi.SchoolView{}}
 	if len(entries) > sq.limit {
 		entries = entries[:sq.limit]
 		page.Next = entries[len(entries)-1].key.cursor()

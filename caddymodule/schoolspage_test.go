@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/adminapi"
 )
 
 // The listing comes a page at a time in the issuers' order: limit asks
@@ -19,10 +21,10 @@ func TestSchoolsListPaged(t *testing.T) {
 		tp.put(t, fmt.Sprintf("https://s%02d.example", i), nil, "")
 	}
 	runningAs(t, tp.app)
-	list := func(query string) (schoolsPage, adminAnswer) {
+	list := func(query string) (adminapi.SchoolsPage, adminAnswer) {
 		t.Helper()
 		a := schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools"+query, "")
-		var page schoolsPage
+		var page adminapi.SchoolsPage
 		if a.code != http.StatusOK || json.Unmarshal([]byte(a.body), &page) != nil {
 			t.Fatalf("%s: %d %s", query, a.code, a.body)
 		}
