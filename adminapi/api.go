@@ -1,9 +1,10 @@
 // Package adminapi is the operator's admin API over a running school,
 // without Caddy: the requests' parsing and checks, the operations on one
 // school's authorization server and store, and their answers (JSON,
-// errors with their status). The adapter registers its routes in Caddy's
-// admin API, finds the school an operation names (API.Find) and hands
-// an Error to Caddy as its own.
+// errors with their status), and the platforms' registries written and
+// read (Schools). The adapter registers its routes in Caddy's admin API,
+// finds the school an operation names (API.Find), hands over the running
+// platforms (Platform) and answers an Error as Caddy's own.
 package adminapi
 
 import (

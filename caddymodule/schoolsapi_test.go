@@ -278,25 +278,3 @@ func (w writesDown) RemoveIf(ctx context.Context, issuer string, version int64) 
 	}
 	return w.Memory.RemoveIf(ctx, issuer, version)
 }
-
-// plainRegistry hides a registry's Conditional methods: a registry that
-// cannot make a write conditional in the write itself.
-type plainRegistry struct{ registry.Registry }
-
-// if_version is refused, not checked apart from the write, for a
-// registry that cannot make the write conditional: a check on this
-// instance would not hold between a platform's instances.
-func TestConditionalWriteNeedsTheRegistry(t *testing.T) {
-	reg := plainRegistry{registry.NewMemory(nil)}
-	rec := registry.Record{Issuer: "https://a.example", Config: json.RawMessage(`{"upstream":"http://127.0.0.1:9"}`)}
-	zero := int64(0)
-	if _, err := putRecord(t.Context(), reg, rec, &zero); !errors.Is(err, errNotConditional) {
-		t.Errorf("a conditional put: %v, want errNotConditional", err)
-	}
-	if err := removeRecord(t.Context(), reg, rec.Issuer, &zero); !errors.Is(err, errNotConditional) {
-		t.Errorf("a conditional remove: %v, want errNotConditional", err)
-	}
-	if _, err := putRecord(t.Context(), reg, rec, nil); err != nil {
-		t.Errorf("an unconditional put: %v", err)
-	}
-}

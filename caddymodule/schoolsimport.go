@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/registry"
@@ -298,7 +299,7 @@ func (s *importedSchool) write(ctx context.Context, reg registry.Registry) error
 	}
 	// Written only if it is still new: a record written since it was
 	// compared is another's, not to be overwritten.
-	if _, err := putRecord(ctx, reg, s.rec, new(int64)); err != nil {
+	if _, err := adminapi.PutRecord(ctx, reg, s.rec, new(int64)); err != nil {
 		if uerr := undo(); uerr != nil {
 			return fmt.Errorf("%v; moving its file back failed too: %v", err, uerr)
 		}
