@@ -51,7 +51,7 @@ var rules = []rule{
 	{"internal/source", nil, nil, "fetching a source by URL or path: plain Go"},
 	{"metrics", []string{"authserver", "policy", "store"}, nil,
 		"the schools' counters and their Prometheus collector: plain Go over a Registerer the adapter hands it"},
-	{"operator", []string{"adminapi", "boltstore", "pgstore", "policy"}, nil,
+	{"operator", []string{"adminapi", "boltstore", "dataroot", "pgstore", "policy", "registry"}, nil,
 		"the operator's command line (caddy schoolgate) without Caddy: the admin API's calls, their flags and plain-words refusals, and the store commands; the adapter registers it and hands it Caddy's way to the admin API"},
 	{"option", nil, nil, "the value types of a school's options (a duration, a rate), the same in JSON and a Caddyfile: a leaf"},
 	{"mcpserver", []string{"catalog", "policy"}, []string{mcpgo}, "the MCP server: no Caddy, no store backend"},
