@@ -73,6 +73,8 @@ var rules = []rule{
 	{"sitepath", nil, nil, "the gateway's paths: a leaf"},
 	{"store", nil, nil, "the store's contract: a leaf"},
 	{"store/storetest", []string{"store"}, nil, "the store's conformance suite"},
+	{"storepool", []string{"boltstore", "pgstore", "store"}, nil,
+		"the running schools' stores shared between configs: a bbolt file opened once, a PostgreSQL pool per database; plain Go"},
 }
 
 // The outside packages the layout guards, each only in the packages
