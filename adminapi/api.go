@@ -8,6 +8,7 @@
 package adminapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,9 @@ type API struct {
 	// its status (a school that failed to load answers 503 with
 	// Retry-After set on w).
 	Find func(w http.ResponseWriter, issuer string) (s *school.Site, release func(), err error)
+	// BackupAll copies every running school's store into dir, and says
+	// which it did not copy and why.
+	BackupAll func(ctx context.Context, dir string) ([]BackupResult, []BackupSkip, error)
 }
 
 // Error is a refusal of the admin API: its status and what it says.

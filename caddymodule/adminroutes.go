@@ -15,13 +15,16 @@ import (
 // admin route does (siteOf), and have their refusals answered as Caddy's.
 
 // ops answers the admin routes that operate on one school.
-var ops = adminapi.API{Find: func(w http.ResponseWriter, issuer string) (*school.Site, func(), error) {
-	s, release, err := siteOf(w, issuer)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.Site, release, nil
-}}
+var ops = adminapi.API{
+	Find: func(w http.ResponseWriter, issuer string) (*school.Site, func(), error) {
+		s, release, err := siteOf(w, issuer)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Site, release, nil
+	},
+	BackupAll: backupAll,
+}
 
 // The routes of package adminapi, as Caddy's admin handlers.
 var (
@@ -35,6 +38,7 @@ var (
 	handleAudit          = adminRoute(ops.Audit)
 	handleSubjectExport  = adminRoute(ops.SubjectExport)
 	handleSubjectErase   = adminRoute(ops.SubjectErase)
+	handleBackup         = adminRoute(ops.Backup)
 )
 
 // adminRoute makes a handler of package adminapi Caddy's.

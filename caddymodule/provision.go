@@ -33,7 +33,7 @@ type site struct {
 	// observe is the school's observer, which a reload that keeps the
 	// school points at the new config's metrics (package metrics).
 	observe *metrics.Ref
-	// stored is the store and how to release it (see storepool.go).
+	// stored is the store and how to release it (see storeopen.go).
 	stored *siteStore
 	// log is the logger of the config that built the school.
 	log *slog.Logger
