@@ -39,6 +39,7 @@ var (
 	handleSubjectExport  = adminRoute(ops.SubjectExport)
 	handleSubjectErase   = adminRoute(ops.SubjectErase)
 	handleBackup         = adminRoute(ops.Backup)
+	handleCatalogRefresh = adminRoute(ops.CatalogRefresh)
 )
 
 // adminRoute makes a handler of package adminapi Caddy's.
@@ -55,9 +56,6 @@ func caddyError(err error) error {
 	}
 	return err
 }
-
-// decodeAdminPost reads the JSON body of a POST.
-func decodeAdminPost(r *http.Request, v any) error { return caddyError(adminapi.DecodePost(r, v)) }
 
 // onlyParams refuses a query naming a parameter an admin route does not
 // take, or one given twice.

@@ -24,7 +24,7 @@ const module = "github.com/schoolgate/schoolgate"
 // rows in turn.
 var rules = []rule{
 	{".", []string{"caddymodule"}, []string{caddy}, "the plugin's import path for xcaddy: it registers the modules"},
-	{"adminapi", []string{"authserver", "dataroot", "policy", "registry", "school", "store"}, nil,
+	{"adminapi", []string{"authserver", "catalog", "dataroot", "i18n", "policy", "registry", "school", "store"}, nil,
 		"the admin API's operations on one school without Caddy: the adapter registers the routes and finds the school"},
 	{"admission", []string{"internal/cputime"}, nil, "the instance's fair share is plain Go: school asks it and caddymodule owns it"},
 	{"authserver", []string{"i18n", "option", "policy", "sitepath", "store"}, []string{jwx},
