@@ -26,7 +26,7 @@ const backgroundWorkers = 8
 // the same configuration: a reload that leaves the school's options as
 // they were keeps it, with its keys, catalog, index, documents and caches
 // (see sitepool.go). The bbolt file or database pool beneath it is shared
-// further (see storepool.go).
+// further (package storepool).
 type site struct {
 	*school.Site
 	gateway *Gateway
