@@ -54,7 +54,7 @@ func (r PlatformRegistry) open(ctx context.Context, cc caddy.Context) (*openedRe
 			if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 				return nil, fmt.Errorf("registry dir: %v", err)
 			}
-			d, err := registry.OpenDir(r.Dir, validateDirRecord, cc.Slogger())
+			d, err := registry.OpenDirSnapshot(r.Dir, validateDirRecord, cc.Slogger())
 			if err != nil {
 				return nil, fmt.Errorf("registry dir: %v", err)
 			}

@@ -208,6 +208,7 @@ func (p *platform) connect() error {
 	// opening's time would open it again, forever.
 	lctx, lcancel := context.WithTimeout(p.life, storepool.ConnectTimeout)
 	defer lcancel()
+	p.watch.Listing()
 	records, err := reg.List(lctx)
 	if err != nil {
 		unwatch()

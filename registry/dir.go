@@ -57,10 +57,16 @@ type Dir struct {
 	seen   *dirSeen
 	stale  bool
 	dirErr string // the last failure to read the directory, warned once
+	// snapshot is set for a Dir that keeps the directory's snapshot
+	// (OpenDirSnapshot); unsaved is set when the files changed since
+	// it was last written (dirsnapshot.go), and saved told of it.
+	snapshot bool
+	unsaved  bool
+	saved    chan struct{}
 
-	mu       sync.Mutex // guards records, owners, watchers, next
-	records  map[string]Record
-	owners   map[string]string // host key → issuer
+	mu       sync.Mutex         // guards records, owners, watchers, next
+	records  map[string]*Record // the served file's record, by issuer
+	owners   map[string]string  // host key → issuer
 	watchers map[int]func(Change)
 	next     int
 	// notify makes the watchers' calls one at a time.
@@ -72,17 +78,23 @@ type Dir struct {
 	closeOnce sync.Once
 }
 
-// dirFile is a file as last read.
+// dirFile is a file as last read: one per school's file, so kept small
+// (128 bytes).
 type dirFile struct {
 	stat fileStat
-	rec  Record // the checked record, when err is nil
-	err  error  // why the file is skipped, before host claims are judged
+	// rec is the checked record; zero for a file skipped before host
+	// claims are judged (the warning said why).
+	rec Record
 }
+
+// skipped reports whether the file could not be served whatever the
+// claims: unreadable, not a record, refused.
+func (f *dirFile) skipped() bool { return f.rec.Issuer == "" }
 
 // fileStat is what tells that a file changed without reading it.
 type fileStat struct {
 	size  int64
-	mtime time.Time
+	mtime int64  // Unix nanoseconds
 	id    uint64 // the inode, where there is one: a rename replaces it
 }
 
@@ -107,6 +119,19 @@ const settle = 50 * time.Millisecond
 // warnings about skipped files (nil: slog.Default()). A file that is
 // skipped does not fail the open; a directory that cannot be read does.
 func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) {
+	return openDir(dir, validate, logger, false)
+}
+
+// OpenDirSnapshot is OpenDir for a server: it serves the records of the
+// directory's snapshot at once, if it has one that can be read, and
+// compares the directory with it in the background, the files changed
+// since winning; and it keeps the snapshot written (dirsnapshot.go). A
+// tool that lists the records once uses OpenDir, which reads the files.
+func OpenDirSnapshot(dir string, validate Validator, logger *slog.Logger) (*Dir, error) {
+	return openDir(dir, validate, logger, true)
+}
+
+func openDir(dir string, validate Validator, logger *slog.Logger, snapshot bool) (*Dir, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -120,8 +145,9 @@ func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) 
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]Record{}, owners: map[string]string{},
-		watchers: map[int]func(Change){}, pollEvery: pollEvery, stop: make(chan struct{}), done: make(chan struct{})}
+		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]*Record{}, owners: map[string]string{},
+		watchers: map[int]func(Change){}, pollEvery: pollEvery, snapshot: snapshot, saved: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	// Watching starts before the first reading, so that nothing written
 	// between the two goes unnoticed until the poll.
 	w, err := fsnotify.NewWatcher()
@@ -141,7 +167,14 @@ func OpenDir(dir string, validate Validator, logger *slog.Logger) (*Dir, error) 
 	}
 	d.seen = newDirSeen(abs)
 	d.scan.Lock()
-	_, err = d.readAll(nil)
+	err = nil
+	if snapshot && d.loadSnapshot() {
+		// Served from the snapshot: the directory is compared with it
+		// by the first poll (run), and a write before lists it first.
+		d.stale = true
+	} else {
+		_, err = d.readAll(nil)
+	}
 	d.scan.Unlock()
 	if err != nil {
 		if w != nil {
@@ -185,7 +218,7 @@ func (d *Dir) List(ctx context.Context) ([]Record, error) {
 	defer d.mu.Unlock()
 	out := make([]Record, 0, len(d.records))
 	for _, r := range d.records {
-		out = append(out, r)
+		out = append(out, *r)
 	}
 	return out, nil
 }
@@ -205,7 +238,7 @@ func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
 	if !ok {
 		return Record{}, ErrNotFound
 	}
-	return r, nil
+	return *r, nil
 }
 
 // Put implements Registry. It brings the directory up to date under the
@@ -239,7 +272,7 @@ func (d *Dir) put(ctx context.Context, r Record, version *int64) (Record, error)
 	var stored Record
 	err := d.write(name, true, func() error {
 		f := d.files[name]
-		current := f != nil && f.err == nil && f.rec.Issuer == r.Issuer
+		current := f != nil && !f.skipped() && f.rec.Issuer == r.Issuer
 		if version != nil {
 			var stored int64
 			if current {
@@ -405,12 +438,14 @@ func (d *Dir) announce(issuers []string) {
 	}
 }
 
-// Close stops watching the directory. The records stay readable, and
-// writable, but no more changes are announced.
+// Close stops watching the directory and writes its snapshot if the
+// files changed since the last. The records stay readable, and writable,
+// but no more changes are announced.
 func (d *Dir) Close() error {
 	d.closeOnce.Do(func() {
 		close(d.stop)
 		<-d.done
+		d.saveSnapshot()
 		if d.seen != nil {
 			d.scan.Lock()
 			d.seen.close()
@@ -494,5 +529,5 @@ func syncDir(dir string) error {
 }
 
 func statOf(info fs.FileInfo) fileStat {
-	return fileStat{size: info.Size(), mtime: info.ModTime(), id: fileID(info)}
+	return fileStat{size: info.Size(), mtime: info.ModTime().UnixNano(), id: fileID(info)}
 }
