@@ -1,12 +1,14 @@
 // Package adminapi is the operator's admin API over a running school,
 // without Caddy: the requests' parsing and checks, the operations on one
 // school's authorization server and store, and their answers (JSON,
-// errors with their status). The adapter registers its routes in Caddy's
-// admin API, finds the school an operation names (API.Find) and hands
-// an Error to Caddy as its own.
+// errors with their status), and the platforms' registries written and
+// read (Schools). The adapter registers its routes in Caddy's admin API,
+// finds the school an operation names (API.Find), hands over the running
+// platforms (Platform) and answers an Error as Caddy's own.
 package adminapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +28,9 @@ type API struct {
 	// its status (a school that failed to load answers 503 with
 	// Retry-After set on w).
 	Find func(w http.ResponseWriter, issuer string) (s *school.Site, release func(), err error)
+	// BackupAll copies every running school's store into dir, and says
+	// which it did not copy and why.
+	BackupAll func(ctx context.Context, dir string) ([]BackupResult, []BackupSkip, error)
 }
 
 // Error is a refusal of the admin API: its status and what it says.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 // An operator's reads that look at many schools (the usage, the
@@ -96,11 +97,11 @@ func (g *Gateway) readRows(ctx context.Context) (authserver.DoctorSource, func()
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return noRows{}, func() {}, nil
 	}
-	s, err := acquireBolt(path)
+	s, err := storepool.Bolt(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, func() { _ = releaseBolt(path) }, nil
+	return s, func() { _ = storepool.ReleaseBolt(path) }, nil
 }
 
 // noRows is the store of a school that never had one.
