@@ -215,7 +215,10 @@ func (s *Server) checkResource(values []string, audience string) (string, *oauth
 		}
 		return s.cfg.Issuer, nil
 	case 1:
-		if policy.SameOrigin(values[0], s.cfg.Issuer) {
+		// The issuer is an origin's one spelling (validate), which parses
+		// to itself: a resource spelled the same is the same origin with
+		// no parse of either, and clients usually send it so.
+		if values[0] == s.cfg.Issuer || policy.SameOrigin(values[0], s.cfg.Issuer) {
 			return s.cfg.Issuer, nil
 		}
 		return "", errInvalidTarget("the only resource served here is "+s.cfg.Issuer).because(ReasonResourceWrong, clip(values[0]))

@@ -1,7 +1,6 @@
 package authserver
 
 import (
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -48,12 +47,14 @@ func claims(id *store.Identity, scopes []string) userClaims {
 
 // idToken signs an OpenID Connect ID token for a grant.
 func (s *Server) idToken(g *store.Grant, nonce string, now time.Time) (string, error) {
-	payload, err := json.Marshal(&idTokenClaims{Issuer: s.cfg.Issuer, userClaims: claims(&g.Identity, g.Scopes),
+	c := idTokenClaims{Issuer: s.cfg.Issuer, userClaims: claims(&g.Identity, g.Scopes),
 		Audience: g.ClientID, IssuedAt: now.Unix(), Expires: now.Add(idTokenTTL).Unix(),
-		AuthTime: g.AuthTime.Unix(), Nonce: nonce})
-	if err != nil {
-		return "", err
-	}
-	jwt, err := s.keys.Sign(payload, now)
+		AuthTime: g.AuthTime.Unix(), Nonce: nonce}
+	// Written by hand into a pooled buffer (jsonappend.go): the
+	// signature copies it, encoded, into the token.
+	buf := getJSONBuffer()
+	defer putJSONBuffer(buf)
+	*buf = c.appendJSON(*buf)
+	jwt, err := s.keys.Sign(*buf, now)
 	return string(jwt), err
 }

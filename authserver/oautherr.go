@@ -70,14 +70,19 @@ func (s *Server) unavailable(what string, err error) *oauthError {
 // writeJSON writes v as a JSON response that no cache may keep: every
 // OAuth endpoint answer may carry tokens or per-request state.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	setJSONHeaders(w)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// setJSONHeaders sets the headers of a JSON answer no cache may keep.
+func setJSONHeaders(w http.ResponseWriter) {
 	// Set directly, in canonical form, the three values in one
 	// allocation rather than three: each is a slice of its own capacity,
 	// so that a handler appending to one cannot write over another.
 	h := w.Header()
 	vals := []string{"application/json", "no-store", "no-cache"}
 	h["Content-Type"], h["Cache-Control"], h["Pragma"] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func writeOAuthError(w http.ResponseWriter, e *oauthError) {

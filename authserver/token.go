@@ -133,7 +133,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		span.SetAttributes(AttrOutcome.String("issued"))
 	}
 	s.cfg.Observer.TokenIssued(grant.name)
-	writeJSON(w, http.StatusOK, resp)
+	writeTokenResponse(w, resp)
 }
 
 // exchangeCode redeems an authorization code (RFC 6749 §4.1.3, RFC 7636,

@@ -39,6 +39,7 @@ type config struct {
 	grants      int
 	smoke       bool
 	profile     string
+	profileFor  time.Duration
 	only        string
 	build       string
 	ab          string
@@ -73,6 +74,7 @@ func main() {
 	maxActive := flag.Int("max-active", 1000, "with -platform: the platform's max_active")
 	platformSteps := flag.String("platform-steps", "", "with -platform: only these measures after the start (comma-separated: ratio,every,cold,changes,churn,burst); empty: all")
 	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof (with -noisy: noisy, the first flooded phase of each flood, and its trace)")
+	flag.DurationVar(&cfg.profileFor, "profile-for", 2*time.Second, "with -profile token: how long each of the exchange's and the refresh's profiles lasts (the round must last as long: raise -exchanges)")
 	flag.Parse()
 	if cfg.peers && cfg.only == "" {
 		cfg.only = scenarioForwardAuth + "," + scenarioOIDCProvider + "," + scenarioHydra

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // The token endpoint's scenario: codes prepared, exchanged and refreshed.
@@ -147,7 +146,7 @@ func (b *bench) tokenRound(t *tokenSite, profile bool) error {
 		return fmt.Errorf("authorize: %v", err)
 	}
 	if profile && b.cfg.profile == "token" {
-		go b.stack.cpuProfile(2*time.Second, "bench-token-exchange.pprof")
+		go b.stack.cpuProfile(b.cfg.profileFor, "bench-token-exchange.pprof")
 	}
 	var issued *pool[tokens]
 	e, err := onServers(t.servers, func() (s stats, err error) {
@@ -158,7 +157,7 @@ func (b *bench) tokenRound(t *tokenSite, profile bool) error {
 		return fmt.Errorf("code exchange: %v", err)
 	}
 	if profile && b.cfg.profile == "token" {
-		go b.stack.cpuProfile(2*time.Second, "bench-token-refresh.pprof")
+		go b.stack.cpuProfile(b.cfg.profileFor, "bench-token-refresh.pprof")
 	}
 	f, err := onServers(t.servers, func() (stats, error) {
 		return b.fixedWorkAt(t.pid(), b.cfg.concurrency, len(issued.items), func(ctx context.Context, _ int) error {

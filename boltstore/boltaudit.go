@@ -135,7 +135,13 @@ func putEvents(tx *bolt.Tx, evs []store.AuditEvent) error {
 		}
 		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), at), seq)
 		evs[i].ID = hex.EncodeToString(k)
-		if err := putJSON(b, string(k), &evs[i]); err != nil {
+		// Encoded by hand (auditjson.go), into a value of its own: bbolt
+		// keeps it until the commit.
+		raw, err := appendEvent(make([]byte, 0, eventSize(&evs[i])), &evs[i])
+		if err != nil {
+			return err
+		}
+		if err := b.Put(k, raw); err != nil {
 			return err
 		}
 		last = k

@@ -34,7 +34,7 @@ func fillAppended(tx *bolt.Tx) {
 // PutCode stores an authorization code under its hash.
 func (s *boltStore) PutCode(ctx context.Context, hash string, c *store.Code) error {
 	return s.writeAudit(ctx, func(tx *bolt.Tx, _ *store.AuditTx) error {
-		return putJSON(tx.Bucket(bucketCodes), hash, c)
+		return putCode(tx.Bucket(bucketCodes), hash, c)
 	})
 }
 
@@ -44,7 +44,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*sto
 	err := s.writeAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		codes := tx.Bucket(bucketCodes)
 		var c store.Code
-		if err := getJSON(codes, hash, &c); err != nil {
+		if err := getCode(codes, hash, &c); err != nil {
 			return err
 		}
 		if outcome = store.DecideRedeem(&c); outcome == store.RedeemReplay {
@@ -56,7 +56,7 @@ func (s *boltStore) RedeemCode(ctx context.Context, hash string, issue func(*sto
 			return err
 		}
 		c.Used, c.GrantID = true, g.ID
-		if err := putJSON(codes, hash, &c); err != nil {
+		if err := putCode(codes, hash, &c); err != nil {
 			return err
 		}
 		at.Add(store.RedeemEvent(outcome, &c, g))
