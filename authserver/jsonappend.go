@@ -1,10 +1,11 @@
 package authserver
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/schoolgate/schoolgate/internal/jsonappend"
 )
 
 // Every code exchange encodes a token response and an ID token's claims,
@@ -17,22 +18,6 @@ import (
 // rules (HTML characters, control characters, invalid UTF-8, U+2028)
 // stay its own. Tokens, scopes and the issuer never need it.
 
-// appendJSONString appends s as encoding/json writes a string.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, err := json.Marshal(s)
-			if err != nil { // a string always encodes
-				panic(err)
-			}
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
 // appendJSONField appends ,"name":value for a string, the comma unless
 // first.
 func appendJSONField(b []byte, name, value string, first bool) []byte {
@@ -42,7 +27,7 @@ func appendJSONField(b []byte, name, value string, first bool) []byte {
 	b = append(b, '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendJSONString(b, value)
+	return jsonappend.String(b, value)
 }
 
 // appendJSONInt appends ,"name":n.
@@ -92,7 +77,7 @@ func (c *idTokenClaims) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, r)
+			b = jsonappend.String(b, r)
 		}
 		b = append(b, ']')
 	}

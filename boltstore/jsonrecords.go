@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/schoolgate/schoolgate/internal/jsonappend"
 	"github.com/schoolgate/schoolgate/store"
 )
 
@@ -146,7 +147,7 @@ func appendJSONStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = jsonappend.String(b, s)
 	}
 	return append(b, ']')
 }
@@ -170,24 +171,7 @@ func appendJSONField(b []byte, name, value string) []byte {
 	b = append(b, '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendJSONString(b, value)
-}
-
-// appendJSONString appends s as encoding/json writes a string (HTML escaping
-// on); authserver's jsonappend.go has the same rule.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, err := json.Marshal(s)
-			if err != nil { // a string always encodes
-				panic(err)
-			}
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return jsonappend.String(b, value)
 }
 
 // getCode reads the code under key into c. A code is read on every
