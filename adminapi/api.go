@@ -7,6 +7,7 @@
 package adminapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,11 @@ type API struct {
 	// its status (a school that failed to load answers 503 with
 	// Retry-After set on w).
 	Find func(w http.ResponseWriter, issuer string) (s *school.Site, release func(), err error)
+	// Read, if set, finds the school with the issuer for an operation
+	// that only reads its store (the audit trail, a person's export)
+	// without building a platform's idle school (reader.go); unset,
+	// such reads use Find.
+	Read func(ctx context.Context, w http.ResponseWriter, issuer string) (r Reader, release func(), err error)
 }
 
 // Error is a refusal of the admin API: its status and what it says.

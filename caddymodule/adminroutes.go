@@ -21,7 +21,7 @@ var ops = adminapi.API{Find: func(w http.ResponseWriter, issuer string) (*school
 		return nil, nil, err
 	}
 	return s.Site, release, nil
-}}
+}, Read: readerOf}
 
 // The routes of package adminapi, as Caddy's admin handlers.
 var (

@@ -59,3 +59,23 @@ func (r *SiteRows) GetClient(ctx context.Context, id string) (*store.Client, err
 	}
 	return r.s.GetClient(ctx, id)
 }
+
+// QueryAudit is Site.QueryAudit; no events for a site without a row.
+func (r *SiteRows) QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
+	if r.s == nil {
+		return store.AuditPage{}, ctx.Err()
+	}
+	return r.s.QueryAudit(ctx, q)
+}
+
+// ExportSubject is Site.ExportSubject; store.ErrNotFound for a site
+// without a row.
+func (r *SiteRows) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
+	if r.s == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, store.ErrNotFound
+	}
+	return r.s.ExportSubject(ctx, subject)
+}
