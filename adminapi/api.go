@@ -28,9 +28,9 @@ type API struct {
 	// Retry-After set on w).
 	Find func(w http.ResponseWriter, issuer string) (s *school.Site, release func(), err error)
 	// Read, if set, finds the school with the issuer for an operation
-	// that only reads its store (the audit trail, a person's export)
-	// without building a platform's idle school (reader.go); unset,
-	// such reads use Find.
+	// that only reads its store (the audit trail, a person's export, the
+	// clients, the grants, the MCP connections switch) without building
+	// a platform's idle school (reader.go); unset, such reads use Find.
 	Read func(ctx context.Context, w http.ResponseWriter, issuer string) (r Reader, release func(), err error)
 }
 

@@ -18,8 +18,10 @@ import (
 	"github.com/schoolgate/schoolgate/store"
 )
 
-// An operator's reads that look at many schools (the usage, the
-// connection doctor) must not build a platform's idle school to read it:
+// An operator's reads of a school's store (the usage, the connection
+// doctor, the audit trail, a person's export, the clients, the grants,
+// the MCP connections switch) must not build a platform's idle school to
+// read it:
 // building one lets go of the least recently used school in use past
 // max_active, and reading the figures of a thousand schools would build
 // each in turn. A built school answers from its store and what it holds
@@ -96,6 +98,7 @@ func (g *Gateway) storedDoctor(ctx context.Context, clientID, lang string) (*aut
 // (pgstore.SiteRows), or noRows.
 type storedSource interface {
 	authserver.DoctorSource
+	authserver.ReadSource
 	QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error)
 	ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error)
 }
@@ -142,6 +145,16 @@ func (noRows) ExportSubject(context.Context, string) (*store.SubjectData, error)
 	return nil, store.ErrNotFound
 }
 
+func (noRows) ListClients(context.Context) ([]*store.Client, error) { return nil, nil }
+
+func (noRows) ListGrants(context.Context, store.GrantQuery) ([]*store.Grant, error) { return nil, nil }
+
+func (noRows) GrantCounts(context.Context) (map[string]store.GrantCount, error) {
+	return map[string]store.GrantCount{}, nil
+}
+
+func (noRows) GetSetting(context.Context, string) ([]byte, error) { return nil, store.ErrNotFound }
+
 // readerOf is adminapi's Read: a running school's reads, or a platform's
 // school that is not built read from its store alone, as the doctor is.
 // A store that cannot be opened fails the read with a 503, as a running
@@ -168,7 +181,7 @@ func readerOf(ctx context.Context, w http.ResponseWriter, issuer string) (admina
 		r.err = err
 		return r, func() {}, nil
 	}
-	r.src = src
+	r.src, r.reads = src, authserver.ReadsOf(src, g.Vendors)
 	return r, done, nil
 }
 
@@ -176,6 +189,7 @@ func readerOf(ctx context.Context, w http.ResponseWriter, issuer string) (admina
 // the store's opening's failure, which every read returns.
 type storedReader struct {
 	src    storedSource
+	reads  authserver.Reads
 	err    error
 	issuer string
 	log    *slog.Logger
@@ -198,6 +212,34 @@ func (r *storedReader) ExportSubject(ctx context.Context, subject string) (*stor
 		return nil, store.ErrNotFound
 	}
 	return r.src.ExportSubject(ctx, subject)
+}
+
+func (r *storedReader) ListClients(ctx context.Context) ([]authserver.ClientInfo, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.reads.ListClients(ctx)
+}
+
+func (r *storedReader) ConnectedApps(ctx context.Context) ([]authserver.ConnectedApp, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.reads.ConnectedApps(ctx)
+}
+
+func (r *storedReader) ListGrants(ctx context.Context, f authserver.GrantFilter) (authserver.GrantPage, error) {
+	if r.err != nil {
+		return authserver.GrantPage{}, r.err
+	}
+	return r.reads.ListGrants(ctx, f)
+}
+
+func (r *storedReader) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
+	if r.err != nil {
+		return false, r.err
+	}
+	return r.reads.MCPConnectionsEnabled(ctx)
 }
 
 func (r *storedReader) WriteUnavailable(w http.ResponseWriter, what string, err error) error {

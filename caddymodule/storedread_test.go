@@ -16,7 +16,7 @@ import (
 )
 
 // The admin reads of one school's store (the audit trail, a person's
-// export) read a platform's idle school from its store without building
+// export, the clients, the grants, the MCP connections switch) read a platform's idle school from its store without building
 // it, as the doctor and the usage do: reading them lets go of no school
 // in use past max_active. A school never built reads as empty and gets
 // no file; one whose store cannot be opened is a 503.
@@ -24,14 +24,15 @@ func TestPlatformAdminReadsIdle(t *testing.T) {
 	tp := newTestPlatform(t, 1)
 	tp.put(t, "https://failed.example", nil, `,"data":`+strconv.Quote(tp.brokenData(t)))
 	testPlatformAdminReadsIdle(t, tp)
-	for _, target := range []string{
-		"/schoolgate/audit?issuer=https%3A%2F%2Ffailed.example",
-		"/schoolgate/subject?issuer=https%3A%2F%2Ffailed.example&subject=x",
+	const failed = "issuer=https%3A%2F%2Ffailed.example"
+	for target, h := range map[string]caddy.AdminHandlerFunc{
+		"/schoolgate/audit?" + failed:                  handleAudit,
+		"/schoolgate/subject?" + failed + "&subject=x": handleSubjectExport,
+		"/schoolgate/clients?" + failed:                handleClients,
+		"/schoolgate/grants?" + failed:                 handleGrants,
+		"/schoolgate/grants?" + failed + "&subject=x":  handleGrants,
+		"/schoolgate/mcp-connections?" + failed:        handleMCPConnections,
 	} {
-		h := caddy.AdminHandlerFunc(handleAudit)
-		if strings.HasPrefix(target, "/schoolgate/subject") {
-			h = handleSubjectExport
-		}
 		if ans := adminDo(t, h, target, ""); ans.code != 503 || !strings.Contains(ans.body, "temporarily_unavailable") ||
 			ans.header.Get("Retry-After") == "" {
 			t.Errorf("%s, a store that cannot be read = %d %s", target, ans.code, ans.body)
@@ -60,10 +61,19 @@ func testPlatformAdminReadsIdle(t *testing.T, tp *testPlatform) {
 	for _, s := range []string{"a", "b", "c"} {
 		tp.put(t, "https://"+s+".example", nil, "")
 	}
+	off := tp.put(t, "https://off.example", nil, "")
+	off.Disabled = true
+	if _, err := tp.reg.Put(t.Context(), off); err != nil {
+		t.Fatal(err)
+	}
 	runningAs(t, tp.app)
 	const a, c = "https://a.example", "https://c.example"
 	if ans := adminDo(t, handleMCPConnections, "/schoolgate/mcp-connections", `{"issuer":"`+a+`","enabled":true}`); ans.code != 200 {
 		t.Fatalf("switching a's MCP connections = %d %s", ans.code, ans.body)
+	}
+	if ans := adminDo(t, handleClients, "/schoolgate/clients", `{"issuer":"`+a+`","client_name":"Timetable tool",`+
+		`"redirect_uris":["https://tool.example/cb"],"scopes":["openid"]}`); ans.code != 201 && ans.code != 200 {
+		t.Fatalf("creating a's application = %d %s", ans.code, ans.body)
 	}
 	act := tp.school(a).Active()
 	if act == nil || !act.Acquire() {
@@ -95,6 +105,23 @@ func testPlatformAdminReadsIdle(t *testing.T, tp *testPlatform) {
 			[]string{"nothing is stored"}},
 		{"export of an overlong sub", handleSubjectExport, "/schoolgate/subject?issuer=" + url.QueryEscape(a) + "&subject=" +
 			strings.Repeat("s", 300), 404, []string{"nothing is stored"}},
+		{"MCP connections", handleMCPConnections, "/schoolgate/mcp-connections?issuer=" + url.QueryEscape(a), 200,
+			[]string{`{"enabled":true}`}},
+		{"clients", handleClients, "/schoolgate/clients?issuer=" + url.QueryEscape(a), 200,
+			[]string{`"Timetable tool"`}},
+		{"connected applications", handleGrants, "/schoolgate/grants?issuer=" + url.QueryEscape(a), 200,
+			[]string{`"client_id":"` + schooltest.MemberClient + `"`, `"people":1`}},
+		{"a person's grants", handleGrants, "/schoolgate/grants?issuer=" + url.QueryEscape(a) + "&subject=" + student, 200,
+			[]string{`"grant-1"`}},
+		{"an application's grants", handleGrants, "/schoolgate/grants?issuer=" + url.QueryEscape(a) + "&client_id=" +
+			schooltest.MemberClient, 200, []string{`"grant-1"`}},
+		{"grants, bad cursor", handleGrants, "/schoolgate/grants?issuer=" + url.QueryEscape(a) + "&client_id=x&after=nope", 400,
+			[]string{"list position"}},
+		{"never built: MCP connections", handleMCPConnections, "/schoolgate/mcp-connections?issuer=" + url.QueryEscape(c), 200,
+			[]string{`{"enabled":false}`}},
+		{"never built: clients", handleClients, "/schoolgate/clients?issuer=" + url.QueryEscape(c), 200, []string{`[]`}},
+		{"never built: grants", handleGrants, "/schoolgate/grants?issuer=" + url.QueryEscape(c), 200, []string{`"clients":[`}},
+		{"disabled: audit", handleAudit, "/schoolgate/audit?issuer=" + url.QueryEscape(off.Issuer), 200, []string{`"events":[]`}},
 		{"never built: audit", handleAudit, "/schoolgate/audit?issuer=" + url.QueryEscape(c), 200, []string{`"events":[]`}},
 		{"never built: export", handleSubjectExport, "/schoolgate/subject?issuer=" + url.QueryEscape(c) + "&subject=" + student, 404,
 			[]string{"nothing is stored"}},
@@ -110,6 +137,9 @@ func testPlatformAdminReadsIdle(t *testing.T, tp *testPlatform) {
 				}
 			}
 		})
+	}
+	if st := tp.school(off.Issuer).state(); st != "disabled" || tp.school(off.Issuer).IsActive() {
+		t.Errorf("reading the disabled school's store built it: %s", st)
 	}
 	for _, s := range []string{a, c} {
 		if st := tp.school(s).state(); st != "idle" {
