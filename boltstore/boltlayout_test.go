@@ -163,6 +163,16 @@ func TestBoltNestsTheRareBucketsOfAVersion4File(t *testing.T) {
 	s.Close()
 	writeAsVersion4(t, path)
 
+	// Export reads the file as it is, before any migration.
+	d, err := Export(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(d.Keys, before.Keys) || string(d.Settings["policy"]) != string(before.Setting) ||
+		string(d.Catalog) != string(before.Catalog) || len(d.Clients) != 1 || len(d.Grants) != 1 {
+		t.Errorf("Export of a version 4 file: %+v", d)
+	}
+
 	s, err = Open(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
