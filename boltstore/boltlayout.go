@@ -100,6 +100,7 @@ func found(tx *bolt.Tx, name []byte) *bolt.Bucket {
 }
 
 // rootOnePage reports whether the top level of tx's file is one page.
+// Tx.Page reads the free list: tx is a writer's, or no writer runs.
 func rootOnePage(tx *bolt.Tx) bool {
 	p, err := tx.Page(int(tx.Cursor().Bucket().Root()))
 	return err == nil && p != nil && p.Type == "leaf" && p.OverflowCount == 0

@@ -74,14 +74,12 @@ func RootOnePage(s store.Store) (bool, error) {
 	if !ok {
 		return false, errNotBolt
 	}
-	one := false
-	err := b.db.View(func(tx *bolt.Tx) error {
-		p, err := tx.Page(int(tx.Cursor().Bucket().Root()))
-		if err != nil {
-			return err
-		}
-		one = p != nil && p.Type == "leaf" && p.OverflowCount == 0
-		return nil
-	})
-	return one, err
+	// Tx.Page reads the free list, which only a writer may do while
+	// others write; this one is rolled back.
+	tx, err := b.db.Begin(true)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return rootOnePage(tx), nil
 }
