@@ -32,8 +32,13 @@
 //     weight, and among equals to the one that has had the least
 //     processor time for its weight (fair queueing: each slot is charged
 //     the time it was held and the work around it);
+//   - while another school is present, the time a request counts for is
+//     scaled by the processors Go may use over those the machine's other
+//     processes leave (capacity.go);
 //   - a request that finds its school's queue full, or waits past the
-//     bound, is refused with a Refusal that says when to retry.
+//     bound while its school has its share of the slots under way (or
+//     past hardWaits bounds in any case), is refused with a Refusal that
+//     says when to retry.
 //
 // Why not a plain concurrency limit: measured in front of a flood, the
 // requests in the gateway's code at once never exceeded the processors (a
@@ -63,8 +68,10 @@ type Options struct {
 	// Queue is how many requests of one school may wait for a slot;
 	// more are refused at once. Default: DefaultQueue.
 	Queue int
-	// Wait is the longest a request waits for a slot before it is
-	// refused. Default: DefaultWait.
+	// Wait is how long a request waits for a slot before it is refused,
+	// if its school has its share of the slots under way; one whose
+	// school has less waits up to hardWaits times as long. Default:
+	// DefaultWait.
 	Wait time.Duration
 }
 
@@ -217,10 +224,16 @@ func (g *Gate) noteSchool(s *School, t int64) {
 // for a moment (its neighbours quiet, or their requests gone to their
 // legacy servers) has the processors.
 func (g *Gate) capFor(s *School, slots int64, othersWait bool, t int64) int64 {
-	if slots > 1 && (othersWait || g.used.Load()-s.inflight.Load() > 0 || t-g.sharedAt.Load() < int64(presentFor)) {
+	if slots > 1 && (othersWait || g.othersPresent(s, t)) {
 		return slots - 1
 	}
 	return slots
+}
+
+// othersPresent reports whether a school other than s holds a slot or
+// was asked within presentFor.
+func (g *Gate) othersPresent(s *School, t int64) bool {
+	return g.used.Load()-s.inflight.Load() > 0 || t-g.sharedAt.Load() < int64(presentFor)
 }
 
 // presentFor is how long a school asked counts as present for capFor:

@@ -323,6 +323,39 @@ func TestWaitBound(t *testing.T) {
 	}
 }
 
+// A school past its wait bound with less than its share under way was
+// kept waiting by the others' long requests, not by its own excess: it
+// waits on, and is admitted when a slot is freed; up to hardWaits bounds.
+func TestWaitBoundWithinShare(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 1, Wait: 20 * time.Millisecond})
+	a, b := g.School(1), g.School(1)
+	h := mustAdmit(t, b)
+	ch := admitAsync(context.Background(), a)
+	time.Sleep(50 * time.Millisecond) // past the bound
+	h.Release()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("a school with nothing under way refused: %v", r.err)
+	}
+	r.slot.Release()
+
+	// Never a hang: refused all the same after hardWaits bounds.
+	h = mustAdmit(t, b)
+	defer h.Release()
+	t0 := time.Now()
+	_, err := a.Admit(context.Background())
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Cause != CauseWait {
+		t.Fatalf("%v, want a wait refusal", err)
+	}
+	if waited := time.Since(t0); waited < hardWaits*20*time.Millisecond {
+		t.Fatalf("refused after %s, before %d bounds", waited, hardWaits)
+	}
+	if g.Waiting() != 0 || a.queue.len() != 0 || len(g.waiting) != 0 {
+		t.Fatalf("the refused waiter is still queued: %d", g.Waiting())
+	}
+}
+
 func TestCancelWhileWaiting(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 1, Wait: time.Minute})
 	a := g.School(1)

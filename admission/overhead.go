@@ -32,6 +32,10 @@ type overhead struct {
 	// next is when the next calibration is due.
 	next atomic.Int64
 
+	// capacity is the share of the machine the instance can have
+	// (capacity.go), read with each calibration.
+	capacity capacity
+
 	// The last calibration's readings, under mu; share is the CPU share
 	// of a hold the samples last showed.
 	mu                          sync.Mutex
@@ -59,12 +63,14 @@ func (o *overhead) init(t int64) {
 	o.next.Store(t + calibrateEvery)
 	o.share = 1
 	o.cpu, _ = readCPU()
+	o.capacity.scale.Store(scaleOne)
+	o.capacity.update(o.cpu, t)
 }
 
 // readCPU reads the process's CPU time; tests replace it.
 var readCPU = cputime.Process
 
-func (o *overhead) calibrate() {
+func (o *overhead) calibrate(t int64) {
 	if !o.mu.TryLock() {
 		return
 	}
@@ -73,6 +79,7 @@ func (o *overhead) calibrate() {
 	if !ok {
 		return
 	}
+	o.capacity.update(cpu, t)
 	done, held, spent := o.done.Load(), o.held.Load(), o.spent.Load()
 	sw, sc := o.sampledWall.Load(), o.sampledCPU.Load()
 	n := done - o.doneAt
@@ -128,6 +135,6 @@ func (o *overhead) end(s sample, held, spent, t int64) {
 		}
 	}
 	if next := o.next.Load(); t >= next && o.next.CompareAndSwap(next, t+calibrateEvery) {
-		o.calibrate()
+		o.calibrate(t)
 	}
 }

@@ -27,14 +27,14 @@ func TestOverheadEstimate(t *testing.T) {
 	o.sampledWall.Store(40_000 * 31)
 	o.sampledCPU.Store(20_000 * 31)
 	*cpu = 1000 * 70_000
-	o.calibrate()
+	o.calibrate(0)
 	if got := o.ns.Load(); got != 50_000 {
 		t.Fatalf("estimate %d ns, want 50000", got)
 	}
 	// Too few requests the next second: the estimate stays.
 	o.done.Add(10)
 	*cpu += 10_000_000
-	o.calibrate()
+	o.calibrate(0)
 	if got := o.ns.Load(); got != 50_000 {
 		t.Fatalf("estimate %d ns after a quiet second, want it kept", got)
 	}
@@ -42,7 +42,7 @@ func TestOverheadEstimate(t *testing.T) {
 	o.done.Add(1000)
 	o.held.Add(1000 * 40_000)
 	*cpu += 1000 * 50_000
-	o.calibrate()
+	o.calibrate(0)
 	if got := o.ns.Load(); got != 40_000 {
 		t.Fatalf("estimate %d ns, want 40000 (50 and 30 averaged)", got)
 	}
@@ -61,7 +61,7 @@ func TestOverheadLeavesOutWhatWasCharged(t *testing.T) {
 	o.held.Store(1000 * 20_000)
 	o.spent.Store(1000 * 60_000)
 	*cpu = 1000 * 100_000
-	o.calibrate()
+	o.calibrate(0)
 	if got := o.ns.Load(); got != 20_000 {
 		t.Fatalf("estimate %d ns, want 20000", got)
 	}

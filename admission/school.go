@@ -156,12 +156,29 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 		timeout = w.timer.C
 	}
 	var err error
-	select {
-	case <-w.ch:
-	case <-timeout:
-		err = errWait
-	case <-ctx.Done():
-		err = ctx.Err()
+	for waited := cfg.wait; ; waited += cfg.wait {
+		select {
+		case <-w.ch:
+		case <-timeout:
+			err = errWait
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != errWait || waited >= hardWaits*cfg.wait {
+			break
+		}
+		// Past the bound, a school is refused only if it has its share
+		// under way: one kept from its turn by the others' long requests,
+		// on an instance too busy for everyone, waits on, up to hardWaits
+		// bounds.
+		g.mu.Lock()
+		over := w.granted || s.hasShareLocked(cfg.slots)
+		g.mu.Unlock()
+		if over {
+			break
+		}
+		err = nil
+		w.timer.Reset(cfg.wait)
 	}
 	w.timer.Stop()
 	if err != nil {
@@ -181,4 +198,23 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 	}
 	w.put()
 	return err
+}
+
+// hardWaits is how many wait bounds a request within its school's share
+// waits at most before it is refused all the same: never a hang.
+const hardWaits = 4
+
+// hasShareLocked reports, under the gate's mu, whether s has at least its
+// share of the slots under way: the slots divided between the waiting
+// schools by weight. A school past its wait bound with less was kept
+// waiting by the instance's load, not by its own excess.
+func (s *School) hasShareLocked(slots int64) bool {
+	var weights uint64
+	for _, o := range s.gate.waiting {
+		weights += o.weight
+	}
+	if !s.listed {
+		weights += s.weight
+	}
+	return uint64(s.inflight.Load())*weights >= uint64(slots)*s.weight
 }

@@ -53,9 +53,17 @@ func (sl *Slot) Release() {
 		return
 	}
 	// The school keeps counting the slot for the work around the request
-	// and for what stores spent on its behalf while it was paused.
+	// and for what stores spent on its behalf while it was paused; while
+	// another school is present, the whole at the scale of the processors
+	// the instance can have (capacity.go): the scale divides what the
+	// instance has between the schools asking, and a school left alone
+	// after its neighbour went is not slowed by it.
+	held := t - sl.since - sl.paused
 	cool := g.cost.ns.Load() + sl.spent
-	s.charge(t - sl.since - sl.paused + cool)
+	if g.othersPresent(s, t) {
+		cool = g.cost.capacity.scaled(held+cool) - held
+	}
+	s.charge(held + cool)
 	if sl.depth > 0 {
 		return // a paused slot was given back already
 	}

@@ -6,10 +6,11 @@ import (
 )
 
 // With -ab, the protected request and a discovery document through this
-// tree's Caddy and the older build's, interleaved round by round: what a
-// lone school's requests cost now against the build before, uncontended
-// (the fair share's gate, the spans and the doctor's noting must cost
-// nothing measurable there).
+// tree's Caddy and the older build's, each serving the same one site with
+// the same Caddyfile (but -ab-global's options for the older), interleaved
+// round by round: what a lone school's requests cost now against the
+// build before, uncontended (the fair share's gate, the spans and the
+// doctor's noting must cost nothing measurable there).
 
 // abProtected is the protected request's A/B; nothing without -ab.
 func (b *bench) abProtected() error {
@@ -21,10 +22,15 @@ func (b *bench) abProtected() error {
 	if err != nil {
 		return fmt.Errorf("a member token of build %s: %v", o.commit, err)
 	}
-	this, older := b.stack.gateway+"/account/graphql", o.origin+"/account/graphql"
+	a := b.stack.thisAlone
+	thisMember, err := memberToken(context.Background(), &oauthClient{origin: a.origin, http: b.client})
+	if err != nil {
+		return fmt.Errorf("a member token of this tree: %v", err)
+	}
+	this, older := a.origin+"/account/graphql", o.origin+"/account/graphql"
 	return b.abRows("protected /account/graphql, A/B", o.commit,
 		func(ctx context.Context, _ int) error {
-			return b.post(ctx, this, b.member.Access, viewerQuery, nil, `"viewer"`)
+			return b.post(ctx, this, thisMember.Access, viewerQuery, nil, `"viewer"`)
 		},
 		func(ctx context.Context, _ int) error {
 			return b.post(ctx, older, member.Access, viewerQuery, nil, `"viewer"`)
@@ -39,7 +45,7 @@ func (b *bench) abDiscovery() error {
 	}
 	const doc = "/.well-known/openid-configuration"
 	return b.abRows("discovery, A/B", o.commit,
-		func(ctx context.Context, _ int) error { return b.get(ctx, b.stack.gateway+doc, `"issuer"`) },
+		func(ctx context.Context, _ int) error { return b.get(ctx, b.stack.thisAlone.origin+doc, `"issuer"`) },
 		func(ctx context.Context, _ int) error { return b.get(ctx, o.origin+doc, `"issuer"`) })
 }
 
@@ -47,7 +53,7 @@ func (b *bench) abDiscovery() error {
 // writes both rows, this tree's against the older build's.
 func (b *bench) abRows(scenario, commit string, this, older func(context.Context, int) error) error {
 	runs, err := b.interleave(scenario,
-		target{name: "this tree", req: this}, target{name: "build " + commit, req: older, pid: b.stack.older.pid})
+		target{name: "this tree", req: this, pid: b.stack.thisAlone.pid}, target{name: "build " + commit, req: older, pid: b.stack.older.pid})
 	if err != nil {
 		return err
 	}

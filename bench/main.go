@@ -42,7 +42,9 @@ type config struct {
 	only        string
 	build       string
 	ab          string
-	peers       bool
+	// abGlobal are global options for -ab's older build's Caddy.
+	abGlobal string
+	peers    bool
 	// dpopAlg is the algorithm of the bench client's DPoP key (dpop.go).
 	dpopAlg string
 }
@@ -61,6 +63,7 @@ func main() {
 	flag.StringVar(&cfg.dpopAlg, "dpop-alg", "ES256", "the algorithm of the DPoP key of the protected and token scenarios' DPoP targets (ES256, EdDSA, RS256, PS256, ...)")
 	flag.StringVar(&cfg.only, "only", "", "run only these scenarios (comma-separated: protected,mcp,discovery,token,store,memory, and the peers forward_auth,oidc-provider,hydra; store and hydra start their own PostgreSQL)")
 	flag.StringVar(&cfg.build, "build", "", "measure Caddy built from this commit instead of the working tree (an older build through today's harness)")
+	flag.StringVar(&cfg.abGlobal, "ab-global", "", "with -ab: global options for the older build's Caddy, e.g. 'schoolgate { fair_share off }' with -ab HEAD for what fair share costs")
 	flag.StringVar(&cfg.ab, "ab", "", "also run Caddy built from this commit, beside this tree's, interleaved, through the token, protected and discovery scenarios (an A/B)")
 	flag.BoolVar(&cfg.peers, "peers", false, "measure the peers beside the gateway instead: forward_auth → oauth2-proxy on the protected request, node-oidc-provider and Ory Hydra (on PostgreSQL, beside the gateway's postgres store) at the token endpoint (scenarios forward_auth, oidc-provider, hydra), with each server process's CPU per operation")
 	flag.BoolVar(&cfg.smoke, "smoke", false, "tiny sizes and durations: checks the harness, not the gateway")
@@ -69,7 +72,7 @@ func main() {
 	registries := flag.String("registries", "dir,postgres", "with -platform or -noisy: the registries measured (dir, postgres; postgres starts its own PostgreSQL)")
 	maxActive := flag.Int("max-active", 1000, "with -platform: the platform's max_active")
 	platformSteps := flag.String("platform-steps", "", "with -platform: only these measures after the start (comma-separated: ratio,every,cold,changes,churn,burst); empty: all")
-	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof")
+	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof (with -noisy: noisy, the first flooded phase of each flood, and its trace)")
 	flag.Parse()
 	if cfg.peers && cfg.only == "" {
 		cfg.only = scenarioForwardAuth + "," + scenarioOIDCProvider + "," + scenarioHydra

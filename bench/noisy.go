@@ -76,6 +76,9 @@ type noisyConfig struct {
 	floods                 []string
 	build, global          string
 	smoke                  bool
+	// profile: a CPU profile and a trace of the first flooded phase of
+	// each flood (-profile noisy).
+	profile bool
 	// The budget check: the rate (0: skipped), its warm-up (the burst
 	// spent) and its measured window.
 	budgetRate               int
@@ -91,7 +94,7 @@ func noisySizes(cfg config, registries string) (noisyConfig, error) {
 		legacyDelay: *legacyDelay, registries: strings.Split(registries, ","), sites: *noisySites,
 		victim: *victimAsks, build: cfg.build, global: *caddyGlobal,
 		budgetRate: *budgetRate, budgetWarm: 2 * time.Second, budgetWindow: 10 * time.Second,
-		budgetClientsPerInstance: max(cfg.concurrency/2, 1)}
+		budgetClientsPerInstance: max(cfg.concurrency/2, 1), profile: cfg.profile == "noisy"}
 	if cfg.smoke {
 		nc.smoke = true
 		nc.victimC, nc.floodC, nc.rounds, nc.courses, nc.exchanges = min(nc.victimC, 2), 8, 1, 300, 1000

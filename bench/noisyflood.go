@@ -304,9 +304,14 @@ func (s *noisySetup) measure(f string) (string, error) {
 			dry = floodCtx.Err() == nil // it ended before it was stopped: the codes ran out
 		})
 		time.Sleep(cfg.warm)
+		var profiled sync.WaitGroup
+		if r == 0 && s.run.cfg.profile {
+			profiled.Go(func() { s.profileFlooded(f) })
+		}
 		round.flooded, answers, err = runVictim(ctx, victim)
 		stopFlood()
 		wg.Wait()
+		profiled.Wait()
 		if err != nil {
 			return "", err
 		}
@@ -354,4 +359,17 @@ func (s *noisySetup) prepareCodes() error {
 	}
 	s.codes = fresh
 	return nil
+}
+
+// profileFlooded saves a CPU profile and an execution trace of the Caddy
+// for 2 s of the first flooded phase (-profile noisy), to
+// bench-noisy-<setup>-<flood>.pprof and -trace.out: where the victim's
+// requests wait (go tool trace -pprof=sched, -pprof=sync).
+func (s *noisySetup) profileFlooded(f string) {
+	base := "bench-noisy-" + fileName(s.name+"-"+f)
+	st := &stack{adminAddr: s.caddy.admin}
+	var trace sync.WaitGroup
+	trace.Go(func() { st.saveProfile("trace?seconds=2", base+"-trace.out") })
+	st.saveProfile("profile?seconds=2", base+".pprof")
+	trace.Wait()
 }

@@ -22,8 +22,11 @@ type olderCaddy struct {
 func (o *olderCaddy) pid() int { return o.cmd.Process.Pid }
 
 // startOlder builds commit's Caddy and starts it with the gateway's site
-// block alone (its own data, no admin endpoint).
-func (s *stack) startOlder(commit string) error {
+// block alone (its own data, no admin endpoint), with -ab-global's options;
+// and this tree's Caddy beside it with the very same Caddyfile, so that the
+// uncontended A/B (abuncontended.go) compares two builds and nothing else
+// (the stack's Caddy serves a dozen sites and more options).
+func (s *stack) startOlder(commit, global string) error {
 	dir := filepath.Join(s.dir, "older")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -32,30 +35,42 @@ func (s *stack) startOlder(commit string) error {
 	if err != nil {
 		return err
 	}
-	addr, err := freeAddr()
-	if err != nil {
+	if s.older, err = s.startAlone(dir, bin, commit, global); err != nil {
 		return err
 	}
+	dir = filepath.Join(s.dir, "this-alone")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	s.thisAlone, err = s.startAlone(dir, s.caddyBin, "this tree", "")
+	return err
+}
+
+// startAlone starts bin in dir serving the gateway's site block alone.
+func (s *stack) startAlone(dir, bin, commit, global string) (*olderCaddy, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	o := &olderCaddy{commit: commit, dir: dir, origin: "http://" + addr}
-	caddyfile := fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tstorage file_system %s/caddy-storage\n}\n%s",
-		dir, s.gatewaySite(o.origin, dir+"/data"))
+	caddyfile := fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tstorage file_system %s/caddy-storage\n%s\n}\n%s",
+		dir, global, s.gatewaySite(o.origin, dir+"/data"))
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	logf, err := os.Create(filepath.Join(dir, "caddy.log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.cmd = exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
 	o.cmd.Stdout, o.cmd.Stderr = logf, logf
 	o.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"))
 	if err := o.cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	s.older = o
-	return waitUp(o.origin+"/.well-known/oauth-authorization-server", 200)
+	return o, waitUp(o.origin+"/.well-known/oauth-authorization-server", 200)
 }
 
 func (o *olderCaddy) stop() {

@@ -448,16 +448,22 @@ func (b *bench) exchangeAll(c int, codes *pool[pendingCode]) (*pool[string], sta
 // tokenEndpoint: authorization-code exchanges (durable, with ID token)
 // and refreshes at full concurrency, and a lone client's exchange. With
 // -ab, the same for an older build's Caddy beside this one, round by
-// round, each row against the older build's.
+// round, each row against the older build's; this tree's then runs in a
+// Caddy of the same Caddyfile as the older's (older.go), and -profile
+// profiles nothing.
 func (b *bench) tokenEndpoint() error {
 	sites := []*tokenSite{{name: "this tree", oauth: b.oauth, pid: b.stack.caddyPID}}
+	profile := true
 	if o := b.stack.older; o != nil {
+		a := b.stack.thisAlone
+		sites[0] = &tokenSite{name: "this tree", oauth: &oauthClient{origin: a.origin, http: b.client}, pid: a.pid}
 		sites = append(sites, &tokenSite{name: "build " + o.commit,
 			oauth: &oauthClient{origin: o.origin, http: b.client}, pid: o.pid})
+		profile = false
 	}
 	for r := 0; r < min(b.cfg.rounds, 3); r++ {
 		for _, t := range sites {
-			if err := b.tokenRound(t, r == 0 && t == sites[0]); err != nil {
+			if err := b.tokenRound(t, profile && r == 0 && t == sites[0]); err != nil {
 				return fmt.Errorf("%s: %v", t.name, err)
 			}
 		}
@@ -497,8 +503,11 @@ func (b *bench) tokenEndpoint() error {
 		}
 	}
 	// This tree's code exchanges with a DPoP proof, against its own
-	// without.
+	// without (not with -ab: this tree's school then is the one alone).
 	t := sites[0]
+	if len(t.exchDPoP) == 0 {
+		return nil
+	}
 	b.row("token endpoint", fmt.Sprintf("code exchange + ID token + DPoP %s proof, %d clients", b.cfg.dpopAlg, c), t.exchDPoP,
 		fmt.Sprintf("%.2f× without DPoP (target ≥ 0.9×)", median(t.exchDPoP, stats.rps)/median(t.exch, stats.rps)))
 	return nil

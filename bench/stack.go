@@ -36,8 +36,9 @@ type stack struct {
 	pgGateway  string
 	pg         *pgcluster.Cluster
 	postmaster int // the PostgreSQL server's main process, 0 if unknown
-	// older is the Caddy of an older build (-ab), nil without one.
-	older *olderCaddy
+	// older is the Caddy of an older build (-ab), nil without one;
+	// thisAlone this tree's beside it, with the same Caddyfile.
+	older, thisAlone *olderCaddy
 	// The peers (-peers, peers.go): forwardAuth is the origin of Caddy's
 	// forward_auth site asking oauth2-proxy at oauth2ProxyAddr, "" when
 	// that scenario does not run; skipped says why a peer scenario is
@@ -165,7 +166,7 @@ func startStack(cfg config) (*stack, error) {
 		return s, err
 	}
 	if cfg.ab != "" {
-		return s, s.startOlder(cfg.ab)
+		return s, s.startOlder(cfg.ab, cfg.abGlobal)
 	}
 	return s, nil
 }
@@ -291,6 +292,9 @@ func (s *stack) restartCaddy() (time.Duration, error) {
 func (s *stack) stop() {
 	for _, p := range s.peers {
 		p.stop()
+	}
+	if s.thisAlone != nil {
+		s.thisAlone.stop()
 	}
 	if s.older != nil {
 		s.older.stop()

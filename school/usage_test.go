@@ -1,10 +1,13 @@
 package school
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,6 +187,30 @@ func TestUsageFlushRetried(t *testing.T) {
 	calls := fs.calls.Load()
 	if err := ts.FlushUsage(ctx); err != nil || fs.calls.Load() != calls {
 		t.Errorf("a flush with nothing to store wrote (%v)", err)
+	}
+}
+
+// The minute's flush says a failure, but not one because the school is
+// let go of: its counts are stored by FlushUsage then.
+func TestUsageJobQuietWhenLetGo(t *testing.T) {
+	fs := &failingUsage{}
+	var logged bytes.Buffer
+	ts := newTestSite(t, func(c *Config) {
+		fs.Store = c.Store
+		c.Store = fs
+		c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	})
+	fs.down.Store(true)
+	ts.serve(t, httptest.NewRequest("GET", "/", nil))
+	letGo, cancel := context.WithCancel(context.Background())
+	cancel()
+	ts.usageJob(letGo)
+	if strings.Contains(logged.String(), "storing the school's usage failed") {
+		t.Errorf("a flush cut short by the let-go warned: %s", logged.String())
+	}
+	ts.usageJob(context.Background())
+	if !strings.Contains(logged.String(), "storing the school's usage failed") {
+		t.Errorf("a failed flush said nothing: %q", logged.String())
 	}
 }
 

@@ -41,15 +41,20 @@ type usage struct {
 // scheduleUsage adds the flush to the shared scheduler, each school at
 // its own second of the minute.
 func (s *Site) scheduleUsage(ctx context.Context) {
-	s.cfg.Scheduler.Add(ctx, schedule.Offset(s.cfg.Issuer+" usage", usageFlushEvery), func(ctx context.Context) time.Duration {
-		ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		defer cancel()
-		if err := s.flushUsage(ctx, false); err != nil {
-			s.log.Warn("storing the school's usage failed; the counts are kept and stored with the next minute's",
-				"issuer", s.cfg.Issuer, "error", err)
-		}
-		return usageFlushEvery
-	})
+	s.cfg.Scheduler.Add(ctx, schedule.Offset(s.cfg.Issuer+" usage", usageFlushEvery), s.usageJob)
+}
+
+// usageJob is the minute's flush. One cut short because the school is
+// let go of (its job's context ended) is no failure and says nothing:
+// FlushUsage stores the counts then.
+func (s *Site) usageJob(job context.Context) time.Duration {
+	ctx, cancel := context.WithTimeout(job, storeCallTimeout)
+	defer cancel()
+	if err := s.flushUsage(ctx, false); err != nil && job.Err() == nil {
+		s.log.Warn("storing the school's usage failed; the counts are kept and stored with the next minute's",
+			"issuer", s.cfg.Issuer, "error", err)
+	}
+	return usageFlushEvery
 }
 
 // FlushUsage adds everything the school counted and has not stored yet,

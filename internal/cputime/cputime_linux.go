@@ -4,7 +4,11 @@
 // behalf (a group commit's leader).
 package cputime
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // Process is the CPU time the process has used, user and system, in
 // nanoseconds.
@@ -27,4 +31,16 @@ func Thread() (ns int64, thread int32, ok bool) {
 		return 0, 0, false
 	}
 	return ts.Nano(), int32(unix.Gettid()), true
+}
+
+// System is the machine's processors' time since boot, every process
+// together, from /proc/stat: busy (user, nice, system, interrupts,
+// stolen by the hypervisor) and total (busy, idle and waiting on I/O), in
+// the kernel's ticks, and how many processors it counts.
+func System() (busy, total int64, cpus int, ok bool) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return parseStat(string(raw))
 }

@@ -10,3 +10,6 @@ func Process() (int64, bool) { return 0, false }
 
 // Thread is not read on this system.
 func Thread() (int64, int32, bool) { return 0, 0, false }
+
+// System is not read on this system.
+func System() (busy, total int64, cpus int, ok bool) { return 0, 0, 0, false }
