@@ -1,9 +1,10 @@
 // Package adminapi is the operator's admin API over a running school,
 // without Caddy: the requests' parsing and checks, the operations on one
 // school's authorization server and store, and their answers (JSON,
-// errors with their status). The adapter registers its routes in Caddy's
-// admin API, finds the school an operation names (API.Find) and hands
-// an Error to Caddy as its own.
+// errors with their status), and the platforms' registries written and
+// read (Schools). The adapter registers its routes in Caddy's admin API,
+// finds the school an operation names (API.Find), hands over the running
+// platforms (Platform) and answers an Error as Caddy's own.
 package adminapi
 
 import (
@@ -32,6 +33,9 @@ type API struct {
 	// clients, the grants, the MCP connections switch) without building
 	// a platform's idle school (reader.go); unset, such reads use Find.
 	Read func(ctx context.Context, w http.ResponseWriter, issuer string) (r Reader, release func(), err error)
+	// BackupAll copies every running school's store into dir, and says
+	// which it did not copy and why.
+	BackupAll func(ctx context.Context, dir string) ([]BackupResult, []BackupSkip, error)
 }
 
 // Error is a refusal of the admin API: its status and what it says.

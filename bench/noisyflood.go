@@ -366,7 +366,12 @@ func (s *noisySetup) prepareCodes() error {
 // bench-noisy-<setup>-<flood>.pprof and -trace.out: where the victim's
 // requests wait (go tool trace -pprof=sched, -pprof=sync).
 func (s *noisySetup) profileFlooded(f string) {
-	base := "bench-noisy-" + fileName(s.name+"-"+f)
+	base := "bench-noisy-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, s.name+"-"+f)
 	st := &stack{adminAddr: s.caddy.admin}
 	var trace sync.WaitGroup
 	trace.Go(func() { st.saveProfile("trace?seconds=2", base+"-trace.out") })

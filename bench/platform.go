@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,12 +12,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/schoolgate/schoolgate/internal/pgcluster"
 	"github.com/schoolgate/schoolgate/internal/procstat"
-	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -53,18 +47,6 @@ type platformConfig struct {
 	// steps are the measures run after the start (-platform-steps); nil:
 	// every one.
 	steps []string
-}
-
-// platformCaddy is one Caddy running the platform.
-type platformCaddy struct {
-	cmd        *exec.Cmd
-	began      time.Time // when the process was started
-	name       string
-	admin, log string
-	// client and noRedirect dial this instance whatever the school's
-	// host name, so that sN.localhost needs no resolver and one name
-	// reaches either instance.
-	client, noRedirect *http.Client
 }
 
 const discoveryPath = "/.well-known/oauth-authorization-server"
@@ -129,7 +111,7 @@ func (p *platformRun) print() {
 		}
 		fmt.Println()
 	}
-	table("| registry | schools | records written before the start (dir: files written, one sync; postgres: Put, 16 at once) | start to serving (first school's discovery) | RSS at serving | targets |", p.starts, 1)
+	table("| registry | schools | records written before the start (dir: files written, one sync; postgres: Put, 16 at once) | start to serving (first school's discovery; the process's CPU then) | RSS at serving | targets |", p.starts, 1)
 	table(fmt.Sprintf("| registry | request (%d clients, %d rounds of %s, interleaved) | first school req/s | last school req/s | last ÷ first (median of the rounds') | first p50 | last p50 | target |",
 		p.cfg.concurrency, p.cfg.rounds, p.cfg.duration), p.ratios, 2)
 	table("| registry | one request to each school, 16 clients | active after | RSS right after | settled, first reading | settled, second reading | RSS target | open files | files target |", p.memory, 1)
@@ -203,13 +185,39 @@ func (p *platformRun) measure(kind string) error {
 	}
 	startup := time.Since(a.began)
 	atStart, _ := procstat.ReadMemory(a.pid())
+	// The CPU the process spent to serve: on a machine shared with
+	// other work, the steadier figure of the two.
+	startCPU, _ := procstat.CPU(a.pid())
 	// The RSS target is 100 MB up to 10,000 schools, 150 MB past.
 	rssTarget := int64(100)
 	if n > 10000 {
 		rssTarget = 150
 	}
-	p.starts = append(p.starts, fmt.Sprintf("| %s | %d | %.1f s | %.2f s | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
-		reg.written.Seconds(), startup.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
+	p.starts = append(p.starts, fmt.Sprintf("| %s | %d | %.1f s | %.2f s (%.2f CPU-s) | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
+		reg.written.Seconds(), startup.Seconds(), startCPU.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
+	if kind == "dir" {
+		// The first start read the files and wrote the registry's
+		// snapshot (once read, and at its stop); a restart serves from
+		// the snapshot and compares the files in the background.
+		progress(kind, "restarting: from the registry's snapshot")
+		a.stop()
+		instances = nil
+		if _, err := os.Stat(filepath.Join(base, "registry", ".schoolgate-registry.snapshot")); err != nil {
+			return fmt.Errorf("no snapshot after the first start's stop: %v", err)
+		}
+		if a, err = p.startCaddy(base, "a", p.port, registryLine); err != nil {
+			return err
+		}
+		instances = []*platformCaddy{a}
+		if err := a.waitIssuer(p, schoolName(0), a.began); err != nil {
+			return err
+		}
+		startup = time.Since(a.began)
+		atStart, _ = procstat.ReadMemory(a.pid())
+		startCPU, _ = procstat.CPU(a.pid())
+		p.starts = append(p.starts, fmt.Sprintf("| %s, restarted (its snapshot) | %d | — | %.2f s (%.2f CPU-s) | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
+			startup.Seconds(), startCPU.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
+	}
 
 	if p.step("ratio") {
 		progress(kind, "serving; first school against the last")
@@ -261,278 +269,6 @@ func (p *platformRun) measure(kind string) error {
 	}
 	progress(kind, "stopping")
 	return err
-}
-
-// benchRegistry is the bench's own handle on a registry, and the
-// Caddyfile's line for it.
-type benchRegistry struct {
-	registry.Registry
-	line    string
-	stop    func()
-	written time.Duration // writing the n records before the start
-}
-
-// openRegistry writes the n schools' records to a registry of kind under
-// base (for postgres, in a durable PostgreSQL server of its own) and opens
-// the bench's own handle on it.
-func (p *platformRun) openRegistry(kind, base string) (*benchRegistry, error) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	switch kind {
-	case "dir":
-		path := filepath.Join(base, "registry")
-		began := time.Now()
-		if err := p.populateDir(base, path, quiet); err != nil {
-			return nil, err
-		}
-		written := time.Since(began)
-		d, err := registry.OpenDir(path, nil, quiet)
-		if err != nil {
-			return nil, err
-		}
-		return &benchRegistry{Registry: d, line: "registry dir " + path, stop: func() { _ = d.Close() }, written: written}, nil
-	case "postgres":
-		return openPostgresRegistry(p.populatePostgres)
-	}
-	return nil, fmt.Errorf("unknown registry %q (dir, postgres)", kind)
-}
-
-// openPostgresRegistry starts a durable PostgreSQL server of the bench's
-// own, opens a registry in a database of it, fills it with populate (timed:
-// written) and returns the bench's handle, whose stop closes the registry
-// and stops the server.
-func openPostgresRegistry(populate func(registry.Registry) error) (*benchRegistry, error) {
-	if _, err := pgcluster.BinDir(); err != nil {
-		return nil, fmt.Errorf("the postgres registry needs PostgreSQL's server binaries (apt-get install postgresql): %v", err)
-	}
-	c, err := pgcluster.Start(pgcluster.Options{Durable: true})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dsn, err := c.CreateDatabase(ctx, "platform")
-	if err == nil {
-		var pool *pgstore.Pool
-		if pool, err = pgstore.Connect(ctx, dsn); err == nil {
-			var reg *pgstore.Registry
-			if reg, err = pgstore.OpenRegistry(ctx, pool, nil); err == nil {
-				line := fmt.Sprintf("registry postgres %q {\n\t\t\tkey_secret bench-key-secret\n\t\t}", dsn)
-				r := &benchRegistry{Registry: reg, line: line, stop: func() { _ = reg.Close(); pool.Close(); _ = c.Stop() }}
-				began := time.Now()
-				if err = populate(reg); err == nil {
-					r.written = time.Since(began)
-					return r, nil
-				}
-				_ = reg.Close()
-			}
-			pool.Close()
-		}
-	}
-	_ = c.Stop()
-	return nil, err
-}
-
-// populatePostgres writes the records of schools s0 … s(n-1), 16 at a
-// time, the last school's last.
-func (p *platformRun) populatePostgres(reg registry.Registry) error {
-	n := p.cfg.schools
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	if err := forEach(ctx, n-1, 16, func(ctx context.Context, i int) error {
-		_, err := reg.Put(ctx, p.record(schoolName(i), nil, ""))
-		return err
-	}); err != nil {
-		return err
-	}
-	_, err := reg.Put(ctx, p.record(schoolName(n-1), nil, ""))
-	return err
-}
-
-// populateDir writes the n schools' files into path as a deploy tool
-// would before the platform starts: each file written whole (as Put
-// spells it: version 1, updated now), one sync of the directory at the
-// end. Put itself, with its two fsyncs a file, would take most of an
-// hour for 100,000 schools on a disk whose fsync takes 10 ms.
-func (p *platformRun) populateDir(_, path string, _ *slog.Logger) error {
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return err
-	}
-	now := time.Now().UTC()
-	for i := range p.cfg.schools {
-		rec := p.record(schoolName(i), nil, "")
-		rec.Version, rec.UpdatedAt = 1, now
-		data, err := json.MarshalIndent(rec, "", "\t")
-		if err != nil {
-			return err
-		}
-		// Put's file name: the issuer's host, ':' made '_'.
-		name := strings.ReplaceAll(p.host(schoolName(i)), ":", "_") + ".json"
-		if err := os.WriteFile(filepath.Join(path, name), append(data, '\n'), 0o600); err != nil {
-			return err
-		}
-	}
-	return syncDir(path)
-}
-
-// syncDir makes the renames into dir durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// startCaddy starts a Caddy serving the platform on port.
-func (p *platformRun) startCaddy(base, name string, port int, registryLine string) (*platformCaddy, error) {
-	admin, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	caddyfile := fmt.Sprintf(`{
-	admin %[1]s
-	persist_config off
-	storage file_system %[2]s/caddy-storage-%[3]s
-}
-
-http://:%[4]d {
-	school_platform {
-		%[5]s
-		max_active %[6]d
-	}
-}
-`, admin, base, name, port, registryLine, p.cfg.maxActive)
-	return launchCaddy(p.caddyBin, base, name, port, admin, caddyfile)
-}
-
-// launchCaddy starts the Caddy binary bin on caddyfile (whose admin
-// endpoint is admin), its files under base named by name; its clients
-// dial port whatever the host name asked.
-func launchCaddy(bin, base, name string, port int, admin, caddyfile string) (*platformCaddy, error) {
-	config := filepath.Join(base, "Caddyfile-"+name)
-	if err := os.WriteFile(config, []byte(caddyfile), 0o600); err != nil {
-		return nil, err
-	}
-	c := &platformCaddy{name: name, admin: admin, log: filepath.Join(base, "caddy-"+name+".log")}
-	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", port))
-	}
-	transport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 128, DialContext: dial, DisableCompression: true}
-	c.client = &http.Client{Timeout: 30 * time.Second, Transport: transport}
-	c.noRedirect = &http.Client{Timeout: 30 * time.Second, Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	logf, err := os.Create(c.log)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	c.cmd = exec.Command(bin, "run", "--config", config, "--adapter", "caddyfile")
-	c.cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(base, "xdg-data-"+name),
-		"XDG_CONFIG_HOME="+filepath.Join(base, "xdg-config-"+name))
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.began = time.Now()
-	if err := c.cmd.Start(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func (c *platformCaddy) pid() int { return c.cmd.Process.Pid }
-
-func (c *platformCaddy) stop() {
-	// Caddy's shutdown waits for idle kept-alive connections a while.
-	c.client.CloseIdleConnections()
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	_ = c.cmd.Wait()
-}
-
-// failure adds the end of the instance's log to an error.
-func (c *platformCaddy) failure(err error) error {
-	raw, _ := os.ReadFile(c.log)
-	if len(raw) > 3000 {
-		raw = raw[len(raw)-3000:]
-	}
-	return fmt.Errorf("instance %s: %v\nthe end of its log:\n%s", c.name, err, raw)
-}
-
-// discovery asks the school of host for its discovery document and
-// returns the status and, on 200, the issuer it names.
-func (c *platformCaddy) discovery(ctx context.Context, host string) (int, string, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+discoveryPath, nil)
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, "", err
-	}
-	var doc struct {
-		Issuer string `json:"issuer"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return resp.StatusCode, "", fmt.Errorf("discovery of %s is not JSON: %.200s", host, body)
-	}
-	return resp.StatusCode, doc.Issuer, nil
-}
-
-// waitIssuer polls the school's discovery every 10 ms until it answers
-// with its issuer, for at most a minute from since.
-func (c *platformCaddy) waitIssuer(p *platformRun, name string, since time.Time) error {
-	return c.waitFor(p.host(name), since, p.startLimit(), func(status int, issuer string) bool {
-		return status == http.StatusOK && issuer == p.issuer(name)
-	})
-}
-
-// waitFor polls the discovery of host every 10 ms until done says so.
-func (c *platformCaddy) waitFor(host string, since time.Time, limit time.Duration, done func(status int, issuer string) bool) error {
-	ctx, cancel := context.WithDeadline(context.Background(), since.Add(limit))
-	defer cancel()
-	var last string
-	for {
-		status, issuer, err := c.discovery(ctx, host)
-		if err == nil && done(status, issuer) {
-			return nil
-		}
-		last = fmt.Sprintf("HTTP %d issuer %q error %v", status, issuer, err)
-		select {
-		case <-ctx.Done():
-			return c.failure(fmt.Errorf("%s: no expected answer within %s, last: %s", host, limit, last))
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// token gets a member access token of the school name at c: the consent
-// of the bench's vendor client, then the code exchange.
-func (c *platformCaddy) token(ctx context.Context, p *platformRun, name string) (string, error) {
-	o := &oauthClient{origin: p.issuer(name), http: c.noRedirect}
-	code, err := o.authorize(ctx)
-	if err != nil {
-		return "", fmt.Errorf("school %s: %v", name, err)
-	}
-	t, err := o.exchange(ctx, code)
-	if err != nil {
-		return "", fmt.Errorf("school %s: %v", name, err)
-	}
-	return t.Access, nil
-}
-
-// protected sends one Account API request to the school of host.
-func (c *platformCaddy) protected(ctx context.Context, host, token string) (int, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+"/account/graphql", strings.NewReader(viewerQuery))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, err
 }
 
 // firstAndLast compares the first-registered school with the last, for
@@ -690,28 +426,6 @@ func (p *platformRun) coldSchools(kind string, c *platformCaddy) error {
 	p.cold = append(p.cold, fmt.Sprintf("| %s | %d | %s | %s | %s | ≤ %s: %s |", kind, n, ms(float64(took[len(took)/2])),
 		ms(float64(p99)), ms(float64(took[len(took)-1])), limit, met(p99 <= limit)))
 	return nil
-}
-
-// adminGet sends a GET to the instance's admin API and discards the answer.
-func (c *platformCaddy) adminGet(path string) { adminGet(c.admin, path) }
-
-// active is the number of built schools /schoolgate/health reports, -1
-// if it cannot tell.
-func (c *platformCaddy) active() int {
-	resp, err := http.Get("http://" + c.admin + "/schoolgate/health")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Platforms []struct {
-			Active int `json:"active"`
-		} `json:"platforms"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&h) != nil || len(h.Platforms) != 1 {
-		return -1
-	}
-	return h.Platforms[0].Active
 }
 
 // forEach runs fn for i in [0, n), c at a time, and returns the first

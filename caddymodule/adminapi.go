@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/schoolgate/schoolgate/adminapi"
-	"github.com/schoolgate/schoolgate/catalog"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -208,18 +206,6 @@ func healthOf(w http.ResponseWriter, r *http.Request, issuer string) error {
 	return writeAdminJSON(w, status, map[string]any{"healthy": h.Healthy, "sites": []school.Health{h}})
 }
 
-// siteFromBody reads {"issuer": "..."} from a POST and finds that school,
-// held until release (siteOf).
-func siteFromBody(w http.ResponseWriter, r *http.Request) (s *site, release func(), err error) {
-	var body struct {
-		Issuer string `json:"issuer"`
-	}
-	if err := decodeAdminPost(r, &body); err != nil {
-		return nil, nil, err
-	}
-	return siteOf(w, body.Issuer)
-}
-
 // siteOf finds the running school with the issuer, however the operator
 // spells it: the App and the platforms know each school by its issuer's
 // one spelling. A site block's school is found first, then a platform's
@@ -271,33 +257,6 @@ func adminOrigin(issuer string) (string, error) {
 		return "", caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("issuer: %v", err)}
 	}
 	return origin, nil
-}
-
-func handleCatalogRefresh(w http.ResponseWriter, r *http.Request) error {
-	s, release, err := siteFromBody(w, r)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if s.gateway.Catalog == "" {
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("%s has no catalog option", s.Issuer())}
-	}
-	err = s.ImportCatalog(r.Context())
-	switch {
-	case errors.Is(err, catalog.ErrNotStored):
-		// The feed is fine: a 422 would send the operator to fix it.
-		return s.WriteUnavailable(w, "storing the catalog", err)
-	case err != nil:
-		return caddy.APIError{HTTPStatus: http.StatusUnprocessableEntity, Err: fmt.Errorf("catalog import failed, the previous catalog keeps serving: %v", err)}
-	}
-	err = s.CatalogImported()
-	switch {
-	case school.IsStoreFailure(err):
-		return s.WriteUnavailable(w, "rebuilding the documents", err)
-	case err != nil:
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
-	}
-	return writeAdminJSON(w, http.StatusOK, map[string]any{"imported": true})
 }
 
 // writeAdminJSON answers an admin API request with v as JSON.

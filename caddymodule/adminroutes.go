@@ -15,13 +15,17 @@ import (
 // admin route does (siteOf), and have their refusals answered as Caddy's.
 
 // ops answers the admin routes that operate on one school.
-var ops = adminapi.API{Find: func(w http.ResponseWriter, issuer string) (*school.Site, func(), error) {
-	s, release, err := siteOf(w, issuer)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.Site, release, nil
-}, Read: readerOf}
+var ops = adminapi.API{
+	Find: func(w http.ResponseWriter, issuer string) (*school.Site, func(), error) {
+		s, release, err := siteOf(w, issuer)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Site, release, nil
+	},
+	Read:      readerOf,
+	BackupAll: backupAll,
+}
 
 // The routes of package adminapi, as Caddy's admin handlers.
 var (
@@ -35,6 +39,8 @@ var (
 	handleAudit          = adminRoute(ops.Audit)
 	handleSubjectExport  = adminRoute(ops.SubjectExport)
 	handleSubjectErase   = adminRoute(ops.SubjectErase)
+	handleBackup         = adminRoute(ops.Backup)
+	handleCatalogRefresh = adminRoute(ops.CatalogRefresh)
 )
 
 // adminRoute makes a handler of package adminapi Caddy's.
@@ -51,9 +57,6 @@ func caddyError(err error) error {
 	}
 	return err
 }
-
-// decodeAdminPost reads the JSON body of a POST.
-func decodeAdminPost(r *http.Request, v any) error { return caddyError(adminapi.DecodePost(r, v)) }
 
 // onlyParams refuses a query naming a parameter an admin route does not
 // take, or one given twice.

@@ -1,9 +1,6 @@
 package caddymodule
 
 import (
-	"io"
-	"net/http"
-
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
@@ -45,19 +42,16 @@ func schoolgateCommands(root *cobra.Command) {
 	root.AddCommand(schoolsCommand())
 }
 
-// What `schools` (command_schools.go) and its import use of the
-// operator's commands.
-type adminError = operator.AdminError
-
-func adminRequest(adminAddr, method, path string, header http.Header, body io.Reader) (*http.Response, error) {
-	return caddyAdmin.Do(adminAddr, method, path, header, body)
+// schoolsCommand is `caddy schoolgate schools …` (package operator's),
+// with import, which reads a Caddyfile's site blocks (schoolsimport.go).
+func schoolsCommand() *cobra.Command {
+	c := operator.SchoolsCommand(caddyAdmin)
+	c.AddCommand(importCommand())
+	return c
 }
 
-var (
-	configChanges = operator.ConfigChanges
-	patchConfig   = operator.PatchConfig
-	orEnv         = operator.OrEnv
-)
+// What the import uses of the operator's commands.
+var orEnv = operator.OrEnv
 
 const (
 	envDatabaseURL = operator.EnvDatabaseURL

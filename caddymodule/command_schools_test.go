@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -121,7 +122,7 @@ func TestSchoolsCommands(t *testing.T) {
 		t.Errorf("list: %v\n%s", err, out)
 	}
 	out, err = runSchools(t, addr, "show", "https://A.example")
-	var shown schoolView
+	var shown adminapi.SchoolView
 	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || shown.Version != 3 || !strings.Contains(string(shown.Config), "code_ttl") {
 		t.Errorf("show: %v\n%s", err, out)
 	}
@@ -285,7 +286,7 @@ func TestSchoolsSetConcurrent(t *testing.T) {
 		{name: "none", race: change, races: 0, version: 2, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"1m"}`},
 		{name: "one", race: change, races: 1, version: 4, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"2m","weight":1}`},
 		{name: "two", race: change, races: 2, version: 7, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"3m","weight":3}`},
-		{name: "every time", race: change, races: setTries, version: 10, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"3m","weight":6}`,
+		{name: "every time", race: change, races: 3 /* operator.setTries */, version: 10, want: `{"upstream":"http://127.0.0.1:9","code_ttl":"3m","weight":6}`,
 			err: "https://a.example was changed by another writer each of the 3 times this change was made on it (now version 10): nothing of this change was written"},
 		{name: "removed", race: remove, races: 1,
 			err: "https://a.example was removed from the registry while this change was made: nothing was written"},

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/i18n"
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -42,33 +39,11 @@ func (doctorAPI) Routes() []caddy.AdminRoute {
 
 var _ caddy.AdminRouter = doctorAPI{}
 
-// doctorParams are the parameters GET /schoolgate/doctor takes.
-var doctorParams = []string{"issuer", "client_id", "lang"}
-
-// parseDoctorQuery reads the query, refusing anything it would not use.
-func parseDoctorQuery(q url.Values) (clientID, lang string, err error) {
-	if err := onlyParams(q, "the doctor", doctorParams...); err != nil {
-		return "", "", err
-	}
-	clientID, lang = q.Get("client_id"), q.Get("lang")
-	switch {
-	case clientID == "":
-		return "", "", fmt.Errorf("name the application: client_id=<its client_id>")
-	case len(clientID) > authserver.MaxClientIDLen:
-		return "", "", fmt.Errorf("client_id is longer than %d bytes: no application has it", authserver.MaxClientIDLen)
-	case lang == "":
-		lang = "en"
-	case !i18n.IsLanguage(lang):
-		return "", "", fmt.Errorf("lang %q is not one of %s", lang, strings.Join(i18n.Languages, ", "))
-	}
-	return clientID, lang, nil
-}
-
 func handleDoctor(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
 	}
-	clientID, lang, err := parseDoctorQuery(r.URL.Query())
+	clientID, lang, err := adminapi.ParseDoctorQuery(r.URL.Query())
 	if err != nil {
 		return badRequest(err.Error())
 	}

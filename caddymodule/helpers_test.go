@@ -76,9 +76,6 @@ func mintMemberToken(tb testing.TB, st store.Store, origin string) string {
 	return schooltest.MemberToken(tb, st, origin, "grant-1", "")
 }
 
-// copylessStore is a store that cannot copy itself, as a database's.
-type copylessStore struct{ store.Store }
-
 // runningAs makes app the running config's for the admin API until the
 // test ends.
 func runningAs(t testing.TB, app *App) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
 	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 // testPlatform is a platform started as the App's Start starts one, on a
@@ -232,7 +233,7 @@ func (u *testUpstream) hold(issuer string) func() {
 
 // storeOpen reports whether a bbolt file is open in the process.
 func storeOpen(path string) bool {
-	n, ok := stores.References(path)
+	n, ok := storepool.BoltHolders(path)
 	return ok && n > 0
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/schoolgate/schoolgate/adminapi"
 )
 
 // The admin API's operations on one school (keys, catalog, clients,
@@ -78,21 +80,15 @@ func (p *platform) unreadRegistry(w http.ResponseWriter, issuer string) error {
 			issuer, p.cfg.describe())}
 }
 
-// backupSkip is a school that backup --all did not copy, and why.
-type backupSkip struct {
-	Issuer string `json:"issuer"`
-	Reason string `json:"reason"`
-}
-
 // backupPlatforms copies, into dir, the store of every school of the
 // platforms whose registry is a directory (a postgres registry's schools
 // are in its database, which has its own backups), one school at a time:
 // an idle school is built for its copy and held during it only, so that
 // max_active lets go of it as of any other. A disabled or failed school
 // is skipped, and said so.
-func backupPlatforms(ctx context.Context, dir string) ([]backupResult, []backupSkip, error) {
-	var out []backupResult
-	var skipped []backupSkip
+func backupPlatforms(ctx context.Context, dir string) ([]adminapi.BackupResult, []adminapi.BackupSkip, error) {
+	var out []adminapi.BackupResult
+	var skipped []adminapi.BackupSkip
 	for _, p := range runningPlatforms() {
 		if p.cfg.Dir == "" {
 			continue
@@ -104,10 +100,10 @@ func backupPlatforms(ctx context.Context, dir string) ([]backupResult, []backupS
 			case !found:
 				continue // removed meanwhile
 			case err != nil:
-				skipped = append(skipped, backupSkip{Issuer: issuer, Reason: err.Error()})
+				skipped = append(skipped, adminapi.BackupSkip{Issuer: issuer, Reason: err.Error()})
 				continue
 			}
-			res, err := backupSite(ctx, a.Built().site, filepath.Join(dir, backupName(issuer)))
+			res, err := adminapi.BackupSchool(ctx, a.Built().site.Site, filepath.Join(dir, adminapi.BackupName(issuer)))
 			a.Release()
 			if err != nil {
 				return nil, nil, err

@@ -15,6 +15,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
+
+	"github.com/schoolgate/schoolgate/adminapi"
 )
 
 // adminAnswer is an admin API answer as Caddy's admin server gives it: an
@@ -267,8 +269,8 @@ func TestPlatformBackupAll(t *testing.T) {
 	dir := t.TempDir()
 	ans := adminDo(t, handleBackup, "/schoolgate/backup", `{"all":true,"dir":`+strconv.Quote(dir)+`}`)
 	var out struct {
-		Backups []backupResult `json:"backups"`
-		Skipped []backupSkip   `json:"skipped"`
+		Backups []adminapi.BackupResult `json:"backups"`
+		Skipped []adminapi.BackupSkip   `json:"skipped"`
 	}
 	if err := json.Unmarshal([]byte(ans.body), &out); err != nil || ans.code != http.StatusOK {
 		t.Fatalf("%d %s", ans.code, ans.body)
@@ -276,7 +278,7 @@ func TestPlatformBackupAll(t *testing.T) {
 	var copied []string
 	for _, b := range out.Backups {
 		copied = append(copied, b.Issuer)
-		if b.File != filepath.Join(dir, backupName(b.Issuer)) || b.Bytes == 0 {
+		if b.File != filepath.Join(dir, adminapi.BackupName(b.Issuer)) || b.Bytes == 0 {
 			t.Errorf("%+v", b)
 		}
 	}

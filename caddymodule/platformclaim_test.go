@@ -15,8 +15,10 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 // newTestPlatforms starts the platforms of one config, one per registry
@@ -116,7 +118,7 @@ func TestPlatformsClaimingOneIssuer(t *testing.T) {
 	if err := handleSchools(rec, httptest.NewRequest(http.MethodGet, "/schoolgate/schools", nil)); err != nil {
 		t.Fatal(err)
 	}
-	var page schoolsPage
+	var page adminapi.SchoolsPage
 	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
 		t.Fatal(err)
 	}
@@ -337,10 +339,7 @@ func TestPlatformsRankedByKey(t *testing.T) {
 // (503, "locked by another process") and is built again in the
 // background, which serves it once the other let go of it.
 func TestPlatformSchoolHeldByAnotherProcess(t *testing.T) {
-	prev := lockTimedOut.Load()
-	t.Cleanup(func() { lockTimedOut.Store(prev) })
-	now := time.Now()
-	lockTimedOut.Store(&now) // a lock is checked once rather than waited for
+	t.Cleanup(storepool.CheckLocksOnce()) // a lock is checked once rather than waited for
 	const issuer = "https://shared.example"
 	tp := newTestPlatform(t, 10)
 	tp.put(t, issuer, nil, "")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 // registries holds each registry open across config reloads, as the
@@ -53,7 +54,7 @@ func (r PlatformRegistry) open(ctx context.Context, cc caddy.Context) (*openedRe
 			if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 				return nil, fmt.Errorf("registry dir: %v", err)
 			}
-			d, err := registry.OpenDir(r.Dir, validateDirRecord, cc.Slogger())
+			d, err := registry.OpenDirSnapshot(r.Dir, validateDirRecord, cc.Slogger())
 			if err != nil {
 				return nil, fmt.Errorf("registry dir: %v", err)
 			}
@@ -74,9 +75,9 @@ func (r PlatformRegistry) open(ctx context.Context, cc caddy.Context) (*openedRe
 // openPostgresRegistry opens the registry in the database at dsn (pg's
 // DSN resolved), on the pool the schools' stores share.
 func openPostgresRegistry(ctx context.Context, pg *PostgresStore, dsn string) (caddy.Destructor, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectWait(dsn))
+	ctx, cancel := context.WithTimeout(ctx, storepool.ConnectWait(dsn))
 	defer cancel()
-	pool, release, err := acquirePool(ctx, dsn)
+	pool, release, err := storepool.Postgres(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("registry postgres: %v", err)
 	}

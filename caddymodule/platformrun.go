@@ -17,6 +17,7 @@ import (
 	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 	"github.com/schoolgate/schoolgate/school"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 // platform is a registry's schools in one config. The App's Start opens
@@ -194,7 +195,7 @@ func (p *platform) start() error {
 // connect opens the registry, watches it and reads it into the first
 // table. Changes announced meanwhile wait for the table (platform.Watch).
 func (p *platform) connect() error {
-	ctx, cancel := context.WithTimeout(p.life, connectTimeout)
+	ctx, cancel := context.WithTimeout(p.life, storepool.ConnectTimeout)
 	defer cancel()
 	reg, err := p.open(ctx)
 	if err != nil {
@@ -205,8 +206,9 @@ func (p *platform) connect() error {
 	// file, which at 100,000 on a busy machine outlasts the wait meant
 	// for a database that does not answer, and a listing failed for the
 	// opening's time would open it again, forever.
-	lctx, lcancel := context.WithTimeout(p.life, connectTimeout)
+	lctx, lcancel := context.WithTimeout(p.life, storepool.ConnectTimeout)
 	defer lcancel()
+	p.watch.Listing()
 	records, err := reg.List(lctx)
 	if err != nil {
 		unwatch()

@@ -26,14 +26,14 @@ const backgroundWorkers = 8
 // the same configuration: a reload that leaves the school's options as
 // they were keeps it, with its keys, catalog, index, documents and caches
 // (see sitepool.go). The bbolt file or database pool beneath it is shared
-// further (see storepool.go).
+// further (package storepool).
 type site struct {
 	*school.Site
 	gateway *Gateway
 	// observe is the school's observer, which a reload that keeps the
 	// school points at the new config's metrics (package metrics).
 	observe *metrics.Ref
-	// stored is the store and how to release it (see storepool.go).
+	// stored is the store and how to release it (see storeopen.go).
 	stored *siteStore
 	// log is the logger of the config that built the school.
 	log *slog.Logger

@@ -1,318 +1,38 @@
 package caddymodule
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"strings"
-	"time"
+	"iter"
+	"log/slog"
 
-	"github.com/caddyserver/caddy/v2"
-
-	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/registry"
-	"github.com/schoolgate/schoolgate/school"
 )
 
-// The platform's schools written from outside, through Caddy's admin API
-// (and caddy schoolgate schools, command_schools.go):
-//
-//	GET  /schoolgate/schools(?limit=&after=)   the schools of the platforms, with their running state, a page at a time (schoolspage.go)
-//	GET  /schoolgate/schools?issuer=…          one school as its registry has it, with its config
-//	POST /schoolgate/schools                   a record: adds the school or replaces it
-//	POST /schoolgate/schools/remove            {"issuer"}: removes the school (its data stays)
-//
-// A write goes to the registry, which applies it to every instance
-// within its delay, this one at once for a registry dir. The running
-// table is what a listing shows: the schools as served now.
+// The platform's schools written and read through Caddy's admin API are
+// package adminapi's (Schools); here the running platforms are handed to
+// it, as adminapi.Platform.
 
-// schoolView is a school as /schoolgate/schools shows it.
-type schoolView struct {
-	Issuer    string    `json:"issuer"`
-	Hosts     []string  `json:"hosts"`
-	Disabled  bool      `json:"disabled"`
-	Version   int64     `json:"version"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// Platform names the registry (dir <path>, or postgres).
-	Platform string `json:"platform"`
-	// State is active (built), idle (its record only), failed (Reason,
-	// NextTry) or disabled; pending for a record written but not yet
-	// applied here (a database registry's delay).
-	State   string     `json:"state"`
-	Reason  string     `json:"reason,omitempty"`
-	NextTry *time.Time `json:"next_try,omitempty"`
-	// Config is the school_gateway options, shown for one school only.
-	Config json.RawMessage `json:"config,omitempty"`
-}
+// schoolsAPI answers /schoolgate/schools and /schoolgate/schools/remove.
+var schoolsAPI = adminapi.Schools{Platforms: func() []adminapi.Platform {
+	running := runningPlatforms()
+	ps := make([]adminapi.Platform, len(running))
+	for i, p := range running {
+		ps[i] = p
+	}
+	return ps
+}}
 
-// schoolWrite is the body of a POST to /schoolgate/schools, and, issuer
-// and if_version only, to /schoolgate/schools/remove.
-type schoolWrite struct {
-	Platform string          `json:"platform,omitempty"`
-	Issuer   string          `json:"issuer"`
-	Hosts    []string        `json:"hosts,omitempty"`
-	Disabled bool            `json:"disabled,omitempty"`
-	Config   json.RawMessage `json:"config,omitempty"`
-	// IfVersion makes the write conditional: refused (409) unless the
-	// stored record has this version; 0 means there must be none.
-	IfVersion *int64 `json:"if_version,omitempty"`
-}
+var (
+	handleSchools      = adminRoute(schoolsAPI.Schools)
+	handleSchoolRemove = adminRoute(schoolsAPI.Remove)
+)
 
-// errNotConditional refuses if_version for a registry that cannot make a
-// write conditional in the write itself: a check made here, then the
-// write, would hold on this instance only, not between a platform's
-// instances, which is what if_version promises.
-var errNotConditional = errors.New("if_version: this registry cannot make a write conditional")
+// Name names the platform's registry.
+func (p *platform) Name() string { return p.cfg.describe() }
 
-// maxRecordBody bounds a record written through the admin API.
-const maxRecordBody = 1 << 20
-
-func handleSchools(w http.ResponseWriter, r *http.Request) error {
-	switch r.Method {
-	case http.MethodGet:
-		if issuer := r.URL.Query().Get("issuer"); issuer != "" {
-			return showSchool(w, r, issuer)
-		}
-		return listSchools(w, r)
-	case http.MethodPost:
-		return putSchool(w, r)
-	}
-	return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("use GET or POST")}
-}
-
-// showSchool answers one school as its registry has it now, with its
-// configuration and its state here.
-func showSchool(w http.ResponseWriter, r *http.Request, issuer string) error {
-	origin, err := schoolOrigin(issuer)
-	if err != nil {
-		return err
-	}
-	p, err := onePlatform(r.URL.Query().Get("platform"))
-	if err != nil {
-		return err
-	}
-	reg, err := p.writable()
-	if err != nil {
-		return writeRegistryDown(w, p)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeCallTimeout)
-	defer cancel()
-	rec, err := reg.Get(ctx, origin)
-	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		return noSuchSchool(origin, p)
-	case err != nil:
-		return registryFailed(w, p, "reading "+origin, err)
-	}
-	return writeAdminJSON(w, http.StatusOK, p.viewOf(rec))
-}
-
-// putSchool writes a record: checked first with the registry's own rules
-// (400 naming the option), then, with if_version, against the stored
-// version (409), then written (409 for a host another school has).
-func putSchool(w http.ResponseWriter, r *http.Request) error {
-	var body schoolWrite
-	if err := decodeRecordPost(r, &body); err != nil {
-		return err
-	}
-	p, err := onePlatform(body.Platform)
-	if err != nil {
-		return err
-	}
-	rec := registry.Record{Issuer: body.Issuer, Hosts: body.Hosts, Disabled: body.Disabled, Config: body.Config}
-	if len(rec.Config) == 0 {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: errors.New(`config: is required: the school_gateway options, {"upstream": "…", …}`)}
-	}
-	if err := rec.Check(); err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
-	}
-	if err := p.validator()(&rec); err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
-	}
-	reg, err := p.writable()
-	if err != nil {
-		return writeRegistryDown(w, p)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeCallTimeout)
-	defer cancel()
-	stored, err := storedVersion(ctx, reg, rec.Issuer)
-	if err != nil {
-		return registryFailed(w, p, "reading "+rec.Issuer, err)
-	}
-	put, err := putRecord(ctx, reg, rec, body.IfVersion)
-	var taken *registry.HostTakenError
-	switch {
-	case errors.As(err, &taken):
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: err}
-	case errors.Is(err, registry.ErrVersionChanged):
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("if_version: %v", err)}
-	case errors.Is(err, errNotConditional):
-		return caddy.APIError{HTTPStatus: http.StatusNotImplemented, Err: err}
-	case err != nil:
-		return registryFailed(w, p, "writing "+rec.Issuer, err)
-	}
-	status := http.StatusOK
-	if stored < 0 {
-		status = http.StatusCreated
-	}
-	return writeAdminJSON(w, status, p.viewOf(put))
-}
-
-func handleSchoolRemove(w http.ResponseWriter, r *http.Request) error {
-	var body schoolWrite
-	if err := decodeRecordPost(r, &body); err != nil {
-		return err
-	}
-	origin, err := schoolOrigin(body.Issuer)
-	if err != nil {
-		return err
-	}
-	p, err := onePlatform(body.Platform)
-	if err != nil {
-		return err
-	}
-	reg, err := p.writable()
-	if err != nil {
-		return writeRegistryDown(w, p)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeCallTimeout)
-	defer cancel()
-	err = removeRecord(ctx, reg, origin, body.IfVersion)
-	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		return noSuchSchool(origin, p)
-	case errors.Is(err, registry.ErrVersionChanged):
-		return caddy.APIError{HTTPStatus: http.StatusConflict, Err: fmt.Errorf("if_version: %v", err)}
-	case errors.Is(err, errNotConditional):
-		return caddy.APIError{HTTPStatus: http.StatusNotImplemented, Err: err}
-	case err != nil:
-		return registryFailed(w, p, "removing "+origin, err)
-	}
-	return writeAdminJSON(w, http.StatusOK, map[string]any{"removed": origin})
-}
-
-// decodeRecordPost reads the JSON body of a write, refusing a field it
-// does not know (a misspelt "host" would otherwise drop the aliases).
-func decodeRecordPost(r *http.Request, v any) error {
-	if r.Method != http.MethodPost {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("use POST")}
-	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxRecordBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("the body must be a JSON object of a school's record: %v", err)}
-	}
-	return nil
-}
-
-// schoolOrigin reads the issuer that names a school.
-func schoolOrigin(issuer string) (string, error) {
-	if issuer == "" {
-		return "", caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: errors.New(`name the school: "issuer": "<the school's origin>"`)}
-	}
-	origin, err := policy.ParseOrigin(issuer)
-	if err != nil {
-		return "", caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("issuer: %v", err)}
-	}
-	return origin, nil
-}
-
-// putRecord writes rec, on condition of its stored version when version
-// is set: in the registry's write itself (registry.Conditional), so that
-// the condition holds across instances.
-func putRecord(ctx context.Context, reg registry.Registry, rec registry.Record, version *int64) (registry.Record, error) {
-	if version == nil {
-		return reg.Put(ctx, rec)
-	}
-	c, ok := reg.(registry.Conditional)
-	if !ok {
-		return registry.Record{}, errNotConditional
-	}
-	return c.PutIf(ctx, rec, *version)
-}
-
-// removeRecord removes the record of issuer, on condition of its stored
-// version when version is set, as putRecord writes.
-func removeRecord(ctx context.Context, reg registry.Registry, issuer string, version *int64) error {
-	if version == nil {
-		return reg.Remove(ctx, issuer)
-	}
-	c, ok := reg.(registry.Conditional)
-	if !ok {
-		return errNotConditional
-	}
-	return c.RemoveIf(ctx, issuer, *version)
-}
-
-// storedVersion is the stored record's version, -1 when there is none (a
-// file written by hand may have version 0).
-func storedVersion(ctx context.Context, reg registry.Registry, issuer string) (int64, error) {
-	rec, err := reg.Get(ctx, issuer)
-	if errors.Is(err, registry.ErrNotFound) {
-		return -1, nil
-	}
-	return rec.Version, err
-}
-
-func noSuchSchool(issuer string, p *platform) error {
-	return caddy.APIError{HTTPStatus: http.StatusNotFound,
-		Err: fmt.Errorf("no school with issuer %s in the registry %s", issuer, p.cfg.describe())}
-}
-
-// platformsNamed are the running platforms, or the one selector names.
-func platformsNamed(selector string) ([]*platform, error) {
-	all := runningPlatforms()
-	if len(all) == 0 {
-		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: errors.New("no school_platform is configured")}
-	}
-	if selector == "" {
-		return all, nil
-	}
-	var named []*platform
-	for _, p := range all {
-		if p.cfg.describe() == selector {
-			named = append(named, p)
-		}
-	}
-	if len(named) == 0 {
-		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound,
-			Err: fmt.Errorf("platform: no platform is %q; the platforms are: %s", selector, describePlatforms(all))}
-	}
-	return named, nil
-}
-
-// onePlatform is the platform a request about one school is for: the
-// only one, or the one its selector names. With several platforms the
-// request must say which: a school's issuer may be free in each.
-func onePlatform(selector string) (*platform, error) {
-	ps, err := platformsNamed(selector)
-	if err != nil {
-		return nil, err
-	}
-	if len(ps) > 1 {
-		what := "this config runs several platforms"
-		if selector != "" {
-			what = fmt.Sprintf("%q names several platforms (registries postgres are told apart by nothing else)", selector)
-		}
-		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest,
-			Err: fmt.Errorf(`platform: %s: name one with "platform": %s`, what, describePlatforms(ps))}
-	}
-	return ps[0], nil
-}
-
-func describePlatforms(ps []*platform) string {
-	names := make([]string, len(ps))
-	for i, p := range ps {
-		names[i] = fmt.Sprintf("%q", p.cfg.describe())
-	}
-	return strings.Join(names, ", ")
-}
-
-// writable is the platform's registry once it was read.
-func (p *platform) writable() (registry.Registry, error) {
+// Registry is the platform's registry once it was read.
+func (p *platform) Registry() (registry.Registry, error) {
 	p.watch.Lock()
 	defer p.watch.Unlock()
 	reg := p.watch.Registry()
@@ -322,36 +42,54 @@ func (p *platform) writable() (registry.Registry, error) {
 	return reg, nil
 }
 
-// validator is the platform's registry's Validator.
-func (p *platform) validator() registry.Validator {
+// Validate checks a record with the platform's registry's Validator.
+func (p *platform) Validate(rec *registry.Record) error {
 	if p.cfg.Postgres != nil {
-		return validatePostgresRecord
+		return validatePostgresRecord(rec)
 	}
-	return validateDirRecord
+	return validateDirRecord(rec)
 }
 
-// writeRegistryDown answers 503 for a platform whose registry was not
-// read (yet): Retry-After is its next try.
-func writeRegistryDown(w http.ResponseWriter, p *platform) error {
-	after := 1
+// RetryAfter is when a registry not read (yet) is tried again.
+func (p *platform) RetryAfter() int {
 	if f := p.watch.Failure(); f != nil {
-		after = f.RetryAfter()
+		return f.RetryAfter()
 	}
-	return school.WriteTemporarilyUnavailable(w, after,
-		"the registry "+p.cfg.describe()+" cannot be read now; try again shortly")
+	return 1
 }
 
-// registryFailed answers 503 for a registry that did not answer; its
-// message, which may name hosts and paths, is logged.
-func registryFailed(w http.ResponseWriter, p *platform, what string, err error) error {
-	p.ctx.Slogger().Error("the registry failed: "+what, "registry", p.cfg.describe(), "error", err)
-	return school.WriteTemporarilyUnavailable(w, 5,
-		what+" failed: the registry "+p.cfg.describe()+" did not answer; try again shortly")
+// Logger is the platform's config's logger.
+func (p *platform) Logger() *slog.Logger { return p.ctx.Slogger() }
+
+// Served are the schools of the platform's table, none before the
+// registry was read.
+func (p *platform) Served() (iter.Seq2[string, adminapi.ServedSchool], bool) {
+	t := p.tables.state.Load()
+	if t == nil {
+		return nil, false
+	}
+	return func(yield func(string, adminapi.ServedSchool) bool) {
+		for issuer, e := range t.Schools() {
+			if !yield(issuer, e) {
+				return
+			}
+		}
+	}, true
 }
 
-// view is the school as the platform serves it now.
-func (e *platformSchool) view() schoolView {
-	v := schoolView{Issuer: e.rec.Issuer, Hosts: e.rec.Hosts, Disabled: e.rec.Disabled, Version: e.rec.Version,
+// School is the school of the table with the issuer, nil if none.
+func (p *platform) School(issuer string) adminapi.ServedSchool {
+	if t := p.tables.state.Load(); t != nil {
+		if e := t.School(issuer); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// View is the school as the platform serves it now.
+func (e *platformSchool) View() adminapi.SchoolView {
+	v := adminapi.SchoolView{Issuer: e.rec.Issuer, Hosts: e.rec.Hosts, Disabled: e.rec.Disabled, Version: e.rec.Version,
 		UpdatedAt: e.rec.UpdatedAt, Platform: e.p.cfg.describe(), State: e.state()}
 	if v.Hosts == nil {
 		v.Hosts = []string{}
@@ -359,23 +97,6 @@ func (e *platformSchool) view() schoolView {
 	if f := e.Failed(); f != nil && v.State == "failed" {
 		next := f.nextTry()
 		v.Reason, v.NextTry = f.failure.Load().Error(), &next
-	}
-	return v
-}
-
-// viewOf is a record read from the registry with its state here, which
-// is pending while the platform has not applied this version of it.
-func (p *platform) viewOf(rec registry.Record) schoolView {
-	v := schoolView{Issuer: rec.Issuer, Hosts: rec.Hosts, Disabled: rec.Disabled, Version: rec.Version,
-		UpdatedAt: rec.UpdatedAt, Platform: p.cfg.describe(), State: "pending"}
-	if t := p.tables.state.Load(); t != nil {
-		if e := t.School(rec.Issuer); e != nil && e.rec.Version == rec.Version {
-			v = e.view()
-		}
-	}
-	v.Config = rec.Config
-	if v.Hosts == nil {
-		v.Hosts = []string{}
 	}
 	return v
 }

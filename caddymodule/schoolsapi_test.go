@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -31,9 +32,9 @@ func schoolsCall(t *testing.T, h func(http.ResponseWriter, *http.Request) error,
 	return adminAnswer{code: rec.Code, body: rec.Body.String(), header: rec.Header()}
 }
 
-func decodeView(t *testing.T, a adminAnswer) schoolView {
+func decodeView(t *testing.T, a adminAnswer) adminapi.SchoolView {
 	t.Helper()
-	var v schoolView
+	var v adminapi.SchoolView
 	if err := json.Unmarshal([]byte(a.body), &v); err != nil {
 		t.Fatalf("%s: %v", a.body, err)
 	}
@@ -90,7 +91,7 @@ func TestSchoolsAPIWrite(t *testing.T) {
 		t.Errorf("shown: %d %s", a.code, a.body)
 	}
 	a = schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools", "")
-	var page schoolsPage
+	var page adminapi.SchoolsPage
 	err := json.Unmarshal([]byte(a.body), &page)
 	list := page.Schools
 	if err != nil || a.code != http.StatusOK || len(list) != 2 || page.Next != "" ||
@@ -231,7 +232,7 @@ func TestSchoolsAPISeveralPlatforms(t *testing.T) {
 	if a.code != http.StatusCreated || two.school("https://c.example") == nil || one.school("https://c.example") != nil {
 		t.Errorf("a write naming its platform: %d %s", a.code, a.body)
 	}
-	var page schoolsPage
+	var page adminapi.SchoolsPage
 	a = schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools", "")
 	if err := json.Unmarshal([]byte(a.body), &page); err != nil || len(page.Schools) != 3 {
 		t.Errorf("the listing of both: %s", a.body)
@@ -276,26 +277,4 @@ func (w writesDown) RemoveIf(ctx context.Context, issuer string, version int64) 
 		return errRegistryDown
 	}
 	return w.Memory.RemoveIf(ctx, issuer, version)
-}
-
-// plainRegistry hides a registry's Conditional methods: a registry that
-// cannot make a write conditional in the write itself.
-type plainRegistry struct{ registry.Registry }
-
-// if_version is refused, not checked apart from the write, for a
-// registry that cannot make the write conditional: a check on this
-// instance would not hold between a platform's instances.
-func TestConditionalWriteNeedsTheRegistry(t *testing.T) {
-	reg := plainRegistry{registry.NewMemory(nil)}
-	rec := registry.Record{Issuer: "https://a.example", Config: json.RawMessage(`{"upstream":"http://127.0.0.1:9"}`)}
-	zero := int64(0)
-	if _, err := putRecord(t.Context(), reg, rec, &zero); !errors.Is(err, errNotConditional) {
-		t.Errorf("a conditional put: %v, want errNotConditional", err)
-	}
-	if err := removeRecord(t.Context(), reg, rec.Issuer, &zero); !errors.Is(err, errNotConditional) {
-		t.Errorf("a conditional remove: %v, want errNotConditional", err)
-	}
-	if _, err := putRecord(t.Context(), reg, rec, nil); err != nil {
-		t.Errorf("an unconditional put: %v", err)
-	}
 }

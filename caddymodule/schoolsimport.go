@@ -1,377 +1,278 @@
 package caddymodule
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/spf13/cobra"
 
-	"github.com/schoolgate/schoolgate/boltstore"
-	"github.com/schoolgate/schoolgate/pgstore"
+	"github.com/schoolgate/schoolgate/operator"
 	"github.com/schoolgate/schoolgate/registry"
+	"github.com/schoolgate/schoolgate/school"
 )
 
-// Moving in: `caddy schoolgate schools import <Caddyfile>` turns the
-// school_gateway site blocks of a Caddyfile into records of a registry,
-// each keeping its data where it is, so that switching to school_platform
-// loses no key, client or token. It writes the registry directly, for it
-// runs before the platform serves, with the platform's Validator.
+// `caddy schoolgate schools import` (package operator's Importer) with
+// what needs Caddy: reading a Caddyfile's site blocks through the
+// caddyfile adapter's JSON, each site block's school_gateway handler and
+// addresses, the record each becomes, and the platform's Validators.
 
-// importOptions are the import command's flags.
-type importOptions struct {
-	caddyfile string
-	// kind is dir or postgres; target its path or DSN.
-	kind, target, keySecret string
-	dryRun, partial, move   bool
+// importer is the import as this adapter reads Caddyfiles and checks
+// records.
+var importer = operator.Importer{
+	ReadSiteBlocks:   readSiteBlocks,
+	ValidateDir:      validateDirRecord,
+	ValidatePostgres: validatePostgresRecord,
 }
 
-// importedSchool is one school_gateway site block as a record, or why it
+func importCommand() *cobra.Command { return importer.Command() }
+
+// adaptedServer and adaptedRoute are what the import reads of the
+// caddyfile adapter's JSON.
+type adaptedServer struct {
+	Listen []string       `json:"listen"`
+	Routes []adaptedRoute `json:"routes"`
+}
+
+type adaptedRoute struct {
+	Match  []map[string]json.RawMessage `json:"match"`
+	Handle []json.RawMessage            `json:"handle"`
+}
+
+// blockFound is what a site block's route holds.
+type blockFound struct {
+	gateways, upstreams []json.RawMessage
+	others              []string // other handlers, by name
+	matched             bool     // a matcher other than the site's hosts
+}
+
+// readSiteBlocks adapts the Caddyfile and finds its school_gateway site
+// blocks, one per site route.
+func readSiteBlocks(path string) ([]*operator.ImportedSchool, error) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	raw, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(body, map[string]any{"filename": path})
+	if err != nil {
+		return nil, fmt.Errorf("adapting %s: %v", path, err)
+	}
+	var cfg struct {
+		Apps struct {
+			HTTP struct {
+				Servers map[string]adaptedServer `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("reading the adapted %s: %v", path, err)
+	}
+	var out []*operator.ImportedSchool
+	seen := map[string]*operator.ImportedSchool{}
+	for _, name := range slices.Sorted(mapKeys(cfg.Apps.HTTP.Servers)) {
+		srv := cfg.Apps.HTTP.Servers[name]
+		for _, route := range srv.Routes {
+			var hosts []string
+			var found blockFound
+			for _, m := range route.Match {
+				for k, v := range m {
+					if k != "host" {
+						found.matched = true
+						continue
+					}
+					var hs []string
+					_ = json.Unmarshal(v, &hs)
+					hosts = append(hosts, hs...)
+				}
+			}
+			found.walk(route.Handle)
+			if len(found.gateways) == 0 {
+				continue
+			}
+			s := newImported(found, hosts, listenPort(srv.Listen))
+			if prev := seen[s.Name]; prev != nil && s.Err == nil && prev.Err == nil {
+				prev.Err = fmt.Errorf("two site blocks configure %s; a record is one", s.Name)
+				continue
+			}
+			seen[s.Name] = s
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// walk gathers the handlers of a route's tree.
+func (f *blockFound) walk(handle []json.RawMessage) {
+	for _, raw := range handle {
+		var h struct {
+			Handler string         `json:"handler"`
+			Routes  []adaptedRoute `json:"routes"`
+		}
+		if json.Unmarshal(raw, &h) != nil {
+			continue
+		}
+		switch h.Handler {
+		case "school_gateway":
+			f.gateways = append(f.gateways, raw)
+		case "schoolgate_upstream":
+			f.upstreams = append(f.upstreams, raw)
+		case "subroute":
+			for _, r := range h.Routes {
+				if len(r.Match) > 0 {
+					f.matched = true
+				}
+				f.walk(r.Handle)
+			}
+		default:
+			f.others = append(f.others, h.Handler)
+		}
+	}
+}
+
+// listenPort is the port a server listens on, "" when it is not one.
+func listenPort(listen []string) string {
+	if len(listen) != 1 {
+		return ""
+	}
+	addr, err := caddy.ParseNetworkAddress(listen[0])
+	if err != nil || addr.StartPort != addr.EndPort {
+		return ""
+	}
+	return fmt.Sprint(addr.StartPort)
+}
+
+// newImported reads a site block's gateway as a record, or says why it
 // cannot be one.
-type importedSchool struct {
-	name string // the issuer, or the block's hosts when there is none
-	rec  registry.Record
-	// data is the bbolt school's data directory, "" for a database's.
-	data string
-	// moveTo is where --move puts the bbolt file's directory.
-	moveTo string
-	// pgStore is a PostgreSQL school's store option.
-	pgStore *StoreConfig
-	err     error
-	// unchanged: the registry has this record already.
-	unchanged bool
+func newImported(f blockFound, hosts []string, port string) *operator.ImportedSchool {
+	s := &operator.ImportedSchool{Name: strings.Join(hosts, ", ")}
+	g := new(Gateway)
+	var opts map[string]json.RawMessage
+	if err := json.Unmarshal(f.gateways[0], &opts); err != nil {
+		s.Err = err
+		return s
+	}
+	delete(opts, "handler")
+	raw, _ := json.Marshal(opts)
+	if err := caddy.StrictUnmarshalJSON(raw, g); err != nil {
+		s.Err = fmt.Errorf("its school_gateway does not read: %v", err)
+		return s
+	}
+	s.Name = g.Issuer
+	s.Rec = registry.Record{Issuer: g.Issuer}
+	switch {
+	case len(f.gateways) > 1:
+		s.Err = errors.New("its site block has several school_gateway handlers; a record is one school on its whole site")
+	case len(f.others) > 0:
+		s.Err = fmt.Errorf("its site block has other handlers (%s), which a platform school does not have "+
+			"(handlers every school needs go before school_platform in its site block)", strings.Join(slices.Compact(slices.Sorted(slices.Values(f.others))), ", "))
+	case f.matched:
+		s.Err = errors.New("its school_gateway serves part of the site (a matcher or handle block); a record's school answers every path of its hosts")
+	case len(f.upstreams) != 1 || !defaultProxy(f.upstreams[0], g):
+		s.Err = errors.New("its upstream block (reverse_proxy options) has no equivalent in a record, whose proxy to the legacy server has the default transport")
+	}
+	if s.Err != nil {
+		return s
+	}
+	s.Err = aliases(s, hosts, port)
+	if s.Err != nil {
+		return s
+	}
+	s.Rec.Config = recordConfig(opts, g)
+	if g.Store == nil {
+		s.Data = filepath.Dir(g.dataPath())
+	} else if g.Store.Postgres == nil {
+		s.Err = errors.New("its store is not postgres; only bbolt and PostgreSQL schools can be records")
+	} else {
+		pg := &operator.ImportedPostgres{}
+		pg.DSN, pg.KeySecret, pg.Err = g.Store.Postgres.resolvedAs("store postgres")
+		s.Postgres = pg
+	}
+	return s
 }
 
-func importCommand() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "import <Caddyfile> --registry dir <path> | --registry postgres [<dsn>] [--key-secret <secret>]",
-		Short: "Turn the school_gateway site blocks of a Caddyfile into registry records (run before the platform serves)",
-		Long: `
-Reads the school_gateway site blocks of a Caddyfile (through Caddy's caddyfile
-adapter) and writes one registry record per school, keeping each school's data:
-a bbolt school's record names its data directory (data), or with --move its
-` + boltstore.FileName + ` is moved into the registry's directory for it (refused while a Caddy
-holds the file); a PostgreSQL school's record is the record only, its rows stay
-as they are. The registry is written directly: "--registry dir <path>", or
-"--registry postgres <dsn>" (else $` + envDatabaseURL + `) with --key-secret
-(else $` + envKeySecret + `), the one its schools' keys are sealed with.
-Each record is checked as the platform checks it. A block that cannot be a
-record is refused, naming the school, and nothing is written unless --partial.
-A second run changes nothing. Run it as the user Caddy runs as: a block without
-data keeps its school under that user's Caddy data directory.`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fl := cmd.Flags()
-			o := importOptions{caddyfile: args[0]}
-			o.kind, _ = fl.GetString("registry")
-			if len(args) == 2 {
-				o.target = args[1]
+// defaultProxy reports whether the gateway's proxy is the default one to
+// its upstream: a record's school gets that one.
+func defaultProxy(raw json.RawMessage, g *Gateway) bool {
+	var h struct {
+		Proxy json.RawMessage `json:"proxy"`
+	}
+	if json.Unmarshal(raw, &h) != nil {
+		return false
+	}
+	def, err := defaultUpstreamProxy(g.Upstream, g.LegacyTimeout())
+	if err != nil {
+		return false
+	}
+	want, _ := json.Marshal(def)
+	var a, b any
+	return json.Unmarshal(h.Proxy, &a) == nil && json.Unmarshal(want, &b) == nil && reflect.DeepEqual(a, b)
+}
+
+// aliases makes the block's other addresses the record's hosts, each
+// with the port its server listens on.
+func aliases(s *operator.ImportedSchool, hosts []string, port string) error {
+	scheme, issuerHost, _ := strings.Cut(s.Rec.Issuer, "://")
+	tls := scheme == "https"
+	own := registry.HostKey(issuerHost, tls)
+	for _, h := range hosts {
+		if strings.ContainsAny(h, "*{") {
+			return fmt.Errorf("its site address %s is not one host; a record's hosts are names", h)
+		}
+		hostport := h
+		if strings.Contains(h, ":") {
+			hostport = "[" + h + "]"
+		}
+		if port != "" {
+			hostport = net.JoinHostPort(strings.Trim(hostport, "[]"), port)
+		}
+		key := registry.HostKey(hostport, tls)
+		if key != own && !slices.Contains(s.Rec.Hosts, key) {
+			s.Rec.Hosts = append(s.Rec.Hosts, key)
+		}
+	}
+	return nil
+}
+
+// recordConfig is a record's configuration: the block's options without
+// the handler's name, the issuer (the record's), the store and the data
+// (placement), nor the options the directive fills in by default.
+func recordConfig(opts map[string]json.RawMessage, g *Gateway) json.RawMessage {
+	def := &Gateway{Options: school.Options{Upstream: g.Upstream, Issuer: g.Issuer}}
+	def.SetDefaults()
+	var defaults map[string]json.RawMessage
+	raw, _ := json.Marshal(def)
+	_ = json.Unmarshal(raw, &defaults)
+	cfg := map[string]json.RawMessage{}
+	for k, v := range opts {
+		switch k {
+		case "issuer", "store", "data":
+			continue
+		case "upstream":
+		default:
+			if d, ok := defaults[k]; ok && operator.SameJSON(d, v) {
+				continue
 			}
-			o.keySecret, _ = fl.GetString("key-secret")
-			o.dryRun, _ = fl.GetBool("dry-run")
-			o.partial, _ = fl.GetBool("partial")
-			o.move, _ = fl.GetBool("move")
-			if o.kind == "postgres" {
-				o.target, o.keySecret = orEnv(o.target, envDatabaseURL), orEnv(o.keySecret, envKeySecret)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), commandTimeout)
-			defer cancel()
-			return runImport(ctx, cmd.OutOrStdout(), o)
-		},
-	}
-	c.Flags().String("registry", "", "the registry's kind: dir (then its path) or postgres (then its DSN)")
-	c.Flags().String("key-secret", "", "a postgres registry's key secret (default $"+envKeySecret+")")
-	c.Flags().Bool("dry-run", false, "print the records, write nothing")
-	c.Flags().Bool("partial", false, "import the schools that can be, when some cannot")
-	c.Flags().Bool("move", false, "move each bbolt school's file into the registry directory instead of referencing it")
-	return c
-}
-
-// runImport imports the Caddyfile's schools into the registry.
-func runImport(ctx context.Context, out io.Writer, o importOptions) error {
-	if err := o.check(); err != nil {
-		return err
-	}
-	schools, err := readSiteBlocks(o.caddyfile)
-	if err != nil {
-		return err
-	}
-	if len(schools) == 0 {
-		return fmt.Errorf("%s has no school_gateway site block", o.caddyfile)
-	}
-	reg, closeReg, err := o.openRegistry(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeReg()
-	validate := validateDirRecord
-	if o.kind == "postgres" {
-		validate = validatePostgresRecord
-	}
-	for _, s := range schools {
-		if s.err == nil {
-			s.err = s.shape(o)
 		}
-		if s.err == nil {
-			s.err = s.compare(ctx, reg, validate)
-		}
+		cfg[k] = v
 	}
-	var refused []string
-	for _, s := range schools {
-		if s.err != nil {
-			refused = append(refused, s.name)
-			fmt.Fprintf(out, "refused %s: %v\n", s.name, s.err)
-		}
-	}
-	if len(refused) > 0 && !o.partial {
-		return fmt.Errorf("nothing imported: %d school(s) cannot be a record (%s); correct them, or import the others with --partial",
-			len(refused), strings.Join(refused, ", "))
-	}
-	if o.dryRun {
-		return printImport(out, schools)
-	}
-	written := 0
-	for _, s := range schools {
-		if s.err != nil {
-			continue
-		}
-		if s.unchanged {
-			fmt.Fprintf(out, "unchanged %s\n", s.name)
-			continue
-		}
-		if err := s.write(ctx, reg); err != nil {
-			return fmt.Errorf("%s: %v (the schools before it are written; run the import again once corrected)", s.name, err)
-		}
-		written++
-		fmt.Fprintf(out, "imported %s: %s\n", s.name, s.where())
-	}
-	fmt.Fprintf(out, "%d imported, %d unchanged, %d refused\n", written, len(schools)-written-len(refused), len(refused))
-	return nil
-}
-
-func (o *importOptions) check() error {
-	switch o.kind {
-	case "dir":
-		if o.target == "" {
-			return errors.New("--registry dir <path>: the registry's directory is missing")
-		}
-	case "postgres":
-		if o.target == "" {
-			return fmt.Errorf("--registry postgres <dsn>: no database: give the DSN or set %s", envDatabaseURL)
-		}
-		if o.keySecret == "" {
-			return fmt.Errorf("--key-secret (or %s) is required: the registry's schools' keys are sealed with it", envKeySecret)
-		}
-		if o.move {
-			return errors.New("--move is for a registry dir: a postgres registry's schools are in its database")
-		}
-	case "":
-		return errors.New("--registry is required: --registry dir <path> or --registry postgres <dsn>")
-	default:
-		return fmt.Errorf("--registry: unknown kind %q; the kinds are: dir, postgres", o.kind)
-	}
-	return nil
-}
-
-// openRegistry opens the registry the import writes. A dry run of a dir
-// that does not exist yet reads an empty registry and creates nothing.
-func (o *importOptions) openRegistry(ctx context.Context) (registry.Registry, func(), error) {
-	quiet := slog.New(slog.DiscardHandler)
-	if o.kind == "dir" {
-		abs, err := filepath.Abs(o.target)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.target = abs
-		if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) && o.dryRun {
-			return registry.NewMemory(validateDirRecord), func() {}, nil
-		}
-		if err := os.MkdirAll(abs, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("registry dir: %v", err)
-		}
-		d, err := registry.OpenDir(abs, validateDirRecord, quiet)
-		if err != nil {
-			return nil, nil, err
-		}
-		return d, func() { d.Close() }, nil
-	}
-	pool, err := pgstore.Connect(ctx, o.target)
-	if err != nil {
-		return nil, nil, fmt.Errorf("registry postgres: %v", err)
-	}
-	reg, err := pgstore.OpenRegistry(ctx, pool, validatePostgresRecord)
-	if err != nil {
-		pool.Close()
-		return nil, nil, fmt.Errorf("registry postgres: %v", err)
-	}
-	return reg, func() { reg.Close(); pool.Close() }, nil
-}
-
-// shape places the school's data as the registry keeps it: a bbolt
-// school's directory in a registry dir, referenced or moved; a
-// PostgreSQL school's rows in the registry's database, sealed with its
-// key secret.
-func (s *importedSchool) shape(o importOptions) error {
-	if s.pgStore != nil {
-		if o.kind == "dir" {
-			return errors.New("it keeps its state in PostgreSQL, and a registry dir's schools are bbolt files: import it into --registry postgres")
-		}
-		dsn, secret, err := s.pgStore.Postgres.resolvedAs("store postgres")
-		if err != nil {
-			return err
-		}
-		if secret != o.keySecret {
-			return errors.New("its key_secret is not the registry's, which would not open its signing keys")
-		}
-		if dsn != o.target {
-			return errors.New("its store postgres names another DSN than the registry's (compared as written): its rows would not be found")
-		}
-		return nil
-	}
-	if o.kind == "postgres" {
-		return errors.New("it keeps its state in a bbolt file: copy it into the database first (caddy schoolgate migrate-store), " +
-			"set store postgres in its block, then import it")
-	}
-	_, srcErr := os.Stat(boltstore.Path(s.data))
-	if !o.move {
-		if srcErr != nil {
-			return fmt.Errorf("%s has no %s: run the import as the user Caddy runs as (a block without data keeps its school under that user's data directory), or set data in the block", s.data, boltstore.FileName)
-		}
-		var cfg map[string]json.RawMessage
-		_ = json.Unmarshal(s.rec.Config, &cfg)
-		cfg["data"], _ = json.Marshal(s.data)
-		s.rec.Config, _ = json.Marshal(cfg)
-		return nil
-	}
-	s.moveTo = filepath.Join(o.target, hostFileName(s.rec.Issuer))
-	_, dstErr := os.Stat(boltstore.Path(s.moveTo))
-	switch {
-	case srcErr == nil && dstErr == nil:
-		return fmt.Errorf("both %s and %s hold a %s: which is the school's is yours to say", s.data, s.moveTo, boltstore.FileName)
-	case srcErr != nil && dstErr != nil:
-		return fmt.Errorf("%s has no %s: run the import as the user Caddy runs as, or set data in the block", s.data, boltstore.FileName)
-	}
-	return nil
-}
-
-// compare checks the record as the platform will, and finds whether the
-// registry has it already.
-func (s *importedSchool) compare(ctx context.Context, reg registry.Registry, validate registry.Validator) error {
-	if err := s.rec.Check(); err != nil {
-		return err
-	}
-	if err := validate(&s.rec); err != nil {
-		return err
-	}
-	have, err := reg.Get(ctx, s.rec.Issuer)
-	switch {
-	case errors.Is(err, registry.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading the registry: %v", err)
-	}
-	if have.Disabled == s.rec.Disabled && slices.Equal(have.Hosts, s.rec.Hosts) && sameJSON(have.Config, s.rec.Config) {
-		s.unchanged = true
-		return nil
-	}
-	return fmt.Errorf("the registry has it already with another record (version %d): remove it there first, or leave it with --partial", have.Version)
-}
-
-// write moves the school's file, if asked, and writes its record; the
-// file goes back when the record cannot be written.
-func (s *importedSchool) write(ctx context.Context, reg registry.Registry) error {
-	undo := func() error { return nil }
-	if s.moveTo != "" {
-		var err error
-		if undo, err = moveSchoolFile(s.data, s.moveTo); err != nil {
-			return err
-		}
-	}
-	// Written only if it is still new: a record written since it was
-	// compared is another's, not to be overwritten.
-	if _, err := putRecord(ctx, reg, s.rec, new(int64)); err != nil {
-		if uerr := undo(); uerr != nil {
-			return fmt.Errorf("%v; moving its file back failed too: %v", err, uerr)
-		}
-		return err
-	}
-	return nil
-}
-
-// moveSchoolFile moves a school's bbolt file from the directory from into
-// to, unless a running Caddy holds it, and returns how to move it back.
-// A file moved already (a second run) is left.
-func moveSchoolFile(from, to string) (undo func() error, err error) {
-	src, dst := boltstore.Path(from), boltstore.Path(to)
-	// A school that runs and has not committed yet is making its file:
-	// moving nothing now would leave it to make its file here later.
-	held, err := boltstore.Held(src)
-	switch {
-	case err != nil:
-		return nil, err
-	case held:
-		return nil, fmt.Errorf("%s is held by a running Caddy: stop it first", src)
-	}
-	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
-		return func() error { return nil }, nil
-	}
-	if err := os.MkdirAll(to, 0o700); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(dst); err == nil {
-		return nil, fmt.Errorf("%s exists already", dst)
-	}
-	if err := os.Rename(src, dst); err != nil {
-		if errors.Is(err, syscall.EXDEV) {
-			return nil, fmt.Errorf("%s is on another file system than the registry: import without --move (the record then names it)", from)
-		}
-		return nil, err
-	}
-	return func() error { return os.Rename(dst, src) }, nil
-}
-
-// where says where the school's data stays.
-func (s *importedSchool) where() string {
-	switch {
-	case s.moveTo != "":
-		return "its " + boltstore.FileName + " moved to " + s.moveTo
-	case s.data != "":
-		return "data " + s.data
-	}
-	return "its rows in the registry's database"
-}
-
-// printImport prints the records a dry run would write.
-func printImport(out io.Writer, schools []*importedSchool) error {
-	type dryRecord struct {
-		Issuer    string          `json:"issuer"`
-		Hosts     []string        `json:"hosts,omitempty"`
-		Config    json.RawMessage `json:"config"`
-		Unchanged bool            `json:"unchanged,omitempty"`
-		MoveFrom  string          `json:"move_from,omitempty"`
-		MoveTo    string          `json:"move_to,omitempty"`
-	}
-	recs := []dryRecord{}
-	for _, s := range schools {
-		if s.err != nil {
-			continue
-		}
-		r := dryRecord{Issuer: s.rec.Issuer, Hosts: s.rec.Hosts, Config: s.rec.Config, Unchanged: s.unchanged}
-		if s.moveTo != "" && !s.unchanged {
-			r.MoveFrom, r.MoveTo = s.data, s.moveTo
-		}
-		recs = append(recs, r)
-	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(recs)
+	out, _ := json.Marshal(cfg)
+	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/boltstore"
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
+	"github.com/schoolgate/schoolgate/operator"
 	"github.com/schoolgate/schoolgate/pgstore"
 	"github.com/schoolgate/schoolgate/registry"
 )
@@ -108,7 +109,7 @@ func TestImportCaddyfile(t *testing.T) {
 	reg := filepath.Join(t.TempDir(), "registry")
 	var out bytes.Buffer
 
-	err := runImport(ctx, &out, importOptions{caddyfile: f.caddyfile, kind: "dir", target: reg})
+	err := importer.Run(ctx, &out, operator.ImportOptions{Caddyfile: f.caddyfile, Kind: "dir", Target: reg})
 	if err == nil || !strings.Contains(err.Error(), "http://127.0.0.1:18084") || !strings.Contains(err.Error(), "http://127.0.0.1:18085") ||
 		!strings.Contains(out.String(), "upstream block") || !strings.Contains(out.String(), "static_response") {
 		t.Fatalf("an import with blocks that cannot be records: %v\n%s", err, out.String())
@@ -119,7 +120,7 @@ func TestImportCaddyfile(t *testing.T) {
 
 	out.Reset()
 	dry := filepath.Join(t.TempDir(), "never")
-	if err := runImport(ctx, &out, importOptions{caddyfile: f.caddyfile, kind: "dir", target: dry, partial: true, dryRun: true}); err != nil {
+	if err := importer.Run(ctx, &out, operator.ImportOptions{Caddyfile: f.caddyfile, Kind: "dir", Target: dry, Partial: true, DryRun: true}); err != nil {
 		t.Fatalf("dry run: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), `"issuer": "http://127.0.0.1:18081"`) || !strings.Contains(out.String(), "localhost:18081") {
@@ -130,7 +131,7 @@ func TestImportCaddyfile(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := runImport(ctx, &out, importOptions{caddyfile: f.caddyfile, kind: "dir", target: reg, partial: true}); err != nil {
+	if err := importer.Run(ctx, &out, operator.ImportOptions{Caddyfile: f.caddyfile, Kind: "dir", Target: reg, Partial: true}); err != nil {
 		t.Fatalf("import: %v\n%s", err, out.String())
 	}
 	got := readRegistryDir(t, reg)
@@ -157,7 +158,7 @@ func TestImportCaddyfile(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := runImport(ctx, &out, importOptions{caddyfile: f.caddyfile, kind: "dir", target: reg, partial: true}); err != nil ||
+	if err := importer.Run(ctx, &out, operator.ImportOptions{Caddyfile: f.caddyfile, Kind: "dir", Target: reg, Partial: true}); err != nil ||
 		!strings.Contains(out.String(), "0 imported, 3 unchanged, 2 refused") {
 		t.Errorf("a second run: %v\n%s", err, out.String())
 	}
@@ -180,8 +181,8 @@ func TestImportMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	o := importOptions{caddyfile: f.caddyfile, kind: "dir", target: reg, partial: true, move: true}
-	if err := runImport(ctx, &out, o); err == nil || !strings.Contains(err.Error(), "stop it first") {
+	o := operator.ImportOptions{Caddyfile: f.caddyfile, Kind: "dir", Target: reg, Partial: true, Move: true}
+	if err := importer.Run(ctx, &out, o); err == nil || !strings.Contains(err.Error(), "stop it first") {
 		t.Fatalf("a move of a held file: %v\n%s", err, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(f.dataA, "school.db")); err != nil {
@@ -193,7 +194,7 @@ func TestImportMove(t *testing.T) {
 	held.Close()
 
 	out.Reset()
-	if err := runImport(ctx, &out, o); err != nil {
+	if err := importer.Run(ctx, &out, o); err != nil {
 		t.Fatalf("import --move: %v\n%s", err, out.String())
 	}
 	got := readRegistryDir(t, reg)
@@ -209,43 +210,8 @@ func TestImportMove(t *testing.T) {
 		t.Error("the file is still at its old place")
 	}
 	out.Reset()
-	if err := runImport(ctx, &out, o); err != nil || !strings.Contains(out.String(), "0 imported, 3 unchanged") {
+	if err := importer.Run(ctx, &out, o); err != nil || !strings.Contains(out.String(), "0 imported, 3 unchanged") {
 		t.Errorf("a second run of the move: %v\n%s", err, out.String())
-	}
-}
-
-// A block whose state is elsewhere than the registry keeps its schools is
-// refused, naming what to do.
-func TestImportPlacement(t *testing.T) {
-	bolt := &importedSchool{name: "https://a.example", data: t.TempDir(),
-		rec: registry.Record{Issuer: "https://a.example", Config: json.RawMessage(`{"upstream":"http://127.0.0.1:9"}`)}}
-	if err := bolt.shape(importOptions{kind: "postgres", target: "postgres://x", keySecret: "k"}); err == nil ||
-		!strings.Contains(err.Error(), "migrate-store") {
-		t.Errorf("a bbolt school into a postgres registry: %v", err)
-	}
-	if err := bolt.shape(importOptions{kind: "dir", target: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no school.db") {
-		t.Errorf("a bbolt school whose file is not there: %v", err)
-	}
-	pg := &importedSchool{name: "https://a.example", pgStore: &StoreConfig{Postgres: &PostgresStore{DSN: "postgres://db/x", KeySecret: "k"}},
-		rec: registry.Record{Issuer: "https://a.example", Config: json.RawMessage(`{"upstream":"http://127.0.0.1:9"}`)}}
-	for _, tt := range []struct {
-		o    importOptions
-		want string
-	}{
-		{importOptions{kind: "dir", target: t.TempDir()}, "registry postgres"},
-		{importOptions{kind: "postgres", target: "postgres://db/x", keySecret: "other"}, "key_secret"},
-		{importOptions{kind: "postgres", target: "postgres://db/y", keySecret: "k"}, "DSN"},
-		{importOptions{kind: "postgres", target: "postgres://db/x", keySecret: "k"}, ""},
-	} {
-		err := pg.shape(tt.o)
-		if (tt.want == "" && err != nil) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want))) {
-			t.Errorf("a postgres school into %s %s: %v, want %q", tt.o.kind, tt.o.target, err, tt.want)
-		}
-	}
-	for _, o := range []importOptions{{kind: "dir"}, {kind: "postgres", target: "x"}, {kind: "postgres", target: "x", keySecret: "k", move: true}, {kind: "s3"}, {}} {
-		if err := o.check(); err == nil {
-			t.Errorf("options %+v accepted", o)
-		}
 	}
 }
 
@@ -273,13 +239,13 @@ http://127.0.0.1:18091 {
 	}
 	ctx := context.Background()
 	var out bytes.Buffer
-	if err := runImport(ctx, &out, importOptions{caddyfile: path, kind: "postgres", target: dsn, keySecret: "other"}); err == nil ||
+	if err := importer.Run(ctx, &out, operator.ImportOptions{Caddyfile: path, Kind: "postgres", Target: dsn, KeySecret: "other"}); err == nil ||
 		!strings.Contains(out.String(), "key_secret") {
 		t.Errorf("an import with another key secret: %v\n%s", err, out.String())
 	}
 	for run, want := range []string{"1 imported", "0 imported, 1 unchanged"} {
 		out.Reset()
-		if err := runImport(ctx, &out, importOptions{caddyfile: path, kind: "postgres", target: dsn, keySecret: "k"}); err != nil ||
+		if err := importer.Run(ctx, &out, operator.ImportOptions{Caddyfile: path, Kind: "postgres", Target: dsn, KeySecret: "k"}); err != nil ||
 			!strings.Contains(out.String(), want) {
 			t.Fatalf("run %d: %v\n%s", run+1, err, out.String())
 		}
@@ -320,8 +286,8 @@ func TestImportRefusals(t *testing.T) {
 		}
 		var errs []string
 		for _, s := range schools {
-			if s.err != nil {
-				errs = append(errs, s.name+": "+s.err.Error())
+			if s.Err != nil {
+				errs = append(errs, s.Name+": "+s.Err.Error())
 			}
 		}
 		if len(errs) == 0 || !strings.Contains(strings.Join(errs, "; "), tt.want) {

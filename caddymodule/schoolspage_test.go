@@ -1,12 +1,15 @@
 package caddymodule
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/schoolgate/schoolgate/adminapi"
 )
 
 // The listing comes a page at a time in the issuers' order: limit asks
@@ -19,10 +22,10 @@ func TestSchoolsListPaged(t *testing.T) {
 		tp.put(t, fmt.Sprintf("https://s%02d.example", i), nil, "")
 	}
 	runningAs(t, tp.app)
-	list := func(query string) (schoolsPage, adminAnswer) {
+	list := func(query string) (adminapi.SchoolsPage, adminAnswer) {
 		t.Helper()
 		a := schoolsCall(t, handleSchools, http.MethodGet, "/schoolgate/schools"+query, "")
-		var page schoolsPage
+		var page adminapi.SchoolsPage
 		if a.code != http.StatusOK || json.Unmarshal([]byte(a.body), &page) != nil {
 			t.Fatalf("%s: %d %s", query, a.code, a.body)
 		}
@@ -88,7 +91,7 @@ func TestSchoolsListRefusals(t *testing.T) {
 		{"?limit=", "limit must be"},
 		{"?limit=1&limit=2", "limit is given 2 times"},
 		{"?after=%21%21", "after is not a cursor this listing gave"},
-		{"?after=" + url.QueryEscape(schoolKey{"https://a.example", ""}.cursor()), "after is not a cursor"},
+		{"?after=" + url.QueryEscape(base64.RawURLEncoding.EncodeToString([]byte("https://a.example\n"))), "after is not a cursor"},
 		{"?after=aGVsbG8", "after is not a cursor"},
 		{"?page=2", `unknown parameter`},
 	} {

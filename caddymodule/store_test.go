@@ -13,6 +13,7 @@ import (
 	"github.com/schoolgate/schoolgate/internal/pgcluster"
 	"github.com/schoolgate/schoolgate/school"
 	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 // The store option adapts to JSON with its placeholders kept: the
@@ -146,7 +147,7 @@ func TestTwoSitesShareOnePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := pools.References(dsn); !ok || n != 2 {
+	if n, ok := storepool.PostgresHolders(dsn); !ok || n != 2 {
 		t.Errorf("pool references = %d, %v; want 2", n, ok)
 	}
 	if err := a.PutSetting(ctx, "x", []byte("a")); err != nil {
@@ -157,7 +158,7 @@ func TestTwoSitesShareOnePool(t *testing.T) {
 	}
 	_ = a.release()
 	_ = b.release()
-	if _, ok := pools.References(dsn); ok {
+	if _, ok := storepool.PostgresHolders(dsn); ok {
 		t.Error("the pool outlived its sites")
 	}
 }
@@ -179,7 +180,7 @@ func TestWrongKeySecret(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "store postgres") {
 		t.Fatalf("wrong secret: %v", err)
 	}
-	if _, ok := pools.References(dsn); ok {
+	if _, ok := storepool.PostgresHolders(dsn); ok {
 		t.Error("a failed start kept the pool")
 	}
 }
@@ -200,27 +201,5 @@ func TestRefreshGraceZero(t *testing.T) {
 		if (err != nil) != tt.err || g.NoRefreshGrace != tt.noGrace || time.Duration(g.RefreshGrace) != tt.grace {
 			t.Errorf("refresh_grace %s: %v, no grace %v, grace %v", tt.arg, err, g.NoRefreshGrace, time.Duration(g.RefreshGrace))
 		}
-	}
-}
-
-// A database one school could not reach is tried briefly by the next
-// schools for a minute, and waited for in full again after that or once
-// a school reached it.
-func TestConnectWait(t *testing.T) {
-	const dsn = "host=/nowhere dbname=connect-wait-test"
-	t.Cleanup(func() { unreachable.Delete(dsn) })
-	if got := connectWait(dsn); got != connectTimeout {
-		t.Fatalf("a database never tried: %v, want %v", got, connectTimeout)
-	}
-	unreachable.Store(dsn, time.Now())
-	if got := connectWait(dsn); got != quickConnect {
-		t.Fatalf("just found unreachable: %v, want %v", got, quickConnect)
-	}
-	unreachable.Store(dsn, time.Now().Add(-2*time.Minute))
-	if got := connectWait(dsn); got != connectTimeout {
-		t.Fatalf("found unreachable long ago: %v, want %v", got, connectTimeout)
-	}
-	if got := connectWait("host=/elsewhere"); got != connectTimeout {
-		t.Fatalf("another database: %v", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/school"
 	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 // An operator's reads of a school's store (the usage, the connection
@@ -121,11 +122,11 @@ func (g *Gateway) readRows(ctx context.Context) (storedSource, func(), error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return noRows{}, func() {}, nil
 	}
-	s, err := acquireBolt(path)
+	s, err := storepool.Bolt(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, func() { _ = releaseBolt(path) }, nil
+	return s, func() { _ = storepool.ReleaseBolt(path) }, nil
 }
 
 // noRows is the store of a school that never had one.

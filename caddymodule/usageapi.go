@@ -12,6 +12,7 @@ import (
 
 	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/store"
+	"github.com/schoolgate/schoolgate/storepool"
 )
 
 func init() {
@@ -93,10 +94,10 @@ func (g *Gateway) storedUsage(ctx context.Context) (*store.Usage, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return &store.Usage{}, nil
 	}
-	s, err := acquireBolt(path)
+	s, err := storepool.Bolt(path)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = releaseBolt(path) }()
+	defer func() { _ = storepool.ReleaseBolt(path) }()
 	return s.LoadUsage(ctx)
 }

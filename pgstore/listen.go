@@ -43,10 +43,16 @@ type hub struct {
 	// deliver serializes the calls of watchers: Watcher promises one
 	// goroutine at a time, and the listener and the poll both deliver.
 	deliver sync.Mutex
+
+	// listening is closed once the hub first listened and told its
+	// watchers so (listen).
+	listening     chan struct{}
+	listeningOnce sync.Once
 }
 
 func newHub(db *pgxpool.Pool) *hub {
-	return &hub{db: db, watchers: map[int64]map[int]func(store.Change){}, versions: map[int64]int64{}}
+	return &hub{db: db, watchers: map[int64]map[int]func(store.Change){}, versions: map[int64]int64{},
+		listening: make(chan struct{})}
 }
 
 // Watch implements store.Watcher. A change made since the site was
@@ -157,6 +163,7 @@ func (h *hub) listen(ctx context.Context) bool {
 	defer conn.Close(context.Background())
 	h.broadcast(store.ChangeAll)
 	h.sendSchools(registry.Change{})
+	h.listeningOnce.Do(func() { close(h.listening) })
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

@@ -23,6 +23,8 @@ type fakePlatform struct {
 	removed []string
 	claims  []string
 	w       *Watch[*watchedSchool]
+	// lists counts the readings of the whole registry after the first.
+	lists int
 	// scheduled is the retry the watch scheduled, run by the test.
 	scheduled func(context.Context) time.Duration
 }
@@ -64,6 +66,7 @@ func (p *fakePlatform) Connect() error {
 type registryOf struct{ p *fakePlatform }
 
 func (r registryOf) List(ctx context.Context) ([]registry.Record, error) {
+	r.p.lists++
 	if r.p.down {
 		return nil, errors.New("registry down")
 	}
@@ -167,5 +170,38 @@ func TestWatch(t *testing.T) {
 	p.w.Changed(registry.Change{Issuer: "https://c.example"})
 	if reg != nil || p.table.School("https://c.example") != nil {
 		t.Fatal("a change applied after the end")
+	}
+}
+
+// The changes announced before the first reading began are in it, and
+// are not applied again (a change naming none would read the whole
+// registry a second time); those announced after are.
+func TestWatchStartSkipsChangesListed(t *testing.T) {
+	p := newFakePlatform(t)
+	p.put(t, "https://a.example", `{}`)
+	p.w.Changed(registry.Change{}) // a listener connected: read everything
+	p.w.Changed(registry.Change{Issuer: "https://a.example"})
+	p.w.Listing()
+	records, err := p.reg.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.put(t, "https://b.example", `{}`) // written after the reading began
+	p.w.Changed(registry.Change{Issuer: "https://b.example"})
+	tbl := NewTable[*watchedSchool](len(records))
+	for _, rec := range records {
+		tbl.Add(newWatched(rec))
+	}
+	p.w.Lock()
+	p.w.Start(registryOf{p}, tbl)
+	p.w.Unlock()
+	if p.lists != 0 {
+		t.Errorf("the registry was read whole %d times more after the start", p.lists)
+	}
+	if p.table.School("https://a.example") == nil || p.table.School("https://b.example") == nil {
+		t.Error("a school is missing after the start")
+	}
+	if len(p.retired) != 0 {
+		t.Errorf("schools replaced at the start: %v", p.retired)
 	}
 }

@@ -26,6 +26,21 @@ func TestDirConformance(t *testing.T) {
 	})
 }
 
+// TestDirSnapshotConformance: a Dir that keeps a snapshot is a Registry
+// as well, alone and shared.
+func TestDirSnapshotConformance(t *testing.T) {
+	registrytest.Run(t, func(t *testing.T, validate registry.Validator) registry.Registry {
+		d, _ := openSnapshotDir(t, t.TempDir(), validate)
+		return d
+	})
+	registrytest.RunShared(t, func(t *testing.T) (registry.Registry, registry.Registry) {
+		dir := t.TempDir()
+		a, _ := openSnapshotDir(t, dir, nil)
+		b, _ := openSnapshotDir(t, dir, nil)
+		return a, b
+	})
+}
+
 // TestDirShared: two Dirs on one directory, as two processes would hold
 // them.
 func TestDirShared(t *testing.T) {

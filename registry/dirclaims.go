@@ -21,7 +21,7 @@ import (
 // changed, the old record's and the new one's, for publish. The caller
 // holds d.scan.
 func (d *Dir) setFile(name string, f *dirFile) {
-	if old := d.files[name]; old != nil && old.err == nil {
+	if old := d.files[name]; old != nil && !old.skipped() {
 		for _, h := range old.rec.HostKeys() {
 			d.dirty[h] = true
 			if names := slices.DeleteFunc(d.claimants[h], func(n string) bool { return n == name }); len(names) > 0 {
@@ -32,12 +32,19 @@ func (d *Dir) setFile(name string, f *dirFile) {
 		}
 	}
 	delete(d.conflicts, name) // a file read again is warned of again
+	if d.snapshot && !d.unsaved {
+		d.unsaved = true
+		select {
+		case d.saved <- struct{}{}:
+		default:
+		}
+	}
 	if f == nil {
 		delete(d.files, name)
 		return
 	}
 	d.files[name] = f
-	if f.err != nil {
+	if f.skipped() {
 		return
 	}
 	for _, h := range f.rec.HostKeys() {
@@ -59,7 +66,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 	hosts = map[string]bool{}
 	in := map[string]bool{}
 	queue := append([]string(nil), seeds...)
-	if with != nil && with.err == nil {
+	if with != nil && !with.skipped() {
 		queue = append(queue, with.rec.HostKeys()...)
 	}
 	for len(queue) > 0 {
@@ -74,7 +81,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 				return
 			}
 			f := file(name)
-			if f == nil || f.err != nil {
+			if f == nil || f.skipped() {
 				return
 			}
 			in[name] = true
@@ -84,7 +91,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 		for _, name := range d.claimants[h] {
 			claim(name)
 		}
-		if with != nil && with.err == nil && slices.Contains(with.rec.HostKeys(), h) {
+		if with != nil && !with.skipped() && slices.Contains(with.rec.HostKeys(), h) {
 			claim(over)
 		}
 	}
@@ -94,7 +101,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 // decide is the outcome of a group's claims: the records served by
 // issuer, the owner of each host, and the losing files by name, each
 // with the claim it lost to.
-func (d *Dir) decide(names []string, over string, with *dirFile) (records map[string]Record, owners map[string]string, lost map[string]*HostTakenError) {
+func (d *Dir) decide(names []string, over string, with *dirFile) (records map[string]*Record, owners map[string]string, lost map[string]*HostTakenError) {
 	type claim struct {
 		name string
 		rec  *Record
@@ -113,7 +120,7 @@ func (d *Dir) decide(names []string, over string, with *dirFile) (records map[st
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	records = make(map[string]Record, len(claims))
+	records = make(map[string]*Record, len(claims))
 	owners = make(map[string]string, len(claims))
 	lost = map[string]*HostTakenError{}
 	for _, c := range claims {
@@ -125,7 +132,7 @@ func (d *Dir) decide(names []string, over string, with *dirFile) (records map[st
 		for _, h := range keys {
 			owners[h] = c.rec.Issuer
 		}
-		records[c.rec.Issuer] = *c.rec
+		records[c.rec.Issuer] = c.rec
 	}
 	return records, owners, lost
 }
@@ -134,7 +141,7 @@ func (d *Dir) decide(names []string, over string, with *dirFile) (records map[st
 // held f, or nil. The caller holds d.scan.
 func (d *Dir) claims(name string, f *dirFile) error {
 	var seeds []string
-	if old := d.files[name]; old != nil && old.err == nil {
+	if old := d.files[name]; old != nil && !old.skipped() {
 		seeds = old.rec.HostKeys()
 	}
 	names, _ := d.claimGroup(seeds, name, f)
@@ -174,7 +181,7 @@ func (d *Dir) publish() []string {
 	// The group's hosts were owned by the issuers served from it before;
 	// those are decided again.
 	d.mu.Lock()
-	before := map[string]Record{}
+	before := map[string]*Record{}
 	for h := range hosts {
 		if issuer, ok := d.owners[h]; ok {
 			if r, ok := d.records[issuer]; ok {
@@ -193,7 +200,7 @@ func (d *Dir) publish() []string {
 	d.mu.Unlock()
 	var changed []string
 	for issuer, r := range records {
-		if o, ok := before[issuer]; !ok || !sameStored(&o, &r) {
+		if o, ok := before[issuer]; !ok || !sameStored(o, r) {
 			changed = append(changed, issuer)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // recordFile reports whether a directory entry's name is a school's file.
@@ -86,7 +87,7 @@ func (d *Dir) readNames(names map[string]bool) []string {
 }
 
 func (st fileStat) same(o fileStat) bool {
-	return st.size == o.size && st.id == o.id && st.mtime.Equal(o.mtime)
+	return st.size == o.size && st.id == o.id && st.mtime == o.mtime
 }
 
 // fileRead is a file to read, then its outcome.
@@ -125,7 +126,7 @@ func (d *Dir) keep(r fileRead) bool {
 	if r.err != nil {
 		d.log.Warn("registry: a school's file is skipped", "file", filepath.Join(d.dir, r.name), "error", r.err)
 	}
-	d.setFile(r.name, &dirFile{stat: r.st, rec: r.rec, err: r.err})
+	d.setFile(r.name, &dirFile{stat: r.st, rec: r.rec})
 	return true
 }
 
@@ -140,7 +141,7 @@ func (d *Dir) load(name string, st fileStat) (Record, error) {
 		return Record{}, err
 	}
 	if r.UpdatedAt.IsZero() {
-		r.UpdatedAt = st.mtime.UTC()
+		r.UpdatedAt = time.Unix(0, st.mtime).UTC()
 	}
 	if err := r.Check(); err != nil {
 		return Record{}, err

@@ -71,6 +71,9 @@ func (s *dirSeen) changed(ours string) bool {
 			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			file := strings.TrimRight(string(name), "\x00")
+			if isSnapshot(file) {
+				continue // no school's file: the snapshot's write
+			}
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 || ours == "" || !isOurs(file, ours) {
 				other = true
 			}

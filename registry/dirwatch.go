@@ -32,6 +32,14 @@ func (d *Dir) run(w *fsnotify.Watcher) {
 	}
 	poll := time.NewTimer(d.pollEvery)
 	defer poll.Stop()
+	// Served from the snapshot, the first poll (a second after the
+	// opening, once the server has read what it serves) compares the
+	// files with it: those changed meanwhile win.
+	//
+	// The snapshot is written a while after a change, so that a burst
+	// of changes is written once, and no more often than the poll runs.
+	snapshotEvery := d.pollEvery
+	var snapshot <-chan time.Time
 	named := map[string]bool{}
 	var settled <-chan time.Time
 	for {
@@ -65,6 +73,13 @@ func (d *Dir) run(w *fsnotify.Watcher) {
 		case <-poll.C:
 			took := d.refresh(nil)
 			poll.Reset(max(d.pollEvery, pollShare*took))
+		case <-d.saved:
+			if snapshot == nil {
+				snapshot = time.After(snapshotEvery)
+			}
+		case <-snapshot:
+			snapshot = nil
+			snapshotEvery = max(d.pollEvery, pollShare*d.saveSnapshot())
 		}
 	}
 }

@@ -9,3 +9,10 @@ var (
 
 // Poll compares the directory with what was read, as the poll does.
 func (d *Dir) Poll() { d.refresh(nil) }
+
+// Executable names the running executable for snapshots; SnapshotName
+// is the snapshot's file.
+var (
+	Executable   = &executable
+	SnapshotName = snapshotName
+)

@@ -188,6 +188,10 @@ func (s *Site) schoolLanguage() string {
 	return i18n.Languages[0]
 }
 
+// CatalogFrom is the catalog feed's file or URL, "" when none is
+// configured.
+func (s *Site) CatalogFrom() string { return s.cfg.Catalog }
+
 // CatalogRefreshed is when the feed was last fetched and imported by the
 // schedule; nil before.
 func (s *Site) CatalogRefreshed() *time.Time { return s.refreshed.Load() }

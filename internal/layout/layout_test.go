@@ -24,7 +24,7 @@ const module = "github.com/schoolgate/schoolgate"
 // rows in turn.
 var rules = []rule{
 	{".", []string{"caddymodule"}, []string{caddy}, "the plugin's import path for xcaddy: it registers the modules"},
-	{"adminapi", []string{"authserver", "policy", "school", "store"}, nil,
+	{"adminapi", []string{"authserver", "catalog", "dataroot", "i18n", "policy", "registry", "school", "store"}, nil,
 		"the admin API's operations on one school without Caddy: the adapter registers the routes and finds the school"},
 	{"admission", []string{"internal/cputime"}, nil, "the instance's fair share is plain Go: school asks it and caddymodule owns it"},
 	{"authserver", []string{"i18n", "option", "policy", "sitepath", "store"}, []string{jwx},
@@ -51,7 +51,7 @@ var rules = []rule{
 	{"internal/source", nil, nil, "fetching a source by URL or path: plain Go"},
 	{"metrics", []string{"authserver", "policy", "store"}, nil,
 		"the schools' counters and their Prometheus collector: plain Go over a Registerer the adapter hands it"},
-	{"operator", []string{"boltstore", "pgstore", "policy"}, nil,
+	{"operator", []string{"adminapi", "boltstore", "dataroot", "pgstore", "policy", "registry"}, nil,
 		"the operator's command line (caddy schoolgate) without Caddy: the admin API's calls, their flags and plain-words refusals, and the store commands; the adapter registers it and hands it Caddy's way to the admin API"},
 	{"option", nil, nil, "the value types of a school's options (a duration, a rate), the same in JSON and a Caddyfile: a leaf"},
 	{"mcpserver", []string{"catalog", "policy"}, []string{mcpgo}, "the MCP server: no Caddy, no store backend"},
@@ -73,6 +73,8 @@ var rules = []rule{
 	{"sitepath", nil, nil, "the gateway's paths: a leaf"},
 	{"store", nil, nil, "the store's contract: a leaf"},
 	{"store/storetest", []string{"store"}, nil, "the store's conformance suite"},
+	{"storepool", []string{"boltstore", "pgstore", "store"}, nil,
+		"the running schools' stores shared between configs: a bbolt file opened once, a PostgreSQL pool per database; plain Go"},
 }
 
 // The outside packages the layout guards, each only in the packages

@@ -1,4 +1,4 @@
-package caddymodule
+package operator
 
 import (
 	"bytes"
@@ -13,15 +13,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/schoolgate/schoolgate/adminapi"
 )
 
-// schoolsCommand is `caddy schoolgate schools …`: a platform's schools
-// written and read through the running Caddy's admin API
-// (/schoolgate/schools, schoolsapi.go), and import, which writes a
-// registry directly (schoolsimport.go).
-func schoolsCommand() *cobra.Command {
+// SchoolsCommand is `caddy schoolgate schools …`: a platform's schools
+// written and read through the running server's admin API
+// (/schoolgate/schools, package adminapi's Schools), reached through
+// api. The adapter adds import, which writes a registry directly.
+func SchoolsCommand(api AdminAPI) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "schools",
 		Short: "Add, change, remove and list the schools of a school_platform's registry",
@@ -37,7 +38,7 @@ else the one of --caddy-config (and --adapter), else Caddy's default
 		Use:   "add <issuer> --upstream <url> [--host <alias>]... [--config <file.json>] [--option <name>=<value>]... [--disable]",
 		Short: "Add a school to the registry (refused if it has it: change it with set)",
 		Args:  cobra.ExactArgs(1),
-		RunE:  func(cmd *cobra.Command, args []string) error { return addSchool(cmd, args[0]) },
+		RunE:  func(cmd *cobra.Command, args []string) error { return addSchool(api, cmd, args[0]) },
 	}
 	recordFlags(add, "a JSON file of the school_gateway options")
 	add.Flags().Bool("disable", false, "add it disabled: its record only, answering 404")
@@ -59,7 +60,7 @@ merged into an object option, or removed where it is null; the others are
 kept. They apply in the order: --config, --option and --unset, --upstream.
 --host replaces the aliases, --no-hosts removes them.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return setSchool(cmd, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error { return setSchool(api, cmd, args[0]) },
 	}
 	recordFlags(set, "a JSON merge patch (RFC 7396) of the school_gateway options: those it names are set, null removes one")
 	set.Flags().StringArray("unset", nil, "remove one school_gateway option, by its name (a.b inside an object; repeat for more)")
@@ -72,7 +73,7 @@ kept. They apply in the order: --config, --option and --unset, --upstream.
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			platform, _ := cmd.Flags().GetString("platform")
-			raw, err := schoolsRequest(cmd, http.MethodPost, "/schoolgate/schools/remove",
+			raw, err := schoolsRequest(api, cmd, http.MethodPost, "/schoolgate/schools/remove",
 				map[string]any{"issuer": args[0], "platform": platform})
 			if err != nil {
 				return err
@@ -89,16 +90,16 @@ Lists the schools in the order of their issuers. Without --limit or --after
 every page is read and printed as one table; with either, one page is, and
 the command to read the next page follows it on stderr.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return listSchoolsCommand(cmd) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return listSchoolsCommand(api, cmd) },
 	}
-	list.Flags().Int("limit", 0, fmt.Sprintf("the schools of one page (1 to %d; default %d)", maxSchoolsPage, defaultSchoolsPage))
+	list.Flags().Int("limit", 0, fmt.Sprintf("the schools of one page (1 to %d; default %d)", adminapi.MaxSchoolsPage, adminapi.DefaultSchoolsPage))
 	list.Flags().String("after", "", `the page after this cursor (an answer's "next")`)
 	show := &cobra.Command{
 		Use:   "show <issuer>",
 		Short: "Show a school's record and state (JSON)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := showRequest(cmd, args[0])
+			raw, err := showRequest(api, cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -118,7 +119,6 @@ the command to read the next page follows it on stderr.`,
 		c.Flags().String("platform", "", `the platform, when the config has several: "dir <path>" or "postgres"`)
 		root.AddCommand(c)
 	}
-	root.AddCommand(importCommand())
 	return root
 }
 
@@ -142,12 +142,12 @@ type schoolRecord struct {
 
 // addSchool adds a school the registry does not have: its write asks
 // that there be none (if_version 0), so that it never replaces a record.
-func addSchool(cmd *cobra.Command, issuer string) error {
-	patches, err := configChanges(cmd)
+func addSchool(api AdminAPI, cmd *cobra.Command, issuer string) error {
+	patches, err := ConfigChanges(cmd)
 	if err != nil {
 		return err
 	}
-	cfg, _, err := patchConfig(nil, patches)
+	cfg, _, err := PatchConfig(nil, patches)
 	if err != nil {
 		return err
 	}
@@ -161,12 +161,12 @@ func addSchool(cmd *cobra.Command, issuer string) error {
 	disabled, _ := fl.GetBool("disable")
 	body := map[string]any{"issuer": issuer, "platform": platform, "hosts": hosts, "disabled": disabled,
 		"config": cfg, "if_version": 0}
-	raw, err := schoolsRequest(cmd, http.MethodPost, "/schoolgate/schools", body)
-	var refused *adminError
+	raw, err := schoolsRequest(api, cmd, http.MethodPost, "/schoolgate/schools", body)
+	var refused *AdminError
 	if errors.As(err, &refused) && refused.Status == http.StatusConflict {
 		// The condition failed, or a host is another school's: only
 		// the first is the school being there already.
-		if have, readErr := readRecord(cmd, issuer); readErr == nil {
+		if have, readErr := readRecord(api, cmd, issuer); readErr == nil {
 			return fmt.Errorf("%s is in the registry already (version %d): change it with "+
 				"caddy schoolgate schools set %s --option name=value (or --upstream, --host, --config …)", issuer, have.Version, issuer)
 		}
@@ -187,14 +187,14 @@ const setTries = 3
 // version read (registry.Conditional, in the registry's write itself), so
 // that a change another operator made meanwhile is not lost: refused, the
 // change is made again on the record as it is now.
-func setSchool(cmd *cobra.Command, issuer string) error {
+func setSchool(api AdminAPI, cmd *cobra.Command, issuer string) error {
 	change, err := readSetFlags(cmd)
 	if err != nil {
 		return err
 	}
 	platform, _ := cmd.Flags().GetString("platform")
 	for try := 1; ; try++ {
-		current, err := readRecord(cmd, issuer)
+		current, err := readRecord(api, cmd, issuer)
 		if err != nil {
 			return err
 		}
@@ -211,8 +211,8 @@ func setSchool(cmd *cobra.Command, issuer string) error {
 		if current.Version > 0 {
 			body["if_version"] = current.Version
 		}
-		raw, err := schoolsRequest(cmd, http.MethodPost, "/schoolgate/schools", body)
-		var refused *adminError
+		raw, err := schoolsRequest(api, cmd, http.MethodPost, "/schoolgate/schools", body)
+		var refused *AdminError
 		if !errors.As(err, &refused) || refused.Status != http.StatusConflict {
 			if err != nil {
 				return err
@@ -222,8 +222,8 @@ func setSchool(cmd *cobra.Command, issuer string) error {
 		}
 		// Refused for the version, or for a host another school has:
 		// the record read again tells which.
-		now, readErr := readRecord(cmd, issuer)
-		var gone *adminError
+		now, readErr := readRecord(api, cmd, issuer)
+		var gone *AdminError
 		switch {
 		case errors.As(readErr, &gone) && gone.Status == http.StatusNotFound:
 			return fmt.Errorf("%s was removed from the registry while this change was made: nothing was written", issuer)
@@ -252,7 +252,7 @@ func readSetFlags(cmd *cobra.Command) (setChange, error) {
 	fl := cmd.Flags()
 	var c setChange
 	var err error
-	if c.patches, err = configChanges(cmd); err != nil {
+	if c.patches, err = ConfigChanges(cmd); err != nil {
 		return c, err
 	}
 	c.hosts, _ = fl.GetStringArray("host")
@@ -277,7 +277,7 @@ func readSetFlags(cmd *cobra.Command) (setChange, error) {
 // apply makes the change on a record: the body of its write, and
 // whether it differs from the record.
 func (c setChange) apply(r schoolRecord) (map[string]any, bool, error) {
-	cfg, changed, err := patchConfig(r.Config, c.patches)
+	cfg, changed, err := PatchConfig(r.Config, c.patches)
 	if err != nil {
 		return nil, false, err
 	}
@@ -294,9 +294,9 @@ func (c setChange) apply(r schoolRecord) (map[string]any, bool, error) {
 }
 
 // readRecord reads a school's record through the admin API.
-func readRecord(cmd *cobra.Command, issuer string) (schoolRecord, error) {
+func readRecord(api AdminAPI, cmd *cobra.Command, issuer string) (schoolRecord, error) {
 	var r schoolRecord
-	raw, err := showRequest(cmd, issuer)
+	raw, err := showRequest(api, cmd, issuer)
 	if err != nil {
 		return r, err
 	}
@@ -307,18 +307,18 @@ func readRecord(cmd *cobra.Command, issuer string) (schoolRecord, error) {
 }
 
 // showRequest reads one school's record from the admin API.
-func showRequest(cmd *cobra.Command, issuer string) ([]byte, error) {
+func showRequest(api AdminAPI, cmd *cobra.Command, issuer string) ([]byte, error) {
 	q := url.Values{"issuer": {issuer}}
 	if platform, _ := cmd.Flags().GetString("platform"); platform != "" {
 		q.Set("platform", platform)
 	}
-	return schoolsRequest(cmd, http.MethodGet, "/schoolgate/schools?"+q.Encode(), nil)
+	return schoolsRequest(api, cmd, http.MethodGet, "/schoolgate/schools?"+q.Encode(), nil)
 }
 
 // schoolsRequest makes one admin API request and returns its answer; a
-// refusal is an *adminError with the API's message, as for the other
+// refusal is an *AdminError with the API's message, as for the other
 // commands.
-func schoolsRequest(cmd *cobra.Command, method, path string, body any) ([]byte, error) {
+func schoolsRequest(api AdminAPI, cmd *cobra.Command, method, path string, body any) ([]byte, error) {
 	fl := cmd.Flags()
 	address, _ := fl.GetString("address")
 	config, _ := fl.GetString("caddy-config")
@@ -331,7 +331,7 @@ func schoolsRequest(cmd *cobra.Command, method, path string, body any) ([]byte, 
 		}
 		reader = bytes.NewReader(raw)
 	}
-	adminAddr, err := caddycmd.DetermineAdminAPIAddress(address, nil, config, adapter)
+	adminAddr, err := api.Address(address, config, adapter)
 	if err != nil {
 		return nil, fmt.Errorf("finding the admin API: %v", err)
 	}
@@ -339,7 +339,7 @@ func schoolsRequest(cmd *cobra.Command, method, path string, body any) ([]byte, 
 	if body != nil {
 		header = http.Header{"Content-Type": {"application/json"}}
 	}
-	resp, err := adminRequest(adminAddr, method, path, header, reader)
+	resp, err := api.Do(adminAddr, method, path, header, reader)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func schoolsRequest(cmd *cobra.Command, method, path string, body any) ([]byte, 
 
 // listSchoolsCommand is schools list: every page, or the one that
 // --limit and --after ask for.
-func listSchoolsCommand(cmd *cobra.Command) error {
+func listSchoolsCommand(api AdminAPI, cmd *cobra.Command) error {
 	q := url.Values{}
 	if platform, _ := cmd.Flags().GetString("platform"); platform != "" {
 		q.Set("platform", platform)
@@ -361,18 +361,18 @@ func listSchoolsCommand(cmd *cobra.Command) error {
 	case cmd.Flags().Changed("limit"):
 		q.Set("limit", fmt.Sprint(limit))
 	case !one:
-		q.Set("limit", fmt.Sprint(maxSchoolsPage))
+		q.Set("limit", fmt.Sprint(adminapi.MaxSchoolsPage))
 	}
-	var all []schoolView
+	var all []adminapi.SchoolView
 	for {
 		if after != "" {
 			q.Set("after", after)
 		}
-		raw, err := schoolsRequest(cmd, http.MethodGet, "/schoolgate/schools?"+q.Encode(), nil)
+		raw, err := schoolsRequest(api, cmd, http.MethodGet, "/schoolgate/schools?"+q.Encode(), nil)
 		if err != nil {
 			return err
 		}
-		var page schoolsPage
+		var page adminapi.SchoolsPage
 		if err := json.Unmarshal(raw, &page); err != nil {
 			return fmt.Errorf("reading the listing: %v", err)
 		}
@@ -394,7 +394,7 @@ func listSchoolsCommand(cmd *cobra.Command) error {
 }
 
 // printSchools writes the listing as a table.
-func printSchools(out io.Writer, list []schoolView) error {
+func printSchools(out io.Writer, list []adminapi.SchoolView) error {
 	platforms := map[string]bool{}
 	for _, s := range list {
 		platforms[s.Platform] = true

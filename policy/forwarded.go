@@ -1,39 +1,17 @@
-package caddymodule
+package policy
 
 import (
 	"net/http"
 	"strings"
-
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
-// requestHTTPS reports whether the request's client asked for https: a
-// school is an origin, and https://school.example is not
-// http://school.example. Behind a load balancer that ends TLS, the
-// connection Caddy sees is plain http whatever the client used; the
-// balancer says what it was, in Forwarded's proto (RFC 7239) or
-// X-Forwarded-Proto. Those headers count only from a proxy Caddy trusts
-// (the server's trusted_proxies, which Caddy has judged the request by
-// already): from any other address anyone could write them, and they
-// change nothing. Without such a header, the connection's own scheme.
-func requestHTTPS(r *http.Request) bool {
-	own := r.TLS != nil
-	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); !trusted {
-		return own
-	}
-	if proto, ok := forwardedProto(r.Header); ok {
-		return proto == "https"
-	}
-	return own
-}
-
-// forwardedProto is the scheme the nearest proxy reports: the proto of
+// ForwardedProto is the scheme the nearest proxy reports: the proto of
 // the last element of Forwarded, else the last value of
 // X-Forwarded-Proto. Each proxy on the way adds its element at the end,
-// so the last is the one the trusted proxy in front of Caddy wrote; a
+// so the last is the one the trusted proxy in front of the server wrote; a
 // client's own value before it is not believed. Only http and https
 // count (in any case); anything else is as if nothing were reported.
-func forwardedProto(h http.Header) (string, bool) {
+func ForwardedProto(h http.Header) (string, bool) {
 	if v := h.Values("Forwarded"); len(v) > 0 {
 		if proto, ok := lastForwardedProto(v[len(v)-1]); ok {
 			return proto, true
@@ -44,7 +22,7 @@ func forwardedProto(h http.Header) (string, bool) {
 		if i := strings.LastIndexByte(last, ','); i >= 0 {
 			last = last[i+1:]
 		}
-		return scheme(strings.TrimSpace(last))
+		return httpScheme(strings.TrimSpace(last))
 	}
 	return "", false
 }
@@ -65,7 +43,7 @@ func lastForwardedProto(v string) (string, bool) {
 		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
 			value = value[1 : len(value)-1]
 		}
-		return scheme(value)
+		return httpScheme(value)
 	}
 	return "", false
 }
@@ -96,8 +74,8 @@ func cutOutsideQuotes(s string, sep byte) (before, after string) {
 	return s, ""
 }
 
-// scheme is s as http or https, in lower case; anything else is none.
-func scheme(s string) (string, bool) {
+// httpScheme is s as http or https, in lower case; anything else is none.
+func httpScheme(s string) (string, bool) {
 	switch {
 	case strings.EqualFold(s, "https"):
 		return "https", true

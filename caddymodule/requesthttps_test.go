@@ -65,15 +65,3 @@ func TestRequestHTTPS(t *testing.T) {
 		t.Error("a request with no trust decided believed its header")
 	}
 }
-
-func FuzzForwardedProto(f *testing.F) {
-	for _, s := range []string{"for=1.2.3.4;proto=https", `for="a,b;c";proto="http"`, `proto="\"`, "proto=https, proto=http", ";;,,=", `"`} {
-		f.Add(s, "https")
-	}
-	f.Fuzz(func(t *testing.T, forwarded, xfp string) {
-		h := http.Header{"Forwarded": {forwarded}, "X-Forwarded-Proto": {xfp}}
-		if proto, ok := forwardedProto(h); ok != (proto != "") || (ok && proto != "http" && proto != "https") {
-			t.Errorf("forwardedProto(%q, %q) = %q, %v", forwarded, xfp, proto, ok)
-		}
-	})
-}

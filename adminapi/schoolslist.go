@@ -1,4 +1,4 @@
-package caddymodule
+package adminapi
 
 import (
 	"cmp"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // A listing of a platform's schools comes a page at a time: a platform
@@ -20,23 +22,8 @@ import (
 // cursor stays good while schools are added and removed: a page starts
 // right after the school its cursor names, present or not.
 
-const (
-	// defaultSchoolsPage is the page without limit; maxSchoolsPage the
-	// most a limit may ask for.
-	defaultSchoolsPage = 100
-	maxSchoolsPage     = 1000
-)
-
 // schoolsListParams are the parameters a listing takes.
 var schoolsListParams = []string{"platform", "limit", "after"}
-
-// schoolsPage is the answer of GET /schoolgate/schools: a page of
-// schools in order, and Next, the cursor of the page that follows (pass
-// it as after), empty on the last page.
-type schoolsPage struct {
-	Schools []schoolView `json:"schools"`
-	Next    string       `json:"next,omitempty"`
-}
 
 // schoolsQuery is a listing's query read and checked.
 type schoolsQuery struct {
@@ -76,14 +63,14 @@ func parseAfter(s string) (*schoolKey, error) {
 // parseSchoolsQuery reads a listing's query, refusing what it would not
 // use and naming the parameter at fault.
 func parseSchoolsQuery(q url.Values) (schoolsQuery, error) {
-	sq := schoolsQuery{platform: q.Get("platform"), limit: defaultSchoolsPage}
-	if err := onlyParams(q, "the listing of schools", schoolsListParams...); err != nil {
+	sq := schoolsQuery{platform: q.Get("platform"), limit: DefaultSchoolsPage}
+	if err := OnlyParams(q, "the listing of schools", schoolsListParams...); err != nil {
 		return sq, err
 	}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > maxSchoolsPage {
-			return sq, fmt.Errorf("limit must be a whole number from 1 to %d, not %q", maxSchoolsPage, v[0])
+		if err != nil || n < 1 || n > MaxSchoolsPage {
+			return sq, fmt.Errorf("limit must be a whole number from 1 to %d, not %q", MaxSchoolsPage, v[0])
 		}
 		sq.limit = n
 	}
@@ -101,12 +88,12 @@ func parseSchoolsQuery(q url.Values) (schoolsQuery, error) {
 // one, with ?platform=) from the tables they serve: nothing is read from
 // the registry and nothing is built. A page costs a pass over the
 // tables, keeping the limit's first in a heap, and a view of those only.
-func listSchools(w http.ResponseWriter, r *http.Request) error {
+func (s Schools) list(w http.ResponseWriter, r *http.Request) error {
 	sq, err := parseSchoolsQuery(r.URL.Query())
 	if err != nil {
-		return badRequest(err.Error())
+		return BadRequest(err.Error())
 	}
-	platforms, err := platformsNamed(sq.platform)
+	platforms, err := s.platformsNamed(sq.platform)
 	if err != nil {
 		return err
 	}
@@ -114,12 +101,12 @@ func listSchools(w http.ResponseWriter, r *http.Request) error {
 	// one more than the page tells whether another page follows.
 	first := &pageHeap{}
 	for _, p := range platforms {
-		t := p.tables.state.Load()
-		if t == nil {
-			return writeRegistryDown(w, p)
+		served, ok := p.Served()
+		if !ok {
+			return registryDown(w, p)
 		}
-		name := p.cfg.describe()
-		for issuer, e := range t.Schools() {
+		name := p.Name()
+		for issuer, e := range served {
 			k := schoolKey{issuer, name}
 			if sq.after != nil && k.compare(*sq.after) <= 0 {
 				continue
@@ -134,20 +121,20 @@ func listSchools(w http.ResponseWriter, r *http.Request) error {
 	}
 	entries := first.entries
 	slices.SortFunc(entries, func(a, b pageEntry) int { return a.key.compare(b.key) })
-	page := schoolsPage{Schools: []schoolView{}}
+	page := SchoolsPage{Schools: []SchoolView{}}
 	if len(entries) > sq.limit {
 		entries = entries[:sq.limit]
 		page.Next = entries[len(entries)-1].key.cursor()
 	}
 	for _, pe := range entries {
-		page.Schools = append(page.Schools, pe.school.view())
+		page.Schools = append(page.Schools, pe.school.View())
 	}
-	return writeAdminJSON(w, http.StatusOK, page)
+	return school.WriteJSON(w, http.StatusOK, page)
 }
 
 type pageEntry struct {
 	key    schoolKey
-	school *platformSchool
+	school ServedSchool
 }
 
 // pageHeap keeps the greatest key on top, so that a smaller one replaces
