@@ -28,6 +28,11 @@ type API struct {
 	// its status (a school that failed to load answers 503 with
 	// Retry-After set on w).
 	Find func(w http.ResponseWriter, issuer string) (s *school.Site, release func(), err error)
+	// Read, if set, finds the school with the issuer for an operation
+	// that only reads its store (the audit trail, a person's export, the
+	// clients, the grants, the MCP connections switch) without building
+	// a platform's idle school (reader.go); unset, such reads use Find.
+	Read func(ctx context.Context, w http.ResponseWriter, issuer string) (r Reader, release func(), err error)
 	// BackupAll copies every running school's store into dir, and says
 	// which it did not copy and why.
 	BackupAll func(ctx context.Context, dir string) ([]BackupResult, []BackupSkip, error)

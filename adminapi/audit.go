@@ -82,12 +82,12 @@ func (a API) Audit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return BadRequest(err.Error())
 	}
-	s, release, err := a.Find(w, r.URL.Query().Get("issuer"))
+	s, release, err := a.reader(r.Context(), w, r.URL.Query().Get("issuer"))
 	if err != nil {
 		return err
 	}
 	defer release()
-	page, err := s.Auth().Audit(r.Context(), q)
+	page, err := s.Audit(r.Context(), q)
 	switch {
 	case errors.Is(err, store.ErrBadCursor):
 		return BadRequest(`cursor is not one this school's audit gave; start without it, then pass the answer's "next"`)
@@ -112,12 +112,12 @@ func (a API) SubjectExport(w http.ResponseWriter, r *http.Request) error {
 	if subject == "" {
 		return BadRequest(`name the person: subject=<their sub>`)
 	}
-	s, release, err := a.Find(w, r.URL.Query().Get("issuer"))
+	s, release, err := a.reader(r.Context(), w, r.URL.Query().Get("issuer"))
 	if err != nil {
 		return err
 	}
 	defer release()
-	d, err := s.Auth().ExportSubject(r.Context(), subject)
+	d, err := s.ExportSubject(r.Context(), subject)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return errNoSubject

@@ -22,12 +22,12 @@ import (
 
 func (a API) MCPConnections(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodGet {
-		s, release, err := a.Find(w, r.URL.Query().Get("issuer"))
+		s, release, err := a.reader(r.Context(), w, r.URL.Query().Get("issuer"))
 		if err != nil {
 			return err
 		}
 		defer release()
-		on, err := s.Auth().MCPConnectionsEnabled(r.Context())
+		on, err := s.MCPConnectionsEnabled(r.Context())
 		if err != nil {
 			return s.WriteUnavailable(w, "reading the MCP connections switch", err)
 		}
@@ -57,12 +57,12 @@ func (a API) MCPConnections(w http.ResponseWriter, r *http.Request) error {
 func (a API) Clients(w http.ResponseWriter, r *http.Request) error {
 	switch r.Method {
 	case http.MethodGet:
-		s, release, err := a.Find(w, r.URL.Query().Get("issuer"))
+		s, release, err := a.reader(r.Context(), w, r.URL.Query().Get("issuer"))
 		if err != nil {
 			return err
 		}
 		defer release()
-		list, err := s.Auth().ListClients(r.Context())
+		list, err := s.ListClients(r.Context())
 		if err != nil {
 			return clientsAPIError(w, s, "listing the clients", err)
 		}
@@ -156,7 +156,9 @@ func (a API) ClientReview(w http.ResponseWriter, r *http.Request) error {
 
 // clientsAPIError maps the client operations' errors to statuses; any
 // error they do not name is the store failing, answered here.
-func clientsAPIError(w http.ResponseWriter, s *school.Site, what string, err error) error {
+func clientsAPIError(w http.ResponseWriter, s interface {
+	WriteUnavailable(http.ResponseWriter, string, error) error
+}, what string, err error) error {
 	var ie *authserver.InputError
 	switch {
 	case errors.As(err, &ie):

@@ -16,14 +16,14 @@ func (a API) Grants(w http.ResponseWriter, r *http.Request) error {
 		return Error{Status: http.StatusMethodNotAllowed, Err: fmt.Errorf("use GET")}
 	}
 	q := r.URL.Query()
-	s, release, err := a.Find(w, q.Get("issuer"))
+	s, release, err := a.reader(r.Context(), w, q.Get("issuer"))
 	if err != nil {
 		return err
 	}
 	defer release()
 	clientID, subject := q.Get("client_id"), q.Get("subject")
 	if clientID == "" && subject == "" {
-		apps, err := s.Auth().ConnectedApps(r.Context())
+		apps, err := s.ConnectedApps(r.Context())
 		if err != nil {
 			return s.WriteUnavailable(w, "counting the grants", err)
 		}
@@ -38,7 +38,7 @@ func (a API) Grants(w http.ResponseWriter, r *http.Request) error {
 			return BadRequest(fmt.Sprintf("limit must be a number from 1 to %d", store.MaxGrantPage-1))
 		}
 	}
-	page, err := s.Auth().ListGrants(r.Context(), authserver.GrantFilter{ClientID: clientID, Subject: subject,
+	page, err := s.ListGrants(r.Context(), authserver.GrantFilter{ClientID: clientID, Subject: subject,
 		Cursor: q.Get("after"), Limit: limit})
 	var ie *authserver.InputError
 	switch {

@@ -122,7 +122,7 @@ func (spec *AppSpec) Normalize() *InputError {
 
 // ListClients returns the stored clients, newest first. Vendor clients
 // configured in the Caddyfile are included once they have been seen.
-func (s *Server) ListClients(ctx context.Context) ([]ClientInfo, error) {
+func (s Reads) ListClients(ctx context.Context) ([]ClientInfo, error) {
 	clients, err := s.store.ListClients(ctx)
 	if err != nil {
 		return nil, err

@@ -220,8 +220,8 @@ type ConnectedApp struct {
 // many grants), most connected first, then by name.
 // Clients are few (registrations are capped), so naming them all costs one
 // read.
-func (s *Server) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
-	counts, err := s.GrantCounts(ctx)
+func (s Reads) ConnectedApps(ctx context.Context) ([]ConnectedApp, error) {
+	counts, err := s.store.GrantCounts(ctx)
 	if err != nil {
 		return nil, err
 	}

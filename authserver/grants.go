@@ -138,7 +138,7 @@ func decodeOpaque(s string) (string, error) {
 // ListGrants returns a page of the live grants of a person (grouped by
 // application) or of a client (grouped by person). Exactly one of
 // f.Subject and f.ClientID is set.
-func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, error) {
+func (s Reads) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, error) {
 	if (f.Subject == "") == (f.ClientID == "") {
 		return GrantPage{}, &InputError{Msg: "Name either the person (subject) or the application (client_id)."}
 	}
@@ -178,7 +178,7 @@ func (s *Server) ListGrants(ctx context.Context, f GrantFilter) (GrantPage, erro
 // knownClient names a grant's client without fetching anything: a
 // vendor, a stored client, or nil when it is no longer known. Answers are
 // kept in seen for the rest of the page.
-func (s *Server) knownClient(ctx context.Context, id string, seen map[string]*store.Client) (*store.Client, error) {
+func (s Reads) knownClient(ctx context.Context, id string, seen map[string]*store.Client) (*store.Client, error) {
 	if c, ok := seen[id]; ok {
 		return c, nil
 	}

@@ -43,7 +43,7 @@ func onOff(on bool) string {
 // MCPConnectionsEnabled reports the beta feature switch. An error is the
 // store failing and means neither on nor off: callers answer 503, since
 // "off" would refuse member applications that are allowed.
-func (s *Server) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
+func (s Reads) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
 	v, err := s.store.GetSetting(ctx, settingMCPConnections)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

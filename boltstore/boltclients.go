@@ -16,7 +16,7 @@ import (
 func (s *boltStore) GetClient(ctx context.Context, id string) (*store.Client, error) {
 	var c store.Client
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return getJSON(tx.Bucket(bucketClients), id, &c)
+		return getJSON(rare(tx, bucketClients), id, &c)
 	})
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (s *boltStore) GetClient(ctx context.Context, id string) (*store.Client, er
 // PutClient stores a client.
 func (s *boltStore) PutClient(ctx context.Context, c *store.Client) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucketClients), c.ID, c)
+		return putJSON(rare(tx, bucketClients), c.ID, c)
 	})
 }
 
@@ -37,7 +37,7 @@ func (s *boltStore) CreateClient(ctx context.Context, c *store.Client, limit int
 	var got *store.Client
 	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		got = nil
-		b := tx.Bucket(bucketClients)
+		b := rare(tx, bucketClients)
 		n := 0
 		err := b.ForEach(func(k, v []byte) error {
 			var old store.Client
@@ -76,7 +76,7 @@ func (s *boltStore) CreateClient(ctx context.Context, c *store.Client, limit int
 func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
 	n := 0
 	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
-		b := tx.Bucket(bucketClients)
+		b := rare(tx, bucketClients)
 		if b.Get([]byte(id)) == nil {
 			return store.ErrNotFound
 		}
@@ -95,7 +95,7 @@ func (s *boltStore) DeleteClient(ctx context.Context, id string) (int, error) {
 func (s *boltStore) ListClients(ctx context.Context) ([]*store.Client, error) {
 	var out []*store.Client
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketClients).ForEach(func(_, v []byte) error {
+		return rare(tx, bucketClients).ForEach(func(_, v []byte) error {
 			var c store.Client
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err

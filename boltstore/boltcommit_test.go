@@ -41,7 +41,7 @@ func (p *commitProbe) put(key string, fail error) func(*bolt.Tx) error {
 		if p.lastTx.Swap(tx) != tx {
 			tx.OnCommit(func() { p.commits.Add(1) })
 		}
-		if err := tx.Bucket(bucketSettings).Put([]byte(key), []byte("v")); err != nil {
+		if err := rare(tx, bucketSettings).Put([]byte(key), []byte("v")); err != nil {
 			return err
 		}
 		if key == "panics" {
@@ -85,7 +85,7 @@ func (p *commitProbe) waitQueued(n int) {
 func (p *commitProbe) has(key string) bool {
 	found := false
 	_ = p.s.view(context.Background(), func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketSettings).Get([]byte(key)) != nil
+		found = rare(tx, bucketSettings).Get([]byte(key)) != nil
 		return nil
 	})
 	return found
@@ -272,7 +272,7 @@ func TestSoloCommitCharges(t *testing.T) {
 		err := p.s.update(ctx, func(tx *bolt.Tx) error {
 			for spin := time.Now(); time.Since(spin) < time.Millisecond; {
 			}
-			return tx.Bucket(bucketSettings).Put([]byte(fmt.Sprint("solo", i)), []byte("v"))
+			return rare(tx, bucketSettings).Put([]byte(fmt.Sprint("solo", i)), []byte("v"))
 		})
 		took := time.Since(begin)
 		if err != nil {

@@ -65,7 +65,7 @@ func checkSchema(tx *bolt.Tx) error {
 
 func exportBuckets(tx *bolt.Tx, d *store.Dump) error {
 	each := func(name []byte, fn func(k string, v []byte) error) error {
-		b := tx.Bucket(name)
+		b := found(tx, name)
 		if b == nil {
 			return nil
 		}
@@ -119,7 +119,7 @@ func exportBuckets(tx *bolt.Tx, d *store.Dump) error {
 			return fmt.Errorf("reading %s: %w", s.bucket, err)
 		}
 	}
-	if b := tx.Bucket(bucketCatalog); b != nil {
+	if b := found(tx, bucketCatalog); b != nil {
 		if v := b.Get([]byte("feed")); v != nil {
 			d.Catalog = append([]byte(nil), v...)
 		}

@@ -92,7 +92,7 @@ func TestBoltRegroupsTheIndexesOfAVersion2File(t *testing.T) {
 		return append(k, g.ID...)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range allBuckets {
+		for _, b := range version4Buckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

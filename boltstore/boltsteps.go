@@ -77,7 +77,7 @@ func (s *boltStore) AddSteps(ctx context.Context, steps []store.Step) error {
 	}
 	store.SortSteps(rows)
 	return s.write(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketSteps)
+		b := rare(tx, bucketSteps)
 		added := 0
 		for i := range rows {
 			row := rows[i] // each run adds to what is stored anew
@@ -92,7 +92,7 @@ func (s *boltStore) AddSteps(ctx context.Context, steps []store.Step) error {
 			} else {
 				added++
 				if row.Subject != "" {
-					if err := tx.Bucket(bucketStepsBySubject).Put(append(ownerKey(row.Subject), k...), nil); err != nil {
+					if err := rare(tx, bucketStepsBySubject).Put(append(ownerKey(row.Subject), k...), nil); err != nil {
 						return err
 					}
 				}
@@ -120,7 +120,7 @@ func (s *boltStore) AddSteps(ctx context.Context, steps []store.Step) error {
 // rows are past the bound.
 func evictSteps(tx *bolt.Tx) error {
 	var all []store.Step
-	err := tx.Bucket(bucketSteps).ForEach(func(_, v []byte) error {
+	err := rare(tx, bucketSteps).ForEach(func(_, v []byte) error {
 		row, err := readStep(v)
 		all = append(all, row)
 		return err
@@ -133,7 +133,7 @@ func evictSteps(tx *bolt.Tx) error {
 
 // deleteSteps deletes rows and their index keys.
 func deleteSteps(tx *bolt.Tx, keys []store.StepKey) error {
-	b, bySubject := tx.Bucket(bucketSteps), tx.Bucket(bucketStepsBySubject)
+	b, bySubject := rare(tx, bucketSteps), rare(tx, bucketStepsBySubject)
 	gone := 0
 	for _, key := range keys {
 		k := stepKey(key)
@@ -156,10 +156,10 @@ func deleteSteps(tx *bolt.Tx, keys []store.StepKey) error {
 // subjectSteps reads the rows that name subject, in the order of their
 // keys.
 func subjectSteps(tx *bolt.Tx, subject string) ([]store.Step, error) {
-	b := tx.Bucket(bucketSteps)
+	b := rare(tx, bucketSteps)
 	prefix := ownerKey(subject)
 	var rows []store.Step
-	c := tx.Bucket(bucketStepsBySubject).Cursor()
+	c := rare(tx, bucketStepsBySubject).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		v := b.Get(k[len(prefix):])
 		if v == nil {
@@ -192,7 +192,7 @@ func (s *boltStore) QuerySteps(ctx context.Context, q store.StepQuery) ([]store.
 			return err
 		}
 		prefix := ownerKey(q.ClientID)
-		c := tx.Bucket(bucketSteps).Cursor()
+		c := rare(tx, bucketSteps).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			row, err := readStep(v)
 			if err != nil {
@@ -237,7 +237,7 @@ func (s *boltStore) PurgeSteps(ctx context.Context, before time.Time) (int, erro
 // oldSteps are the keys of the rows whose Last is before before.
 func oldSteps(tx *bolt.Tx, before time.Time) ([]store.StepKey, error) {
 	var old []store.StepKey
-	err := tx.Bucket(bucketSteps).ForEach(func(_, v []byte) error {
+	err := rare(tx, bucketSteps).ForEach(func(_, v []byte) error {
 		row, err := readStep(v)
 		if err == nil && row.Last.Before(before) {
 			old = append(old, row.Key())

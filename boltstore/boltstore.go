@@ -39,7 +39,12 @@ import (
 // build of version 3 would fail to read them, so it is refused the file;
 // this build reads the JSON records of earlier ones, so nothing is
 // rewritten.
-const schemaVersion = 4
+//
+// Version 5 nests the buckets written off the request path under one
+// (boltlayout.go). A build of version 4 would make them anew at the top
+// level, empty, so it is refused the file; the migration moves them in
+// the transaction that writes the version.
+const schemaVersion = 5
 
 var (
 	bucketMeta     = []byte("meta")
@@ -52,11 +57,6 @@ var (
 	bucketTokens   = []byte("tokens")
 	bucketSettings = []byte("settings")
 	bucketCatalog  = []byte("catalog")
-
-	allBuckets = [][]byte{bucketMeta, bucketKeys, bucketClients, bucketPending,
-		bucketConsents, bucketCodes, bucketGrants, bucketTokens, bucketSettings, bucketCatalog,
-		bucketGrantsBySubject, bucketGrantsByClient, bucketAudit, bucketAuditNew,
-		bucketAuditBySubject, bucketAuditByClient, bucketUsage, bucketSteps, bucketStepsBySubject}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -193,15 +193,14 @@ func Open(path string, timeout time.Duration) (store.Store, error) {
 }
 
 // current reports whether the file has every bucket and the schema this
-// build writes, so that opening it needs no write transaction (and no
-// fsync): a thousand schools start with a thousand reads.
+// build writes, and its top level in one page (healRoot), so that opening
+// it needs no write transaction (and no fsync): a thousand schools start
+// with a thousand reads. (Tx.Page is read before any writer can run.)
 func (s *boltStore) current() bool {
 	ok := false
 	_ = s.db.View(func(tx *bolt.Tx) error {
-		for _, b := range allBuckets {
-			if tx.Bucket(b) == nil {
-				return nil
-			}
+		if !hasLayout(tx) || !rootOnePage(tx) {
+			return nil
 		}
 		var have int
 		v := tx.Bucket(bucketMeta).Get(keySchemaVersion)
@@ -227,16 +226,19 @@ func (s *boltStore) migrate() error {
 	if s.current() {
 		return nil
 	}
-	return s.db.Update(writeSchema)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := writeSchema(tx); err != nil {
+			return err
+		}
+		return healRoot(tx)
+	})
 }
 
 // writeSchema creates the buckets this build uses and brings the data to
 // its schema version.
 func writeSchema(tx *bolt.Tx) error {
-	for _, b := range allBuckets {
-		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-			return err
-		}
+	if err := writeLayout(tx); err != nil {
+		return err
 	}
 	// Keys in bucketAuditNew go on from the sequence of those kept in
 	// bucketAudit before it existed.
@@ -267,7 +269,7 @@ func writeSchema(tx *bolt.Tx) error {
 // SaveCatalog keeps the last good catalog feed.
 func (s *boltStore) SaveCatalog(ctx context.Context, raw []byte) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketCatalog).Put([]byte("feed"), raw)
+		return rare(tx, bucketCatalog).Put([]byte("feed"), raw)
 	})
 }
 
@@ -275,7 +277,7 @@ func (s *boltStore) SaveCatalog(ctx context.Context, raw []byte) error {
 func (s *boltStore) LoadCatalog(ctx context.Context) ([]byte, error) {
 	var out []byte
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketCatalog).Get([]byte("feed")); v != nil {
+		if v := rare(tx, bucketCatalog).Get([]byte("feed")); v != nil {
 			out = append([]byte(nil), v...)
 		}
 		return nil
@@ -314,7 +316,7 @@ func putJSON(b *bolt.Bucket, key string, v any) error {
 func (s *boltStore) LoadKeys(ctx context.Context) ([]store.StoredKey, error) {
 	var keys []store.StoredKey
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketKeys).ForEach(func(_, v []byte) error {
+		return rare(tx, bucketKeys).ForEach(func(_, v []byte) error {
 			var k store.StoredKey
 			if err := json.Unmarshal(v, &k); err != nil {
 				return err
@@ -330,7 +332,7 @@ func (s *boltStore) LoadKeys(ctx context.Context) ([]store.StoredKey, error) {
 // transaction alone keeps a site to one first key.
 func (s *boltStore) InitKeys(ctx context.Context, first store.StoredKey) ([]store.StoredKey, error) {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketKeys)
+		b := rare(tx, bucketKeys)
 		if k, _ := b.Cursor().First(); k != nil {
 			return nil
 		}
@@ -347,7 +349,7 @@ func (s *boltStore) InitKeys(ctx context.Context, first store.StoredKey) ([]stor
 func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, settings map[string][]byte) ([]store.StoredKey, error) {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		for key, value := range settings {
-			b := tx.Bucket(bucketSettings)
+			b := rare(tx, bucketSettings)
 			if b.Get([]byte(key)) != nil {
 				continue
 			}
@@ -355,7 +357,7 @@ func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, setting
 				return err
 			}
 		}
-		b := tx.Bucket(bucketKeys)
+		b := rare(tx, bucketKeys)
 		if k, _ := b.Cursor().First(); k != nil {
 			return nil
 		}
@@ -370,7 +372,7 @@ func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, setting
 // RotateKey implements store.KeyStore.
 func (s *boltStore) RotateKey(ctx context.Context, k store.StoredKey) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketKeys)
+		b := rare(tx, bucketKeys)
 		var retire []store.StoredKey
 		err := b.ForEach(func(_, v []byte) error {
 			var old store.StoredKey
@@ -399,7 +401,7 @@ func (s *boltStore) RotateKey(ctx context.Context, k store.StoredKey) error {
 func (s *boltStore) GetSetting(ctx context.Context, key string) ([]byte, error) {
 	var out []byte
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketSettings).Get([]byte(key))
+		v := rare(tx, bucketSettings).Get([]byte(key))
 		if v == nil {
 			return store.ErrNotFound
 		}
@@ -412,7 +414,7 @@ func (s *boltStore) GetSetting(ctx context.Context, key string) ([]byte, error) 
 // PutSetting stores a site setting.
 func (s *boltStore) PutSetting(ctx context.Context, key string, value []byte) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSettings).Put([]byte(key), value)
+		return rare(tx, bucketSettings).Put([]byte(key), value)
 	})
 }
 
@@ -420,7 +422,7 @@ func (s *boltStore) PutSetting(ctx context.Context, key string, value []byte) er
 func (s *boltStore) InitSetting(ctx context.Context, key string, value []byte) ([]byte, error) {
 	var out []byte
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketSettings)
+		b := rare(tx, bucketSettings)
 		if v := b.Get([]byte(key)); v != nil {
 			out = append([]byte(nil), v...)
 			return nil
@@ -437,11 +439,11 @@ func (s *boltStore) PutSettingRevoking(ctx context.Context, key string, value []
 	err := s.updateAudit(ctx, func(tx *bolt.Tx, at *store.AuditTx) error {
 		n = 0
 		defer func() { at.Ended(n) }()
-		if err := tx.Bucket(bucketSettings).Put([]byte(key), value); err != nil {
+		if err := rare(tx, bucketSettings).Put([]byte(key), value); err != nil {
 			return err
 		}
 		var ofKind []string
-		err := tx.Bucket(bucketClients).ForEach(func(k, v []byte) error {
+		err := rare(tx, bucketClients).ForEach(func(k, v []byte) error {
 			var c store.Client
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err

@@ -52,7 +52,7 @@ func (s *boltStore) AddUsage(ctx context.Context, deltas []store.UsageDelta) err
 		return nil
 	}
 	return s.write(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketUsage)
+		b := rare(tx, bucketUsage)
 		for i := range p.Buckets {
 			pb := &p.Buckets[i]
 			k := usageKey(pb.Span, pb.Start)
@@ -124,7 +124,7 @@ func purgeUsage(b *bolt.Bucket, prefix byte, from time.Time) error {
 func (s *boltStore) LoadUsage(ctx context.Context) (*store.Usage, error) {
 	u := &store.Usage{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketUsage)
+		b := rare(tx, bucketUsage)
 		u.Buckets, u.LastActive = nil, lastActive(b)
 		for _, span := range []time.Duration{store.UsageMinute, store.UsageHour} {
 			prefix := usagePrefix(span)

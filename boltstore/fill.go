@@ -24,7 +24,7 @@ func Fill(s store.Store, clients []*store.Client, grants []*store.Grant) error {
 	}
 	return b.commit(func(tx *bolt.Tx) error {
 		for _, c := range clients {
-			if err := putJSON(tx.Bucket(bucketClients), c.ID, c); err != nil {
+			if err := putJSON(rare(tx, bucketClients), c.ID, c); err != nil {
 				return err
 			}
 		}
@@ -65,4 +65,21 @@ func Commits(s store.Store) (int, error) {
 	}
 	defer func() { _ = tx.Rollback() }()
 	return tx.ID() - 1, nil
+}
+
+// RootOnePage reports whether the file's top level is one page, as its
+// layout keeps it (boltlayout.go).
+func RootOnePage(s store.Store) (bool, error) {
+	b, ok := s.(*boltStore)
+	if !ok {
+		return false, errNotBolt
+	}
+	// Tx.Page reads the free list, which only a writer may do while
+	// others write; this one is rolled back.
+	tx, err := b.db.Begin(true)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return rootOnePage(tx), nil
 }

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -165,8 +166,8 @@ func jsonRecords(t *testing.T, s store.Store) int {
 	t.Helper()
 	n := 0
 	err := s.(*boltStore).db.View(func(tx *bolt.Tx) error {
-		if v := string(tx.Bucket(bucketMeta).Get(keySchemaVersion)); v != "4" {
-			t.Errorf("schema version %s after the open, want 4", v)
+		if v := string(tx.Bucket(bucketMeta).Get(keySchemaVersion)); v != fmt.Sprint(schemaVersion) {
+			t.Errorf("schema version %s after the open, want %d", v, schemaVersion)
 		}
 		for _, name := range [][]byte{bucketTokens, bucketGrants} {
 			if err := tx.Bucket(name).ForEach(func(_, v []byte) error {

@@ -214,12 +214,9 @@ func healthOf(w http.ResponseWriter, r *http.Request, issuer string) error {
 // middle of the operation. A school that failed to load is a 503 with
 // Retry-After (set on w), a platform's disabled school a 409.
 func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err error) {
-	if issuer == "" {
-		return nil, nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`name the school: "issuer": "<the school's origin>"`)}
-	}
-	origin, err := policy.ParseOrigin(issuer)
+	origin, err := adminOrigin(issuer)
 	if err != nil {
-		return nil, nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("issuer: %v", err)}
+		return nil, nil, err
 	}
 	app, err := runningApp()
 	if err != nil {
@@ -247,6 +244,19 @@ func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err 
 		return nil, nil, unread.unreadRegistry(w, origin)
 	}
 	return nil, nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no school with issuer %s", origin)}
+}
+
+// adminOrigin is the issuer an admin operation names, in its one
+// spelling; a 400 when it names none.
+func adminOrigin(issuer string) (string, error) {
+	if issuer == "" {
+		return "", caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf(`name the school: "issuer": "<the school's origin>"`)}
+	}
+	origin, err := policy.ParseOrigin(issuer)
+	if err != nil {
+		return "", caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("issuer: %v", err)}
+	}
+	return origin, nil
 }
 
 // writeAdminJSON answers an admin API request with v as JSON.

@@ -23,6 +23,7 @@ var ops = adminapi.API{
 		}
 		return s.Site, release, nil
 	},
+	Read:      readerOf,
 	BackupAll: backupAll,
 }
 

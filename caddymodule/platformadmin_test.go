@@ -61,7 +61,8 @@ func (tp *testPlatform) brokenData(t *testing.T) string {
 // The admin API's operations on one school find a platform's school by
 // its issuer in any spelling, building it if idle; an alias is no issuer,
 // a disabled school is a 409, a failed one the 503 with Retry-After that
-// its requests get, an unknown one a 404.
+// its requests get, an unknown one a 404. (Reads do not build a school:
+// TestPlatformAdminReadsIdle.)
 func TestPlatformAdminOperations(t *testing.T) {
 	tp := newTestPlatform(t, 10)
 	broken := tp.brokenData(t)
@@ -92,7 +93,7 @@ func TestPlatformAdminOperations(t *testing.T) {
 		{"https://off.example", http.StatusConflict, "disabled"},
 		{"https://failed.example", http.StatusServiceUnavailable, "school.db"},
 	} {
-		ans := adminDo(t, handleClients, "/schoolgate/clients?issuer="+tt.issuer, "")
+		ans := adminDo(t, handleMCPConnections, "/schoolgate/mcp-connections", `{"issuer":"`+tt.issuer+`","enabled":false}`)
 		if ans.code != tt.code || !strings.Contains(ans.body, tt.says) {
 			t.Errorf("%s: %d %s, want %d saying %q", tt.issuer, ans.code, ans.body, tt.code, tt.says)
 		}

@@ -5,18 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/authserver"
+	"github.com/schoolgate/schoolgate/policy"
+	"github.com/schoolgate/schoolgate/school"
 	"github.com/schoolgate/schoolgate/store"
 	"github.com/schoolgate/schoolgate/storepool"
 )
 
-// An operator's reads that look at many schools (the usage, the
-// connection doctor) must not build a platform's idle school to read it:
+// An operator's reads of a school's store (the usage, the connection
+// doctor, the audit trail, a person's export, the clients, the grants,
+// the MCP connections switch) must not build a platform's idle school to
+// read it:
 // building one lets go of the least recently used school in use past
 // max_active, and reading the figures of a thousand schools would build
 // each in turn. A built school answers from its store and what it holds
@@ -88,10 +94,29 @@ func (g *Gateway) storedDoctor(ctx context.Context, clientID, lang string) (*aut
 	return authserver.StoredDoctor(ctx, rows, g.Vendors, clientID, lang)
 }
 
+// storedSource is what the reads of a school's store alone use of it: a
+// bbolt file's store, a database's rows of the school
+// (pgstore.SiteRows), or noRows.
+type storedSource interface {
+	authserver.DoctorSource
+	authserver.ReadSource
+	QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error)
+	ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error)
+}
+
 // readRows opens the school's store for reading alone.
-func (g *Gateway) readRows(ctx context.Context) (authserver.DoctorSource, func(), error) {
+func (g *Gateway) readRows(ctx context.Context) (storedSource, func(), error) {
 	if opts := g.Store.options(); opts != nil {
-		return opts.readRows(ctx, g.Issuer)
+		rows, release, err := opts.readRows(ctx, g.Issuer)
+		if err != nil {
+			return nil, nil, err
+		}
+		src, ok := rows.(storedSource)
+		if !ok {
+			release()
+			return nil, nil, fmt.Errorf("the store of %s cannot be read alone", g.Issuer)
+		}
+		return src, release, nil
 	}
 	path := g.dataPath()
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -111,4 +136,115 @@ func (noRows) QuerySteps(context.Context, store.StepQuery) ([]store.Step, error)
 
 func (noRows) GetClient(context.Context, string) (*store.Client, error) {
 	return nil, store.ErrNotFound
+}
+
+func (noRows) QueryAudit(context.Context, store.AuditQuery) (store.AuditPage, error) {
+	return store.AuditPage{}, nil
+}
+
+func (noRows) ExportSubject(context.Context, string) (*store.SubjectData, error) {
+	return nil, store.ErrNotFound
+}
+
+func (noRows) ListClients(context.Context) ([]*store.Client, error) { return nil, nil }
+
+func (noRows) ListGrants(context.Context, store.GrantQuery) ([]*store.Grant, error) { return nil, nil }
+
+func (noRows) GrantCounts(context.Context) (map[string]store.GrantCount, error) {
+	return map[string]store.GrantCount{}, nil
+}
+
+func (noRows) GetSetting(context.Context, string) ([]byte, error) { return nil, store.ErrNotFound }
+
+// readerOf is adminapi's Read: a running school's reads, or a platform's
+// school that is not built read from its store alone, as the doctor is.
+// A store that cannot be opened fails the read with a 503, as a running
+// school's that does not answer.
+func readerOf(ctx context.Context, w http.ResponseWriter, issuer string) (adminapi.Reader, func(), error) {
+	origin, err := adminOrigin(issuer)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, e, release, err := schoolToRead(w, origin)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s != nil {
+		return adminapi.SiteReader{Site: s.Site}, release, nil
+	}
+	g, err := e.placed("store")
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &storedReader{issuer: origin, log: e.p.ctx.Slogger()}
+	src, done, err := g.readRows(ctx)
+	if err != nil {
+		r.err = err
+		return r, func() {}, nil
+	}
+	r.src, r.reads = src, authserver.ReadsOf(src, g.Vendors)
+	return r, done, nil
+}
+
+// storedReader is the adminapi.Reader of a school's store alone; err is
+// the store's opening's failure, which every read returns.
+type storedReader struct {
+	src    storedSource
+	reads  authserver.Reads
+	err    error
+	issuer string
+	log    *slog.Logger
+}
+
+func (r *storedReader) Audit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
+	if r.err != nil {
+		return store.AuditPage{}, r.err
+	}
+	return r.src.QueryAudit(ctx, q)
+}
+
+// ExportSubject refuses what authserver's refuses: no person has an
+// empty or overlong sub.
+func (r *storedReader) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if subject == "" || len(subject) > authserver.MaxClientIDLen {
+		return nil, store.ErrNotFound
+	}
+	return r.src.ExportSubject(ctx, subject)
+}
+
+func (r *storedReader) ListClients(ctx context.Context) ([]authserver.ClientInfo, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.reads.ListClients(ctx)
+}
+
+func (r *storedReader) ConnectedApps(ctx context.Context) ([]authserver.ConnectedApp, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.reads.ConnectedApps(ctx)
+}
+
+func (r *storedReader) ListGrants(ctx context.Context, f authserver.GrantFilter) (authserver.GrantPage, error) {
+	if r.err != nil {
+		return authserver.GrantPage{}, r.err
+	}
+	return r.reads.ListGrants(ctx, f)
+}
+
+func (r *storedReader) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
+	if r.err != nil {
+		return false, r.err
+	}
+	return r.reads.MCPConnectionsEnabled(ctx)
+}
+
+func (r *storedReader) WriteUnavailable(w http.ResponseWriter, what string, err error) error {
+	r.log.Error("store failed: "+what, "issuer", r.issuer, "error", err)
+	return school.WriteTemporarilyUnavailable(w, policy.RetryAfterUnavailable,
+		what+" failed: the school's store did not answer; try again shortly")
 }

@@ -59,3 +59,59 @@ func (r *SiteRows) GetClient(ctx context.Context, id string) (*store.Client, err
 	}
 	return r.s.GetClient(ctx, id)
 }
+
+// QueryAudit is Site.QueryAudit; no events for a site without a row.
+func (r *SiteRows) QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
+	if r.s == nil {
+		return store.AuditPage{}, ctx.Err()
+	}
+	return r.s.QueryAudit(ctx, q)
+}
+
+// ExportSubject is Site.ExportSubject; store.ErrNotFound for a site
+// without a row.
+func (r *SiteRows) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
+	if r.s == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, store.ErrNotFound
+	}
+	return r.s.ExportSubject(ctx, subject)
+}
+
+// ListClients is Site.ListClients; none for a site without a row.
+func (r *SiteRows) ListClients(ctx context.Context) ([]*store.Client, error) {
+	if r.s == nil {
+		return nil, ctx.Err()
+	}
+	return r.s.ListClients(ctx)
+}
+
+// ListGrants is Site.ListGrants; none for a site without a row.
+func (r *SiteRows) ListGrants(ctx context.Context, q store.GrantQuery) ([]*store.Grant, error) {
+	if r.s == nil {
+		return nil, ctx.Err()
+	}
+	return r.s.ListGrants(ctx, q)
+}
+
+// GrantCounts is Site.GrantCounts; none for a site without a row.
+func (r *SiteRows) GrantCounts(ctx context.Context) (map[string]store.GrantCount, error) {
+	if r.s == nil {
+		return map[string]store.GrantCount{}, ctx.Err()
+	}
+	return r.s.GrantCounts(ctx)
+}
+
+// GetSetting is Site.GetSetting; store.ErrNotFound for a site without a
+// row.
+func (r *SiteRows) GetSetting(ctx context.Context, key string) ([]byte, error) {
+	if r.s == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, store.ErrNotFound
+	}
+	return r.s.GetSetting(ctx, key)
+}
