@@ -356,6 +356,31 @@ func TestWaitBoundWithinShare(t *testing.T) {
 	}
 }
 
+// A school's requests paused on I/O (a commit, a query) are under way
+// all the same: a flood whose requests wait on its store has its share,
+// and is refused at the bound.
+func TestPausedCountForTheShare(t *testing.T) {
+	g := sharedGate(Options{Concurrency: 1, Wait: 20 * time.Millisecond})
+	a, b := g.School(1), g.School(1)
+	p := mustAdmit(t, a)
+	p.Pause() // in its commit: the slot is free
+	h := mustAdmit(t, b)
+	t0 := time.Now()
+	_, err := a.Admit(context.Background())
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Cause != CauseWait {
+		t.Fatalf("%v, want a wait refusal", err)
+	}
+	if waited := time.Since(t0); waited >= 2*20*time.Millisecond {
+		t.Fatalf("refused after %s: its paused request was not counted", waited)
+	}
+	h.Release()
+	p.Release() // given back while paused
+	if n := a.paused.Load(); n != 0 {
+		t.Fatalf("%d paused after release", n)
+	}
+}
+
 func TestCancelWhileWaiting(t *testing.T) {
 	g := sharedGate(Options{Concurrency: 1, Wait: time.Minute})
 	a := g.School(1)

@@ -14,6 +14,10 @@ type School struct {
 	// inflight are the school's requests under way: holding a slot, or
 	// given it back and cooling (gate.go).
 	inflight atomic.Int64
+	// paused are the school's requests that gave their slot back while
+	// they wait on I/O (Slot.Pause): under way all the same, for
+	// hasShareLocked.
+	paused atomic.Int64
 	// pass is the school's place in the round of turns: its virtual time
 	// of fair queueing, moved on by the processor time its requests had
 	// (charge), for its weight.
@@ -172,7 +176,7 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 		// on an instance too busy for everyone, waits on, up to hardWaits
 		// bounds.
 		g.mu.Lock()
-		over := w.granted || s.hasShareLocked(cfg.slots)
+		over := w.granted || s.hasShareLocked(cfg.slots, now())
 		g.mu.Unlock()
 		if over {
 			break
@@ -205,16 +209,26 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 const hardWaits = 4
 
 // hasShareLocked reports, under the gate's mu, whether s has at least its
-// share of the slots under way: the slots divided between the waiting
-// schools by weight. A school past its wait bound with less was kept
-// waiting by the instance's load, not by its own excess.
-func (s *School) hasShareLocked(slots int64) bool {
+// share of the slots under way at t: the slots divided by weight between
+// the schools waiting and, when none but s waits, one other present (a
+// neighbour asking now and then is present without waiting). Under way
+// are its requests holding or cooling a slot and those paused on I/O. A
+// school past its wait bound with less was kept waiting by the
+// instance's load, not by its own excess.
+func (s *School) hasShareLocked(slots, t int64) bool {
+	g := s.gate
 	var weights uint64
-	for _, o := range s.gate.waiting {
+	others := false
+	for _, o := range g.waiting {
 		weights += o.weight
+		others = others || o != s
 	}
 	if !s.listed {
 		weights += s.weight
 	}
-	return uint64(s.inflight.Load())*weights >= uint64(slots)*s.weight
+	if !others && g.othersPresent(s, t) {
+		weights++ // another school, of weight 1 at least
+	}
+	underWay := uint64(max(s.inflight.Load()+s.paused.Load(), 0))
+	return underWay*weights >= uint64(slots)*s.weight
 }

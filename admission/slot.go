@@ -65,6 +65,7 @@ func (sl *Slot) Release() {
 	}
 	s.charge(held + cool)
 	if sl.depth > 0 {
+		s.paused.Add(-1)
 		return // a paused slot was given back already
 	}
 	if cool > 0 && g.shared(t) {
@@ -108,6 +109,7 @@ func (sl *Slot) Pause() {
 		return
 	}
 	sl.pausedAt = now()
+	sl.s.paused.Add(1)
 	sl.s.giveBack(sl.pausedAt)
 }
 
@@ -138,6 +140,7 @@ func (sl *Slot) Resume() {
 	g := s.gate
 	t := now()
 	sl.paused += t - sl.pausedAt
+	s.paused.Add(-1)
 	cfg := g.cfg.Load()
 	if cfg.off {
 		sl.counted = false
