@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddytls"
 
+	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 )
 
@@ -34,12 +34,12 @@ func init() {
 // A refusal is logged at INFO with its reason (Caddy logs it at DEBUG
 // only, so that "why has this school no certificate?" had no answer),
 // once per host in each minute of the clock, for at most
-// refusalHostsPerMinute hosts a minute: a flood of handshakes naming
+// platformcore.HostsLoggedPerMinute hosts a minute: a flood of handshakes naming
 // random hosts grows neither the memory nor the log.
 type CertificatePermission struct {
 	app      *App
 	log      *slog.Logger
-	refusals *refusalLog
+	refusals *platformcore.HostLog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -64,7 +64,7 @@ func (c *CertificatePermission) Provision(ctx caddy.Context) error {
 	}
 	c.app = app.(*App)
 	c.log = ctx.Slogger()
-	c.refusals = &refusalLog{now: time.Now}
+	c.refusals = &platformcore.HostLog{Now: time.Now}
 	return nil
 }
 
@@ -85,14 +85,14 @@ func (c *CertificatePermission) CertificateAllowed(_ context.Context, name strin
 		return nil
 	}
 	host := hostName(registry.HostKey(name, true))
-	switch c.refusals.admit(host) {
-	case logRefusal:
+	switch c.refusals.Admit(host) {
+	case platformcore.LogHost:
 		// The reason is looked for only here, at most
-		// refusalHostsPerMinute times a minute.
+		// platformcore.HostsLoggedPerMinute times a minute.
 		c.log.Info("on-demand certificate refused", "host", host, "reason", c.app.certificateRefusal(host))
-	case logFull:
+	case platformcore.LogFull:
 		c.log.Info("on-demand certificates refused for more hosts this minute than are logged: "+
-			"the others are logged from the next minute on", "hosts_logged", refusalHostsPerMinute)
+			"the others are logged from the next minute on", "hosts_logged", platformcore.HostsLoggedPerMinute)
 	}
 	return fmt.Errorf("%s: %w: no school of this server answers on it", name, caddytls.ErrPermissionDenied)
 }
@@ -151,53 +151,4 @@ func answersOn(r *registry.Record, host string) bool {
 		}
 	}
 	return false
-}
-
-// refusalHostsPerMinute bounds the hosts whose refusals are logged in a
-// minute, and so the memory of the refusal log.
-const refusalHostsPerMinute = 100
-
-// refusalLog decides which refusals are logged: a host's first in each
-// minute of the clock, for the first refusalHostsPerMinute hosts of the
-// minute, and one line when that number is reached. Its map is cleared
-// when the minute changes, so it never holds more than that number of
-// hosts.
-type refusalLog struct {
-	now    func() time.Time // time.Now, or a test's clock
-	mu     sync.Mutex
-	minute int64
-	hosts  map[string]struct{}
-	full   bool
-}
-
-// What admit decides for one refusal.
-const (
-	logNothing = iota
-	logRefusal
-	logFull
-)
-
-// admit decides for a refusal of host now.
-func (l *refusalLog) admit(host string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if m := l.now().Unix() / 60; m != l.minute || l.hosts == nil {
-		l.minute, l.full = m, false
-		if l.hosts == nil {
-			l.hosts = make(map[string]struct{}, refusalHostsPerMinute)
-		}
-		clear(l.hosts)
-	}
-	if _, seen := l.hosts[host]; seen {
-		return logNothing
-	}
-	if len(l.hosts) >= refusalHostsPerMinute {
-		if l.full {
-			return logNothing
-		}
-		l.full = true
-		return logFull
-	}
-	l.hosts[host] = struct{}{}
-	return logRefusal
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+
+	platformcore "github.com/schoolgate/schoolgate/platform"
 )
 
 // BenchmarkCertificateRefused measures a refused on-demand handshake's
@@ -23,13 +25,13 @@ func BenchmarkCertificateRefused(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			perm.refusals.hosts = nil // a new minute each time
+			perm.refusals.Reset() // a new minute each time
 			i++
 			_ = perm.CertificateAllowed(b.Context(), fmt.Sprintf("random-%d.example", i))
 		}
 	})
 	b.Run("flood", func(b *testing.B) {
-		for i := range refusalHostsPerMinute + 1 {
+		for i := range platformcore.HostsLoggedPerMinute + 1 {
 			_ = perm.CertificateAllowed(b.Context(), fmt.Sprintf("filler-%d.example", i))
 		}
 		b.ReportAllocs()

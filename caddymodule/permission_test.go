@@ -12,6 +12,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/modules/caddytls"
+
+	platformcore "github.com/schoolgate/schoolgate/platform"
 )
 
 // On-demand TLS gets a certificate for the hosts of registered, enabled
@@ -68,7 +70,7 @@ func TestCertificatePermissionCaddyfile(t *testing.T) {
 
 // A refused on-demand certificate is logged at INFO with its reason, once
 // per host in each minute of the clock; a flood of handshakes naming
-// random hosts logs at most refusalHostsPerMinute of them a minute and
+// random hosts logs at most platformcore.HostsLoggedPerMinute of them a minute and
 // one line saying the others are not, and the log's memory holds no more
 // hosts than that.
 func TestCertificateRefusalLogged(t *testing.T) {
@@ -87,7 +89,7 @@ func TestCertificateRefusalLogged(t *testing.T) {
 	var logged bytes.Buffer
 	perm.log = slog.New(slog.NewJSONHandler(&logged, nil)) // INFO and above, as Caddy's default
 	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	perm.refusals.now = func() time.Time { return clock }
+	perm.refusals.Now = func() time.Time { return clock }
 	lines := func() []map[string]any {
 		t.Helper()
 		var out []map[string]any
@@ -140,15 +142,15 @@ func TestCertificateRefusalLogged(t *testing.T) {
 
 	// A flood of random names.
 	clock = clock.Add(time.Minute)
-	for i := range 10 * refusalHostsPerMinute {
+	for i := range 10 * platformcore.HostsLoggedPerMinute {
 		_ = perm.CertificateAllowed(t.Context(), fmt.Sprintf("random-%d.example", i))
 	}
 	got := lines()
-	if len(got) != refusalHostsPerMinute+1 || !strings.Contains(got[len(got)-1]["msg"].(string), "more hosts this minute than are logged") {
-		t.Errorf("a flood of %d hosts: %d lines, want %d and one saying the others are not logged", 10*refusalHostsPerMinute,
-			len(got), refusalHostsPerMinute+1)
+	if len(got) != platformcore.HostsLoggedPerMinute+1 || !strings.Contains(got[len(got)-1]["msg"].(string), "more hosts this minute than are logged") {
+		t.Errorf("a flood of %d hosts: %d lines, want %d and one saying the others are not logged", 10*platformcore.HostsLoggedPerMinute,
+			len(got), platformcore.HostsLoggedPerMinute+1)
 	}
-	if n := len(perm.refusals.hosts); n > refusalHostsPerMinute {
+	if n := perm.refusals.Len(); n > platformcore.HostsLoggedPerMinute {
 		t.Errorf("the log holds %d hosts", n)
 	}
 	clock = clock.Add(time.Minute)
@@ -156,7 +158,7 @@ func TestCertificateRefusalLogged(t *testing.T) {
 	if got := lines(); len(got) != 1 || got[0]["host"] != "random-0.example" {
 		t.Errorf("the minute after the flood: %v", got)
 	}
-	if n := len(perm.refusals.hosts); n != 1 {
+	if n := perm.refusals.Len(); n != 1 {
 		t.Errorf("the log holds %d hosts after the minute changed", n)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"os"
 
@@ -13,9 +12,6 @@ import (
 
 	"github.com/schoolgate/schoolgate/adminapi"
 	"github.com/schoolgate/schoolgate/authserver"
-	"github.com/schoolgate/schoolgate/policy"
-	"github.com/schoolgate/schoolgate/school"
-	"github.com/schoolgate/schoolgate/store"
 	"github.com/schoolgate/schoolgate/storepool"
 )
 
@@ -94,24 +90,14 @@ func (g *Gateway) storedDoctor(ctx context.Context, clientID, lang string) (*aut
 	return authserver.StoredDoctor(ctx, rows, g.Vendors, clientID, lang)
 }
 
-// storedSource is what the reads of a school's store alone use of it: a
-// bbolt file's store, a database's rows of the school
-// (pgstore.SiteRows), or noRows.
-type storedSource interface {
-	authserver.DoctorSource
-	authserver.ReadSource
-	QueryAudit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error)
-	ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error)
-}
-
 // readRows opens the school's store for reading alone.
-func (g *Gateway) readRows(ctx context.Context) (storedSource, func(), error) {
+func (g *Gateway) readRows(ctx context.Context) (adminapi.StoredSource, func(), error) {
 	if opts := g.Store.options(); opts != nil {
 		rows, release, err := opts.readRows(ctx, g.Issuer)
 		if err != nil {
 			return nil, nil, err
 		}
-		src, ok := rows.(storedSource)
+		src, ok := rows.(adminapi.StoredSource)
 		if !ok {
 			release()
 			return nil, nil, fmt.Errorf("the store of %s cannot be read alone", g.Issuer)
@@ -120,7 +106,7 @@ func (g *Gateway) readRows(ctx context.Context) (storedSource, func(), error) {
 	}
 	path := g.dataPath()
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return noRows{}, func() {}, nil
+		return adminapi.NoRows{}, func() {}, nil
 	}
 	s, err := storepool.Bolt(path)
 	if err != nil {
@@ -128,33 +114,6 @@ func (g *Gateway) readRows(ctx context.Context) (storedSource, func(), error) {
 	}
 	return s, func() { _ = storepool.ReleaseBolt(path) }, nil
 }
-
-// noRows is the store of a school that never had one.
-type noRows struct{}
-
-func (noRows) QuerySteps(context.Context, store.StepQuery) ([]store.Step, error) { return nil, nil }
-
-func (noRows) GetClient(context.Context, string) (*store.Client, error) {
-	return nil, store.ErrNotFound
-}
-
-func (noRows) QueryAudit(context.Context, store.AuditQuery) (store.AuditPage, error) {
-	return store.AuditPage{}, nil
-}
-
-func (noRows) ExportSubject(context.Context, string) (*store.SubjectData, error) {
-	return nil, store.ErrNotFound
-}
-
-func (noRows) ListClients(context.Context) ([]*store.Client, error) { return nil, nil }
-
-func (noRows) ListGrants(context.Context, store.GrantQuery) ([]*store.Grant, error) { return nil, nil }
-
-func (noRows) GrantCounts(context.Context) (map[string]store.GrantCount, error) {
-	return map[string]store.GrantCount{}, nil
-}
-
-func (noRows) GetSetting(context.Context, string) ([]byte, error) { return nil, store.ErrNotFound }
 
 // readerOf is adminapi's Read: a running school's reads, or a platform's
 // school that is not built read from its store alone, as the doctor is.
@@ -176,75 +135,9 @@ func readerOf(ctx context.Context, w http.ResponseWriter, issuer string) (admina
 	if err != nil {
 		return nil, nil, err
 	}
-	r := &storedReader{issuer: origin, log: e.p.ctx.Slogger()}
 	src, done, err := g.readRows(ctx)
 	if err != nil {
-		r.err = err
-		return r, func() {}, nil
+		return adminapi.StoredReaderFailed(origin, err, e.p.ctx.Slogger()), func() {}, nil
 	}
-	r.src, r.reads = src, authserver.ReadsOf(src, g.Vendors)
-	return r, done, nil
-}
-
-// storedReader is the adminapi.Reader of a school's store alone; err is
-// the store's opening's failure, which every read returns.
-type storedReader struct {
-	src    storedSource
-	reads  authserver.Reads
-	err    error
-	issuer string
-	log    *slog.Logger
-}
-
-func (r *storedReader) Audit(ctx context.Context, q store.AuditQuery) (store.AuditPage, error) {
-	if r.err != nil {
-		return store.AuditPage{}, r.err
-	}
-	return r.src.QueryAudit(ctx, q)
-}
-
-// ExportSubject refuses what authserver's refuses: no person has an
-// empty or overlong sub.
-func (r *storedReader) ExportSubject(ctx context.Context, subject string) (*store.SubjectData, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	if subject == "" || len(subject) > authserver.MaxClientIDLen {
-		return nil, store.ErrNotFound
-	}
-	return r.src.ExportSubject(ctx, subject)
-}
-
-func (r *storedReader) ListClients(ctx context.Context) ([]authserver.ClientInfo, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	return r.reads.ListClients(ctx)
-}
-
-func (r *storedReader) ConnectedApps(ctx context.Context) ([]authserver.ConnectedApp, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	return r.reads.ConnectedApps(ctx)
-}
-
-func (r *storedReader) ListGrants(ctx context.Context, f authserver.GrantFilter) (authserver.GrantPage, error) {
-	if r.err != nil {
-		return authserver.GrantPage{}, r.err
-	}
-	return r.reads.ListGrants(ctx, f)
-}
-
-func (r *storedReader) MCPConnectionsEnabled(ctx context.Context) (bool, error) {
-	if r.err != nil {
-		return false, r.err
-	}
-	return r.reads.MCPConnectionsEnabled(ctx)
-}
-
-func (r *storedReader) WriteUnavailable(w http.ResponseWriter, what string, err error) error {
-	r.log.Error("store failed: "+what, "issuer", r.issuer, "error", err)
-	return school.WriteTemporarilyUnavailable(w, policy.RetryAfterUnavailable,
-		what+" failed: the school's store did not answer; try again shortly")
+	return adminapi.NewStoredReader(origin, src, g.Vendors, e.p.ctx.Slogger()), done, nil
 }
