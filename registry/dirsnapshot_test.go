@@ -152,6 +152,11 @@ func TestDirSnapshotOtherExecutable(t *testing.T) {
 // openSnapshotDir is openDir with the snapshot.
 func openSnapshotDir(t *testing.T, dir string, validate registry.Validator) (*registry.Dir, *logs) {
 	t.Helper()
+	// A quarter of a second's poll (and so snapshot writes): the tests
+	// wait for them, and read what they check right after opening.
+	every := *registry.PollEvery
+	*registry.PollEvery = 250 * time.Millisecond
+	t.Cleanup(func() { *registry.PollEvery = every })
 	l := &logs{}
 	d, err := registry.OpenDirSnapshot(dir, validate, slog.New(slog.NewJSONHandler(l, nil)))
 	if err != nil {
