@@ -136,11 +136,16 @@ type snapshotReader struct {
 	err  error
 }
 
+// fail marks the snapshot damaged: every later read returns nothing.
+func (r *snapshotReader) fail() {
+	r.err = errSnapshot
+	r.off = len(r.data)
+}
+
 func (r *snapshotReader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.data[r.off:])
 	if n <= 0 {
-		r.err = errSnapshot
-		r.off = len(r.data)
+		r.fail()
 		return 0
 	}
 	r.off += n
@@ -150,8 +155,7 @@ func (r *snapshotReader) uvarint() uint64 {
 func (r *snapshotReader) varint() int64 {
 	v, n := binary.Varint(r.data[r.off:])
 	if n <= 0 {
-		r.err = errSnapshot
-		r.off = len(r.data)
+		r.fail()
 		return 0
 	}
 	r.off += n
@@ -162,8 +166,7 @@ func (r *snapshotReader) varint() int64 {
 func (r *snapshotReader) span() (int, int) {
 	n := r.uvarint()
 	if n > uint64(len(r.data)-r.off) {
-		r.err = errSnapshot
-		r.off = len(r.data)
+		r.fail()
 		return r.off, r.off
 	}
 	start := r.off
