@@ -374,7 +374,9 @@ func (s *boltStore) InitKeys(ctx context.Context, first store.StoredKey) ([]stor
 // transaction: a new school's first start commits once, and on a new file
 // returns without waiting for its syncs (newfile.go).
 func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, settings map[string][]byte) ([]store.StoredKey, error) {
+	stored := false
 	err := s.updateAuditIn(ctx, func(tx *bolt.Tx, _ *store.AuditTx) error {
+		stored = false
 		for key, value := range settings {
 			b := rare(tx, bucketSettings)
 			if b.Get([]byte(key)) != nil {
@@ -388,10 +390,15 @@ func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, setting
 		if k, _ := b.Cursor().First(); k != nil {
 			return nil
 		}
+		stored = true
 		return putJSON(b, first.KID, first)
 	}, false)
 	if err != nil {
 		return nil, err
+	}
+	if stored {
+		// The file had no key: first is all it has (not read back).
+		return []store.StoredKey{first}, nil
 	}
 	return s.LoadKeys(ctx)
 }
