@@ -84,6 +84,14 @@ func (p *placement) wait() error {
 	return p.err
 }
 
+// placings bounds the files being put in place at once in a process. A
+// burst of a thousand new schools would otherwise have a thousand syncs
+// waiting on the disk at once, each holding a thread of its own (a
+// goroutine in a system call does), and the schools' own first writes
+// queued behind them all; sixteen is what a burst's first requests kept
+// in flight when each made its own file in place.
+var placings = make(chan struct{}, 16)
+
 // placeLater puts a, its first commit made, in its place in the
 // background: the commit's caller (a new school's first start) goes on
 // without waiting for the syncs, and every later commit, and Close, waits
@@ -94,7 +102,9 @@ func (s *boltStore) placeLater(a *aside) {
 	p := &placement{done: make(chan struct{})}
 	s.placing.Store(p)
 	go func() {
+		placings <- struct{}{}
 		err := a.place()
+		<-placings
 		if err == nil {
 			s.db.NoSync, s.db.NoGrowSync = s.noSync, false
 		}

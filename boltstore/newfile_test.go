@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -424,5 +425,45 @@ func TestNewFileOtherFirstCommitWaits(t *testing.T) {
 	}
 	if !exists(t, path) || exists(t, path+newSuffix) {
 		t.Errorf("after a first PutSetting: the file at its name %v, aside %v", exists(t, path), exists(t, path+newSuffix))
+	}
+}
+
+// New files are put in place at most cap(placings) at a time, the others
+// waiting their turn (a goroutine each, no thread held in a system call).
+func TestNewFilePlacingsBounded(t *testing.T) {
+	release := make(chan struct{})
+	var syncing atomic.Int32
+	fileSync = func(f *os.File) error {
+		syncing.Add(1)
+		<-release
+		return f.Sync()
+	}
+	t.Cleanup(func() { fileSync = (*os.File).Sync })
+	dir := t.TempDir()
+	n := cap(placings) + 4
+	stores := make([]*boltStore, n)
+	for i := range stores {
+		stores[i] = open(t, filepath.Join(dir, strconv.Itoa(i), "school.db"), time.Second)
+		if err := initSite(stores[i], "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for syncing.Load() < int32(cap(placings)) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // time for placings past the bound
+	if got := syncing.Load(); got != int32(cap(placings)) {
+		t.Errorf("%d files synced at once, want %d", got, cap(placings))
+	}
+	close(release)
+	for _, s := range stores {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range stores {
+		if !exists(t, filepath.Join(dir, strconv.Itoa(i), "school.db")) {
+			t.Errorf("store %d was not put in place", i)
+		}
 	}
 }
