@@ -76,9 +76,9 @@ type noisyConfig struct {
 	victim                 string
 	floods                 []string
 	// raw: the lean generator (rawclient.go) instead of net/http's client.
-	raw bool
-	build, global          string
-	smoke                  bool
+	raw           bool
+	build, global string
+	smoke         bool
 	// profile: a CPU profile and a trace of the first flooded phase of
 	// each flood (-profile noisy).
 	profile bool
