@@ -190,7 +190,8 @@ func getToken(b *bolt.Bucket, key string, t *store.Token) error {
 }
 
 func putToken(b *bolt.Bucket, key string, t *store.Token) error {
-	return b.Put([]byte(key), appendToken(make([]byte, 0, tokenSize(t)), t))
+	k, v := keyAndValue(key, tokenSize(t))
+	return b.Put(k, appendToken(v, t))
 }
 
 func getGrant(b *bolt.Bucket, key string, g *store.Grant) error {
@@ -202,7 +203,18 @@ func getGrant(b *bolt.Bucket, key string, g *store.Grant) error {
 }
 
 func putGrant(b *bolt.Bucket, key string, g *store.Grant) error {
-	return b.Put([]byte(key), appendGrant(make([]byte, 0, grantSize(g)), g))
+	k, v := keyAndValue(key, grantSize(g))
+	return b.Put(k, appendGrant(v, g))
+}
+
+// keyAndValue returns key as bytes and an empty value of capacity size
+// cut from one allocation: a hot write puts a few records, and bbolt
+// keeps each value, never its key, until the commit. The key's capacity
+// ends where the value starts.
+func keyAndValue(key string, size int) (k, v []byte) {
+	buf := make([]byte, len(key), len(key)+size)
+	copy(buf, key)
+	return buf[:len(key):len(key)], buf[len(key):len(key)]
 }
 
 // getCode reads the code under key into c.
@@ -216,7 +228,8 @@ func getCode(b *bolt.Bucket, key string, c *store.Code) error {
 
 // putCode stores c under key.
 func putCode(b *bolt.Bucket, key string, c *store.Code) error {
-	return b.Put([]byte(key), appendCode(make([]byte, 0, codeSize(c)), c))
+	k, v := keyAndValue(key, codeSize(c))
+	return b.Put(k, appendCode(v, c))
 }
 
 // maxTime is the most a time takes: its flag, seconds and nanoseconds.

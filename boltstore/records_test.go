@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -382,4 +383,18 @@ func BenchmarkRecords(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A record's key and value come from one allocation, the key whole after
+// the value is appended.
+func TestKeyAndValueOneAllocation(t *testing.T) {
+	tok := fullToken(t, false)
+	var k, v []byte
+	n := testing.AllocsPerRun(20, func() {
+		k, v = keyAndValue("0006283d1e5c0c00-key", tokenSize(tok))
+		v = appendToken(v, tok)
+	})
+	if n != 1 || string(k) != "0006283d1e5c0c00-key" || !bytes.Equal(v, appendToken(nil, tok)) {
+		t.Errorf("%v allocations, key %q, value % x", n, k, v)
+	}
 }
