@@ -123,7 +123,7 @@ func (r PlatformRegistry) describe() string {
 // enabled school has is answered 404. A request that arrives before the
 // App's Start read the registry waits for it, as long as it lasts.
 func (h *Platform) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	return h.plat.serve(w, r)
+	return handlerError(h.plat.serve(w, r))
 }
 
 // Cleanup lets go of the platform when its last handler ends.

@@ -132,8 +132,8 @@ func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
 		return p.writeNoTable(w)
 	}
 	for e := lookupRequest(t, r); e != nil; {
-		err := e.serve(w, r)
-		if !errors.Is(err, errRetired) {
+		err := e.Serve(w, r)
+		if !errors.Is(err, platformcore.ErrRetired) {
 			return err
 		}
 		// The record changed after the lookup: the table that replaced
