@@ -51,9 +51,9 @@ type Serving struct {
 	Next school.Handler
 }
 
-// ErrRetired is a request that met a school whose record was replaced
+// errRetired is a request that met a school whose record was replaced
 // after the request found it: the current table has what serves.
-var ErrRetired = errors.New("the school's record was replaced")
+var errRetired = errors.New("the school's record was replaced")
 
 // School is one record's school, built lazily and reference-counted: a
 // changed record is a new School, which replaces the old one; the old
@@ -140,13 +140,13 @@ func (a *Active[B, F]) LetGo() {
 
 // Serve answers a request of the school, building it first if it is
 // idle: through the built school, or the stand-in of one that failed;
-// ErrRetired for a retired school, whose replacement the table that
+// errRetired for a retired school, whose replacement the table that
 // replaced it has.
 func (s *School[B, F]) Serve(w http.ResponseWriter, r *http.Request) error {
 	a, f := s.Enter()
 	if a == nil {
 		if f == nil {
-			return ErrRetired
+			return errRetired
 		}
 		return s.b.ServeFailed(f, w, r)
 	}
