@@ -127,6 +127,14 @@ func (h *Platform) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp
 	return handlerError(h.plat.tables.Serve(w, r, trustedProxy(r)))
 }
 
+// trustedProxy reports whether the request came from a proxy the
+// server trusts (its trusted_proxies, which Caddy has judged the request
+// by already): only then does its Forwarded proto count (platform.HTTPS).
+func trustedProxy(r *http.Request) bool {
+	trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
+	return trusted
+}
+
 // Cleanup lets go of the platform when its last handler ends.
 func (h *Platform) Cleanup() error {
 	if h.plat == nil {

@@ -1,10 +1,6 @@
 package caddymodule
 
 import (
-	"net/http"
-
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
 	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
 )
@@ -22,11 +18,3 @@ func (e *platformSchool) Record() *registry.Record { return &e.rec }
 
 // hostName is a host key without its port (platform.HostName).
 func hostName(key string) string { return platformcore.HostName(key) }
-
-// trustedProxy reports whether the request came from a proxy the
-// server trusts (its trusted_proxies, which Caddy has judged the request
-// by already): only then does its Forwarded proto count (platform.HTTPS).
-func trustedProxy(r *http.Request) bool {
-	trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
-	return trusted
-}
