@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,6 +33,13 @@ type testSite struct {
 type recordingNext struct {
 	header     http.Header
 	assertions map[string]bool // distinct assertions seen: ES256 signatures are randomized, so one per signature
+}
+
+// TestMain runs the package's tests with a short wait before a school's
+// first fetches (firstFetchDelay): their upstreams are up already.
+func TestMain(m *testing.M) {
+	firstFetchDelay = 10 * time.Millisecond
+	os.Exit(m.Run())
 }
 
 func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error {
