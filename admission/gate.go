@@ -38,7 +38,10 @@
 //   - a request that finds its school's queue full, or waits past the
 //     bound while its school has its share of the slots under way (or
 //     past hardWaits bounds in any case), is refused with a Refusal that
-//     says when to retry.
+//     says when to retry;
+//   - a request resuming after a pause waits at the front of its
+//     school's queue, within the same hardWaits bounds in all, and then
+//     goes on without a slot: no request waits longer than that.
 //
 // Why not a plain concurrency limit: measured in front of a flood, the
 // requests in the gateway's code at once never exceeded the processors (a

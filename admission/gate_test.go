@@ -679,3 +679,53 @@ func TestPauseLone(t *testing.T) {
 		t.Fatalf("in flight %d", g.InFlight())
 	}
 }
+
+// A request resuming after a pause waits at most what is left of its
+// hardWaits bounds, then goes on without a slot: never held without end
+// behind another school's long request.
+func TestResumeWaitBounded(t *testing.T) {
+	const bound = 10 * time.Millisecond
+	g := sharedGate(Options{Concurrency: 1, Wait: bound})
+	a, b := g.School(1), g.School(1)
+	sl := mustAdmit(t, a)
+	sl.Pause()
+	hb := mustAdmit(t, b) // holds the only slot past a's bounds
+	t0 := time.Now()
+	done := make(chan struct{})
+	go func() { sl.Resume(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the resumed request is held past its bounds")
+	}
+	if waited := time.Since(t0); waited < hardWaits*bound {
+		t.Fatalf("went on after %s, before %d bounds", waited, hardWaits)
+	}
+	if sl.Counted() {
+		t.Fatal("went on past its bounds holding a slot")
+	}
+	if g.Waiting() != 0 || a.queue.len() != 0 || len(g.waiting) != 0 {
+		t.Fatalf("the resumed waiter is still queued: %d", g.Waiting())
+	}
+	sl.Release()
+	hb.Release()
+	if g.InFlight() != 0 || a.InFlight() != 0 || a.paused.Load() != 0 {
+		t.Fatalf("in flight %d, a %d, paused %d at the end", g.InFlight(), a.InFlight(), a.paused.Load())
+	}
+
+	// What a request waited to begin counts against the same bounds.
+	sl2 := mustAdmit(t, a)
+	sl2.waited = int64(hardWaits * bound) // as if it had waited them to begin
+	sl2.Pause()
+	hb = mustAdmit(t, b)
+	t0 = time.Now()
+	sl2.Resume()
+	if waited := time.Since(t0); waited >= bound || sl2.Counted() {
+		t.Fatalf("waited %s more past its bounds (counted %v)", waited, sl2.Counted())
+	}
+	sl2.Release()
+	hb.Release()
+	if g.InFlight() != 0 || a.InFlight() != 0 {
+		t.Fatalf("in flight %d, a %d at the end", g.InFlight(), a.InFlight())
+	}
+}

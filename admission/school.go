@@ -116,17 +116,18 @@ func (s *School) Admit(ctx context.Context) (Slot, error) {
 
 // wait is Admit's slow path.
 func (s *School) wait(ctx context.Context, cfg *settings, t int64) (Slot, error) {
-	if err := s.queueUp(ctx, cfg, t, false); err != nil {
+	if err := s.queueUp(ctx, cfg, t, false, 0); err != nil {
 		return Slot{}, err
 	}
-	t = now()
-	return Slot{s: s, ctx: ctx, since: t, cpu: s.gate.cost.begin(t), counted: true}, nil
+	at := now()
+	return Slot{s: s, ctx: ctx, since: at, cpu: s.gate.cost.begin(at), counted: true, waited: at - t}, nil
 }
 
 // queueUp takes a slot for s, waiting in its queue if none is free or
 // others wait: at the back within the bounds, or, for a request resuming
-// after a pause, at the front with no bound but ctx.
-func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming bool) error {
+// after a pause, at the front for at most budget (what is left of its
+// hardWaits bounds), past which errWait lets it go on without a slot.
+func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming bool, budget time.Duration) error {
 	g := s.gate
 	g.mu.Lock()
 	g.expire(t)
@@ -154,21 +155,21 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 	g.arm(t)
 	g.mu.Unlock()
 
-	var timeout <-chan time.Time
-	if !resuming {
-		w.timer.Reset(cfg.wait)
-		timeout = w.timer.C
+	bound := cfg.wait
+	if resuming {
+		bound = budget
 	}
+	w.timer.Reset(bound)
 	var err error
-	for waited := cfg.wait; ; waited += cfg.wait {
+	for waited := bound; ; waited += cfg.wait {
 		select {
 		case <-w.ch:
-		case <-timeout:
+		case <-w.timer.C:
 			err = errWait
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
-		if err != errWait || waited >= hardWaits*cfg.wait {
+		if err != errWait || resuming || waited >= hardWaits*cfg.wait {
 			break
 		}
 		// Past the bound, a school is refused only if it has its share
@@ -204,8 +205,10 @@ func (s *School) queueUp(ctx context.Context, cfg *settings, t int64, resuming b
 	return err
 }
 
-// hardWaits is how many wait bounds a request within its school's share
-// waits at most before it is refused all the same: never a hang.
+// hardWaits is how many wait bounds a request waits at most in all: one
+// within its school's share is refused all the same past them, before it
+// begins; one that paused on I/O goes on without a slot past them, for
+// it has work under way (Resume). Never a hang.
 const hardWaits = 4
 
 // hasShareLocked reports, under the gate's mu, whether s has at least its

@@ -26,6 +26,9 @@ type Slot struct {
 	// spent is the processor time stores spent on the request's behalf
 	// while it was paused (Charge).
 	spent int64
+	// waited is how long the request has waited for a slot, to begin
+	// and to resume: all its waits together stay within hardWaits bounds.
+	waited int64
 }
 
 // Counted reports whether the slot is one of the gate's: the instance
@@ -126,8 +129,10 @@ func (sl *Slot) Charge(d time.Duration) {
 
 // Resume takes a slot again after Pause: before any request of the school
 // that waits to begin, never refused, for the request has work under way
-// (a transaction, a commit). A request whose context ended meanwhile goes
-// on without a slot.
+// (a transaction, a commit). A request whose context ended meanwhile, or
+// whose waits reach hardWaits bounds in all, goes on without a slot: a
+// flood's requests resuming behind each other are not held without end,
+// and what goes on uncounted is bounded by what was admitted.
 func (sl *Slot) Resume() {
 	s := sl.s
 	if s == nil || !sl.counted || sl.depth == 0 {
@@ -150,7 +155,14 @@ func (sl *Slot) Resume() {
 		s.inflight.Add(1)
 		return
 	}
-	if err := s.queueUp(sl.ctx, cfg, t, true); err != nil {
+	budget := hardWaits*cfg.wait - time.Duration(sl.waited)
+	if budget <= 0 {
+		sl.counted = false
+		return
+	}
+	err := s.queueUp(sl.ctx, cfg, t, true, budget)
+	sl.waited += now() - t
+	if err != nil {
 		sl.counted = false
 	}
 }

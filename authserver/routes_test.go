@@ -2,7 +2,9 @@ package authserver
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -144,6 +146,26 @@ func TestDiscoveryNamesEndpoints(t *testing.T) {
 			if strings.HasSuffix(field, "_endpoint") && want[field] == "" {
 				t.Errorf("%s: unexpected %s", path, field)
 			}
+		}
+	}
+}
+
+// The discovery documents and the key set go out with their length, in
+// one piece, not chunked: the OpenID configuration outgrew net/http's
+// 2 KB response buffer, past which it would chunk and write twice.
+func TestDiscoveryAnswersSized(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(f.srv)
+	defer srv.Close()
+	for _, path := range []string{sitepath.ASMetadata, sitepath.OIDCConfig, sitepath.JWKS} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 {
+			t.Errorf("%s: %d, length %d of %d bytes, transfer encoding %v", path, resp.StatusCode, resp.ContentLength, len(body), resp.TransferEncoding)
 		}
 	}
 }

@@ -33,6 +33,7 @@ var (
 		"(school_platform of three schools over -registries, and three site blocks); floods chosen with -only discovery,mcp,token,legacy")
 	victimC       = flag.Int("victim-c", 2, "with -noisy: the victim's concurrent clients (the neighbour's are -c)")
 	victimAsks    = flag.String("victim", "discovery", "with -noisy: the victim's request, the same under every flood: discovery, protected or mcp")
+	generator     = flag.String("generator", "net/http", "with -noisy: the load generator of the victim and of the discovery, mcp and legacy floods: net/http's client, or raw: a lean HTTP/1.1 client (rawclient.go) that leaves the shared processors to the gateway")
 	legacyDelay   = flag.Duration("legacy-delay", 2*time.Second, "with -noisy: how long the neighbour's legacy server takes to answer its Account API (the legacy flood)")
 	noisySites    = flag.Bool("sites", true, "with -noisy: also measure three school_gateway site blocks (-sites=false skips them)")
 	budgetRate    = flag.Int("budget-rate", 100, "with -noisy and the postgres registry: the budget (requests/s) of the school of the budget check across two instances; 0 skips it")
@@ -74,8 +75,10 @@ type noisyConfig struct {
 	sites                  bool
 	victim                 string
 	floods                 []string
-	build, global          string
-	smoke                  bool
+	// raw: the lean generator (rawclient.go) instead of net/http's client.
+	raw           bool
+	build, global string
+	smoke         bool
 	// profile: a CPU profile and a trace of the first flooded phase of
 	// each flood (-profile noisy).
 	profile bool
@@ -92,7 +95,7 @@ func noisySizes(cfg config, registries string) (noisyConfig, error) {
 	nc := noisyConfig{victimC: *victimC, floodC: cfg.concurrency, rounds: cfg.rounds, courses: cfg.courses,
 		exchanges: cfg.exchanges, duration: cfg.duration, warm: time.Second, settle: 500 * time.Millisecond,
 		legacyDelay: *legacyDelay, registries: strings.Split(registries, ","), sites: *noisySites,
-		victim: *victimAsks, build: cfg.build, global: *caddyGlobal,
+		victim: *victimAsks, build: cfg.build, global: *caddyGlobal, raw: *generator == "raw",
 		budgetRate: *budgetRate, budgetWarm: 2 * time.Second, budgetWindow: 10 * time.Second,
 		budgetClientsPerInstance: max(cfg.concurrency/2, 1), profile: cfg.profile == "noisy"}
 	if cfg.smoke {
@@ -110,6 +113,9 @@ func noisySizes(cfg config, registries string) (noisyConfig, error) {
 			}
 			nc.floods = append(nc.floods, f)
 		}
+	}
+	if *generator != "raw" && *generator != "net/http" {
+		return nc, fmt.Errorf("-generator: %q is neither raw nor net/http", *generator)
 	}
 	for _, kind := range nc.registries {
 		if kind != "dir" && kind != "postgres" {

@@ -263,6 +263,20 @@ func (s *noisySetup) floodAsker(f string) (asker, string) {
 	return s.discovery(neighbourSchool).asker(), fmt.Sprintf("discovery, %d clients", c)
 }
 
+// floodSpec is the neighbour's request of flood f when it is the same
+// every time (all but the token flood's exchanges, each its own code).
+func (s *noisySetup) floodSpec(f string) (requestSpec, bool) {
+	switch f {
+	case floodMCP:
+		return s.search(neighbourSchool), true
+	case floodLegacy:
+		return s.protected(neighbourSchool, s.floodToken), true
+	case floodToken:
+		return requestSpec{}, false
+	}
+	return s.discovery(neighbourSchool), true
+}
+
 // measure runs one flood's rounds: the victim alone, then the victim
 // while the neighbour floods (the flood started cfg.warm before the
 // victim's phase, and stopped when it ends), each followed by
@@ -271,8 +285,16 @@ func (s *noisySetup) floodAsker(f string) (asker, string) {
 func (s *noisySetup) measure(f string) (string, error) {
 	cfg := s.run.cfg
 	pid := s.caddy.pid()
-	victim := victimLoad{Port: s.port, Clients: cfg.victimC, Duration: cfg.duration, Request: s.victimAsks()}
+	victim := victimLoad{Port: s.port, Clients: cfg.victimC, Duration: cfg.duration, Request: s.victimAsks(), Raw: cfg.raw}
 	flood, what := s.floodAsker(f)
+	spec, specified := s.floodSpec(f)
+	var raw rawRequest
+	if specified && cfg.raw {
+		var err error
+		if raw, err = buildRaw(spec); err != nil {
+			return "", err
+		}
+	}
 	var rounds []noisyRound
 	var aloneAnswers, floodedAnswers, floodAnswers answerCount
 	var ranDry []string
@@ -299,8 +321,17 @@ func (s *noisySetup) measure(f string) (string, error) {
 		floodCtx, stopFlood := context.WithCancel(ctx)
 		var dry bool
 		var wg sync.WaitGroup
+		req := s.floodRequest(flood, tf)
+		var rc *rawClients
+		if raw.wire != nil {
+			rc = newRawClients(s.port, cfg.floodC)
+			req = func(ctx context.Context, w int) error {
+				_, err := askRaw(ctx, rc, raw, tf, w)
+				return err
+			}
+		}
 		wg.Go(func() {
-			round.flood = loadCtx(floodCtx, cfg.floodC, time.Hour, work, pid, s.floodRequest(flood, tf))
+			round.flood = loadCtx(floodCtx, cfg.floodC, time.Hour, work, pid, req)
 			dry = floodCtx.Err() == nil // it ended before it was stopped: the codes ran out
 		})
 		time.Sleep(cfg.warm)
@@ -311,6 +342,9 @@ func (s *noisySetup) measure(f string) (string, error) {
 		round.flooded, answers, err = runVictim(ctx, victim)
 		stopFlood()
 		wg.Wait()
+		if rc != nil {
+			rc.closeAll()
+		}
 		profiled.Wait()
 		if err != nil {
 			return "", err

@@ -24,6 +24,7 @@ type victimLoad struct {
 	Port, Clients int
 	Duration      time.Duration
 	Request       requestSpec
+	Raw           bool // the lean generator (rawclient.go)
 }
 
 // victimResult is what the child measured: the stats of its run and its
@@ -45,10 +46,28 @@ func serveLoad(in io.Reader, out io.Writer) error {
 	if err := json.NewDecoder(in).Decode(&spec); err != nil {
 		return fmt.Errorf("-serve load: %v", err)
 	}
-	client := clientFor(spec.Port, spec.Clients)
-	defer client.CloseIdleConnections()
 	t := newTally(spec.Clients)
-	s := load(spec.Clients, spec.Duration, 0, 0, victimRequest(client, spec.Request.asker(), t))
+	req := victimRequest(nil, spec.Request.asker(), t)
+	if spec.Raw {
+		raw, err := buildRaw(spec.Request)
+		if err != nil {
+			return fmt.Errorf("-serve load: %v", err)
+		}
+		rc := newRawClients(spec.Port, spec.Clients)
+		defer rc.closeAll()
+		req = func(ctx context.Context, w int) error {
+			status, err := askRaw(ctx, rc, raw, t, w)
+			if err == nil && status != 200 {
+				err = fmt.Errorf("the victim answered HTTP %d", status)
+			}
+			return err
+		}
+	} else {
+		client := clientFor(spec.Port, spec.Clients)
+		defer client.CloseIdleConnections()
+		req = victimRequest(client, spec.Request.asker(), t)
+	}
+	s := load(spec.Clients, spec.Duration, 0, 0, req)
 	a := t.sum()
 	r := victimResult{Latencies: s.latencies, Failures: s.failures, Elapsed: s.elapsed, Status: a.status,
 		Refused: a.refused, RefusedWithout: a.refusedWithout, Bad: a.bad}

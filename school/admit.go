@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/schoolgate/schoolgate/admission"
 	"github.com/schoolgate/schoolgate/authserver"
 	"github.com/schoolgate/schoolgate/mcpserver"
@@ -100,15 +102,15 @@ func (s *Site) admit(w http.ResponseWriter, r *http.Request, rt route) (admissio
 	}
 	budgeted := s.budget.requests != nil || s.budget.mcpAnonymous != nil
 	if s.cfg.Admission == nil {
-		return admission.Slot{}, !budgeted || s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).allow)
+		return admission.Slot{}, !budgeted || s.takeBudget(w, r, rt, anonymousMCP)
 	}
 	// Read before the wait for a turn, taken once admitted: a spent
 	// budget waits for nothing, and a refused turn spends nothing.
-	if budgeted && !s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).ready) {
+	if budgeted && !s.budgetLeft(w, r, rt, anonymousMCP) {
 		return admission.Slot{}, false
 	}
 	slot, err := s.admitTraced(r.Context())
-	if err == nil && budgeted && !s.budgetLeft(w, r, rt, anonymousMCP, (*bucket).allow) {
+	if err == nil && budgeted && !s.takeBudget(w, r, rt, anonymousMCP) {
 		slot.Release()
 		return admission.Slot{}, false
 	}
@@ -125,20 +127,45 @@ func (s *Site) admit(w http.ResponseWriter, r *http.Request, rt route) (admissio
 	return slot, true
 }
 
-// budgetLeft asks the school's budget whether the request may go on —
-// check reads it (ready) or takes its events (allow) — and answers it
-// 429 when not.
-func (s *Site) budgetLeft(w http.ResponseWriter, r *http.Request, rt route, anonymousMCP bool,
-	check func(*bucket, time.Time) (bool, time.Duration)) bool {
+// budgetLeft reads the school's budget: whether the request may go on,
+// taking nothing, and answers it 429 when not.
+func (s *Site) budgetLeft(w http.ResponseWriter, r *http.Request, rt route, anonymousMCP bool) bool {
 	now := s.now()
 	if rt != routePublic {
-		if ok, wait := check(s.budget.requests, now); !ok {
+		if ok, wait := s.budget.requests.ready(now); !ok {
 			s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudget)
 			return false
 		}
 	}
 	if anonymousMCP {
-		if ok, wait := check(s.budget.mcpAnonymous, now); !ok {
+		if ok, wait := s.budget.mcpAnonymous.ready(now); !ok {
+			s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudgetMCP)
+			return false
+		}
+	}
+	return true
+}
+
+// takeBudget takes the request's events from the school's budget, or
+// answers it 429: an anonymous /mcp call refused by its own budget gives
+// back the event it took from the school's requests, so that a refused
+// request spends nothing.
+func (s *Site) takeBudget(w http.ResponseWriter, r *http.Request, rt route, anonymousMCP bool) bool {
+	now := s.now()
+	var taken *rate.Reservation
+	if rt != routePublic {
+		res, ok, wait := s.budget.requests.reserve(now)
+		if !ok {
+			s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudget)
+			return false
+		}
+		taken = res
+	}
+	if anonymousMCP {
+		if ok, wait := s.budget.mcpAnonymous.allow(now); !ok {
+			if taken != nil {
+				taken.CancelAt(now)
+			}
 			s.refuse(w, r, rt, statusBudgetSpent, wait, refusedBudgetMCP)
 			return false
 		}

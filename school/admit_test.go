@@ -154,6 +154,42 @@ func TestBudgetMCPAnonymous(t *testing.T) {
 	}
 }
 
+// An anonymous /mcp call refused by the anonymous budget spends nothing
+// of the school's budget of requests: the event it took there is given
+// back, with fair share on and off.
+func TestBudgetMCPRefusalSpendsNoRequests(t *testing.T) {
+	for _, gated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair share %v", gated), func(t *testing.T) {
+			c := schooltest.NewClock(time.Now())
+			ts := newTestSite(t, func(cfg *Config) {
+				cfg.Budget = &Budget{Requests: testRate(2, time.Hour, 2), MCPAnonymous: testRate(1, time.Hour, 1)}
+				cfg.Now = c.Now
+				if gated {
+					cfg.Admission = admission.NewGate(admission.Options{}).School(1)
+				}
+			})
+			call := func() int {
+				r := httptest.NewRequest("POST", testIssuer+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Accept", "application/json, text/event-stream")
+				return ts.serve(t, r).Code
+			}
+			if got := call(); got != http.StatusOK {
+				t.Fatalf("first anonymous call: %d", got)
+			}
+			for range 3 {
+				if got := call(); got != http.StatusTooManyRequests {
+					t.Fatalf("anonymous call past its budget: %d, want 429", got)
+				}
+			}
+			// One of the school's two requests is left.
+			if rec := ts.serve(t, httptest.NewRequest("GET", "/courses/light", nil)); ts.upstream.header == nil {
+				t.Fatalf("the school's last request of the hour: %d %s, want it forwarded", rec.Code, rec.Body)
+			}
+		})
+	}
+}
+
 // Anonymous /mcp has a limit per caller's address by default, as the
 // OAuth endpoints have; another address is not refused for it.
 func TestMCPAnonymousPerAddress(t *testing.T) {

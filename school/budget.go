@@ -79,21 +79,29 @@ func (b *bucket) ready(now time.Time) (bool, time.Duration) {
 // allow takes one event; when refused, it says how long until the next
 // would be allowed. A nil bucket allows everything.
 func (b *bucket) allow(now time.Time) (bool, time.Duration) {
+	_, ok, wait := b.reserve(now)
+	return ok, wait
+}
+
+// reserve is allow that also returns the event taken, for giving it back
+// (CancelAt) when a second bucket refuses the request: nil when nothing
+// was taken.
+func (b *bucket) reserve(now time.Time) (*rate.Reservation, bool, time.Duration) {
 	if b == nil {
-		return true, 0
+		return nil, true, 0
 	}
 	if b.instances != nil {
 		b.share(now)
 	}
 	r := b.limiter.ReserveN(now, 1)
 	if !r.OK() {
-		return false, b.limit.Every
+		return nil, false, b.limit.Every
 	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return false, d
+		return nil, false, d
 	}
-	return true, 0
+	return r, true, 0
 }
 
 // share sets the limiter to this instance's part of the budget when the
