@@ -75,7 +75,7 @@ func loadKeys(ctx context.Context, st store.KeyStore, now time.Time, settings ma
 	if len(stored) == 0 {
 		// Nothing has been signed yet on a first start, so the first key
 		// may sign at once: it is published from the same moment.
-		first, err := newStoredKey(now, now)
+		first, priv, err := newKey(now, now)
 		if err != nil {
 			return nil, err
 		}
@@ -86,6 +86,17 @@ func loadKeys(ctx context.Context, st store.KeyStore, now time.Time, settings ma
 		}
 		if err != nil {
 			return nil, fmt.Errorf("loading signing keys: %w", err)
+		}
+		if len(stored) == 1 && stored[0].KID == first.KID {
+			// The store holds the key just made: it signs as made,
+			// without its JSON parsed back (a sixth of a first start's
+			// processor).
+			sk, err := signingKeyOf(stored[0], priv)
+			if err != nil {
+				return nil, err
+			}
+			k := &Keys{store: st, keys: []signingKey{sk}}
+			return k, nil
 		}
 	}
 	k := &Keys{store: st}
@@ -119,11 +130,18 @@ func (k *Keys) set(stored []store.StoredKey) error {
 	return nil
 }
 
-func parseSigningKey(sk store.StoredKey) (signingKey, error) {
+// parseSigningKey is the signing key of a stored key. A variable for
+// the test of a first start, which parses none.
+var parseSigningKey = func(sk store.StoredKey) (signingKey, error) {
 	priv, err := jwk.ParseKey(sk.JWK)
 	if err != nil {
 		return signingKey{}, fmt.Errorf("parsing signing key %s: %w", sk.KID, err)
 	}
+	return signingKeyOf(sk, priv)
+}
+
+// signingKeyOf is the signing key of sk, whose private key is priv.
+func signingKeyOf(sk store.StoredKey, priv jwk.Key) (signingKey, error) {
 	pub, err := priv.PublicKey()
 	if err != nil {
 		return signingKey{}, fmt.Errorf("deriving public key %s: %w", sk.KID, err)
@@ -137,25 +155,31 @@ func parseSigningKey(sk store.StoredKey) (signingKey, error) {
 
 // newStoredKey generates an ES256 key that signs from signFrom.
 func newStoredKey(now, signFrom time.Time) (store.StoredKey, error) {
+	sk, _, err := newKey(now, signFrom)
+	return sk, err
+}
+
+// newKey is newStoredKey and the key's private JWK, as stored.
+func newKey(now, signFrom time.Time) (store.StoredKey, jwk.Key, error) {
 	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return store.StoredKey{}, err
+		return store.StoredKey{}, nil, err
 	}
 	priv, err := jwk.Import(raw)
 	if err != nil {
-		return store.StoredKey{}, err
+		return store.StoredKey{}, nil, err
 	}
 	if err := jwk.AssignKeyID(priv); err != nil {
-		return store.StoredKey{}, err
+		return store.StoredKey{}, nil, err
 	}
 	kid, _ := priv.KeyID()
 	_ = priv.Set(jwk.AlgorithmKey, jwa.ES256())
 	_ = priv.Set(jwk.KeyUsageKey, "sig")
 	blob, err := json.Marshal(priv)
 	if err != nil {
-		return store.StoredKey{}, err
+		return store.StoredKey{}, nil, err
 	}
-	return store.StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}, nil
+	return store.StoredKey{KID: kid, JWK: blob, CreatedAt: now, SignFrom: signFrom}, priv, nil
 }
 
 // Rotate publishes a new key now; it starts signing after publishDelay,

@@ -130,7 +130,7 @@ func main() {
 func platformSizes(cfg config, schools, maxActive int, registries string) platformConfig {
 	pc := platformConfig{schools: schools, maxActive: maxActive, concurrency: cfg.concurrency, rounds: cfg.rounds,
 		samples: 10, duration: cfg.duration, churn: 10 * time.Second, settle: 5 * time.Second, visible: 2 * time.Second,
-		registries: strings.Split(registries, ",")}
+		registries: strings.Split(registries, ","), profile: cfg.profile}
 	if cfg.smoke {
 		pc.schools, pc.maxActive, pc.concurrency, pc.rounds, pc.samples = min(schools, 50), 10, 8, 1, 2
 		pc.duration, pc.churn, pc.settle, pc.visible = 300*time.Millisecond, 1500*time.Millisecond, 200*time.Millisecond, 500*time.Millisecond

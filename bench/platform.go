@@ -47,6 +47,9 @@ type platformConfig struct {
 	// steps are the measures run after the start (-platform-steps); nil:
 	// every one.
 	steps []string
+	// profile is -profile: "burst" writes a CPU profile of the first
+	// instance during the burst, to bench-burst-<registry>.pprof.
+	profile string
 }
 
 const discoveryPath = "/.well-known/oauth-authorization-server"
@@ -111,13 +114,13 @@ func (p *platformRun) print() {
 		}
 		fmt.Println()
 	}
-	table("| registry | schools | records written before the start (dir: files written, one sync; postgres: Put, 16 at once) | start to serving (first school's discovery; the process's CPU then) | RSS at serving | targets |", p.starts, 1)
+	table("| registry | schools | records written before the start (dir: files written, one sync; postgres: Put, 16 at once) | start to serving (first school's discovery; the process's CPU then; its threads' wait for a processor) | RSS at serving | targets |", p.starts, 1)
 	table(fmt.Sprintf("| registry | request (%d clients, %d rounds of %s, interleaved) | first school req/s | last school req/s | last ÷ first (median of the rounds') | first p50 | last p50 | target |",
 		p.cfg.concurrency, p.cfg.rounds, p.cfg.duration), p.ratios, 2)
 	table("| registry | one request to each school, 16 clients | active after | RSS right after | settled, first reading | settled, second reading | RSS target | open files | files target |", p.memory, 1)
 	table("| registry | idle schools asked once, one at a time | p50 | p99 | max | target (p99) |", p.cold, 1)
 	table("| registry | instances | samples | added → served, p50 | max | removed → 404 everywhere, p50 | max | target | the write itself (Put, Remove), p50 |", p.changes, 2)
-	table("| registry | instances | schools added at once | the writes (dir: renamed in; postgres: Put, 16 at once) | the last written served (at the last instance) | every one served (each asked once the last is, its first request building it) | Caddy CPU-seconds, burst start → last served (A / B) | targets |", p.bursts, 1)
+	table("| registry | instances | schools added at once | the writes (dir: renamed in; postgres: Put, 16 at once) | the last written served (at the last instance) | every one served (each asked once the last is, its first request building it) | Caddy CPU-seconds, burst start → last served (A / B) | → every one served (A / B) | targets |", p.bursts, 1)
 	table("| registry | instances | clients | seconds | writes: add / change / remove | requests | 5xx | wrong school | 404 of a school never removed | other failures | 404 of a removed school (expected) |", p.churn, 1)
 }
 
@@ -188,13 +191,14 @@ func (p *platformRun) measure(kind string) error {
 	// The CPU the process spent to serve: on a machine shared with
 	// other work, the steadier figure of the two.
 	startCPU, _ := procstat.CPU(a.pid())
+	startWait, _ := procstat.RunWait(a.pid())
 	// The RSS target is 100 MB up to 10,000 schools, 150 MB past.
 	rssTarget := int64(100)
 	if n > 10000 {
 		rssTarget = 150
 	}
-	p.starts = append(p.starts, fmt.Sprintf("| %s | %d | %.1f s | %.2f s (%.2f CPU-s) | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
-		reg.written.Seconds(), startup.Seconds(), startCPU.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
+	p.starts = append(p.starts, fmt.Sprintf("| %s | %d | %.1f s | %.2f s (%.2f CPU-s; %.2f s) | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
+		reg.written.Seconds(), startup.Seconds(), startCPU.Seconds(), startWait.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
 	if kind == "dir" {
 		// The first start read the files and wrote the registry's
 		// snapshot (once read, and at its stop); a restart serves from
@@ -215,8 +219,9 @@ func (p *platformRun) measure(kind string) error {
 		startup = time.Since(a.began)
 		atStart, _ = procstat.ReadMemory(a.pid())
 		startCPU, _ = procstat.CPU(a.pid())
-		p.starts = append(p.starts, fmt.Sprintf("| %s, restarted (its snapshot) | %d | — | %.2f s (%.2f CPU-s) | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
-			startup.Seconds(), startCPU.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
+		startWait, _ = procstat.RunWait(a.pid())
+		p.starts = append(p.starts, fmt.Sprintf("| %s, restarted (its snapshot) | %d | — | %.2f s (%.2f CPU-s; %.2f s) | %s | ≤ 1 s, ≤ %d MB: %s, %s |", kind, n,
+			startup.Seconds(), startCPU.Seconds(), startWait.Seconds(), mb(atStart), rssTarget, met(startup <= time.Second), met(atStart.RSS <= rssTarget<<20)))
 	}
 
 	if p.step("ratio") {

@@ -59,6 +59,12 @@ const (
 // updateAudit runs fn in a read-write transaction that also stores the
 // audit events of the context and those fn adds.
 func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.AuditTx) error) error {
+	return s.updateAuditIn(ctx, fn, true)
+}
+
+// updateAuditIn is updateAudit; with placed false, a fresh file's first
+// commit returns before the file is in its place (commitIn).
+func (s *boltStore) updateAuditIn(ctx context.Context, fn func(*bolt.Tx, *store.AuditTx) error, placed bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -75,12 +81,12 @@ func (s *boltStore) updateAudit(ctx context.Context, fn func(*bolt.Tx, *store.Au
 	}
 	var at *store.AuditTx
 	write := auditing(ctx, &at, fn)
-	err := s.commit(func(tx *bolt.Tx) error {
+	err := s.commitIn(func(tx *bolt.Tx) error {
 		if w != nil {
 			m = startCharge() // inside: the wait for bbolt's lock is no work
 		}
 		return write(tx)
-	})
+	}, placed)
 	if err == nil {
 		at.Committed()
 	}

@@ -70,11 +70,16 @@ type boltStore struct {
 	// commit writes them with what it stores (see commit).
 	fresh atomic.Bool
 	// first serializes the calls that find the file fresh; aside is the
-	// file made beside its path until that commit puts it in place
-	// (newfile.go), and noSync is whether bbolt syncs after it.
+	// file made beside its path until that commit, which hands it to
+	// placing (newfile.go); noSync is whether bbolt syncs once it is in
+	// place.
 	first  sync.Mutex
 	aside  *aside
 	noSync bool
+	// placing is the putting in place, in the background, of the file
+	// made aside, its first commit made: every later commit, and Close,
+	// waits for it. Nil when no file is being put in place.
+	placing atomic.Pointer[placement]
 }
 
 // update runs fn in a read-write transaction, unless ctx has ended: bbolt
@@ -88,24 +93,45 @@ func (s *boltStore) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 // file the schema is written in the same transaction, so that a new
 // school's first start (its first key and settings) is one commit.
 func (s *boltStore) commit(fn func(*bolt.Tx) error) error {
+	return s.commitIn(fn, true)
+}
+
+// commitIn is commit. With placed false, a fresh file's first commit
+// returns once made, before the file made aside is in its place: only a
+// new site's first start (InitSite) asks it (newfile.go says why that is
+// safe). Every other commit returns once the file is in place.
+func (s *boltStore) commitIn(fn func(*bolt.Tx) error, placed bool) error {
 	if !s.fresh.Load() {
+		if err := s.waitPlaced(); err != nil {
+			return err
+		}
 		return s.db.Update(fn)
 	}
-	return s.commitFirst(fn)
+	if err := s.commitFirst(fn); err != nil || !placed {
+		return err
+	}
+	return s.waitPlaced()
+}
+
+// waitPlaced waits for the file made aside to be in its place, if it is
+// being put there.
+func (s *boltStore) waitPlaced() error {
+	if p := s.placing.Load(); p != nil {
+		return p.wait()
+	}
+	return nil
 }
 
 // commitFirst is a fresh file's first commit: the schema and fn's
-// changes. A file made aside is put in its place before any other commit
-// (and is then synced by bbolt as always); the writes that find the file
-// fresh meanwhile wait for it.
+// changes. A file made aside is then put in its place in the background
+// (newfile.go), and every later commit waits for it (and is then synced
+// by bbolt as always); the writes that find the file fresh meanwhile
+// wait for the first commit.
 func (s *boltStore) commitFirst(fn func(*bolt.Tx) error) error {
 	s.first.Lock()
 	defer s.first.Unlock()
 	if !s.fresh.Load() {
-		return s.db.Update(fn)
-	}
-	if s.aside != nil && s.aside.err != nil {
-		return s.aside.err
+		return s.commit(fn)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := writeSchema(tx); err != nil {
@@ -117,12 +143,8 @@ func (s *boltStore) commitFirst(fn func(*bolt.Tx) error) error {
 		return err
 	}
 	if s.aside != nil {
-		if err := s.aside.place(); err != nil {
-			s.aside.err = err
-			return err
-		}
+		s.placeLater(s.aside)
 		s.aside = nil
-		s.db.NoSync, s.db.NoGrowSync = s.noSync, false
 	}
 	s.fresh.Store(false)
 	return nil
@@ -286,8 +308,12 @@ func (s *boltStore) LoadCatalog(ctx context.Context) ([]byte, error) {
 }
 
 // Close closes the file. A file made aside and never committed is
-// removed: no store file was made.
+// removed: no store file was made; one committed is in place first (Close
+// waits for its placing).
 func (s *boltStore) Close() error {
+	if p := s.placing.Load(); p != nil {
+		_ = p.wait() // the file keeps its first commit, or never had its name
+	}
 	s.first.Lock()
 	defer s.first.Unlock()
 	if s.aside != nil {
@@ -345,9 +371,12 @@ func (s *boltStore) InitKeys(ctx context.Context, first store.StoredKey) ([]stor
 }
 
 // InitSite is InitKeys and InitSetting of each setting in one
-// transaction: a new school's first start commits once.
+// transaction: a new school's first start commits once, and on a new file
+// returns without waiting for its syncs (newfile.go).
 func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, settings map[string][]byte) ([]store.StoredKey, error) {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	stored := false
+	err := s.updateAuditIn(ctx, func(tx *bolt.Tx, _ *store.AuditTx) error {
+		stored = false
 		for key, value := range settings {
 			b := rare(tx, bucketSettings)
 			if b.Get([]byte(key)) != nil {
@@ -361,10 +390,15 @@ func (s *boltStore) InitSite(ctx context.Context, first store.StoredKey, setting
 		if k, _ := b.Cursor().First(); k != nil {
 			return nil
 		}
+		stored = true
 		return putJSON(b, first.KID, first)
-	})
+	}, false)
 	if err != nil {
 		return nil, err
+	}
+	if stored {
+		// The file had no key: first is all it has (not read back).
+		return []store.StoredKey{first}, nil
 	}
 	return s.LoadKeys(ctx)
 }

@@ -46,6 +46,9 @@ func NoSync(s store.Store) error {
 	}
 	b.first.Lock()
 	defer b.first.Unlock()
+	if p := b.placing.Load(); p != nil {
+		_ = p.wait() // its placing sets the switch too
+	}
 	b.db.NoSync, b.noSync = true, true
 	return nil
 }

@@ -33,6 +33,20 @@ import (
 // file system, ext4 or XFS, the sync of the directory commits the journal
 // up to the link, the directory's making included.)
 //
+// The two syncs and the link are made in the background (placeLater):
+// the first commit returns once it is made in the file aside, so that a
+// new school's first start, and its first answer, wait for no sync. Every
+// later commit, and Close, waits for the file to be in place. That is
+// safe because what the first commit holds (a school's first signing key
+// and initial settings) is lost only with a crash before the file is in
+// place, and then nothing durable or signed depends on it: every
+// signature (an ID token, an identity assertion) is made for a code or a
+// token that a later commit stored, which waited for the placing; a
+// client that read the lost key in the JWKS meanwhile holds nothing it
+// signed, and a DPoP nonce made with the lost nonce key is refused as
+// stale, with a new nonce. The next start makes the file anew, as after a
+// crash before the first commit.
+//
 // The other ways weighed: bbolt's NoSync with one sync after the first
 // commit can leave a valid meta page pointing at pages never written
 // (nothing orders them on disk); NoGrowSync in place is documented by
@@ -52,10 +66,54 @@ type aside struct {
 	// f is bbolt's handle of the .new file, which holds its lock.
 	f    *os.File
 	path string
+}
+
+// placement is the putting in place of a file made aside, after its
+// first commit, in the background.
+type placement struct {
+	done chan struct{}
 	// err is why putting the file in place failed. The store commits
 	// nothing after it: a failed sync may have dropped the pages it was
 	// to write, and one that seems to succeed later proves nothing.
 	err error
+}
+
+// wait waits for the file to be in place.
+func (p *placement) wait() error {
+	<-p.done
+	return p.err
+}
+
+// placings bounds the files being put in place at once in a process. A
+// burst of a thousand new schools would otherwise have a thousand syncs
+// waiting on the disk at once, each holding a thread of its own (a
+// goroutine in a system call does), and the schools' own first writes
+// queued behind them all; sixteen is what a burst's first requests kept
+// in flight when each made its own file in place.
+var placings = make(chan struct{}, 16)
+
+// placeLater puts a, its first commit made, in its place in the
+// background: the commit's caller (a new school's first start) goes on
+// without waiting for the syncs, and every later commit, and Close, waits
+// for them (commit). Called with s.first held; the placing takes no lock
+// (a commit waits for it holding s.first), and nothing reads bbolt's sync
+// switches but a commit.
+func (s *boltStore) placeLater(a *aside) {
+	p := &placement{done: make(chan struct{})}
+	s.placing.Store(p)
+	go func() {
+		placings <- struct{}{}
+		err := a.place()
+		<-placings
+		if err == nil {
+			s.db.NoSync, s.db.NoGrowSync = s.noSync, false
+		}
+		p.err = err
+		if err == nil {
+			s.placing.Store(nil)
+		}
+		close(p.done)
+	}()
 }
 
 // openNew makes the store of a path that has no file yet. It returns nil
@@ -107,7 +165,7 @@ func (a *aside) place() error {
 	if err := a.f.Truncate(size); err != nil {
 		return fmt.Errorf("creating %s: %w", a.path, err)
 	}
-	if err := a.f.Sync(); err != nil {
+	if err := fileSync(a.f); err != nil {
 		return fmt.Errorf("creating %s: %w", a.path, err)
 	}
 	if err := link(a.f.Name(), a.path); err != nil {
@@ -187,5 +245,9 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return fileSync(d)
 }
+
+// fileSync is (*os.File).Sync, a variable for the tests that hold a
+// placing's syncs.
+var fileSync = (*os.File).Sync

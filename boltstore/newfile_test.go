@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +44,15 @@ func initSite(s *boltStore, kid string) error {
 	return err
 }
 
+// initPlaced is initSite and the wait for its file to be in place, which
+// InitSite does not wait for.
+func initPlaced(s *boltStore, kid string) error {
+	if err := initSite(s, kid); err != nil {
+		return err
+	}
+	return s.waitPlaced()
+}
+
 // A new file is made beside its path, bbolt syncing nothing: it starts
 // from bbolt's first pages (no sync of bbolt's own creating it) and the
 // first commit runs without bbolt's syncs (none for the commit, none for
@@ -64,7 +75,7 @@ func TestNewFileMadeAside(t *testing.T) {
 	if keys, err := s.LoadKeys(context.Background()); err != nil || len(keys) != 0 {
 		t.Errorf("LoadKeys of a new file = %v, %v", keys, err)
 	}
-	if err := initSite(s, "a"); err != nil {
+	if err := initPlaced(s, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(t, path) || exists(t, path+newSuffix) {
@@ -98,7 +109,7 @@ func TestNewFileNoSyncKept(t *testing.T) {
 	if err := NoSync(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := initSite(s, "a"); err != nil {
+	if err := initPlaced(s, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if !s.db.NoSync {
@@ -183,7 +194,7 @@ func TestNewFileTwoProcesses(t *testing.T) {
 				t.Fatal(b.err)
 			}
 			defer b.s.Close()
-			if err := initSite(b.s, "b"); err != nil {
+			if err := initPlaced(b.s, "b"); err != nil {
 				t.Fatal(err)
 			}
 			want := map[string]string{"commits": "a", "lets go": "b"}[first]
@@ -209,8 +220,8 @@ func TestNewFilePlacing(t *testing.T) {
 		if err := os.WriteFile(path, []byte("theirs"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := initSite(s, "a"); !errors.Is(err, fs.ErrExist) {
-			t.Fatalf("the first commit: %v, want ErrExist", err)
+		if err := initPlaced(s, "a"); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("the first commit's placing: %v, want ErrExist", err)
 		}
 		if err := s.PutSetting(context.Background(), "k", []byte("v")); !errors.Is(err, fs.ErrExist) {
 			t.Errorf("a later commit: %v, want the placing's error", err)
@@ -243,8 +254,11 @@ func TestNewFileLinkFailing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "school.db")
 	s := open(t, path, time.Second)
 	defer s.Close()
-	if err := initSite(s, "a"); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("the first commit: %v, want ENOSPC", err)
+	if err := initPlaced(s, "a"); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("the first commit's placing: %v, want ENOSPC", err)
+	}
+	if err := s.PutSetting(context.Background(), "k", []byte("v")); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a later commit: %v, want the placing's error", err)
 	}
 	if exists(t, path) {
 		t.Error("the file was renamed into place after a failed link")
@@ -327,7 +341,7 @@ func TestNewFileMaking(t *testing.T) {
 	if _, err := Export(path); err == nil || !strings.Contains(err.Error(), "making the file") {
 		t.Errorf("Export while the file is made: %v", err)
 	}
-	if err := initSite(s, "a"); err != nil {
+	if err := initPlaced(s, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if Making(path) {
@@ -339,5 +353,117 @@ func TestNewFileMaking(t *testing.T) {
 	}
 	if Making(path) {
 		t.Error("Making of an unlocked leftover: true")
+	}
+}
+
+// A new school's first start (InitSite on a new file) returns once its
+// commit is made aside, without waiting for the syncs that put the file
+// in place; every later commit, and Close, waits for them. Here the syncs
+// are held until the test lets them go.
+func TestNewFileFirstStartWaitsForNoSync(t *testing.T) {
+	release := make(chan struct{})
+	var syncs atomic.Int32
+	fileSync = func(f *os.File) error {
+		syncs.Add(1)
+		<-release
+		return f.Sync()
+	}
+	t.Cleanup(func() { fileSync = (*os.File).Sync })
+	path := filepath.Join(t.TempDir(), "school.db")
+	s := open(t, path, time.Second)
+
+	started := make(chan error, 1)
+	go func() { started <- initSite(s, "a") }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the first start waited for its file's syncs")
+	}
+	if keys, err := s.LoadKeys(context.Background()); err != nil || len(keys) != 1 || keys[0].KID != "a" {
+		t.Errorf("keys before the file is in place: %v, %v", keys, err)
+	}
+	later := make(chan error, 1)
+	go func() { later <- s.PutSetting(context.Background(), "k", []byte("v")) }()
+	closed := make(chan error, 1)
+	go func() { <-later; closed <- s.Close() }()
+	time.Sleep(100 * time.Millisecond) // time for a commit that did not wait
+	if n, _ := Commits(s); n != 1 {
+		t.Errorf("%d commits before the file was in place, want the first alone", n)
+	}
+	if exists(t, path) {
+		t.Error("the file has its name before its syncs")
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 2 {
+		t.Errorf("the placing synced %d times, want 2 (the file, its directory)", n)
+	}
+	s = open(t, path, time.Second)
+	defer s.Close()
+	if v, err := s.GetSetting(context.Background(), "k"); err != nil || string(v) != "v" {
+		t.Errorf("the later commit: %q, %v", v, err)
+	}
+	if keys, err := s.LoadKeys(context.Background()); err != nil || len(keys) != 1 || keys[0].KID != "a" {
+		t.Errorf("reopened: keys %v, %v", keys, err)
+	}
+}
+
+// Any other first commit of a new file (a tool's, a test's) returns only
+// once the file is in place: a write that returned is on disk.
+func TestNewFileOtherFirstCommitWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "school.db")
+	s := open(t, path, time.Second)
+	defer s.Close()
+	if err := s.PutSetting(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, path) || exists(t, path+newSuffix) {
+		t.Errorf("after a first PutSetting: the file at its name %v, aside %v", exists(t, path), exists(t, path+newSuffix))
+	}
+}
+
+// New files are put in place at most cap(placings) at a time, the others
+// waiting their turn (a goroutine each, no thread held in a system call).
+func TestNewFilePlacingsBounded(t *testing.T) {
+	release := make(chan struct{})
+	var syncing atomic.Int32
+	fileSync = func(f *os.File) error {
+		syncing.Add(1)
+		<-release
+		return f.Sync()
+	}
+	t.Cleanup(func() { fileSync = (*os.File).Sync })
+	dir := t.TempDir()
+	n := cap(placings) + 4
+	stores := make([]*boltStore, n)
+	for i := range stores {
+		stores[i] = open(t, filepath.Join(dir, strconv.Itoa(i), "school.db"), time.Second)
+		if err := initSite(stores[i], "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for syncing.Load() < int32(cap(placings)) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // time for placings past the bound
+	if got := syncing.Load(); got != int32(cap(placings)) {
+		t.Errorf("%d files synced at once, want %d", got, cap(placings))
+	}
+	close(release)
+	for _, s := range stores {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range stores {
+		if !exists(t, filepath.Join(dir, strconv.Itoa(i), "school.db")) {
+			t.Errorf("store %d was not put in place", i)
+		}
 	}
 }

@@ -2,10 +2,12 @@ package metrics
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -222,20 +224,38 @@ type schoolCounters struct {
 // them with the config's first school; the others get the ones already
 // registered.
 func For(reg *prometheus.Registry) *Metrics {
-	m := &Metrics{schools: map[string]*schoolCounters{}}
 	if reg == nil {
-		return m
+		return &Metrics{schools: map[string]*schoolCounters{}}
 	}
+	key := weak.Make(reg)
+	if m, ok := registered.Load(key); ok {
+		return m.(*Metrics)
+	}
+	m := &Metrics{schools: map[string]*schoolCounters{}}
 	if err := reg.Register(m); err != nil {
 		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*Metrics); ok {
-				return existing
-			}
+		if !errors.As(err, &are) {
+			return m
 		}
+		existing, ok := are.ExistingCollector.(*Metrics)
+		if !ok {
+			return m
+		}
+		m = existing
 	}
+	if known, loaded := registered.LoadOrStore(key, m); loaded {
+		return known.(*Metrics)
+	}
+	runtime.AddCleanup(reg, func(k weak.Pointer[prometheus.Registry]) { registered.CompareAndDelete(k, m) }, key)
 	return m
 }
+
+// registered is the Metrics For registered with each registry, found by
+// a lookup when a platform's school is built (registering again to be
+// handed them, as before, built and dropped an error: a sixth of a
+// first build's processor). The registry is held weakly, and its entry
+// goes with it.
+var registered sync.Map // weak.Pointer[prometheus.Registry] → *Metrics
 
 // schoolOf returns the counters of a school, made on its first build.
 func (m *Metrics) schoolOf(site string) *schoolCounters {

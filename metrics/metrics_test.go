@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,4 +321,36 @@ func TestMetricsPerSchoolOption(t *testing.T) {
 			t.Errorf("%q, %d site blocks, platform %v: %+v %v, want %+v", tt.option, tt.gateways, tt.platform, got, err, tt.want)
 		}
 	}
+}
+
+// For hands a registry's later callers the Metrics registered by its
+// first without registering again (a lookup), and lets go of its entry
+// once the registry is gone.
+func TestForLooksUp(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := For(reg)
+	if got := testing.AllocsPerRun(100, func() { _ = For(reg) }); got != 0 {
+		t.Errorf("For of a registry already registered: %v allocations, want a lookup (none)", got)
+	}
+	if For(reg) != m {
+		t.Error("For of the same registry handed other Metrics")
+	}
+	if other := For(prometheus.NewPedanticRegistry()); other == m {
+		t.Error("For of another registry handed the first's Metrics")
+	}
+	entries := func() int {
+		n := 0
+		registered.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	before := entries()
+	reg = nil
+	for range 10 {
+		runtime.GC()
+		if entries() < before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%d entries after the registries went, want fewer than %d", entries(), before)
 }

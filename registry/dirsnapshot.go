@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -74,15 +77,19 @@ type snapshotEntry struct {
 // executable exe: the magic, exe, the count, the entries, then the
 // CRC-32C of all that.
 func encodeSnapshot(exe string, files []snapshotEntry) []byte {
-	size := len(snapshotMagic) + len(exe) + 16
-	for _, e := range files {
-		r := &e.f.rec
-		size += len(e.name) + len(r.Issuer) + len(r.Config) + 80
-		for _, h := range r.Hosts {
-			size += len(h) + 4
-		}
-	}
-	b := make([]byte, 0, size)
+	var b bytes.Buffer
+	_ = writeSnapshot(&b, exe, files) // a bytes.Buffer does not fail
+	return b.Bytes()
+}
+
+// writeSnapshot writes encodeSnapshot's bytes to w an entry at a time:
+// the snapshot of 100,000 schools is tens of megabytes, which a buffer
+// of its size would hold (and the kernel zero, page by page) at every
+// writing, for a file written in the background.
+func writeSnapshot(w io.Writer, exe string, files []snapshotEntry) error {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
+	b := make([]byte, 0, 4<<10)
 	b = append(b, snapshotMagic...)
 	b = appendString(b, exe)
 	b = binary.AppendUvarint(b, uint64(len(files)))
@@ -102,11 +109,24 @@ func encodeSnapshot(exe string, files []snapshotEntry) []byte {
 			flags = 1
 		}
 		b = append(b, flags)
-		b = appendString(b, string(r.Config))
-		b = binary.AppendVarint(b, r.Version)
+		b = binary.AppendUvarint(b, uint64(len(r.Config)))
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+		if _, err := bw.Write(r.Config); err != nil {
+			return err
+		}
+		b = binary.AppendVarint(b[:0], r.Version)
 		b = appendTime(b, r.UpdatedAt)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	return err
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -355,10 +375,9 @@ func (d *Dir) saveSnapshot() time.Duration {
 	d.unsaved = false
 	files := d.snapshotFiles()
 	d.scan.Unlock()
-	data := encodeSnapshot(executable(), files)
 	tmp, err := os.CreateTemp(d.dir, snapshotName+".*.tmp")
 	if err == nil {
-		_, err = tmp.Write(data)
+		err = writeSnapshot(tmp, executable(), files)
 		if cerr := tmp.Close(); err == nil {
 			err = cerr
 		}

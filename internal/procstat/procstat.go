@@ -85,3 +85,33 @@ func WrittenBytes(pid int) (int64, error) {
 	}
 	return 0, errors.New("procstat: no write_bytes in /proc/<pid>/io")
 }
+
+// RunWait is the time a process's threads have spent runnable but waiting
+// for a processor (the second field of each /proc/<pid>/task/*/schedstat,
+// summed; threads that have ended are not counted). Beside CPU, it tells
+// a wall time stretched by a busy machine from one spent waiting for a
+// disk or a lock, which is in neither.
+func RunWait(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		raw, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		f := strings.Fields(string(raw))
+		if len(f) < 2 {
+			return 0, errors.New("procstat: unexpected schedstat")
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, errors.New("procstat: unexpected schedstat")
+		}
+		sum += ns
+	}
+	return time.Duration(sum), nil
+}

@@ -2,6 +2,7 @@ package procstat
 
 import (
 	"os"
+	"strconv"
 	"testing"
 )
 
@@ -15,6 +16,14 @@ func TestOwnProcess(t *testing.T) {
 	}
 	if _, err := CPU(os.Getpid()); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/schedstat"); err == nil {
+		if w, err := RunWait(os.Getpid()); err != nil || w < 0 {
+			t.Errorf("RunWait = %v, %v", w, err)
+		}
+		if _, err := RunWait(-1); err == nil {
+			t.Error("a missing process has no wait")
+		}
 	}
 	if _, err := CPU(-1); err == nil {
 		t.Error("a missing process has no CPU time")
