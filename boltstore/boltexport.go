@@ -91,7 +91,12 @@ func exportBuckets(tx *bolt.Tx, d *store.Dump) error {
 			})
 		}},
 		{bucketCodes, func(k string, v []byte) error {
-			return decodeInto(v, func(c *store.Code) { d.Codes = append(d.Codes, store.DumpCode{Hash: k, Code: c}) })
+			c := new(store.Code)
+			if err := decodeCode(v, c); err != nil {
+				return err
+			}
+			d.Codes = append(d.Codes, store.DumpCode{Hash: k, Code: c})
+			return nil
 		}},
 		{bucketGrants, func(_ string, v []byte) error {
 			g := new(store.Grant)

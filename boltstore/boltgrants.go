@@ -75,10 +75,12 @@ func (ix grantIndex) key(g *store.Grant) []byte {
 }
 
 // ownerPrefix is the start of every index key of one owner.
-func ownerPrefix(owner string) []byte {
-	p := make([]byte, 4, 4+len(owner))
-	binary.BigEndian.PutUint32(p, uint32(len(owner)))
-	return append(p, owner...)
+func ownerPrefix(owner string) []byte { return appendOwner(make([]byte, 0, 4+len(owner)), owner) }
+
+// appendOwner appends an owner as index keys hold it.
+func appendOwner(k []byte, owner string) []byte {
+	k = binary.BigEndian.AppendUint32(k, uint32(len(owner)))
+	return append(k, owner...)
 }
 
 // appendGroup appends a group as index keys hold it.
@@ -106,9 +108,11 @@ func afterGroup(prefix []byte) []byte {
 // indexKey is the key of a grant position under an owner and group. Times
 // are kept to the microsecond, as PostgreSQL keeps them, so both stores
 // order grants alike; the sign bit is flipped so that byte order is time
-// order.
+// order. It is made in one allocation (each exchange writes two), sized
+// for a group whose every byte is an escaped NUL.
 func indexKey(owner, group string, created time.Time, id string) []byte {
-	k := groupPrefix(owner, group)
+	k := make([]byte, 0, 4+len(owner)+2*len(group)+2+8+len(id))
+	k = appendGroup(appendOwner(k, owner), group)
 	k = binary.BigEndian.AppendUint64(k, uint64(created.UnixMicro())^(1<<63))
 	return append(k, id...)
 }

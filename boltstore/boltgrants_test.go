@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -272,5 +273,24 @@ func TestBoltGroupKeysAreExact(t *testing.T) {
 	}
 	if counts, _ := s.GrantCounts(ctx); counts["c"] != (store.GrantCount{People: 5, Grants: 5}) || counts["c\x00"].People != 6 {
 		t.Errorf("after the disconnect: %v", counts)
+	}
+}
+
+// An index key is made in one allocation and holds what its parts do:
+// the owner's prefix, the group (NULs escaped), the time and the id.
+func TestIndexKeyOneAllocation(t *testing.T) {
+	at := time.Date(2026, 11, 28, 13, 30, 0, 123456000, time.UTC)
+	for _, c := range []struct{ owner, group, id string }{
+		{"member-1", "member-app", "0006283d1e5c0c00AbCdEfGhIjKlMnOpQrStUv"},
+		{"", "", ""}, {"a\x00b", "\x00\x00\x00", "g"}, {"Zoë", "app\x00", "id\x00"},
+	} {
+		want := binary.BigEndian.AppendUint64(groupPrefix(c.owner, c.group), uint64(at.UnixMicro())^(1<<63))
+		want = append(want, c.id...)
+		if got := indexKey(c.owner, c.group, at, c.id); !bytes.Equal(got, want) || len(got) > cap(got) {
+			t.Errorf("indexKey(%q, %q, %q) = %x, want %x", c.owner, c.group, c.id, got, want)
+		}
+		if n := testing.AllocsPerRun(20, func() { indexKey(c.owner, c.group, at, c.id) }); n != 1 {
+			t.Errorf("indexKey(%q, %q, %q): %v allocations, want 1", c.owner, c.group, c.id, n)
+		}
 	}
 }

@@ -44,7 +44,12 @@ import (
 // (boltlayout.go). A build of version 4 would make them anew at the top
 // level, empty, so it is refused the file; the migration moves them in
 // the transaction that writes the version.
-const schemaVersion = 5
+//
+// Version 6 writes authorization codes in a binary form too (records.go).
+// A build of version 5 would fail to read them, so it is refused the file;
+// this build reads the JSON codes of earlier ones, so nothing is
+// rewritten.
+const schemaVersion = 6
 
 var (
 	bucketMeta     = []byte("meta")

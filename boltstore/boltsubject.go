@@ -71,7 +71,7 @@ func findSubject(tx *bolt.Tx, subject string) (*subjectRows, error) {
 	}
 	if r.codes, err = keysWhere(tx.Bucket(bucketCodes), func(v []byte) bool {
 		var c store.Code
-		return json.Unmarshal(v, &c) == nil && c.Identity.Subject == subject
+		return decodeCode(v, &c) == nil && c.Identity.Subject == subject
 	}); err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func (s *boltStore) PurgeExpired(ctx context.Context, before time.Time) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		if err := purge(tx.Bucket(bucketCodes), func(v []byte) bool {
 			var c store.Code
-			_ = json.Unmarshal(v, &c)
+			_ = decodeCode(v, &c)
 			return c.ExpiresAt.Before(before)
 		}); err != nil {
 			return err

@@ -6,15 +6,12 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/schoolgate/schoolgate/internal/jsonappend"
 	"github.com/schoolgate/schoolgate/store"
 )
 
-// Every code exchange and refresh stores an audit event, and every
-// exchange rewrites its code as redeemed, both as JSON (what the readers,
-// the export and earlier builds read). encoding/json reflects over the
+// Every code exchange and refresh stores an audit event as JSON (what
+// the readers, the export and earlier builds read). encoding/json reflects over the
 // structs, calls Time's MarshalJSON and checks and compacts what it
 // returned: a few percent of an exchange's CPU. These functions write
 // the same bytes by hand (the tests compare the two over odd values); a
@@ -56,100 +53,12 @@ func appendEvent(b []byte, e *store.AuditEvent) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendCode appends c as json.Marshal would.
-func appendCode(b []byte, c *store.Code) ([]byte, error) {
-	if !strictRFC3339(c.AuthTime) || !strictRFC3339(c.ExpiresAt) {
-		raw, err := json.Marshal(c)
-		return append(b, raw...), err
-	}
-	r := &c.Request
-	b = appendJSONField(append(b, `{"request":{`...), "client_id", r.ClientID)
-	b = appendJSONField(append(b, ','), "redirect_uri", r.RedirectURI)
-	b = append(b, `,"scopes":`...)
-	if r.Scopes == nil {
-		b = append(b, "null"...)
-	} else {
-		b = appendJSONStrings(b, r.Scopes)
-	}
-	b = appendJSONField(append(b, ','), "resource", r.Resource)
-	if r.State != "" {
-		b = appendJSONField(append(b, ','), "state", r.State)
-	}
-	if r.Nonce != "" {
-		b = appendJSONField(append(b, ','), "nonce", r.Nonce)
-	}
-	b = appendJSONField(append(b, ','), "code_challenge", r.CodeChallenge)
-	b = appendJSONField(append(b, ','), "audience", r.Audience)
-	if r.DPoPJKT != "" {
-		b = appendJSONField(append(b, ','), "dpop_jkt", r.DPoPJKT)
-	}
-	id := &c.Identity
-	b = appendJSONField(append(b, `},"identity":{`...), "sub", id.Subject)
-	if id.Email != "" {
-		b = appendJSONField(append(b, ','), "email", id.Email)
-	}
-	if id.Name != "" {
-		b = appendJSONField(append(b, ','), "name", id.Name)
-	}
-	if id.OrgID != "" {
-		b = appendJSONField(append(b, ','), "org_id", id.OrgID)
-	}
-	if len(id.Roles) > 0 {
-		b = appendJSONStrings(append(b, `,"roles":`...), id.Roles)
-	}
-	b = appendJSONTime(append(b, `},"auth_time":`...), c.AuthTime)
-	b = appendJSONTime(append(b, `,"expires_at":`...), c.ExpiresAt)
-	if c.Used {
-		b = append(b, `,"used":true`...)
-	}
-	if c.GrantID != "" {
-		b = appendJSONField(append(b, ','), "grant_id", c.GrantID)
-	}
-	return append(b, '}'), nil
-}
-
-// putCode stores c under key, as JSON.
-func putCode(b *bolt.Bucket, key string, c *store.Code) error {
-	raw, err := appendCode(make([]byte, 0, codeSize(c)), c)
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(key), raw)
-}
-
-// codeSize is what c takes unescaped: the names, punctuation and times
-// fit in 360 bytes; the rest is the values.
-func codeSize(c *store.Code) int {
-	r, id := &c.Request, &c.Identity
-	size := 360 + len(r.ClientID) + len(r.RedirectURI) + len(r.Resource) + len(r.State) + len(r.Nonce) +
-		len(r.CodeChallenge) + len(r.Audience) + len(r.DPoPJKT) + len(id.Subject) + len(id.Email) +
-		len(id.Name) + len(id.OrgID) + len(c.GrantID) + 3*(len(r.Scopes)+len(id.Roles))
-	for _, l := range [...][]string{r.Scopes, id.Roles} {
-		for _, v := range l {
-			size += len(v)
-		}
-	}
-	return size
-}
-
 // appendJSONTime appends t as Time's MarshalJSON does, for a t that
 // strictRFC3339 takes.
 func appendJSONTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"')
-}
-
-// appendJSONStrings appends a non-nil slice of strings as an array.
-func appendJSONStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonappend.String(b, s)
-	}
-	return append(b, ']')
 }
 
 // eventSize is what e takes unescaped: the names, punctuation and
@@ -174,24 +83,14 @@ func appendJSONField(b []byte, name, value string) []byte {
 	return jsonappend.String(b, value)
 }
 
-// getCode reads the code under key into c. A code is read on every
-// exchange: decodeCode reads the shape appendCode writes without
-// reflection, and hands anything else to encoding/json.
-func getCode(b *bolt.Bucket, key string, c *store.Code) error {
-	raw := b.Get([]byte(key))
-	if raw == nil {
-		return store.ErrNotFound
-	}
-	return decodeCode(raw, c)
-}
-
-// decodeCode reads a code's JSON into c as json.Unmarshal would into a
-// zero Code. The fast path takes the fields in appendCode's order,
-// without white space, with strings of printable ASCII and no escapes
+// decodeCodeJSON reads a code's JSON, as builds before schema version 6
+// wrote it, into c as json.Unmarshal would into a zero Code. The fast
+// path takes the fields in the order those builds wrote, without white
+// space, with strings of printable ASCII and no escapes
 // (every string a token flow stores) and times Time.UnmarshalJSON reads;
 // it returns what json.Unmarshal would, and gives up on anything else,
 // which json.Unmarshal then reads.
-func decodeCode(raw []byte, c *store.Code) error {
+func decodeCodeJSON(raw []byte, c *store.Code) error {
 	*c = store.Code{}
 	if decodeCodeFast(raw, c) {
 		return nil

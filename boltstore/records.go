@@ -1,15 +1,16 @@
 package boltstore
 
-// The binary form of the two records the token endpoint reads and writes
-// on every exchange and refresh, tokens and grants: encoding/json was a
-// tenth of its CPU. A record starts with a format byte JSON never starts
+// The binary form of the records the token endpoint reads and writes on
+// every exchange and refresh, tokens, grants and codes: encoding/json was
+// a tenth of its CPU. A record starts with a format byte JSON never starts
 // with, then its fields in order: strings as a uvarint length and their
 // bytes, a slice as its count (Scopes as count+1, 0 for nil, since JSON
 // keeps a nil and an empty one apart; Roles, omitted when empty in JSON, as
 // its count, 0 read as nil), a time as a flag (0: the zero time) then its
 // Unix seconds (varint) and nanoseconds (uvarint), read in UTC, and a bool
 // as one byte. A record starting with '{' is one written as JSON by an
-// earlier build and is read as such; every write is binary. A token's
+// earlier build and is read as such (a code, as anything not starting
+// with its format byte); every write is binary. A token's
 // JKT (its DPoP binding) comes last: a binary token record that ends
 // before it was written by a build that knew no DPoP, and is unbound.
 
@@ -30,6 +31,7 @@ import (
 const (
 	formatToken byte = 0x01
 	formatGrant byte = 0x02
+	formatCode  byte = 0x03
 )
 
 var errBadRecord = errors.New("malformed record")
@@ -65,6 +67,64 @@ func appendGrant(b []byte, g *store.Grant) []byte {
 	b = appendTime(b, g.CreatedAt)
 	b = appendTime(b, g.RefreshedAt)
 	return appendBool(b, g.Revoked)
+}
+
+// appendCode appends c's binary form to b.
+func appendCode(b []byte, c *store.Code) []byte {
+	r, id := &c.Request, &c.Identity
+	b = append(b, formatCode)
+	b = appendString(b, r.ClientID)
+	b = appendString(b, r.RedirectURI)
+	b = appendNilable(b, r.Scopes)
+	b = appendString(b, r.Resource)
+	b = appendString(b, r.State)
+	b = appendString(b, r.Nonce)
+	b = appendString(b, r.CodeChallenge)
+	b = appendString(b, r.Audience)
+	b = appendString(b, r.DPoPJKT)
+	b = appendString(b, id.Subject)
+	b = appendString(b, id.Email)
+	b = appendString(b, id.Name)
+	b = appendString(b, id.OrgID)
+	b = appendStrings(b, id.Roles)
+	b = appendTime(b, c.AuthTime)
+	b = appendTime(b, c.ExpiresAt)
+	b = appendBool(b, c.Used)
+	return appendString(b, c.GrantID)
+}
+
+// decodeCode reads a code record into c: binary, or the JSON of a build
+// before schema version 6 (decodeCodeJSON), which is anything that does
+// not start with formatCode.
+func decodeCode(raw []byte, c *store.Code) error {
+	if len(raw) == 0 || raw[0] != formatCode {
+		return decodeCodeJSON(raw, c)
+	}
+	*c = store.Code{}
+	r, err := newReader(raw, formatCode)
+	if err != nil {
+		return err
+	}
+	q, id := &c.Request, &c.Identity
+	q.ClientID = r.string()
+	q.RedirectURI = r.string()
+	q.Scopes = r.nilable()
+	q.Resource = r.string()
+	q.State = r.string()
+	q.Nonce = r.string()
+	q.CodeChallenge = r.string()
+	q.Audience = r.string()
+	q.DPoPJKT = r.string()
+	id.Subject = r.string()
+	id.Email = r.string()
+	id.Name = r.string()
+	id.OrgID = r.string()
+	id.Roles = r.strings()
+	c.AuthTime = r.time()
+	c.ExpiresAt = r.time()
+	c.Used = r.bool()
+	c.GrantID = r.string()
+	return r.end("code")
 }
 
 // decodeToken reads a token record, binary or JSON, into a zeroed t.
@@ -130,7 +190,8 @@ func getToken(b *bolt.Bucket, key string, t *store.Token) error {
 }
 
 func putToken(b *bolt.Bucket, key string, t *store.Token) error {
-	return b.Put([]byte(key), appendToken(make([]byte, 0, tokenSize(t)), t))
+	k, v := keyAndValue(key, tokenSize(t))
+	return b.Put(k, appendToken(v, t))
 }
 
 func getGrant(b *bolt.Bucket, key string, g *store.Grant) error {
@@ -142,7 +203,33 @@ func getGrant(b *bolt.Bucket, key string, g *store.Grant) error {
 }
 
 func putGrant(b *bolt.Bucket, key string, g *store.Grant) error {
-	return b.Put([]byte(key), appendGrant(make([]byte, 0, grantSize(g)), g))
+	k, v := keyAndValue(key, grantSize(g))
+	return b.Put(k, appendGrant(v, g))
+}
+
+// keyAndValue returns key as bytes and an empty value of capacity size
+// cut from one allocation: a hot write puts a few records, and bbolt
+// keeps each value, never its key, until the commit. The key's capacity
+// ends where the value starts.
+func keyAndValue(key string, size int) (k, v []byte) {
+	buf := make([]byte, len(key), len(key)+size)
+	copy(buf, key)
+	return buf[:len(key):len(key)], buf[len(key):len(key)]
+}
+
+// getCode reads the code under key into c.
+func getCode(b *bolt.Bucket, key string, c *store.Code) error {
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return store.ErrNotFound
+	}
+	return decodeCode(raw, c)
+}
+
+// putCode stores c under key.
+func putCode(b *bolt.Bucket, key string, c *store.Code) error {
+	k, v := keyAndValue(key, codeSize(c))
+	return b.Put(k, appendCode(v, c))
 }
 
 // maxTime is the most a time takes: its flag, seconds and nanoseconds.
@@ -160,6 +247,14 @@ func grantSize(g *store.Grant) int {
 	return 1 + 9*binary.MaxVarintLen64 + len(g.ID) + len(g.ClientID) + len(g.Audience) +
 		stringsSize(g.Scopes) + len(g.Resource) + len(id.Subject) + len(id.Email) + len(id.Name) +
 		len(id.OrgID) + stringsSize(id.Roles) + 3*maxTime + 1
+}
+
+func codeSize(c *store.Code) int {
+	r, id := &c.Request, &c.Identity
+	return 1 + 15*binary.MaxVarintLen64 + len(r.ClientID) + len(r.RedirectURI) + stringsSize(r.Scopes) +
+		len(r.Resource) + len(r.State) + len(r.Nonce) + len(r.CodeChallenge) + len(r.Audience) + len(r.DPoPJKT) +
+		len(id.Subject) + len(id.Email) + len(id.Name) + len(id.OrgID) + stringsSize(id.Roles) +
+		2*maxTime + 1 + len(c.GrantID)
 }
 
 func stringsSize(ss []string) int {

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -180,6 +181,107 @@ func jsonRecords(t *testing.T, s store.Store) int {
 			}
 		}
 		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A file of schema version 5, whose authorization codes are JSON, opens
+// without its codes rewritten and works: a code is redeemed (and its
+// replay refused), exported, counted for its person and purged.
+func TestBoltWorksWithJSONCodesOfAVersion5File(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "school.db")
+	now := time.Date(2026, 11, 28, 9, 0, 0, 123456789, time.UTC)
+	ctx := context.Background()
+	s, err := Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]*store.Code{}
+	for i, who := range []string{"ada", "ada", "bob"} {
+		c := &store.Code{Request: store.AuthRequest{ClientID: "app-1", RedirectURI: "http://127.0.0.1/cb",
+			Scopes: []string{"openid"}, Resource: "https://school.example", Nonce: "n", CodeChallenge: "cc",
+			Audience: store.AudienceMember},
+			Identity: store.Identity{Subject: who, Email: who + "@example.org", Roles: []string{"student"}},
+			AuthTime: now, ExpiresAt: now.Add(time.Duration(i+1) * time.Minute)}
+		hash := fmt.Sprintf("code-%d", i)
+		codes[hash] = c
+		if err := s.PutCode(ctx, hash, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := rewrite(tx.Bucket(bucketCodes), decodeCode); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("5"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	if n := jsonCodes(t, s); n != 3 {
+		t.Fatalf("%d JSON codes after the open, want all 3", n)
+	}
+	var got store.Code
+	err = s.RedeemCode(ctx, "code-0", func(c *store.Code) (*store.Grant, []store.IssuedToken, error) {
+		got = *c
+		return &store.Grant{ID: "g1", ClientID: "app-1", Audience: store.AudienceMember, Scopes: c.Request.Scopes,
+			Identity: c.Identity, AuthTime: c.AuthTime, CreatedAt: now}, nil, nil
+	})
+	if err != nil || !reflect.DeepEqual(&got, codes["code-0"]) {
+		t.Fatalf("RedeemCode read %#v, %v; want %#v", got, err, codes["code-0"])
+	}
+	if n := jsonCodes(t, s); n != 2 {
+		t.Errorf("%d JSON codes after a redemption, want 2 (the redeemed one rewritten)", n)
+	}
+	err = s.RedeemCode(ctx, "code-0", func(*store.Code) (*store.Grant, []store.IssuedToken, error) {
+		return nil, nil, errors.New("a replayed code was issued tokens")
+	})
+	if !errors.Is(err, store.ErrCodeReuse) {
+		t.Errorf("the replay: %v, want ErrCodeReuse", err)
+	}
+	if d, err := s.(store.AuditStore).ExportSubject(ctx, "ada"); err != nil || d.Codes != 2 {
+		t.Errorf("ExportSubject counts %v codes, %v; want 2", d, err)
+	}
+	// code-0 (redeemed) and code-1 expire before the purge, code-2 after.
+	if err := s.PurgeExpired(ctx, now.Add(150*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	d, err := Export(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Codes) != 1 || d.Codes[0].Hash != "code-2" || !reflect.DeepEqual(d.Codes[0].Code, codes["code-2"]) {
+		t.Errorf("exported codes %#v, want code-2 alone, as written", d.Codes)
+	}
+}
+
+// jsonCodes counts the codes of s stored as JSON.
+func jsonCodes(t *testing.T, s store.Store) int {
+	t.Helper()
+	n := 0
+	err := s.(*boltStore).db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCodes).ForEach(func(_, v []byte) error {
+			if v[0] == '{' {
+				n++
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -70,7 +71,14 @@ func fullGrant(t *testing.T, emptySlices bool) *store.Grant {
 	return &g
 }
 
-// Every field of a token and a grant survives the binary form, which reads
+func fullCode(t *testing.T, emptySlices bool) *store.Code {
+	var c store.Code
+	n := 0
+	fill(t, reflect.ValueOf(&c).Elem(), &n, emptySlices)
+	return &c
+}
+
+// Every field of a token, a grant and a code survives the binary form, which reads
 // back what JSON reads back: the same values, times in UTC, nil and empty
 // Scopes apart (JSON writes null and []), empty Roles as nil (JSON omits
 // them).
@@ -111,6 +119,27 @@ func TestRecordsRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			if want := viaJSON(t, g); !reflect.DeepEqual(&got, want) {
+				t.Errorf("decoded %#v\nwant     %#v", got, *want)
+			}
+		})
+	}
+	codes := map[string]*store.Code{
+		"full": fullCode(t, false), "empty slices": fullCode(t, true), "zero": {},
+		"nil scopes, one role": {Request: store.AuthRequest{ClientID: "app"},
+			Identity:  store.Identity{Subject: "ada", Roles: []string{"student"}},
+			ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+	}
+	for name, c := range codes {
+		t.Run("code/"+name, func(t *testing.T) {
+			raw := appendCode(nil, c)
+			if raw[0] != formatCode || len(raw) > codeSize(c) {
+				t.Fatalf("encoding % x does not start with its format or outgrows its bound %d", raw, codeSize(c))
+			}
+			var got store.Code
+			if err := decodeCode(raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			if want := viaJSON(t, c); !reflect.DeepEqual(&got, want) {
 				t.Errorf("decoded %#v\nwant     %#v", got, *want)
 			}
 		})
@@ -190,12 +219,19 @@ func TestRecordsRejectMalformed(t *testing.T) {
 	for i := range g {
 		bad[fmt.Sprintf("grant cut at %d", i)] = g[:i]
 	}
+	code := appendCode(nil, fullCode(t, false))
+	for i := 1; i < len(code); i++ {
+		bad[fmt.Sprintf("code cut at %d", i)] = code[:i]
+	}
+	bad["code with a byte more"] = append(append([]byte(nil), code...), 0)
 	bad["token with a byte more"] = append(append([]byte(nil), tok...), 0)
 	bad["grant with a byte more"] = append(append([]byte(nil), g...), 0)
 	for name, raw := range bad {
 		var err error
 		if name == "token as grant" || len(raw) > 0 && raw[0] == formatGrant {
 			err = decodeGrant(raw, new(store.Grant))
+		} else if len(raw) > 0 && raw[0] == formatCode {
+			err = decodeCode(raw, new(store.Code))
 		} else {
 			err = decodeToken(raw, new(store.Token))
 		}
@@ -204,7 +240,8 @@ func TestRecordsRejectMalformed(t *testing.T) {
 		}
 	}
 	// The well-formed ones the cases above are cut from.
-	if decodeToken(tok, new(store.Token)) != nil || decodeGrant(g, new(store.Grant)) != nil {
+	if decodeToken(tok, new(store.Token)) != nil || decodeGrant(g, new(store.Grant)) != nil ||
+		decodeCode(code, new(store.Code)) != nil {
 		t.Fatal("a good record is refused")
 	}
 }
@@ -215,6 +252,8 @@ func FuzzDecodeRecords(f *testing.F) {
 	f.Add(appendToken(nil, &store.Token{Kind: "access", Scopes: []string{"a"}, IssuedAt: time.Unix(1, 2)}))
 	f.Add(appendGrant(nil, &store.Grant{ID: "g", Identity: store.Identity{Roles: []string{"r"}}, Revoked: true}))
 	f.Add([]byte(`{"kind":"access","scopes":null}`))
+	f.Add(appendCode(nil, &store.Code{Request: store.AuthRequest{Scopes: []string{"openid"}},
+		Identity: store.Identity{Roles: []string{"r"}}, ExpiresAt: time.Unix(1, 2), Used: true}))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var tok store.Token
 		if decodeToken(raw, &tok) == nil {
@@ -228,6 +267,13 @@ func FuzzDecodeRecords(f *testing.F) {
 			var again store.Grant
 			if err := decodeGrant(appendGrant(nil, &g), &again); err != nil || !sameRecord(raw, &again, &g) {
 				t.Fatalf("grant %#v read back as %#v, %v", g, again, err)
+			}
+		}
+		var c store.Code
+		if decodeCode(raw, &c) == nil && len(raw) > 0 && raw[0] == formatCode {
+			var again store.Code
+			if err := decodeCode(appendCode(nil, &c), &again); err != nil || !reflect.DeepEqual(&again, &c) {
+				t.Fatalf("code %#v read back as %#v, %v", c, again, err)
 			}
 		}
 	})
@@ -337,4 +383,18 @@ func BenchmarkRecords(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A record's key and value come from one allocation, the key whole after
+// the value is appended.
+func TestKeyAndValueOneAllocation(t *testing.T) {
+	tok := fullToken(t, false)
+	var k, v []byte
+	n := testing.AllocsPerRun(20, func() {
+		k, v = keyAndValue("0006283d1e5c0c00-key", tokenSize(tok))
+		v = appendToken(v, tok)
+	})
+	if n != 1 || string(k) != "0006283d1e5c0c00-key" || !bytes.Equal(v, appendToken(nil, tok)) {
+		t.Errorf("%v allocations, key %q, value % x", n, k, v)
+	}
 }
