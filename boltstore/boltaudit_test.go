@@ -191,8 +191,14 @@ func TestAuditEventPages(t *testing.T) {
 		}
 	}
 	writes := func() int64 { stats := s.db.Stats(); return stats.TxStats.GetWrite() }
-	for range 5000 { // a bucket of events two branches deep
-		record()
+	for range 10 { // a bucket of events two branches deep, in ten commits
+		a := &store.Audit{}
+		for range 500 {
+			a.Record(event)
+		}
+		if err := st.RecordAudit(store.WithAudit(ctx, a)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	const n = 800
 	w := writes()

@@ -236,7 +236,7 @@ func siteOf(w http.ResponseWriter, issuer string) (s *site, release func(), err 
 			return nil, nil, err
 		case found:
 			return a.Built().site, a.Release, nil
-		case p.tables.state.Load() == nil:
+		case p.tables.Load() == nil:
 			unread = p
 		}
 	}

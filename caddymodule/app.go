@@ -172,7 +172,7 @@ func (a *App) Start() error {
 			g.run.end()
 		}
 		for _, p := range platforms {
-			p.tables.end()
+			p.tables.End()
 		}
 		return err
 	}
@@ -181,14 +181,14 @@ func (a *App) Start() error {
 	}
 	if err := startGateways(a, gateways); err != nil {
 		for _, p := range platforms {
-			p.tables.end()
+			p.tables.End()
 		}
 		return err
 	}
 	for i, p := range platforms {
 		if err := p.start(); err != nil {
 			for _, rest := range platforms[i:] {
-				rest.tables.end()
+				rest.tables.End()
 			}
 			return err
 		}

@@ -105,7 +105,7 @@ func (a *App) allowsCertificate(name string) bool {
 		return false
 	}
 	for _, p := range *list {
-		if t := p.tables.state.Load(); t != nil && t.AllowsCertificate(name) {
+		if t := p.tables.Load(); t != nil && t.AllowsCertificate(name) {
 			return true
 		}
 	}
@@ -123,7 +123,7 @@ func (a *App) certificateRefusal(host string) string {
 	}
 	unread := false
 	for _, p := range *list {
-		t := p.tables.state.Load()
+		t := p.tables.Load()
 		if t == nil {
 			unread = true
 			continue

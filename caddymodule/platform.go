@@ -119,11 +119,20 @@ func (r PlatformRegistry) describe() string {
 	return "dir " + r.Dir
 }
 
-// ServeHTTP hands the request to the school of its host; a host no
-// enabled school has is answered 404. A request that arrives before the
-// App's Start read the registry waits for it, as long as it lasts.
+// ServeHTTP hands the request to the platform (platform.Hosts), which
+// serves it by the school of its host; a host no enabled school has is
+// answered 404. A request that arrives before the App's Start read the
+// registry waits for it, as long as it lasts.
 func (h *Platform) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	return h.plat.serve(w, r)
+	return handlerError(h.plat.tables.Serve(w, r, trustedProxy(r)))
+}
+
+// trustedProxy reports whether the request came from a proxy the
+// server trusts (its trusted_proxies, which Caddy has judged the request
+// by already): only then does its Forwarded proto count (platform.HTTPS).
+func trustedProxy(r *http.Request) bool {
+	trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
+	return trusted
 }
 
 // Cleanup lets go of the platform when its last handler ends.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	platformcore "github.com/schoolgate/schoolgate/platform"
 )
 
 // platformOf starts a platform of n schools, https://s<i>.example, given
@@ -34,13 +36,13 @@ func BenchmarkPlatformLookup(b *testing.B) {
 		tp := platformOf(b, n, "")
 		host := fmt.Sprintf("s%d.example", n/2)
 		tp.do(b, "https://"+host+discoveryPath) // built
-		t := tp.tables.state.Load()
+		t := tp.tables.Load()
 		for _, tt := range []struct{ name, host string }{{"canonical", host}, {"respelled", strings.ToUpper(host) + ".:443"}} {
 			r := platformRequest("https://" + tt.host + "/")
 			b.Run(fmt.Sprintf("schools=%d/%s", n, tt.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					e := lookupRequest(t, r)
+					e := t.Lookup(r.Host, platformcore.HTTPS(r, trustedProxy(r)))
 					a := e.Active()
 					if !a.Acquire() {
 						b.Fatal("not built")

@@ -133,11 +133,16 @@ func (tp *testPlatform) put(t testing.TB, issuer string, hosts []string, extra s
 
 // school is the platform's school of an issuer now.
 func (tp *testPlatform) school(issuer string) *platformSchool {
-	return tp.tables.state.Load().School(issuer)
+	return tp.tables.Load().School(issuer)
 }
 
 // do serves one request for url (http or https, which the request is
 // made with) and returns the answer.
+// serve serves r as the handler does, without Caddy's error handling.
+func (tp *testPlatform) serve(w http.ResponseWriter, r *http.Request) error {
+	return tp.tables.Serve(w, r, trustedProxy(r))
+}
+
 func (tp *testPlatform) do(t testing.TB, url string) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := httptest.NewRecorder()

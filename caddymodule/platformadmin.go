@@ -32,7 +32,7 @@ func (p *platform) hold(header http.Header, issuer string) (a *activeSchool, fou
 	// replacement in between is a registry written faster than it is
 	// read; the operator tries again.
 	for range 2 {
-		t := p.tables.state.Load()
+		t := p.tables.Load()
 		if t == nil {
 			return nil, false, nil
 		}

@@ -74,7 +74,7 @@ func (p *platform) reclaim(issuers []string) {
 
 // reclaimLocked is reclaim for a caller holding p.watch's lock.
 func (p *platform) reclaimLocked(issuers []string) {
-	t := p.tables.state.Load()
+	t := p.tables.Load()
 	if p.watch.Ended() || t == nil {
 		return
 	}
@@ -91,7 +91,7 @@ func (p *platform) reclaimLocked(issuers []string) {
 	if c.Next == nil {
 		return
 	}
-	p.tables.set(c.Next)
+	p.tables.Set(c.Next)
 	for _, old := range c.Retired {
 		old.retire(false)
 	}
@@ -106,7 +106,7 @@ func (p *platform) reclaimAll() {
 		return
 	}
 	var issuers []string
-	for issuer := range p.tables.state.Load().Schools() {
+	for issuer := range p.tables.Load().Schools() {
 		issuers = append(issuers, issuer)
 	}
 	p.reclaimLocked(issuers)

@@ -46,7 +46,7 @@ func BenchmarkIdleSchoolHeap(b *testing.B) {
 			tp.reg = mem
 			tp.flaky.Memory = mem
 		})
-		if got := tp.tables.state.Load().Len(); got != n {
+		if got := tp.tables.Load().Len(); got != n {
 			b.Fatalf("%d schools in the table, want %d", got, n)
 		}
 		platformHeap := heapNow() - beforePlatform

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/schoolgate/schoolgate/metrics"
 	platformcore "github.com/schoolgate/schoolgate/platform"
 	"github.com/schoolgate/schoolgate/registry"
-	"github.com/schoolgate/schoolgate/school"
 	"github.com/schoolgate/schoolgate/storepool"
 )
 
@@ -47,8 +45,9 @@ type platform struct {
 	// series are deleted from.
 	metrics *metrics.Metrics
 
-	// tables is the host table, nil until the registry was read.
-	tables *startGate[hostTable]
+	// tables is the host table that serves, nil until the registry was
+	// read, and the way of a request through it to its school.
+	tables *platformcore.Hosts[*platformSchool]
 	// life ends with the platform: the rebuilds of failed schools, the
 	// retries of a registry that could not be read.
 	life context.Context
@@ -86,7 +85,7 @@ type openedRegistry struct {
 func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 	life, end := context.WithCancel(context.Background())
 	p := &platform{cfg: h.Registry, regKey: h.Registry.key(), max: h.MaxActive, ctx: ctx, app: app,
-		metrics: metrics.For(ctx.GetMetricsRegistry()), tables: newStartGate[hostTable](), life: life, end: end,
+		metrics: metrics.For(ctx.GetMetricsRegistry()), life: life, end: end,
 		built: platformcore.NewBound[*activeSchool](h.MaxActive), failing: map[*platformSchool]struct{}{}, dataFiles: map[string]*platformSchool{}}
 	p.open = func(c context.Context) (*openedRegistry, error) { return h.Registry.open(c, ctx) }
 	p.upstream = p.proxyFor
@@ -96,6 +95,7 @@ func newPlatform(ctx caddy.Context, app *App, h *Platform) *platform {
 		Schedule: func(c context.Context, first time.Duration, fn func(context.Context) time.Duration) {
 			background.Add(c, first, fn)
 		}})
+	p.tables = platformcore.NewHosts[*platformSchool](p.watch.Failure)
 	return p
 }
 
@@ -125,54 +125,6 @@ func (p *platform) proxyFor(g *Gateway) (caddyhttp.Handler, func(), error) {
 // lastHandler ends a route: the proxy answers every request itself.
 var lastHandler = caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 
-// serve routes a request to the school of its host.
-func (p *platform) serve(w http.ResponseWriter, r *http.Request) error {
-	t := p.tables.await(r.Context())
-	if t == nil {
-		return p.writeNoTable(w)
-	}
-	for e := lookupRequest(t, r); e != nil; {
-		err := e.serve(w, r)
-		if !errors.Is(err, errRetired) {
-			return err
-		}
-		// The record changed after the lookup: the table that replaced
-		// the one looked in has its school, or the next one if it
-		// changed again meanwhile (each turn here is another change). A
-		// table that still has the retired school is the last: the
-		// platform is ending.
-		next := lookupRequest(p.tables.state.Load(), r)
-		if next == e {
-			return writeStarting(w)
-		}
-		e = next
-	}
-	return writeNoSchool(w)
-}
-
-// writeNoSchool answers a host no enabled school answers on: a plain 404
-// that says nothing of any school.
-func writeNoSchool(w http.ResponseWriter) error {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusNotFound)
-	_, err := io.WriteString(w, "404 Not Found: no school is served at this address\n")
-	return err
-}
-
-// writeNoTable answers a request before the registry was read: 503 while
-// the config starts, or until the registry can be read.
-func (p *platform) writeNoTable(w http.ResponseWriter) error {
-	f := p.watch.Failure()
-	if f == nil {
-		return writeStarting(w)
-	}
-	return school.WriteTemporarilyUnavailable(w, f.RetryAfter(),
-		"the schools of this server cannot be read now; try again shortly")
-}
-
 // start opens the registry and reads it. A registry that cannot be read
 // leaves the platform answering 503 and trying again in the background —
 // unless the running config serves this registry: then the start fails,
@@ -188,7 +140,7 @@ func (p *platform) start() error {
 	p.ctx.Slogger().Error("the platform's registry could not be read; its schools answer 503 until it can",
 		"registry", p.cfg.describe(), "error", err, "next_try", firstRebuild)
 	p.watch.Failed(err)
-	p.tables.end()
+	p.tables.End()
 	return nil
 }
 
@@ -238,7 +190,7 @@ func (p *platform) connect() error {
 // While a config starts, the running config is the one it replaces.
 func (p *platform) servedNow() bool {
 	prev := p.runningTwin()
-	return prev != nil && prev.tables.state.Load() != nil
+	return prev != nil && prev.tables.Load() != nil
 }
 
 // runningTwin is the running config's platform of the same registry, if
@@ -268,7 +220,7 @@ func (p *platform) handOver() {
 	for _, a := range built {
 		used[a.Built().school] = a.Hold().Used()
 	}
-	t := p.tables.state.Load()
+	t := p.tables.Load()
 	for old, at := range used {
 		if e := t.School(old.rec.Issuer); e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
 			e.Warm(at)
@@ -298,13 +250,13 @@ func (p *platform) stop() error {
 	reg, unwatch := p.reg, p.unwatch
 	p.watch.Unlock()
 	p.end()
-	p.tables.end()
+	p.tables.End()
 	if unwatch != nil {
 		// Outside the watch's lock: a registry's stop may wait for a change being
 		// announced, which waits for the lock.
 		unwatch()
 	}
-	if t := p.tables.state.Load(); t != nil {
+	if t := p.tables.Load(); t != nil {
 		for _, e := range t.Schools() {
 			e.retire(false)
 		}
@@ -377,7 +329,7 @@ func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 // only let go of, changed or disabled stay while its record does, so that
 // their count is bounded by the registry's size.
 func (p *platform) forgetMetrics(issuer string) {
-	if t := p.tables.state.Load(); t != nil && t.School(issuer) != nil {
+	if t := p.tables.Load(); t != nil && t.School(issuer) != nil {
 		return
 	}
 	p.metrics.Forget(issuer)

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -61,59 +60,47 @@ type platformSchool struct {
 type activeSchool = platformcore.Active[builtSchool, failedSite]
 
 // builtSchool is what a build made of a platform school: its state from
-// the site pool and its hold on the proxy to its legacy server.
+// the site pool and its hold on the proxy to its legacy server. What
+// serves its requests the platform holds beside it (platform.Serving).
 type builtSchool struct {
 	*site
 	school *platformSchool
-	next   caddyhttp.Handler
-	// releaseNext lets go of next, the school's hold on its proxy.
+	// releaseNext lets go of the school's hold on its proxy.
 	releaseNext func()
-}
-
-// errRetired is a request that met a school whose record was replaced
-// after the request found it: the current table has what serves.
-var errRetired = errors.New("the school's record was replaced")
-
-// serve answers a request of the school, building it first if it is
-// idle.
-func (e *platformSchool) serve(w http.ResponseWriter, r *http.Request) error {
-	a, f := e.Enter()
-	if a == nil {
-		if f == nil {
-			return errRetired
-		}
-		return f.serve(w, r, f.next)
-	}
-	defer a.Release()
-	b := a.Built()
-	return handlerError(b.Serve(w, r, b.next))
 }
 
 // Build builds the school as a site block's is built: its store opened
 // (or shared with a config that has it), its keys loaded. One build at a
 // time (platform.School).
-func (e *platformSchool) Build() (*builtSchool, error) {
+func (e *platformSchool) Build() (*builtSchool, platformcore.Serving, error) {
+	var none platformcore.Serving
 	if err := e.prepare(); err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	if err := e.p.claimData(e, e.g); err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	next, releaseNext, err := e.p.upstream(e.g)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	ctx := e.p.ctx
 	s, kept, err := acquireSite(e.key, func() (*site, context.CancelFunc, error) { return e.g.newSite(ctx) })
 	if err != nil {
 		releaseNext()
-		return nil, err
+		return nil, none, err
 	}
 	if kept {
 		// This config serves its own metrics registry.
 		s.observe.Use(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), e.g.Issuer))
 	}
-	return &builtSchool{site: s, school: e, next: next, releaseNext: releaseNext}, nil
+	return &builtSchool{site: s, school: e, releaseNext: releaseNext}, platformcore.Serving{Site: s.Site, Next: next}, nil
+}
+
+// ServeFailed answers a request through the stand-in of the school that
+// failed to build, with the proxy to its legacy server it holds.
+func (e *platformSchool) ServeFailed(f *failedSite, w http.ResponseWriter, r *http.Request) error {
+	return f.serve(w, r, f.next)
 }
 
 // LetGo releases the built school: the site pool lets go of its state

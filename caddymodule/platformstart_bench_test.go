@@ -54,7 +54,7 @@ func BenchmarkPlatformStart100k(b *testing.B) {
 				return PlatformRegistry{Dir: dir}.open(c, tp.ctx)
 			}
 		})
-		if got := tp.tables.state.Load().Len(); got != n {
+		if got := tp.tables.Load().Len(); got != n {
 			b.Fatalf("%d schools in the table, want %d", got, n)
 		}
 		b.StopTimer()
@@ -136,7 +136,7 @@ func BenchmarkPlatformStartPostgres100k(b *testing.B) {
 		tp := newTestPlatform(b, 1000, func(tp *testPlatform) {
 			tp.open = func(c context.Context) (*openedRegistry, error) { return reg.open(c, tp.ctx) }
 		})
-		if got := tp.tables.state.Load().Len(); got != n {
+		if got := tp.tables.Load().Len(); got != n {
 			b.Fatalf("%d schools in the table, want %d", got, n)
 		}
 		b.StopTimer()

@@ -25,7 +25,7 @@ func runningPlatforms() []*platform {
 // schools are the platform's schools, none before the registry was read:
 // a copy of the table's, for the admin API's views.
 func (p *platform) schools() map[string]*platformSchool {
-	if t := p.tables.state.Load(); t != nil {
+	if t := p.tables.Load(); t != nil {
 		return maps.Collect(t.Schools())
 	}
 	return nil
@@ -80,7 +80,7 @@ func (p *platform) health() ([]school.Health, platformSummary, bool) {
 		next := f.Next()
 		sum.RegistryError, sum.NextTry, healthy = f.Err.Error(), &next, false
 	}
-	if t := p.tables.state.Load(); t != nil {
+	if t := p.tables.Load(); t != nil {
 		sum.Schools, sum.Disabled = t.Len(), t.Disabled()
 	}
 	sum.Active = p.built.Len()

@@ -18,10 +18,10 @@ func (p *platform) New(rec registry.Record) *platformSchool { return p.newSchool
 func (p *platform) Retire(old *platformSchool, removed bool) { old.retire(removed) }
 
 // Table is the platform's host table, nil before the registry was read.
-func (p *platform) Table() *hostTable { return p.tables.state.Load() }
+func (p *platform) Table() *hostTable { return p.tables.Load() }
 
 // SetTable makes t the table that serves.
-func (p *platform) SetTable(t *hostTable) { p.tables.set(t) }
+func (p *platform) SetTable(t *hostTable) { p.tables.Set(t) }
 
 // ClaimsChanged tells the platforms ranked after p of the issuers whose
 // records changed (platformclaim.go).

@@ -8,9 +8,14 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	platformcore "github.com/schoolgate/schoolgate/platform"
 )
 
 func TestRequestHTTPS(t *testing.T) {
+	// What the platform reads a request's scheme by: Caddy's judgement
+	// of its proxy, and the proxy's header if it is trusted.
+	requestHTTPS := func(r *http.Request) bool { return platformcore.HTTPS(r, trustedProxy(r)) }
 	tests := []struct {
 		name    string
 		tls     bool

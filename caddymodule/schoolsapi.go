@@ -64,7 +64,7 @@ func (p *platform) Logger() *slog.Logger { return p.ctx.Slogger() }
 // Served are the schools of the platform's table, none before the
 // registry was read.
 func (p *platform) Served() (iter.Seq2[string, adminapi.ServedSchool], bool) {
-	t := p.tables.state.Load()
+	t := p.tables.Load()
 	if t == nil {
 		return nil, false
 	}
@@ -79,7 +79,7 @@ func (p *platform) Served() (iter.Seq2[string, adminapi.ServedSchool], bool) {
 
 // School is the school of the table with the issuer, nil if none.
 func (p *platform) School(issuer string) adminapi.ServedSchool {
-	if t := p.tables.state.Load(); t != nil {
+	if t := p.tables.Load(); t != nil {
 		if e := t.School(issuer); e != nil {
 			return e
 		}

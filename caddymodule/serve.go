@@ -18,7 +18,7 @@ import (
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	st := g.run.await(r.Context())
 	if st == nil {
-		return writeStarting(w)
+		return school.WriteStarting(w)
 	}
 	s := st.site
 	if s == nil {

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -64,16 +63,6 @@ func (r *startGate[T]) await(ctx context.Context) *T {
 	case <-ctx.Done():
 		return nil
 	}
-}
-
-// startingRetryAfter is the Retry-After, in seconds, of a request that
-// gave up waiting for its school to be built.
-const startingRetryAfter = 1
-
-// writeStarting answers a request whose school is not built yet.
-func writeStarting(w http.ResponseWriter) error {
-	return school.WriteTemporarilyUnavailable(w, startingRetryAfter,
-		"this school is starting; try again in a moment")
 }
 
 // start builds the school, or finds its running state: opens the store,

@@ -44,7 +44,7 @@ func schoolToRead(w http.ResponseWriter, issuer string) (s *site, e *platformSch
 	}
 	var unread *platform
 	for _, p := range app.platformsNow() {
-		t := p.tables.state.Load()
+		t := p.tables.Load()
 		if t == nil {
 			unread = p
 			continue

@@ -14,7 +14,7 @@ import (
 // after the window, naming the server and not the password.
 func TestConnectUnreachable(t *testing.T) {
 	defer func(w time.Duration) { connectWindow = w }(connectWindow)
-	connectWindow = time.Second
+	connectWindow = 300 * time.Millisecond
 	dir := filepath.Join(t.TempDir(), "nothing-here")
 	start := time.Now()
 	_, err := Connect(testContext(t), "host="+dir+" user=u password=hunter2 dbname=d sslmode=disable")

@@ -9,5 +9,8 @@
 // built school and closes it, so that a request never meets a school let
 // go of; a Bound keeps at most max_active schools built, letting go of
 // the least recently used idle ones first; a Table routes a request's
-// host to its school; a Watch keeps the table to the registry's changes.
+// host to its school, and Hosts takes a request through the table that
+// serves to its school's Serve, which builds an idle school and hands the
+// request to school.Site.Serve; a Watch keeps the table to the
+// registry's changes.
 package platform

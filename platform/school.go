@@ -1,9 +1,13 @@
 package platform
 
 import (
+	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/schoolgate/schoolgate/school"
 )
 
 // A school of the platform is idle (its record only) until its first
@@ -21,19 +25,35 @@ import (
 // what a build makes (a store opened, keys loaded, the proxy to the
 // legacy server held), F the stand-in.
 type Builder[B, F any] interface {
-	// Build builds the school; one build at a time per school.
-	Build() (*B, error)
+	// Build builds the school, one build at a time per school: what the
+	// adapter holds for it, and what serves its requests.
+	Build() (*B, Serving, error)
 	// LetGo lets go of what Build built, once, after its last request.
 	LetGo(*B)
 	// Fail is the stand-in of a school whose build failed with err, its
 	// rebuilds scheduled (each calls School.Rebuild).
 	Fail(err error) *F
+	// ServeFailed answers a request of the school through its stand-in.
+	ServeFailed(f *F, w http.ResponseWriter, r *http.Request) error
 	// StillFailing records why a rebuild failed.
 	StillFailing(f *F, err error)
 	// EndFailure lets go of the stand-in: a rebuild built the school
 	// (rebuilt), or the school was retired.
 	EndFailure(f *F, rebuilt bool)
 }
+
+// Serving is what serves a built school's requests: the school, and the
+// handler after it (the proxy to its legacy server). A request goes from
+// the platform's table straight to Site.Serve, through nothing of the
+// adapter's.
+type Serving struct {
+	Site *school.Site
+	Next school.Handler
+}
+
+// errRetired is a request that met a school whose record was replaced
+// after the request found it: the current table has what serves.
+var errRetired = errors.New("the school's record was replaced")
 
 // School is one record's school, built lazily and reference-counted: a
 // changed record is a new School, which replaces the old one; the old
@@ -62,10 +82,11 @@ func NewSchool[B, F any](b Builder[B, F], bound *Bound[*Active[B, F]]) *School[B
 
 // Active is a built school and the requests in flight in it.
 type Active[B, F any] struct {
-	built  *B
-	school *School[B, F]
-	hold   Hold
-	unload sync.Once
+	built   *B
+	serving Serving
+	school  *School[B, F]
+	hold    Hold
+	unload  sync.Once
 }
 
 // Built is what the build made.
@@ -115,6 +136,22 @@ func (a *Active[B, F]) LetGo() {
 		s.active.CompareAndSwap(a, nil)
 		s.b.LetGo(a.built)
 	})
+}
+
+// Serve answers a request of the school, building it first if it is
+// idle: through the built school, or the stand-in of one that failed;
+// errRetired for a retired school, whose replacement the table that
+// replaced it has.
+func (s *School[B, F]) Serve(w http.ResponseWriter, r *http.Request) error {
+	a, f := s.Enter()
+	if a == nil {
+		if f == nil {
+			return errRetired
+		}
+		return s.b.ServeFailed(f, w, r)
+	}
+	defer a.Release()
+	return a.serving.Site.Serve(w, r, a.serving.Next)
 }
 
 // Enter lets a request in: the built school (building it if idle), its
@@ -187,11 +224,11 @@ func (s *School[B, F]) Refuse(err error) {
 
 // build builds the school. The caller holds s.mu.
 func (s *School[B, F]) build() (*Active[B, F], error) {
-	built, err := s.b.Build()
+	built, serving, err := s.b.Build()
 	if err != nil {
 		return nil, err
 	}
-	a := &Active[B, F]{built: built, school: s}
+	a := &Active[B, F]{built: built, serving: serving, school: s}
 	a.hold.Touch(time.Now().UnixNano())
 	return a, nil
 }

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 )
@@ -26,14 +27,14 @@ type fakeBuilder struct {
 	standIns []*fakeStandIn
 }
 
-func (b *fakeBuilder) Build() (*fakeBuilt, error) {
+func (b *fakeBuilder) Build() (*fakeBuilt, Serving, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.fail != nil {
-		return nil, b.fail
+		return nil, Serving{}, b.fail
 	}
 	b.builds++
-	return &fakeBuilt{n: b.builds}, nil
+	return &fakeBuilt{n: b.builds}, Serving{}, nil
 }
 
 func (b *fakeBuilder) LetGo(x *fakeBuilt) {
@@ -46,6 +47,11 @@ func (b *fakeBuilder) Fail(err error) *fakeStandIn {
 	f := &fakeStandIn{err: err}
 	b.standIns = append(b.standIns, f)
 	return f
+}
+
+func (b *fakeBuilder) ServeFailed(f *fakeStandIn, w http.ResponseWriter, _ *http.Request) error {
+	w.WriteHeader(http.StatusServiceUnavailable)
+	return nil
 }
 
 func (b *fakeBuilder) StillFailing(f *fakeStandIn, err error) { f.err = err }

@@ -56,7 +56,7 @@ func (s *Site) scheduleAdminOpenAPI(ctx context.Context) {
 	}
 	first := make(chan struct{})
 	s.adminFirst.Store(&first)
-	delay, every := time.Second, s.cfg.CatalogRefresh.D()
+	delay, every := 2*firstFetchDelay, s.cfg.CatalogRefresh.D()
 	s.cfg.Scheduler.Add(ctx, delay, func(ctx context.Context) time.Duration {
 		delay = s.adminOpenAPIPass(ctx, delay, every)
 		if ch := s.adminFirst.Swap(nil); ch != nil {

@@ -17,6 +17,12 @@ import (
 // catalogRefreshTimeout bounds one fetch and import of the catalog.
 const catalogRefreshTimeout = time.Minute
 
+// firstFetchDelay is the wait before a school's first fetch of its feed,
+// and half the wait before that of its admin OpenAPI document: the
+// upstream serving them may start after the gateway. A variable for
+// tests, whose upstreams are up first.
+var firstFetchDelay = 500 * time.Millisecond
+
 // scheduleCatalog imports the feed on the scheduler every CatalogRefresh
 // until ctx ends. The first import retries quickly: the upstream serving
 // the feed may start after the gateway.
@@ -25,7 +31,7 @@ func (s *Site) scheduleCatalog(ctx context.Context) {
 	if src == "" {
 		return
 	}
-	delay := 500 * time.Millisecond
+	delay := firstFetchDelay
 	s.cfg.Scheduler.Add(ctx, delay, func(ctx context.Context) time.Duration {
 		if delay < every || s.claimRun(ctx, "catalog", every) {
 			delay = s.catalogPass(ctx, src, delay, every)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,6 +35,13 @@ type recordingNext struct {
 	assertions map[string]bool // distinct assertions seen: ES256 signatures are randomized, so one per signature
 }
 
+// TestMain runs the package's tests with a short wait before a school's
+// first fetches (firstFetchDelay): their upstreams are up already.
+func TestMain(m *testing.M) {
+	firstFetchDelay = 10 * time.Millisecond
+	os.Exit(m.Run())
+}
+
 func (n *recordingNext) ServeHTTP(_ http.ResponseWriter, r *http.Request) error {
 	n.header = r.Header
 	if a := r.Header.Get(AssertionHeader); a != "" {
@@ -60,6 +68,14 @@ func openStore(tb testing.TB) store.Store {
 	st, err := boltstore.Open(filepath.Join(tb.TempDir(), "school.db"), time.Second)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	// A test's store does not sync its file: no test here checks what a
+	// crash leaves (boltstore's own tests do), and the syncs were most of
+	// the package's time. A benchmark keeps the syncs it measures.
+	if _, bench := tb.(*testing.B); !bench {
+		if err := boltstore.NoSync(st); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	tb.Cleanup(func() { st.Close() })
 	return st

@@ -34,6 +34,18 @@ func (s *Site) WriteUnavailable(w http.ResponseWriter, what string, err error) e
 		what+" failed: the school's store did not answer; try again shortly")
 }
 
+// startingRetryAfter is the Retry-After, in seconds, of a request that
+// gave up waiting for its school to be built.
+const startingRetryAfter = 1
+
+// WriteStarting answers a request whose school is not built yet: a site
+// block's before its config's start built it, a platform's before its
+// registry was read.
+func WriteStarting(w http.ResponseWriter) error {
+	return WriteTemporarilyUnavailable(w, startingRetryAfter,
+		"this school is starting; try again in a moment")
+}
+
 // WriteTemporarilyUnavailable answers 503 with Retry-After (seconds) and
 // {"error":"temporarily_unavailable","error_description":…}, never cached.
 func WriteTemporarilyUnavailable(w http.ResponseWriter, retryAfter int, description string) error {

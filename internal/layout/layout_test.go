@@ -60,7 +60,7 @@ var rules = []rule{
 		"the pages reach the store only through the authorization server's exported operations"},
 	{"pgstore", []string{"policy", "registry", "store"}, []string{pgx},
 		"a backend implements the store's and the registry's contracts and never sees the protocol"},
-	{"platform", []string{"registry"}, nil, "the platform of schools without Caddy: the lazily built school, how it is held and let go of (past max_active first), the host table of a registry's records, the registry's watch and what a change or a claim does to the table; the adapter builds the schools (Builder)"},
+	{"platform", []string{"policy", "registry", "school"}, nil, "the platform of schools without Caddy: the lazily built school, how it is held and let go of (past max_active first), the host table of a registry's records and a request's way through it to its school (school.Site.Serve), the registry's watch and what a change or a claim does to the table; the adapter builds the schools (Builder)"},
 	{"policy", []string{"sitepath"}, []string{jwx}, "paths, origins, tokens and rules: below the protocol"},
 	{"registry", []string{"policy"}, nil, "a platform's records: plain Go, the adapter hands it its Validator"},
 	{"registry/registrytest", []string{"registry"}, nil, "the registry's conformance suite"},
