@@ -122,11 +122,12 @@ func watch(t *testing.T, r registry.Registry) changes {
 	return c
 }
 
-// await fails the test unless a change of issuer arrives within a
-// second, the bound a Dir promises for a file written by hand.
+// await fails the test unless a change of issuer arrives. A Dir promises
+// a second for a file written by hand (measured in BENCHMARKS.md); the
+// test checks that the change comes, and allows a loaded machine ten.
 func (c changes) await(t *testing.T, issuer string) {
 	t.Helper()
-	deadline := time.After(time.Second)
+	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case got := <-c:
@@ -134,7 +135,7 @@ func (c changes) await(t *testing.T, issuer string) {
 				return
 			}
 		case <-deadline:
-			t.Fatalf("no change of %s within a second", issuer)
+			t.Fatalf("no change of %s within 10 s", issuer)
 		}
 	}
 }
