@@ -182,11 +182,7 @@ func decodeGrant(raw []byte, g *store.Grant) error {
 // the tokens and grants buckets.
 
 func getToken(b *bolt.Bucket, key string, t *store.Token) error {
-	raw := b.Get([]byte(key))
-	if raw == nil {
-		return store.ErrNotFound
-	}
-	return decodeToken(raw, t)
+	return getRecord(b, key, t, decodeToken)
 }
 
 func putToken(b *bolt.Bucket, key string, t *store.Token) error {
@@ -195,11 +191,7 @@ func putToken(b *bolt.Bucket, key string, t *store.Token) error {
 }
 
 func getGrant(b *bolt.Bucket, key string, g *store.Grant) error {
-	raw := b.Get([]byte(key))
-	if raw == nil {
-		return store.ErrNotFound
-	}
-	return decodeGrant(raw, g)
+	return getRecord(b, key, g, decodeGrant)
 }
 
 func putGrant(b *bolt.Bucket, key string, g *store.Grant) error {
@@ -219,11 +211,17 @@ func keyAndValue(key string, size int) (k, v []byte) {
 
 // getCode reads the code under key into c.
 func getCode(b *bolt.Bucket, key string, c *store.Code) error {
+	return getRecord(b, key, c, decodeCode)
+}
+
+// getRecord reads the record under key into v with decode;
+// store.ErrNotFound when there is none.
+func getRecord[T any](b *bolt.Bucket, key string, v *T, decode func([]byte, *T) error) error {
 	raw := b.Get([]byte(key))
 	if raw == nil {
 		return store.ErrNotFound
 	}
-	return decodeCode(raw, c)
+	return decode(raw, v)
 }
 
 // putCode stores c under key.
