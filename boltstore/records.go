@@ -58,11 +58,7 @@ func appendGrant(b []byte, g *store.Grant) []byte {
 	b = appendString(b, g.Audience)
 	b = appendNilable(b, g.Scopes)
 	b = appendString(b, g.Resource)
-	b = appendString(b, g.Identity.Subject)
-	b = appendString(b, g.Identity.Email)
-	b = appendString(b, g.Identity.Name)
-	b = appendString(b, g.Identity.OrgID)
-	b = appendStrings(b, g.Identity.Roles)
+	b = appendIdentity(b, &g.Identity)
 	b = appendTime(b, g.AuthTime)
 	b = appendTime(b, g.CreatedAt)
 	b = appendTime(b, g.RefreshedAt)
@@ -71,7 +67,7 @@ func appendGrant(b []byte, g *store.Grant) []byte {
 
 // appendCode appends c's binary form to b.
 func appendCode(b []byte, c *store.Code) []byte {
-	r, id := &c.Request, &c.Identity
+	r := &c.Request
 	b = append(b, formatCode)
 	b = appendString(b, r.ClientID)
 	b = appendString(b, r.RedirectURI)
@@ -82,11 +78,7 @@ func appendCode(b []byte, c *store.Code) []byte {
 	b = appendString(b, r.CodeChallenge)
 	b = appendString(b, r.Audience)
 	b = appendString(b, r.DPoPJKT)
-	b = appendString(b, id.Subject)
-	b = appendString(b, id.Email)
-	b = appendString(b, id.Name)
-	b = appendString(b, id.OrgID)
-	b = appendStrings(b, id.Roles)
+	b = appendIdentity(b, &c.Identity)
 	b = appendTime(b, c.AuthTime)
 	b = appendTime(b, c.ExpiresAt)
 	b = appendBool(b, c.Used)
@@ -105,7 +97,7 @@ func decodeCode(raw []byte, c *store.Code) error {
 	if err != nil {
 		return err
 	}
-	q, id := &c.Request, &c.Identity
+	q := &c.Request
 	q.ClientID = r.string()
 	q.RedirectURI = r.string()
 	q.Scopes = r.nilable()
@@ -115,11 +107,7 @@ func decodeCode(raw []byte, c *store.Code) error {
 	q.CodeChallenge = r.string()
 	q.Audience = r.string()
 	q.DPoPJKT = r.string()
-	id.Subject = r.string()
-	id.Email = r.string()
-	id.Name = r.string()
-	id.OrgID = r.string()
-	id.Roles = r.strings()
+	r.identity(&c.Identity)
 	c.AuthTime = r.time()
 	c.ExpiresAt = r.time()
 	c.Used = r.bool()
@@ -166,11 +154,7 @@ func decodeGrant(raw []byte, g *store.Grant) error {
 	g.Audience = r.string()
 	g.Scopes = r.nilable()
 	g.Resource = r.string()
-	g.Identity.Subject = r.string()
-	g.Identity.Email = r.string()
-	g.Identity.Name = r.string()
-	g.Identity.OrgID = r.string()
-	g.Identity.Roles = r.strings()
+	r.identity(&g.Identity)
 	g.AuthTime = r.time()
 	g.CreatedAt = r.time()
 	g.RefreshedAt = r.time()
@@ -241,18 +225,30 @@ func tokenSize(t *store.Token) int {
 }
 
 func grantSize(g *store.Grant) int {
-	id := &g.Identity
-	return 1 + 9*binary.MaxVarintLen64 + len(g.ID) + len(g.ClientID) + len(g.Audience) +
-		stringsSize(g.Scopes) + len(g.Resource) + len(id.Subject) + len(id.Email) + len(id.Name) +
-		len(id.OrgID) + stringsSize(id.Roles) + 3*maxTime + 1
+	return 1 + 5*binary.MaxVarintLen64 + len(g.ID) + len(g.ClientID) + len(g.Audience) +
+		stringsSize(g.Scopes) + len(g.Resource) + identitySize(&g.Identity) + 3*maxTime + 1
 }
 
 func codeSize(c *store.Code) int {
-	r, id := &c.Request, &c.Identity
-	return 1 + 15*binary.MaxVarintLen64 + len(r.ClientID) + len(r.RedirectURI) + stringsSize(r.Scopes) +
+	r := &c.Request
+	return 1 + 10*binary.MaxVarintLen64 + len(r.ClientID) + len(r.RedirectURI) + stringsSize(r.Scopes) +
 		len(r.Resource) + len(r.State) + len(r.Nonce) + len(r.CodeChallenge) + len(r.Audience) + len(r.DPoPJKT) +
-		len(id.Subject) + len(id.Email) + len(id.Name) + len(id.OrgID) + stringsSize(id.Roles) +
-		2*maxTime + 1 + len(c.GrantID)
+		identitySize(&c.Identity) + 2*maxTime + 1 + len(c.GrantID)
+}
+
+// appendIdentity, identitySize and reader.identity are the person a
+// grant and a code carry, in the same form in both records.
+func appendIdentity(b []byte, id *store.Identity) []byte {
+	b = appendString(b, id.Subject)
+	b = appendString(b, id.Email)
+	b = appendString(b, id.Name)
+	b = appendString(b, id.OrgID)
+	return appendStrings(b, id.Roles)
+}
+
+func identitySize(id *store.Identity) int {
+	return 5*binary.MaxVarintLen64 + len(id.Subject) + len(id.Email) + len(id.Name) + len(id.OrgID) +
+		stringsSize(id.Roles)
 }
 
 func stringsSize(ss []string) int {
@@ -444,4 +440,12 @@ func (r *reader) end(what string) error {
 		return fmt.Errorf("decoding %s: %w", what, r.err)
 	}
 	return nil
+}
+
+func (r *reader) identity(id *store.Identity) {
+	id.Subject = r.string()
+	id.Email = r.string()
+	id.Name = r.string()
+	id.OrgID = r.string()
+	id.Roles = r.strings()
 }
