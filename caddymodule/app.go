@@ -169,7 +169,7 @@ func (a *App) Start() error {
 	per, err := metrics.PerSchoolOf(a.MetricsPerSchool, len(gateways), len(platforms) > 0)
 	if err != nil {
 		for _, g := range gateways {
-			g.run.end()
+			g.run.End()
 		}
 		for _, p := range platforms {
 			p.tables.End()
@@ -207,14 +207,14 @@ func startGateways(a *App, gateways []*Gateway) error {
 		slots <- struct{}{}
 		if failed.Load() {
 			<-slots
-			g.run.end()
+			g.run.End()
 			continue
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
 			if errs[i] = g.start(a); errs[i] != nil {
 				failed.Store(true)
-				g.run.end()
+				g.run.End()
 			}
 		})
 	}

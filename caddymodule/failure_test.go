@@ -19,7 +19,7 @@ func TestFailedSiteAnswers(t *testing.T) {
 	g.SetDefaults()
 	cause := errors.New("data: opening /var/lib/schools/a/school.db: invalid database")
 	g.run = newGatewayRun()
-	g.run.set(&gatewayState{failed: newFailedSite(g, &school.BuildError{Reason: "its store could not be opened", Err: cause})})
+	g.run.Set(&gatewayState{failed: newFailedSite(g, &school.BuildError{Reason: "its store could not be opened", Err: cause})})
 	tests := []struct {
 		path, auth string
 		passed     bool

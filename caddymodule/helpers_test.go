@@ -50,7 +50,7 @@ func newTestSite(tb testing.TB, assertion *school.IdentityAssertion) *testSite {
 	}
 	s := buildTestSite(tb, g, &siteStore{Store: store, where: path})
 	g.run = newGatewayRun()
-	g.run.set(&gatewayState{site: s})
+	g.run.Set(&gatewayState{site: s})
 	return &testSite{g: g, site: s, as: s.Auth(), token: mintMemberToken(tb, store, g.Issuer), upstream: &recordingNext{}}
 }
 

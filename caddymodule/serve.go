@@ -16,7 +16,7 @@ import (
 // that arrives before the App's Start built the school waits for it, as
 // long as the request lasts (start.go).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	st := g.run.await(r.Context())
+	st := g.run.Await(r.Context())
 	if st == nil {
 		return school.WriteStarting(w)
 	}

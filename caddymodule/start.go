@@ -3,9 +3,8 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 
+	"github.com/schoolgate/schoolgate/internal/startgate"
 	"github.com/schoolgate/schoolgate/metrics"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -15,12 +14,12 @@ import (
 // the configs it validates or adapts too. The App's Start builds each
 // registered school in turn (start); Caddy starts apps in map order, so
 // the http app may already serve when it does, and a request that reaches
-// a school not built yet waits for it (gatewayRun.await).
+// a school not built yet waits for it (gatewayRun.Await).
 
 // gatewayRun is what a Gateway serves: nothing until the App's Start
 // built its school, then the school or the stand-in of one that failed
 // to load (failure.go).
-type gatewayRun = startGate[gatewayState]
+type gatewayRun = startgate.Gate[gatewayState]
 
 // gatewayState is a started Gateway's school: site, or failed.
 type gatewayState struct {
@@ -28,42 +27,7 @@ type gatewayState struct {
 	failed *failedSite
 }
 
-func newGatewayRun() *gatewayRun { return newStartGate[gatewayState]() }
-
-// startGate holds what a handler serves once the App's Start has built
-// it, and lets the requests that arrived before wait for it.
-type startGate[T any] struct {
-	state atomic.Pointer[T]
-	// ready is closed once state is set, or once the config ended (a
-	// start that failed) without it.
-	ready chan struct{}
-	close sync.Once
-}
-
-func newStartGate[T any]() *startGate[T] { return &startGate[T]{ready: make(chan struct{})} }
-
-// set makes st what serves and lets the waiting requests in.
-func (r *startGate[T]) set(st *T) {
-	r.state.Store(st)
-	r.end()
-}
-
-// end lets the waiting requests go, with what serves if anything does.
-func (r *startGate[T]) end() { r.close.Do(func() { close(r.ready) }) }
-
-// await returns what serves, waiting for the App's Start no longer than
-// ctx allows; nil is a handler that is not serving (yet).
-func (r *startGate[T]) await(ctx context.Context) *T {
-	if st := r.state.Load(); st != nil {
-		return st
-	}
-	select {
-	case <-r.ready:
-		return r.state.Load()
-	case <-ctx.Done():
-		return nil
-	}
-}
+func newGatewayRun() *gatewayRun { return startgate.New[gatewayState]() }
 
 // start builds the school, or finds its running state: opens the store,
 // loads the keys and builds the servers. An error fails the config's
@@ -79,7 +43,7 @@ func (g *Gateway) start(app *App) error {
 		s.observe.Use(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), g.Issuer))
 	}
 	app.serving(s)
-	g.run.set(&gatewayState{site: s})
+	g.run.Set(&gatewayState{site: s})
 	return nil
 }
 
@@ -98,7 +62,7 @@ func (g *Gateway) startFailed(app *App, err error) error {
 		"issuer", g.Issuer, "error", err, "next_try", firstRebuild)
 	fs := newFailedSite(g, f)
 	app.failing(fs)
-	g.run.set(&gatewayState{failed: fs})
+	g.run.Set(&gatewayState{failed: fs})
 	fs.startRebuilds(g.ctx, app, g.key)
 	return nil
 }
@@ -121,8 +85,8 @@ func (g *Gateway) Cleanup() error {
 	if g.run == nil {
 		return nil
 	}
-	g.run.end()
-	st := g.run.state.Load()
+	g.run.End()
+	st := g.run.Load()
 	switch {
 	case st == nil:
 		return nil

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 
+	"github.com/schoolgate/schoolgate/internal/startgate"
 	"github.com/schoolgate/schoolgate/policy"
 	"github.com/schoolgate/schoolgate/school"
 )
@@ -30,11 +29,9 @@ type Routed interface {
 // registry was read, and a request that arrives before waits for it as
 // long as it lasts.
 type Hosts[S Routed] struct {
-	table atomic.Pointer[Table[S]]
-	// ready is closed once a table serves, or once the platform ended
+	// table ends its wait at the first table, or once the platform ended
 	// without one (a start that could not read the registry).
-	ready chan struct{}
-	close sync.Once
+	table *startgate.Gate[Table[S]]
 	// failure is why the registry cannot be read, nil if it can
 	// (Watch.Failure): the Retry-After of a request with no table.
 	failure func() *RegistryFailure
@@ -43,34 +40,21 @@ type Hosts[S Routed] struct {
 // NewHosts is a Hosts without a table; failure reports why the registry
 // cannot be read.
 func NewHosts[S Routed](failure func() *RegistryFailure) *Hosts[S] {
-	return &Hosts[S]{ready: make(chan struct{}), failure: failure}
+	return &Hosts[S]{table: startgate.New[Table[S]](), failure: failure}
 }
 
 // Load is the table that serves, nil before the registry was read.
 func (h *Hosts[S]) Load() *Table[S] { return h.table.Load() }
 
 // Set makes t the table that serves and lets the waiting requests in.
-func (h *Hosts[S]) Set(t *Table[S]) {
-	h.table.Store(t)
-	h.End()
-}
+func (h *Hosts[S]) Set(t *Table[S]) { h.table.Set(t) }
 
 // End lets the waiting requests go, with the table if one serves.
-func (h *Hosts[S]) End() { h.close.Do(func() { close(h.ready) }) }
+func (h *Hosts[S]) End() { h.table.End() }
 
 // Await returns the table that serves, waiting for the first one no
 // longer than ctx allows; nil if none serves (yet).
-func (h *Hosts[S]) Await(ctx context.Context) *Table[S] {
-	if t := h.table.Load(); t != nil {
-		return t
-	}
-	select {
-	case <-h.ready:
-		return h.table.Load()
-	case <-ctx.Done():
-		return nil
-	}
-}
+func (h *Hosts[S]) Await(ctx context.Context) *Table[S] { return h.table.Await(ctx) }
 
 // Serve answers r through the school of its host and scheme (HTTPS):
 // 503 before the registry was read, 404 for a host no enabled school
