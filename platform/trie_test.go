@@ -105,7 +105,7 @@ func BenchmarkTableChange(b *testing.B) {
 		b.Run(fmt.Sprintf("one/%d", n), func(b *testing.B) {
 			rec := record("https://new.example", `{}`)
 			for b.Loop() {
-				c, _ := Replace(tb, rec.Issuer, &rec, newWatched)
+				c, _ := Replace(tb, rec.Issuer, &rec, watchedOf)
 				_ = c.Next
 			}
 		})
@@ -117,7 +117,7 @@ func BenchmarkTableChange(b *testing.B) {
 			for b.Loop() {
 				t := tb
 				for i := range recs {
-					c, _ := Replace(t, recs[i].Issuer, &recs[i], newWatched)
+					c, _ := Replace(t, recs[i].Issuer, &recs[i], watchedOf)
 					t = c.Next
 				}
 			}

@@ -219,6 +219,21 @@ func (d *Dir) List(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
+// ListShared implements Sharer: a file's record is replaced when the
+// file is read again, never changed.
+func (d *Dir) ListShared(ctx context.Context) ([]*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*Record, 0, len(d.records))
+	for _, r := range d.records {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // Get implements Registry.
 func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
 	if err := ctx.Err(); err != nil {
@@ -289,4 +304,7 @@ func (d *Dir) Close() error {
 	return nil
 }
 
-var _ Registry = (*Dir)(nil)
+var (
+	_ Registry = (*Dir)(nil)
+	_ Sharer   = (*Dir)(nil)
+)

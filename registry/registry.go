@@ -154,6 +154,14 @@ type Registry interface {
 	Close() error
 }
 
+// Sharer is a Registry that lists its own records, not copies: a record
+// it lists is never changed afterwards (a change is a new record), and
+// the caller only reads it. A platform keeps the records of its idle
+// schools so, where a copy each would cost about 100 bytes a school.
+type Sharer interface {
+	ListShared(ctx context.Context) ([]*Record, error)
+}
+
 // Change names what changed in a registry.
 type Change struct {
 	// Issuer is the school whose record was written or removed; empty
