@@ -43,10 +43,13 @@ type Dir struct {
 	files     map[string]*dirFile // by file name
 	conflicts map[string]string   // file name → the host claim that made it skipped, last warned
 	// claimants are the files (by name) whose records claim each host
-	// key; dirty the host keys whose claims changed since the last
-	// publish (dirclaims.go).
+	// key, the served one among them its owner (owner); dirty the host
+	// keys whose claims changed since the last publish, and replaced the
+	// served records whose files were replaced or removed since
+	// (dirclaims.go).
 	claimants map[string][]string
 	dirty     map[string]bool
+	replaced  []*Record
 	// seen tells a write whether the directory changed since this Dir
 	// last read it or wrote it, nil where it cannot (dirseen_linux.go);
 	// stale is set when it did, after this Dir's own write.
@@ -60,9 +63,8 @@ type Dir struct {
 	unsaved  bool
 	saved    chan struct{}
 
-	mu       sync.Mutex         // guards records, owners, watchers, next
+	mu       sync.Mutex         // guards records, watchers, next
 	records  map[string]*Record // the served file's record, by issuer
-	owners   map[string]string  // host key → issuer
 	watchers map[int]func(Change)
 	next     int
 	// notify makes the watchers' calls one at a time.
@@ -141,7 +143,7 @@ func openDir(dir string, validate Validator, logger *slog.Logger, snapshot bool)
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]*Record{}, owners: map[string]string{},
+		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]*Record{},
 		watchers: map[int]func(Change){}, pollEvery: pollEvery, snapshot: snapshot, saved: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// Watching starts before the first reading, so that nothing written

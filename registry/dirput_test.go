@@ -183,6 +183,25 @@ func TestDirClaimsDecidedByGroup(t *testing.T) {
 		if !sameRecords(got, want) {
 			t.Fatalf("step %d: the Dir that followed serves\n%v\nafresh:\n%v", step, servedAs(got), servedAs(want))
 		}
+		// Each host is owned by the record served on it, as a Put
+		// judges it, and no other host is.
+		owned := map[string]string{}
+		for _, r := range want {
+			for _, h := range r.HostKeys() {
+				owned[h] = r.Issuer
+			}
+		}
+		for k := range 12 {
+			owned[fmt.Sprintf("s%d.example", k)] += ""
+		}
+		for _, h := range hosts {
+			owned[h] += ""
+		}
+		for h, issuer := range owned {
+			if got := d.Owner(h); got != issuer {
+				t.Fatalf("step %d: %s is owned by %q, want %q", step, h, got, issuer)
+			}
+		}
 	}
 }
 

@@ -328,7 +328,6 @@ func (d *Dir) loadFiles(files []snapshotEntry) {
 	}
 	d.mu.Lock()
 	d.records = make(map[string]*Record, len(files))
-	d.owners = make(map[string]string, len(d.claimants))
 	for i, e := range files {
 		alone := true
 		for _, h := range keys[i] {
@@ -341,9 +340,6 @@ func (d *Dir) loadFiles(files []snapshotEntry) {
 			continue
 		}
 		d.records[e.f.rec.Issuer] = &e.f.rec
-		for _, h := range keys[i] {
-			d.owners[h] = e.f.rec.Issuer
-		}
 	}
 	d.mu.Unlock()
 	d.publish()
