@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/schoolgate/schoolgate/registry"
 )
@@ -136,5 +137,13 @@ func BenchmarkTableLookup(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A table of 100,000 schools keeps 200,000 entries: an entry is its key
+// and its value, no more.
+func TestTrieEntrySize(t *testing.T) {
+	if size := unsafe.Sizeof(trieEntry[*recSchool]{}); size != 24 {
+		t.Errorf("an entry takes %d bytes, want 24 (a string and a pointer)", size)
 	}
 }
