@@ -47,7 +47,7 @@ type Dir struct {
 	// keys whose claims changed since the last publish, and replaced the
 	// served records whose files were replaced or removed since
 	// (dirclaims.go).
-	claimants map[string][]string
+	claimants hostClaims
 	dirty     map[string]bool
 	replaced  []*Record
 	// seen tells a write whether the directory changed since this Dir
@@ -143,7 +143,7 @@ func openDir(dir string, validate Validator, logger *slog.Logger, snapshot bool)
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]*Record{},
+		conflicts: map[string]string{}, claimants: newHostClaims(0), dirty: map[string]bool{}, records: map[string]*Record{},
 		watchers: map[int]func(Change){}, pollEvery: pollEvery, snapshot: snapshot, saved: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// Watching starts before the first reading, so that nothing written

@@ -27,11 +27,7 @@ func (d *Dir) setFile(name string, f *dirFile) {
 		}
 		for _, h := range old.rec.HostKeys() {
 			d.dirty[h] = true
-			if names := slices.DeleteFunc(d.claimants[h], func(n string) bool { return n == name }); len(names) > 0 {
-				d.claimants[h] = names
-			} else {
-				delete(d.claimants, h)
-			}
+			d.claimants.remove(h, name)
 		}
 	}
 	delete(d.conflicts, name) // a file read again is warned of again
@@ -52,7 +48,7 @@ func (d *Dir) setFile(name string, f *dirFile) {
 	}
 	for _, h := range f.rec.HostKeys() {
 		d.dirty[h] = true
-		d.claimants[h] = append(d.claimants[h], name)
+		d.claimants.add(h, name)
 	}
 }
 
@@ -70,7 +66,7 @@ func (d *Dir) served(r *Record) bool {
 func (d *Dir) owner(h string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, name := range d.claimants[h] {
+	for name := range d.claimants.of(h) {
 		if f := d.files[name]; f != nil && d.records[f.rec.Issuer] == &f.rec {
 			return f.rec.Issuer
 		}
@@ -113,7 +109,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 			names = append(names, name)
 			queue = append(queue, f.rec.HostKeys()...)
 		}
-		for _, name := range d.claimants[h] {
+		for name := range d.claimants.of(h) {
 			claim(name)
 		}
 		if with != nil && !with.skipped() && slices.Contains(with.rec.HostKeys(), h) {
