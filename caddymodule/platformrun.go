@@ -292,7 +292,7 @@ func (p *platform) stop() error {
 // and the health check report it before any request.
 func (p *platform) newSchool(rec *registry.Record) *platformSchool {
 	e := &platformSchool{p: p, rec: rec}
-	e.School = platformcore.NewSchool(e, p.built)
+	e.Init(e, p.built)
 	if !rec.Disabled {
 		if err := p.conflictOf(e); err != nil {
 			e.Refuse(err)

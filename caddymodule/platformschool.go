@@ -30,10 +30,11 @@ import (
 //
 // At 100,000 schools most are idle, never built, and each costs the
 // process what this holds: the record is the registry's own (a
-// pointer, never changed), and what a build prepares is apart
-// (schoolBuild), made at the first build only.
+// pointer, never changed), its platform.School is part of it (one
+// allocation), and what a build prepares is apart (schoolBuild), made at
+// the first build only.
 type platformSchool struct {
-	*platformcore.School[builtSchool, failedSite]
+	platformcore.School[builtSchool, failedSite]
 	p   *platform
 	rec *registry.Record
 
