@@ -129,7 +129,7 @@ func (a *App) certificateRefusal(host string) string {
 			continue
 		}
 		for _, e := range t.Schools() {
-			if e.rec.Disabled && answersOn(&e.rec, host) {
+			if e.rec.Disabled && answersOn(e.rec, host) {
 				return "disabled: " + e.rec.Issuer + " answers on it, and is disabled in the registry"
 			}
 		}

@@ -351,7 +351,7 @@ func TestPlatformActivatesOnce(t *testing.T) {
 		}
 	}
 	a := tp.school("https://a.example")
-	if n := siteHeld(a.key); n != 1 || tp.activeCount() != 1 || !storeOpen(tp.dataFile("https://a.example")) {
+	if n := siteHeld(a.prepared().key); n != 1 || tp.activeCount() != 1 || !storeOpen(tp.dataFile("https://a.example")) {
 		t.Errorf("the school is held %d times, %d active; want it built once", n, tp.activeCount())
 	}
 	if storeOpen(tp.dataFile("https://b.example")) || tp.school("https://b.example").state() != "idle" {
@@ -461,8 +461,8 @@ func TestPlatformChangeRebuildsOneSchool(t *testing.T) {
 	if b.Retired() || tp.school("https://b.example") != b || b.Active().Built().site != bSite {
 		t.Error("the unchanged school was rebuilt")
 	}
-	if siteHeld(oldA.key) != 1 {
-		t.Errorf("the old school is held %d times while its request is in flight", siteHeld(oldA.key))
+	if siteHeld(oldA.prepared().key) != 1 {
+		t.Errorf("the old school is held %d times while its request is in flight", siteHeld(oldA.prepared().key))
 	}
 	if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {
 		t.Errorf("the changed school: %q", got)
@@ -471,8 +471,8 @@ func TestPlatformChangeRebuildsOneSchool(t *testing.T) {
 	if rec := <-done; rec.Body.String() != "legacy https://a.example" {
 		t.Fatalf("the request in flight: %d %s", rec.Code, rec.Body)
 	}
-	if siteHeld(oldA.key) != 0 || tp.activeCount() != 2 {
-		t.Errorf("the old school is held %d times after its last request, %d active", siteHeld(oldA.key), tp.activeCount())
+	if siteHeld(oldA.prepared().key) != 0 || tp.activeCount() != 2 {
+		t.Errorf("the old school is held %d times after its last request, %d active", siteHeld(oldA.prepared().key), tp.activeCount())
 	}
 	if !storeOpen(tp.dataFile("https://a.example")) {
 		t.Error("the new school's store was closed with the old one's")
@@ -851,7 +851,7 @@ func TestPlatformReloadHandsOver(t *testing.T) {
 		}
 	}
 	old.end(t)
-	if !storeOpen(tp.dataFile("https://a.example")) || siteHeld(a.key) != 1 {
+	if !storeOpen(tp.dataFile("https://a.example")) || siteHeld(a.prepared().key) != 1 {
 		t.Fatalf("the old config's end let go of the school it handed over")
 	}
 	if got := issuerOf(tp.do(t, "https://a.example"+discoveryPath)); got != "https://a.example" {

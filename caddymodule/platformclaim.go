@@ -79,7 +79,7 @@ func (p *platform) reclaimLocked(issuers []string) {
 		return
 	}
 	stale := func(old *platformSchool) bool { return p.claimant(old.rec.Issuer) != old.claimedBy }
-	c := platformcore.Renew(t, issuers, stale, func(rec registry.Record) *platformSchool {
+	c := platformcore.Renew(t, issuers, stale, func(rec *registry.Record) *platformSchool {
 		e := p.newSchool(rec)
 		// A record that fails says why in Fail's log.
 		if e.claimedBy == nil {
@@ -113,11 +113,12 @@ func (p *platform) reclaimAll() {
 	p.claimsChanged(issuers)
 }
 
-// claimFile records that e opens the bbolt file at path, refusing one
+// claimFile records that e opens the bbolt file at path (b is what e's
+// build prepared), refusing one
 // that a school of another record has, in any platform of the config:
 // two records on one file would mix two schools in it. The platforms'
 // locks are taken in rank order, one order for every caller.
-func (p *platform) claimFile(e *platformSchool, path string) error {
+func (p *platform) claimFile(e *platformSchool, b *schoolBuild, path string) error {
 	all := p.app.platformsNow()
 	if !slices.Contains(all, p) {
 		all = append(slices.Clip(all), p)
@@ -145,6 +146,6 @@ func (p *platform) claimFile(e *platformSchool, path string) error {
 				fmt.Errorf("data: %s is used by %s and %s; each school needs its own data directory", path, other.rec.Issuer, e.rec.Issuer))
 		}
 	}
-	p.dataFiles[path], e.dataPath = e, path
+	p.dataFiles[path], b.dataPath = e, path
 	return nil
 }

@@ -56,3 +56,13 @@ func BenchmarkIdleSchoolHeap(b *testing.B) {
 		runtime.KeepAlive(mem)
 	}
 }
+
+// An idle school is one allocation: its record is the registry's, its
+// platform.School part of it, its build state made at its first build.
+func TestIdleSchoolIsOneAllocation(t *testing.T) {
+	tp := newTestPlatform(t, 1)
+	rec := &registry.Record{Issuer: "https://idle.example", Config: json.RawMessage(`{"upstream":"http://127.0.0.1:9"}`)}
+	if n := testing.AllocsPerRun(100, func() { tp.newSchool(rec) }); n != 1 {
+		t.Errorf("an idle school takes %v allocations, want 1", n)
+	}
+}

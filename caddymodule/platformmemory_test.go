@@ -21,8 +21,8 @@ func TestPlatformStateFollowsTheSchools(t *testing.T) {
 	var live, keys []string
 	built := func(issuer string) {
 		tp.do(t, issuer+discoveryPath)
-		if e := tp.school(issuer); e.key != "" {
-			keys = append(keys, e.key)
+		if b := tp.school(issuer).prepared(); b != nil && b.key != "" {
+			keys = append(keys, b.key)
 		}
 	}
 	for r := range rounds {

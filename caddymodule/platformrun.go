@@ -161,7 +161,7 @@ func (p *platform) connect() error {
 	lctx, lcancel := context.WithTimeout(p.life, storepool.ConnectTimeout)
 	defer lcancel()
 	p.watch.Listing()
-	records, err := reg.List(lctx)
+	records, err := listShared(lctx, reg.Registry)
 	if err != nil {
 		unwatch()
 		_ = reg.release()
@@ -184,6 +184,25 @@ func (p *platform) connect() error {
 	p.reclaimAll()
 	p.handOver()
 	return nil
+}
+
+// listShared lists the records of reg for the schools to keep: the
+// registry's own where it shares them (registry.Sharer), else the
+// listing's, which the schools then hold together (one array, as long
+// as one of them is served).
+func listShared(ctx context.Context, reg registry.Registry) ([]*registry.Record, error) {
+	if s, ok := reg.(registry.Sharer); ok {
+		return s.ListShared(ctx)
+	}
+	records, err := reg.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*registry.Record, len(records))
+	for i := range records {
+		out[i] = &records[i]
+	}
+	return out, nil
 }
 
 // servedNow reports whether the running config serves this registry.
@@ -222,7 +241,7 @@ func (p *platform) handOver() {
 	}
 	t := p.tables.Load()
 	for old, at := range used {
-		if e := t.School(old.rec.Issuer); e != nil && !e.rec.Disabled && registry.SameRecord(&e.rec, &old.rec) {
+		if e := t.School(old.rec.Issuer); e != nil && !e.rec.Disabled && registry.SameRecord(e.rec, old.rec) {
 			e.Warm(at)
 		}
 	}
@@ -271,9 +290,9 @@ func (p *platform) stop() error {
 // site block of the config serves, or another platform of it
 // (conflictOf), fails at once, without a build, so that the admin API
 // and the health check report it before any request.
-func (p *platform) newSchool(rec registry.Record) *platformSchool {
+func (p *platform) newSchool(rec *registry.Record) *platformSchool {
 	e := &platformSchool{p: p, rec: rec}
-	e.School = platformcore.NewSchool(e, p.built)
+	e.Init(e, p.built)
 	if !rec.Disabled {
 		if err := p.conflictOf(e); err != nil {
 			e.Refuse(err)
@@ -303,11 +322,12 @@ func (p *platform) siteBlockConflict(issuer, path string) error {
 		fmt.Errorf("data: %s is the school_gateway site block of %s's; each school needs its own data directory", path, g.Issuer))
 }
 
-// claimData records the bbolt file a school (configured by g) is about to
+// claimData records the bbolt file a school (as its build prepared it) is about to
 // open, refusing one that another school of the config's platforms, or a
 // site block, has; and refuses a school that a site block or a platform
 // ranked before this one serves (platformclaim.go).
-func (p *platform) claimData(e *platformSchool, g *Gateway) error {
+func (p *platform) claimData(e *platformSchool, b *schoolBuild) error {
+	g := b.g
 	if err := p.siteBlockConflict(e.rec.Issuer, ""); err != nil {
 		return err
 	}
@@ -321,7 +341,7 @@ func (p *platform) claimData(e *platformSchool, g *Gateway) error {
 	if err := p.siteBlockConflict(e.rec.Issuer, path); err != nil {
 		return err
 	}
-	return p.claimFile(e, path)
+	return p.claimFile(e, b, path)
 }
 
 // forgetMetrics deletes the series of a school removed from the registry,
@@ -337,9 +357,13 @@ func (p *platform) forgetMetrics(issuer string) {
 
 // releaseData forgets the bbolt file of a retired school.
 func (p *platform) releaseData(e *platformSchool) {
+	b := e.prepared()
+	if b == nil {
+		return // never built: it claimed nothing
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e.dataPath != "" && p.dataFiles[e.dataPath] == e {
-		delete(p.dataFiles, e.dataPath)
+	if b.dataPath != "" && p.dataFiles[b.dataPath] == e {
+		delete(p.dataFiles, b.dataPath)
 	}
 }

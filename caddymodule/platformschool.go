@@ -27,32 +27,52 @@ import (
 // and its builder (platform.Builder). A changed record is a new
 // platformSchool, which replaces the old one in the table; the old one
 // is retired.
+//
+// At 100,000 schools most are idle, never built, and each costs the
+// process what this holds: the record is the registry's own (a
+// pointer, never changed), its platform.School is part of it (one
+// allocation), and what a build prepares is apart (schoolBuild), made at
+// the first build only.
 type platformSchool struct {
-	*platformcore.School[builtSchool, failedSite]
+	platformcore.School[builtSchool, failedSite]
 	p   *platform
-	rec registry.Record
+	rec *registry.Record
 
 	// removed is set for a record removed, before it is retired: its
 	// metric series go once its last request is out.
 	removed atomic.Bool
 
-	// prep guards what the first build prepared (prepare): concurrent
-	// builds are one at a time already, but the usage API prepares
-	// without building.
+	// prep guards build: concurrent builds are one at a time already,
+	// but the usage API prepares without building.
 	prep sync.Mutex
-	// What the first build prepared from the record, under prep: the
-	// school's configuration and its key in the site pool. The proxy to
-	// its legacy server is held by what serves (activeSchool,
-	// failedSite), and let go of with it.
-	g   *Gateway
-	key string
-	// dataPath is the bbolt file the school claimed (platform.claimData),
-	// "" before or in a database; under p.mu.
-	dataPath string
+	// build is what the first build prepared from the record, nil
+	// before; under prep.
+	build *schoolBuild
 	// claimedBy is the platform that served the issuer instead when the
 	// school was made (conflictOf), nil if none; set before the school
 	// is in a table, never after.
 	claimedBy *platform
+}
+
+// schoolBuild is what a school's first build prepared from its record:
+// its configuration and its key in the site pool (kept for the next
+// build, and for the stand-in of a school that fails), and the bbolt
+// file it claimed. The proxy to its legacy server is held by what
+// serves (activeSchool, failedSite), and let go of with it.
+type schoolBuild struct {
+	g *Gateway
+	// key is "" until the admin OpenAPI file was read (prepare).
+	key string
+	// dataPath is the bbolt file the school claimed (platform.claimData),
+	// "" before or in a database; under p.mu.
+	dataPath string
+}
+
+// prepared is what the school's builds prepared, nil if none did yet.
+func (e *platformSchool) prepared() *schoolBuild {
+	e.prep.Lock()
+	defer e.prep.Unlock()
+	return e.build
 }
 
 // activeSchool is a built school and the requests in flight in it
@@ -74,25 +94,26 @@ type builtSchool struct {
 // time (platform.School).
 func (e *platformSchool) Build() (*builtSchool, platformcore.Serving, error) {
 	var none platformcore.Serving
-	if err := e.prepare(); err != nil {
+	b, err := e.prepare()
+	if err != nil {
 		return nil, none, err
 	}
-	if err := e.p.claimData(e, e.g); err != nil {
+	if err := e.p.claimData(e, b); err != nil {
 		return nil, none, err
 	}
-	next, releaseNext, err := e.p.upstream(e.g)
+	next, releaseNext, err := e.p.upstream(b.g)
 	if err != nil {
 		return nil, none, err
 	}
 	ctx := e.p.ctx
-	s, kept, err := acquireSite(e.key, func() (*site, context.CancelFunc, error) { return e.g.newSite(ctx) })
+	s, kept, err := acquireSite(b.key, func() (*site, context.CancelFunc, error) { return b.g.newSite(ctx) })
 	if err != nil {
 		releaseNext()
 		return nil, none, err
 	}
 	if kept {
 		// This config serves its own metrics registry.
-		s.observe.Use(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), e.g.Issuer))
+		s.observe.Use(metrics.NewObserver(metrics.For(ctx.GetMetricsRegistry()), b.g.Issuer))
 	}
 	return &builtSchool{site: s, school: e, releaseNext: releaseNext}, platformcore.Serving{Site: s.Site, Next: next}, nil
 }
@@ -107,7 +128,7 @@ func (e *platformSchool) ServeFailed(f *failedSite, w http.ResponseWriter, r *ht
 // (store, keys, MCP server, background work) when no config has it any
 // more, and the proxy pool its proxy when no school has it.
 func (e *platformSchool) LetGo(b *builtSchool) {
-	if err := releaseSite(e.key); err != nil {
+	if err := releaseSite(e.prepared().key); err != nil {
 		e.p.ctx.Slogger().Error("letting go of a school", "issuer", e.rec.Issuer, "error", err)
 	}
 	b.releaseNext()
@@ -120,36 +141,37 @@ func (e *platformSchool) LetGo(b *builtSchool) {
 // state where the registry keeps it, then reads its admin OpenAPI file,
 // once: what was prepared stays for the next build, and for the stand-in
 // of a school that fails (its legacy server).
-func (e *platformSchool) prepare() error {
+func (e *platformSchool) prepare() (*schoolBuild, error) {
 	e.prep.Lock()
 	defer e.prep.Unlock()
-	if e.g == nil {
-		g, err := recordGateway(&e.rec)
+	if e.build == nil {
+		g, err := recordGateway(e.rec)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := e.p.reg.place(g); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := defaultUpstreamProxy(g.Upstream, g.LegacyTimeout()); err != nil {
-			return fmt.Errorf("upstream: %v", err)
+			return nil, fmt.Errorf("upstream: %v", err)
 		}
-		e.g = g
+		e.build = &schoolBuild{g: g}
 	}
-	if e.key != "" {
-		return nil
+	b := e.build
+	if b.key != "" {
+		return b, nil
 	}
-	raw, err := e.g.ReadAdminOpenAPI(e.p.ctx)
+	raw, err := b.g.ReadAdminOpenAPI(e.p.ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.g.adminOpenAPI = raw
-	key, err := e.g.siteKey()
+	b.g.adminOpenAPI = raw
+	key, err := b.g.siteKey()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.key = key
-	return nil
+	b.key = key
+	return b, nil
 }
 
 // Fail makes the school's stand-in and schedules its rebuilds.
@@ -157,9 +179,10 @@ func (e *platformSchool) Fail(err error) *failedSite {
 	lf := school.AsBuildError(err, "its configuration could not be used")
 	e.p.ctx.Slogger().Error("a school of the platform failed to load; it answers 503 until a rebuild in the background builds it",
 		"issuer", e.rec.Issuer, "error", err, "next_try", firstRebuild)
-	e.prep.Lock()
-	g := e.g
-	e.prep.Unlock()
+	var g *Gateway
+	if b := e.prepared(); b != nil {
+		g = b.g
+	}
 	var next caddyhttp.Handler
 	var releaseNext func()
 	if g == nil {

@@ -14,7 +14,7 @@ type hostTable = platformcore.Table[*platformSchool]
 func newHostTable(size int) *hostTable { return platformcore.NewTable[*platformSchool](size) }
 
 // Record is the school's record, as the host table routes to it.
-func (e *platformSchool) Record() *registry.Record { return &e.rec }
+func (e *platformSchool) Record() *registry.Record { return e.rec }
 
 // hostName is a host key without its port (platform.HostName).
 func hostName(key string) string { return platformcore.HostName(key) }

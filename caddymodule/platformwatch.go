@@ -12,7 +12,7 @@ import (
 // its Watcher: the schools, the table, the claims and the first read.
 
 // New is the platform's school of rec (newSchool).
-func (p *platform) New(rec registry.Record) *platformSchool { return p.newSchool(rec) }
+func (p *platform) New(rec *registry.Record) *platformSchool { return p.newSchool(rec) }
 
 // Retire ends a replaced school's part in the platform.
 func (p *platform) Retire(old *platformSchool, removed bool) { old.retire(removed) }

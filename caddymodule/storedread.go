@@ -67,15 +67,12 @@ func schoolToRead(w http.ResponseWriter, issuer string) (s *site, e *platformSch
 // placed is the school's configuration with where its store is: a 409
 // naming what could not be read when its record cannot be used.
 func (e *platformSchool) placed(what string) (*Gateway, error) {
-	err := e.prepare()
-	e.prep.Lock()
-	g := e.g
-	e.prep.Unlock()
+	b, err := e.prepare()
 	if err != nil {
 		return nil, caddy.APIError{HTTPStatus: http.StatusConflict,
 			Err: fmt.Errorf("%s: its record cannot be used (%v), so where its %s is kept is not known", e.rec.Issuer, err, what)}
 	}
-	return g, nil
+	return b.g, nil
 }
 
 // storedDoctor is the connection doctor's report of clientID read from

@@ -34,7 +34,7 @@ func Claimant[P comparable, S Entry](ranked []P, self P, table func(P) *Table[S]
 // enabled school of issuers that stale reports (its claim moved: another
 // platform serves its issuer now, or none does any more). Next is nil if
 // none is stale; the caller serves Next, then retires Retired.
-func Renew[S Watched](t *Table[S], issuers []string, stale func(S) bool, newSchool func(registry.Record) S) Change[S] {
+func Renew[S Watched](t *Table[S], issuers []string, stale func(S) bool, newSchool func(*registry.Record) S) Change[S] {
 	var zero S
 	var c Change[S]
 	for _, issuer := range issuers {
@@ -46,7 +46,7 @@ func Renew[S Watched](t *Table[S], issuers []string, stale func(S) bool, newScho
 			c.Next = t.Clone()
 		}
 		c.Next.Remove(old)
-		c.Next.Add(newSchool(*old.Record()))
+		c.Next.Add(newSchool(old.Record()))
 		c.Retired = append(c.Retired, old)
 	}
 	return c

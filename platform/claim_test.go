@@ -40,10 +40,10 @@ func TestRenew(t *testing.T) {
 		tb.Add(s)
 	}
 	all := func(*watchedSchool) bool { return true }
-	if c := Renew(tb, []string{"https://off.example", "https://none.example"}, all, newWatched); c.Next != nil {
+	if c := Renew(tb, []string{"https://off.example", "https://none.example"}, all, watchedOf); c.Next != nil {
 		t.Fatal("a disabled or unknown record was renewed")
 	}
-	c := Renew(tb, []string{"https://a.example", "https://b.example"}, func(s *watchedSchool) bool { return s == a }, newWatched)
+	c := Renew(tb, []string{"https://a.example", "https://b.example"}, func(s *watchedSchool) bool { return s == a }, watchedOf)
 	if c.Next == nil || !slices.Equal(issuersOf(c.Retired), []string{"https://a.example"}) ||
 		c.Next.School("https://a.example") == a || c.Next.School("https://b.example") != b || tb.School("https://a.example") != a {
 		t.Fatalf("renew: %+v", c)

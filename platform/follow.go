@@ -15,8 +15,9 @@ import (
 // Watcher is the adapter's side of a registry's watch: the platform's
 // schools and table, and its first read of the registry.
 type Watcher[S Watched] interface {
-	// New is the idle school of rec.
-	New(rec registry.Record) S
+	// New is the idle school of rec, which it may keep: a record handed
+	// to New is never changed.
+	New(rec *registry.Record) S
 	// Retire ends old's part in the platform once the table that
 	// replaced it serves; removed: its record is gone.
 	Retire(old S, removed bool)

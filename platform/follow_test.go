@@ -29,7 +29,7 @@ type fakePlatform struct {
 	scheduled func(context.Context) time.Duration
 }
 
-func (p *fakePlatform) New(rec registry.Record) *watchedSchool { return newWatched(rec) }
+func (p *fakePlatform) New(rec *registry.Record) *watchedSchool { return watchedOf(rec) }
 func (p *fakePlatform) Retire(old *watchedSchool, removed bool) {
 	if removed {
 		p.removed = append(p.removed, old.rec.Issuer)

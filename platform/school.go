@@ -77,7 +77,16 @@ type School[B, F any] struct {
 
 // NewSchool is an idle school built by b, counted by bound once built.
 func NewSchool[B, F any](b Builder[B, F], bound *Bound[*Active[B, F]]) *School[B, F] {
-	return &School[B, F]{b: b, bound: bound}
+	s := new(School[B, F])
+	s.Init(b, bound)
+	return s
+}
+
+// Init makes s, a zero School in a builder of the adapter's own (one
+// allocation a school where 100,000 are idle), the idle school built by
+// b, counted by bound once built; before s is used, once.
+func (s *School[B, F]) Init(b Builder[B, F], bound *Bound[*Active[B, F]]) {
+	s.b, s.bound = b, bound
 }
 
 // Active is a built school and the requests in flight in it.

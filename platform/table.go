@@ -29,7 +29,10 @@ type Table[S Entry] struct {
 	// https://school.example.
 	https, http trie[S]
 	// names counts the keys of https that name each host without its
-	// port: the names a certificate is given for.
+	// port, the names a certificate is given for, where the key is not
+	// the name itself (a port, an IPv6 address's brackets): a key that
+	// is its own name is found in https, and most are, so that a table of
+	// 100,000 schools keeps no third trie of them.
 	names trie[int]
 	// schools are every record's school, disabled ones too, by issuer;
 	// disabled counts those disabled, for the health check.
@@ -104,9 +107,10 @@ func (t *Table[S]) Add(e S) {
 		// The registry gives a host to one record; a host still held
 		// here by another is one whose change is on its way.
 		if _, held := hosts.get(key); !held && tls {
-			name := HostName(key)
-			n, _ := t.names.get(name)
-			t.names.set(name, n+1, t.edit)
+			if name := HostName(key); name != key {
+				n, _ := t.names.get(name)
+				t.names.set(name, n+1, t.edit)
+			}
 		}
 		hosts.set(key, e, t.edit)
 	}
@@ -128,8 +132,7 @@ func (t *Table[S]) Remove(e S) {
 			continue
 		}
 		hosts.del(key, t.edit)
-		if tls {
-			name := HostName(key)
+		if name := HostName(key); tls && name != key {
 			if n, _ := t.names.get(name); n > 1 {
 				t.names.set(name, n-1, t.edit)
 			} else {
@@ -149,7 +152,11 @@ func (t *Table[S]) hostsOf(tls bool) *trie[S] {
 // AllowsCertificate reports whether an enabled https school answers on
 // name (a TLS server name).
 func (t *Table[S]) AllowsCertificate(name string) bool {
-	n, _ := t.names.get(HostName(registry.HostKey(name, true)))
+	name = HostName(registry.HostKey(name, true))
+	if _, ok := t.https.get(name); ok {
+		return true
+	}
+	n, _ := t.names.get(name)
 	return n > 0
 }
 

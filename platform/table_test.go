@@ -18,8 +18,9 @@ func TestTable(t *testing.T) {
 	a := &recSchool{registry.Record{Issuer: "https://a.example", Hosts: []string{"www.a.example"}}}
 	b := &recSchool{registry.Record{Issuer: "http://b.example:8080"}}
 	off := &recSchool{registry.Record{Issuer: "https://off.example", Disabled: true}}
-	tb := NewTable[*recSchool](3)
-	for _, s := range []*recSchool{a, b, off} {
+	port := &recSchool{registry.Record{Issuer: "https://p.example:8443", Hosts: []string{"[::1]:8443"}}}
+	tb := NewTable[*recSchool](4)
+	for _, s := range []*recSchool{a, b, off, port} {
 		tb.Add(s)
 	}
 	tests := []struct {
@@ -41,13 +42,24 @@ func TestTable(t *testing.T) {
 			t.Errorf("Lookup(%s, https %v) = %v, want %v", tt.host, tt.https, got, tt.want)
 		}
 	}
-	if tb.Len() != 3 || tb.Disabled() != 1 || tb.School("https://off.example") != off {
+	if tb.Len() != 4 || tb.Disabled() != 1 || tb.School("https://off.example") != off {
 		t.Errorf("%d schools, %d disabled", tb.Len(), tb.Disabled())
 	}
-	for name, want := range map[string]bool{"a.example": true, "WWW.A.EXAMPLE": true, "off.example": false, "b.example": false} {
+	certs := map[string]bool{"a.example": true, "WWW.A.EXAMPLE": true, "off.example": false, "b.example": false,
+		"p.example": true, "::1": true, "[::1]": true, "p.example:8443": true}
+	for name, want := range certs {
 		if got := tb.AllowsCertificate(name); got != want {
 			t.Errorf("AllowsCertificate(%s) = %v, want %v", name, got, want)
 		}
+	}
+	// Only the keys that are not their names are counted apart.
+	if tb.names.n != 2 {
+		t.Errorf("%d names counted apart, want 2 (p.example and ::1)", tb.names.n)
+	}
+	gone := tb.Clone()
+	gone.Remove(port)
+	if gone.AllowsCertificate("p.example") || gone.AllowsCertificate("::1") || gone.names.n != 0 {
+		t.Error("a removed school's names still get certificates")
 	}
 	if e, ok := tb.HTTPOn("b.example"); !ok || e != b {
 		t.Errorf("HTTPOn(b.example) = %v %v", e, ok)

@@ -45,10 +45,13 @@ type trieNode[V any] struct {
 	entries []trieEntry[V]
 }
 
+// trieEntry is a key and its value. Its hash is not kept: a leaf holds
+// a few entries, compared by key (their lengths first), and a leaf that
+// splits hashes its keys again; 8 bytes less an entry, for a table that
+// keeps 100,000 of them twice.
 type trieEntry[V any] struct {
-	hash uint64
-	key  string
-	val  V
+	key string
+	val V
 }
 
 // trieSeed is the process's seed of the tries' hashes.
@@ -67,7 +70,7 @@ func (t *trie[V]) get(key string) (V, bool) {
 	for shift := uint(0); ; shift += trieBits {
 		if n.leaf {
 			for i := range n.entries {
-				if e := &n.entries[i]; e.hash == h && e.key == key {
+				if e := &n.entries[i]; e.key == key {
 					return e.val, true
 				}
 			}
@@ -129,7 +132,7 @@ func (n *trieNode[V]) own(edit *editToken) *trieNode[V] {
 func (n *trieNode[V]) set(h uint64, key string, val V, shift uint, edit *editToken) (*trieNode[V], bool) {
 	if n.leaf || (n.bitmap == 0 && shift > 0) {
 		for i := range n.entries {
-			if n.entries[i].hash == h && n.entries[i].key == key {
+			if n.entries[i].key == key {
 				m := n.own(edit)
 				m.entries[i].val = val
 				return m, false
@@ -138,14 +141,14 @@ func (n *trieNode[V]) set(h uint64, key string, val V, shift uint, edit *editTok
 		if len(n.entries) < trieBucket || shift >= trieDepth*trieBits {
 			m := n.own(edit)
 			m.leaf = true
-			m.entries = append(m.entries, trieEntry[V]{h, key, val})
+			m.entries = append(m.entries, trieEntry[V]{key, val})
 			return m, true
 		}
 		// A full leaf becomes an inner node of its entries, by the
 		// hash's next bits.
 		inner := &trieNode[V]{edit: edit}
 		for _, e := range n.entries {
-			inner, _ = inner.setInner(e.hash, e.key, e.val, shift, edit)
+			inner, _ = inner.setInner(trieHash(e.key), e.key, e.val, shift, edit)
 		}
 		return inner.setInner(h, key, val, shift, edit)
 	}
@@ -157,7 +160,7 @@ func (n *trieNode[V]) setInner(h uint64, key string, val V, shift uint, edit *ed
 	i := bits.OnesCount32(n.bitmap & (bit - 1))
 	m := n.own(edit)
 	if n.bitmap&bit == 0 {
-		kid := &trieNode[V]{edit: edit, leaf: true, entries: []trieEntry[V]{{h, key, val}}}
+		kid := &trieNode[V]{edit: edit, leaf: true, entries: []trieEntry[V]{{key, val}}}
 		m.bitmap |= bit
 		m.kids = append(m.kids, nil)
 		copy(m.kids[i+1:], m.kids[i:])
@@ -172,7 +175,7 @@ func (n *trieNode[V]) setInner(h uint64, key string, val V, shift uint, edit *ed
 func (n *trieNode[V]) del(h uint64, key string, shift uint, edit *editToken) (*trieNode[V], bool) {
 	if n.leaf {
 		for i := range n.entries {
-			if n.entries[i].hash == h && n.entries[i].key == key {
+			if n.entries[i].key == key {
 				m := n.own(edit)
 				m.entries = append(m.entries[:i], m.entries[i+1:]...)
 				return m, true

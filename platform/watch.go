@@ -39,7 +39,7 @@ type Change[S Watched] struct {
 // record is the one t has. A school in use whose record changed is built
 // anew first (Warm); the old one serves the requests it has until the
 // caller retires it.
-func Replace[S Watched](t *Table[S], issuer string, rec *registry.Record, newSchool func(registry.Record) S) (c Change[S], ok bool) {
+func Replace[S Watched](t *Table[S], issuer string, rec *registry.Record, newSchool func(*registry.Record) S) (c Change[S], ok bool) {
 	var zero S
 	old := t.School(issuer)
 	if rec != nil && old != zero && registry.SameRecord(old.Record(), rec) {
@@ -47,7 +47,7 @@ func Replace[S Watched](t *Table[S], issuer string, rec *registry.Record, newSch
 	}
 	e := zero
 	if rec != nil {
-		e = newSchool(*rec)
+		e = newSchool(rec)
 		if old != zero && old.IsActive() && !rec.Disabled {
 			e.Warm(time.Now().UnixNano())
 		}
@@ -72,16 +72,20 @@ func Replace[S Watched](t *Table[S], issuer string, rec *registry.Record, newSch
 // record keeps its school, a changed one gets a new school (built first
 // if the old one is in use, as in Replace), and those in t and not in
 // records are removed.
-func Resync[S Watched](t *Table[S], records []registry.Record, newSchool func(registry.Record) S) Change[S] {
+func Resync[S Watched](t *Table[S], records []registry.Record, newSchool func(*registry.Record) S) Change[S] {
 	var zero S
 	c := Change[S]{Next: NewTable[S](len(records))}
-	for _, rec := range records {
+	for i := range records {
+		rec := &records[i]
 		old := t.School(rec.Issuer)
-		if old != zero && registry.SameRecord(old.Record(), &rec) {
+		if old != zero && registry.SameRecord(old.Record(), rec) {
 			c.Next.Add(old)
 			continue
 		}
-		e := newSchool(rec)
+		// A school of its own copy: one kept pointing into records
+		// would keep the whole listing alive.
+		own := *rec
+		e := newSchool(&own)
 		if old != zero {
 			if old.IsActive() && !rec.Disabled {
 				e.Warm(time.Now().UnixNano())

@@ -22,6 +22,9 @@ func (s *watchedSchool) Warm(int64)               { s.warmed++ }
 
 func newWatched(rec registry.Record) *watchedSchool { return &watchedSchool{rec: rec} }
 
+// watchedOf is newWatched as a table's change makes a school.
+func watchedOf(rec *registry.Record) *watchedSchool { return newWatched(*rec) }
+
 func record(issuer, cfg string, hosts ...string) registry.Record {
 	return registry.Record{Issuer: issuer, Hosts: hosts, Config: json.RawMessage(cfg)}
 }
@@ -47,12 +50,12 @@ func TestReplace(t *testing.T) {
 	tb.Add(b)
 
 	same := record("https://a.example", `{}`, "www.a.example")
-	if _, ok := Replace(tb, same.Issuer, &same, newWatched); ok {
+	if _, ok := Replace(tb, same.Issuer, &same, watchedOf); ok {
 		t.Fatal("an unchanged record made a change")
 	}
 
 	changed := record("https://a.example", `{"code_ttl":"1m"}`)
-	c, ok := Replace(tb, changed.Issuer, &changed, newWatched)
+	c, ok := Replace(tb, changed.Issuer, &changed, watchedOf)
 	if !ok || len(c.Retired) != 1 || c.Retired[0] != a || len(c.Removed) != 0 {
 		t.Fatalf("a changed record: %+v", c)
 	}
@@ -64,13 +67,13 @@ func TestReplace(t *testing.T) {
 		t.Fatal("the serving table changed")
 	}
 
-	c, ok = Replace(tb, "https://b.example", nil, newWatched)
+	c, ok = Replace(tb, "https://b.example", nil, watchedOf)
 	if !ok || !slices.Equal(issuersOf(c.Removed), []string{"https://b.example"}) || c.Next.School("https://b.example") != nil {
 		t.Fatalf("a removed record: %+v", c)
 	}
 
 	added := record("https://c.example", `{}`)
-	if c, ok = Replace(tb, added.Issuer, &added, newWatched); !ok || c.Next.School(added.Issuer) == nil ||
+	if c, ok = Replace(tb, added.Issuer, &added, watchedOf); !ok || c.Next.School(added.Issuer) == nil ||
 		c.Next.School(added.Issuer).warmed != 0 || len(c.Retired)+len(c.Removed) != 0 {
 		t.Fatalf("an added record: %+v", c)
 	}
@@ -90,7 +93,7 @@ func TestResync(t *testing.T) {
 		record("https://keep.example", `{}`),
 		record("https://change.example", `{"code_ttl":"1m"}`),
 		record("https://new.example", `{}`),
-	}, newWatched)
+	}, watchedOf)
 	if c.Next.School("https://keep.example") != keep || c.Next.Len() != 3 {
 		t.Fatal("an unchanged record lost its school")
 	}

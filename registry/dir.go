@@ -43,10 +43,13 @@ type Dir struct {
 	files     map[string]*dirFile // by file name
 	conflicts map[string]string   // file name → the host claim that made it skipped, last warned
 	// claimants are the files (by name) whose records claim each host
-	// key; dirty the host keys whose claims changed since the last
-	// publish (dirclaims.go).
-	claimants map[string][]string
+	// key, the served one among them its owner (owner); dirty the host
+	// keys whose claims changed since the last publish, and replaced the
+	// served records whose files were replaced or removed since
+	// (dirclaims.go).
+	claimants hostClaims
 	dirty     map[string]bool
+	replaced  []*Record
 	// seen tells a write whether the directory changed since this Dir
 	// last read it or wrote it, nil where it cannot (dirseen_linux.go);
 	// stale is set when it did, after this Dir's own write.
@@ -60,9 +63,8 @@ type Dir struct {
 	unsaved  bool
 	saved    chan struct{}
 
-	mu       sync.Mutex         // guards records, owners, watchers, next
+	mu       sync.Mutex         // guards records, watchers, next
 	records  map[string]*Record // the served file's record, by issuer
-	owners   map[string]string  // host key → issuer
 	watchers map[int]func(Change)
 	next     int
 	// notify makes the watchers' calls one at a time.
@@ -141,7 +143,7 @@ func openDir(dir string, validate Validator, logger *slog.Logger, snapshot bool)
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, claimants: map[string][]string{}, dirty: map[string]bool{}, records: map[string]*Record{}, owners: map[string]string{},
+		conflicts: map[string]string{}, claimants: newHostClaims(0), dirty: map[string]bool{}, records: map[string]*Record{},
 		watchers: map[int]func(Change){}, pollEvery: pollEvery, snapshot: snapshot, saved: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// Watching starts before the first reading, so that nothing written
@@ -219,6 +221,21 @@ func (d *Dir) List(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
+// ListShared implements Sharer: a file's record is replaced when the
+// file is read again, never changed.
+func (d *Dir) ListShared(ctx context.Context) ([]*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*Record, 0, len(d.records))
+	for _, r := range d.records {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // Get implements Registry.
 func (d *Dir) Get(ctx context.Context, issuer string) (Record, error) {
 	if err := ctx.Err(); err != nil {
@@ -289,4 +306,7 @@ func (d *Dir) Close() error {
 	return nil
 }
 
-var _ Registry = (*Dir)(nil)
+var (
+	_ Registry = (*Dir)(nil)
+	_ Sharer   = (*Dir)(nil)
+)

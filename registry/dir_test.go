@@ -478,3 +478,41 @@ func BenchmarkPollDir10k(b *testing.B) {
 		d.Poll()
 	}
 }
+
+// A school's file may be a symbolic link, which is followed, its
+// target's changes seen by the poll; a dangling link and a directory
+// named as a school's file are no school.
+func TestDirLinksAndDirectories(t *testing.T) {
+	defer func(every time.Duration, only bool) { *registry.PollEvery, *registry.PollOnly = every, only }(*registry.PollEvery, *registry.PollOnly)
+	*registry.PollEvery, *registry.PollOnly = time.Hour, true
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	writeFile(t, elsewhere, "a.json", record("https://a.example", nil, "2026-01-01T00:00:00Z"))
+	if err := os.Symlink(filepath.Join(elsewhere, "a.json"), filepath.Join(dir, "a.example.json")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "none.json"), filepath.Join(dir, "b.example.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "c.example.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "d.example.json", record("https://d.example", nil, ""))
+	d, _ := openDir(t, dir, nil)
+	if got := issuers(t, d); !slices.Equal(got, []string{"https://a.example", "https://d.example"}) {
+		t.Fatalf("List = %v; want a (through its link) and d", got)
+	}
+	// The link's target changes (a larger file, a new modification
+	// time): the poll reads it through the link.
+	time.Sleep(10 * time.Millisecond)
+	writeFile(t, elsewhere, "a.json", record("https://a.example", []string{"www.a.example"}, "2026-01-01T00:00:00Z"))
+	d.Poll()
+	if r, err := d.Get(context.Background(), "https://a.example"); err != nil || !slices.Equal(r.Hosts, []string{"www.a.example"}) {
+		t.Errorf("after the target changed: %v, %v; want its new hosts", r.Hosts, err)
+	}
+	// The dangling link's target appears: the school is served.
+	writeFile(t, elsewhere, "none.json", record("https://b.example", nil, ""))
+	d.Poll()
+	if got := issuers(t, d); !slices.Equal(got, []string{"https://a.example", "https://b.example", "https://d.example"}) {
+		t.Errorf("List = %v; want b served once its link points at a file", got)
+	}
+}

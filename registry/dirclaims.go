@@ -22,13 +22,12 @@ import (
 // holds d.scan.
 func (d *Dir) setFile(name string, f *dirFile) {
 	if old := d.files[name]; old != nil && !old.skipped() {
+		if d.served(&old.rec) {
+			d.replaced = append(d.replaced, &old.rec)
+		}
 		for _, h := range old.rec.HostKeys() {
 			d.dirty[h] = true
-			if names := slices.DeleteFunc(d.claimants[h], func(n string) bool { return n == name }); len(names) > 0 {
-				d.claimants[h] = names
-			} else {
-				delete(d.claimants, h)
-			}
+			d.claimants.remove(h, name)
 		}
 	}
 	delete(d.conflicts, name) // a file read again is warned of again
@@ -49,8 +48,30 @@ func (d *Dir) setFile(name string, f *dirFile) {
 	}
 	for _, h := range f.rec.HostKeys() {
 		d.dirty[h] = true
-		d.claimants[h] = append(d.claimants[h], name)
+		d.claimants.add(h, name)
 	}
+}
+
+// served reports whether r is the record served for its issuer.
+func (d *Dir) served(r *Record) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.records[r.Issuer] == r
+}
+
+// owner is the issuer whose served record answers on the host key h, ""
+// if none does: of the files claiming h, the one served (a host has one
+// owner, and the files claiming it are mostly one). The caller holds
+// d.scan, and the claims are published.
+func (d *Dir) owner(h string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name := range d.claimants.of(h) {
+		if f := d.files[name]; f != nil && d.records[f.rec.Issuer] == &f.rec {
+			return f.rec.Issuer
+		}
+	}
+	return ""
 }
 
 // claimGroup is the files that share a host, directly or through others,
@@ -88,7 +109,7 @@ func (d *Dir) claimGroup(seeds []string, over string, with *dirFile) (names []st
 			names = append(names, name)
 			queue = append(queue, f.rec.HostKeys()...)
 		}
-		for _, name := range d.claimants[h] {
+		for name := range d.claimants.of(h) {
 			claim(name)
 		}
 		if with != nil && !with.skipped() && slices.Contains(with.rec.HostKeys(), h) {
@@ -164,8 +185,8 @@ func (d *Dir) publish() []string {
 		seeds = append(seeds, h)
 	}
 	clear(d.dirty)
-	names, hosts := d.claimGroup(seeds, "", nil)
-	records, owners, lost := d.decide(names, "", nil)
+	names, _ := d.claimGroup(seeds, "", nil)
+	records, _, lost := d.decide(names, "", nil)
 	for _, name := range names {
 		taken := lost[name]
 		if taken == nil {
@@ -178,24 +199,29 @@ func (d *Dir) publish() []string {
 		}
 		d.conflicts[name] = taken.Error()
 	}
-	// The group's hosts were owned by the issuers served from it before;
-	// those are decided again.
+	// The group's hosts were owned by the records served from it before:
+	// those of its files still there, and those of the files replaced or
+	// removed since the last publish, whose hosts are the group's too
+	// (setFile marked them). Their issuers are decided again.
 	d.mu.Lock()
 	before := map[string]*Record{}
-	for h := range hosts {
-		if issuer, ok := d.owners[h]; ok {
-			if r, ok := d.records[issuer]; ok {
-				before[issuer] = r
-			}
-			delete(d.records, issuer)
-			delete(d.owners, h)
+	for _, r := range d.replaced {
+		if d.records[r.Issuer] == r {
+			before[r.Issuer] = r
 		}
+	}
+	clear(d.replaced)
+	d.replaced = d.replaced[:0]
+	for _, name := range names {
+		if f := d.files[name]; d.records[f.rec.Issuer] == &f.rec {
+			before[f.rec.Issuer] = &f.rec
+		}
+	}
+	for issuer := range before {
+		delete(d.records, issuer)
 	}
 	for issuer, r := range records {
 		d.records[issuer] = r
-	}
-	for h, issuer := range owners {
-		d.owners[h] = issuer
 	}
 	d.mu.Unlock()
 	var changed []string

@@ -22,42 +22,42 @@ func recordFile(name string) bool {
 // or whose stat changed, and each named in force; files gone are
 // forgotten. It publishes the outcome and returns the issuers whose
 // records changed. The caller holds d.scan.
+//
+// A listing that finds every file known is the one nothing was removed
+// from, and keeps no set of the names: only one that misses some lists
+// the directory again to find which (listDir: a comparison of 100,000
+// unchanged files allocates next to nothing).
 func (d *Dir) readAll(force map[string]bool) ([]string, error) {
-	entries, err := os.ReadDir(d.dir)
+	var reads []fileRead
+	known := 0
+	err := listDir(d.dir, func(name string, st fileStat) {
+		f := d.files[name]
+		if f != nil {
+			known++
+		}
+		if f == nil || !f.stat.same(st) || force[name] {
+			reads = append(reads, fileRead{name: strings.Clone(name), st: st})
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]bool, len(entries))
-	var reads []fileRead
-	for _, e := range entries {
-		name := e.Name()
-		if !recordFile(name) {
-			continue
-		}
-		info, err := e.Info()
-		if err == nil && info.Mode()&fs.ModeSymlink != 0 {
-			info, err = os.Stat(filepath.Join(d.dir, name))
-		}
-		if err != nil || !info.Mode().IsRegular() {
-			continue // gone since the listing, a dangling link, a directory
-		}
-		seen[name] = true
-		st := statOf(info)
-		if f := d.files[name]; f == nil || !f.stat.same(st) || force[name] {
-			reads = append(reads, fileRead{name: name, st: st})
-		}
-	}
+	missing := known < len(d.files)
 	d.loadAll(reads)
 	moved := len(reads) > 0
 	for _, r := range reads {
-		if !d.keep(r) {
-			delete(seen, r.name)
-		}
+		d.keep(r) // a file gone since is forgotten
 	}
-	for name := range d.files {
-		if !seen[name] {
-			d.setFile(name, nil)
-			moved = true
+	if missing {
+		seen := map[string]bool{}
+		err := listDir(d.dir, func(name string, _ fileStat) { seen[strings.Clone(name)] = true })
+		// A listing that fails now leaves the files removed to the
+		// next one.
+		for name := range d.files {
+			if err == nil && !seen[name] {
+				d.setFile(name, nil)
+				moved = true
+			}
 		}
 	}
 	if !moved {

@@ -317,22 +317,21 @@ func (d *Dir) loadSnapshot() bool {
 // served as it is. The caller holds d.scan.
 func (d *Dir) loadFiles(files []snapshotEntry) {
 	d.files = make(map[string]*dirFile, len(files))
-	d.claimants = make(map[string][]string, len(files))
+	d.claimants = newHostClaims(len(files))
 	keys := make([][]string, len(files))
 	for i, e := range files {
 		d.files[e.name] = e.f
 		keys[i] = e.f.rec.HostKeys()
 		for _, h := range keys[i] {
-			d.claimants[h] = append(d.claimants[h], e.name)
+			d.claimants.add(h, e.name)
 		}
 	}
 	d.mu.Lock()
 	d.records = make(map[string]*Record, len(files))
-	d.owners = make(map[string]string, len(d.claimants))
 	for i, e := range files {
 		alone := true
 		for _, h := range keys[i] {
-			alone = alone && len(d.claimants[h]) == 1
+			alone = alone && d.claimants.count(h) == 1
 		}
 		if !alone {
 			for _, h := range keys[i] {
@@ -341,9 +340,6 @@ func (d *Dir) loadFiles(files []snapshotEntry) {
 			continue
 		}
 		d.records[e.f.rec.Issuer] = &e.f.rec
-		for _, h := range keys[i] {
-			d.owners[h] = e.f.rec.Issuer
-		}
 	}
 	d.mu.Unlock()
 	d.publish()

@@ -56,14 +56,11 @@ func (d *Dir) put(ctx context.Context, r Record, version *int64) (Record, error)
 				return err
 			}
 		}
-		d.mu.Lock()
 		for _, h := range r.HostKeys() {
-			if owner, ok := d.owners[h]; ok && owner != r.Issuer {
-				d.mu.Unlock()
+			if owner := d.owner(h); owner != "" && owner != r.Issuer {
 				return &HostTakenError{Host: h, Owner: owner}
 			}
 		}
-		d.mu.Unlock()
 		r.Version = 1
 		if current {
 			r.Version = f.rec.Version + 1

@@ -5,7 +5,35 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 )
+
+// The issuer's host key is a part of the issuer's string, not a copy, when
+// the issuer is spelled as its key (a checked record's): the host tables
+// keep one for each of their schools. Spelled otherwise, it is its key.
+func TestHostKeysShareTheIssuer(t *testing.T) {
+	for _, tt := range []struct {
+		issuer, want string
+		shared       bool
+	}{
+		{"http://s1.localhost:8080", "s1.localhost:8080", true},
+		{"https://school.example", "school.example", true},
+		{"https://[::1]:8443", "[::1]:8443", true},
+		{"https://School.example:443", "school.example", false},
+	} {
+		r := Record{Issuer: tt.issuer, Hosts: []string{"www.school.example"}}
+		keys := r.HostKeys()
+		if len(keys) != 2 || keys[0] != tt.want || keys[1] != "www.school.example" {
+			t.Errorf("%s: keys %q", tt.issuer, keys)
+			continue
+		}
+		start := uintptr(unsafe.Pointer(unsafe.StringData(r.Issuer)))
+		at := uintptr(unsafe.Pointer(unsafe.StringData(keys[0])))
+		if shared := at >= start && at < start+uintptr(len(r.Issuer)); shared != tt.shared {
+			t.Errorf("%s: the key shares the issuer's bytes: %v, want %v", tt.issuer, shared, tt.shared)
+		}
+	}
+}
 
 func TestHostKey(t *testing.T) {
 	for _, tt := range []struct {
