@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"reflect"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -58,24 +57,39 @@ func lazyProxyLog(h *reverseproxy.Handler) bool {
 // lazyCore is base with fields added by With but not yet encoded: they
 // are, into base, when an entry is to be written. Unlike zap's
 // NewLazyWith, a With on it stays lazy (the proxy's per-read With on the
-// round trip's logger would otherwise encode the request after all).
+// round trip's logger would otherwise encode the request after all): it
+// links to the core it was made from, whose fields come first.
 type lazyCore struct {
 	base   zapcore.Core
+	parent *lazyCore
 	fields []zapcore.Field
 }
 
 func (c *lazyCore) Enabled(l zapcore.Level) bool { return c.base.Enabled(l) }
 
 func (c *lazyCore) With(fields []zapcore.Field) zapcore.Core {
-	return &lazyCore{base: c.base, fields: append(slices.Clip(c.fields), fields...)}
+	if len(fields) == 0 {
+		return c
+	}
+	return &lazyCore{base: c.base, parent: c, fields: fields}
 }
 
-// encoded is base with the fields: what an eager With would have made.
+// encoded is base with the fields: what eager Withs would have made.
 func (c *lazyCore) encoded() zapcore.Core {
-	if len(c.fields) == 0 {
+	var chain []*lazyCore
+	n := 0
+	for l := c; l != nil; l = l.parent {
+		chain = append(chain, l)
+		n += len(l.fields)
+	}
+	if n == 0 {
 		return c.base
 	}
-	return c.base.With(c.fields)
+	all := make([]zapcore.Field, 0, n)
+	for i := len(chain) - 1; i >= 0; i-- {
+		all = append(all, chain[i].fields...)
+	}
+	return c.base.With(all)
 }
 
 func (c *lazyCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
