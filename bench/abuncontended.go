@@ -53,7 +53,8 @@ func (b *bench) abDiscovery() error {
 // writes both rows, this tree's against the older build's.
 func (b *bench) abRows(scenario, commit string, this, older func(context.Context, int) error) error {
 	runs, err := b.interleave(scenario,
-		target{name: "this tree", req: this, pid: b.stack.thisAlone.pid}, target{name: "build " + commit, req: older, pid: b.stack.older.pid})
+		target{name: "this tree", req: this, pid: b.stack.thisAlone.pid, admin: b.stack.thisAlone.admin},
+		target{name: "build " + commit, req: older, pid: b.stack.older.pid, admin: b.stack.older.admin})
 	if err != nil {
 		return err
 	}

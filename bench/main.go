@@ -73,7 +73,7 @@ func main() {
 	registries := flag.String("registries", "dir,postgres", "with -platform or -noisy: the registries measured (dir, postgres; postgres starts its own PostgreSQL)")
 	maxActive := flag.Int("max-active", 1000, "with -platform: the platform's max_active")
 	platformSteps := flag.String("platform-steps", "", "with -platform: only these measures after the start (comma-separated: ratio,every,cold,changes,churn,burst); empty: all")
-	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof (with -noisy: noisy, the first flooded phase of each flood, and its trace)")
+	flag.StringVar(&cfg.profile, "profile", "", "write CPU profiles of Caddy during the first round of the scenario whose name starts with this, to bench-<scenario>-<target>.pprof (-ab's two Caddies to bench-<scenario>-ab-<target>.pprof, with their admin endpoints on; with -noisy: noisy, the first flooded phase of each flood, and its trace)")
 	flag.DurationVar(&cfg.profileFor, "profile-for", 2*time.Second, "with -profile token: how long each of the exchange's and the refresh's profiles lasts (the round must last as long: raise -exchanges)")
 	flag.Parse()
 	if cfg.peers && cfg.only == "" {

@@ -16,17 +16,21 @@ type olderCaddy struct {
 	commit string
 	dir    string
 	origin string
-	cmd    *exec.Cmd
+	// admin is its admin endpoint's address, "" when off (all but
+	// with -profile, whose profiles come from it).
+	admin string
+	cmd   *exec.Cmd
 }
 
 func (o *olderCaddy) pid() int { return o.cmd.Process.Pid }
 
 // startOlder builds commit's Caddy and starts it with the gateway's site
-// block alone (its own data, no admin endpoint), with -ab-global's options;
+// block alone (its own data, no admin endpoint but with -profile), with
+// -ab-global's options;
 // and this tree's Caddy beside it with the very same Caddyfile, so that the
 // uncontended A/B (abuncontended.go) compares two builds and nothing else
 // (the stack's Caddy serves a dozen sites and more options).
-func (s *stack) startOlder(commit, global string) error {
+func (s *stack) startOlder(commit, global string, admin bool) error {
 	dir := filepath.Join(s.dir, "older")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -35,26 +39,34 @@ func (s *stack) startOlder(commit, global string) error {
 	if err != nil {
 		return err
 	}
-	if s.older, err = s.startAlone(dir, bin, commit, global); err != nil {
+	if s.older, err = s.startAlone(dir, bin, commit, global, admin); err != nil {
 		return err
 	}
 	dir = filepath.Join(s.dir, "this-alone")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	s.thisAlone, err = s.startAlone(dir, s.caddyBin, "this tree", "")
+	s.thisAlone, err = s.startAlone(dir, s.caddyBin, "this tree", "", admin)
 	return err
 }
 
-// startAlone starts bin in dir serving the gateway's site block alone.
-func (s *stack) startAlone(dir, bin, commit, global string) (*olderCaddy, error) {
+// startAlone starts bin in dir serving the gateway's site block alone,
+// with its admin endpoint on when admin is set.
+func (s *stack) startAlone(dir, bin, commit, global string, admin bool) (*olderCaddy, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	o := &olderCaddy{commit: commit, dir: dir, origin: "http://" + addr}
-	caddyfile := fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tstorage file_system %s/caddy-storage\n%s\n}\n%s",
-		dir, global, s.gatewaySite(o.origin, dir+"/data"))
+	adminOpt := "off"
+	if admin {
+		if o.admin, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		adminOpt = o.admin
+	}
+	caddyfile := fmt.Sprintf("{\n\tadmin %s\n\tpersist_config off\n\tstorage file_system %s/caddy-storage\n%s\n}\n%s",
+		adminOpt, dir, global, s.gatewaySite(o.origin, dir+"/data"))
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
 		return nil, err

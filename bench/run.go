@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -25,8 +26,10 @@ type target struct {
 	// answered so far (0 before any).
 	prepare func(rate float64)
 	// pid is the Caddy process that serves the target, when it is not
-	// the stack's (-ab's older build).
-	pid func() int
+	// the stack's (-ab's older build), and admin its admin endpoint,
+	// where -profile's profiles come from.
+	pid   func() int
+	admin string
 }
 
 // bench holds what the scenarios share.
@@ -190,8 +193,9 @@ func (b *bench) interleave(scenario string, targets ...target) ([][]stats, error
 			if r == 0 && b.cfg.profile != "" && strings.HasPrefix(scenario, b.cfg.profile) {
 				// Waited for before the next target's: Go runs one CPU
 				// profile at a time.
+				admin := cmp.Or(t.admin, b.stack.adminAddr)
 				profiling.Go(func() {
-					b.stack.cpuProfile(b.cfg.duration, fmt.Sprintf("bench-%s-%d.pprof", fileName(scenario), i))
+					cpuProfileOf(admin, b.cfg.duration, fmt.Sprintf("bench-%s-%d.pprof", profileName(scenario), i))
 				})
 			}
 			s, _ := onServers(t.servers, func() (stats, error) {
@@ -458,6 +462,16 @@ func (b *bench) memory() error {
 }
 
 // fileName turns a scenario name into a file name part.
+// profileName is fileName, and "-ab" after it for an A/B's scenario
+// (whose first word is its scenario's: the profiles would overwrite
+// those of the scenario's own targets).
+func profileName(scenario string) string {
+	if strings.HasSuffix(scenario, "A/B") {
+		return fileName(scenario) + "-ab"
+	}
+	return fileName(scenario)
+}
+
 func fileName(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {

@@ -166,7 +166,7 @@ func startStack(cfg config) (*stack, error) {
 		return s, err
 	}
 	if cfg.ab != "" {
-		return s, s.startOlder(cfg.ab, cfg.abGlobal)
+		return s, s.startOlder(cfg.ab, cfg.abGlobal, cfg.profile != "")
 	}
 	return s, nil
 }
@@ -340,18 +340,23 @@ func machine() string {
 // -diff_base) and an execution trace of its first second (go tool
 // trace: garbage collection cycles, assists, scheduling), from Caddy's
 // admin endpoint (net/http/pprof).
-func (s *stack) cpuProfile(d time.Duration, file string) {
+func (s *stack) cpuProfile(d time.Duration, file string) { cpuProfileOf(s.adminAddr, d, file) }
+
+// cpuProfileOf is cpuProfile of the Caddy whose admin endpoint is admin.
+func cpuProfileOf(admin string, d time.Duration, file string) {
 	base := strings.TrimSuffix(file, ".pprof")
-	s.saveProfile("allocs", base+"-allocs-before.pprof")
+	saveProfileOf(admin, "allocs", base+"-allocs-before.pprof")
 	var trace sync.WaitGroup
-	trace.Go(func() { s.saveProfile("trace?seconds=1", base+"-trace.out") })
-	s.saveProfile(fmt.Sprintf("profile?seconds=%d", max(1, int(d/time.Second))), file)
-	s.saveProfile("allocs", base+"-allocs-after.pprof")
+	trace.Go(func() { saveProfileOf(admin, "trace?seconds=1", base+"-trace.out") })
+	saveProfileOf(admin, fmt.Sprintf("profile?seconds=%d", max(1, int(d/time.Second))), file)
+	saveProfileOf(admin, "allocs", base+"-allocs-after.pprof")
 	trace.Wait() // one trace at a time, as with CPU profiles
 }
 
-func (s *stack) saveProfile(which, file string) {
-	resp, err := http.Get("http://" + s.adminAddr + "/debug/pprof/" + which)
+func (s *stack) saveProfile(which, file string) { saveProfileOf(s.adminAddr, which, file) }
+
+func saveProfileOf(admin, which, file string) {
+	resp, err := http.Get("http://" + admin + "/debug/pprof/" + which)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: profile:", err)
 		return

@@ -111,6 +111,7 @@ func (a *App) acquireProxy(ctx caddy.Context, raw json.RawMessage, own bool) (*r
 			}
 			return nil, nil, fmt.Errorf("proxy: %v", err)
 		}
+		lazyProxyLog(h)
 		if a.proxies == nil {
 			a.proxies = map[[sha256.Size]byte]*pooledProxy{}
 		}
