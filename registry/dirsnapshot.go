@@ -317,7 +317,7 @@ func (d *Dir) loadSnapshot() bool {
 // served as it is. The caller holds d.scan.
 func (d *Dir) loadFiles(files []snapshotEntry) {
 	d.files = make(map[string]*dirFile, len(files))
-	d.claimants = newHostClaims(len(files))
+	d.claimants = newHostClaims(&d.files)
 	keys := make([][]string, len(files))
 	for i, e := range files {
 		d.files[e.name] = e.f
