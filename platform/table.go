@@ -95,6 +95,13 @@ func (t *Table[S]) School(issuer string) S {
 	return zero
 }
 
+// hostKeys are rec.HostKeys() in buf's array while they fit, so that
+// adding 100,000 schools makes no garbage of them.
+func hostKeys(rec *registry.Record, buf *[4]string) []string {
+	key, _, _ := ownKey(rec.Issuer)
+	return append(append(buf[:0], key), rec.Hosts...)
+}
+
 // ownKey is the host key of issuer (HostKeys' first) and whether it is
 // https; ok is false for a string that names no scheme.
 func ownKey(issuer string) (key string, tls, ok bool) {
@@ -160,7 +167,8 @@ func (t *Table[S]) Add(e S) {
 	}
 	tls := strings.HasPrefix(rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)
-	for _, key := range rec.HostKeys() {
+	var keys [4]string
+	for _, key := range hostKeys(rec, &keys) {
 		// The registry gives a host to one record; a host still held
 		// here by another is one whose change is on its way. If it is
 		// the other's own, that school is kept apart meanwhile.
@@ -196,7 +204,8 @@ func (t *Table[S]) Remove(e S) {
 	}
 	tls := strings.HasPrefix(rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)
-	for _, key := range rec.HostKeys() {
+	var keys [4]string
+	for _, key := range hostKeys(rec, &keys) {
 		if cur, _ := hosts.get(key); cur != e {
 			continue
 		}

@@ -54,11 +54,16 @@ type Record struct {
 // spelled alike (as a checked record's is), not a string of its own: the
 // host tables of 100,000 schools keep it.
 func (r *Record) HostKeys() []string {
+	return append([]string{r.issuerKey()}, r.Hosts...)
+}
+
+// issuerKey is HostKeys' first: the issuer's host key.
+func (r *Record) issuerKey() string {
 	scheme, host, _ := strings.Cut(r.Issuer, "://")
 	if key := HostKey(host, scheme == "https"); key != host {
-		host = key
+		return key
 	}
-	return append([]string{host}, r.Hosts...)
+	return host
 }
 
 // Check puts the record's issuer and hosts in their one spelling and
