@@ -253,6 +253,11 @@ func (t *Table[S]) HTTPOn(host string) (S, bool) {
 // HostName is a host key without its port, an IPv6 address without its
 // brackets: the name TLS asks a certificate for.
 func HostName(key string) string {
+	if !strings.ContainsAny(key, ":[") {
+		// A name without port or brackets, as most keys are: the parse
+		// below would allocate its error (no port) at each school's Add.
+		return key
+	}
 	if host, _, err := net.SplitHostPort(key); err == nil {
 		return host
 	}

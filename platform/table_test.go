@@ -78,8 +78,14 @@ func TestTable(t *testing.T) {
 	if tb.Lookup("www.a.example", true) != a || !tb.AllowsCertificate("www.a.example") {
 		t.Error("the serving table changed with its clone")
 	}
-	if HostName("[::1]:8443") != "::1" || HostName("a.example") != "a.example" {
-		t.Error("HostName")
+	for key, name := range map[string]string{"[::1]:8443": "::1", "[::1]": "::1", "a.example": "a.example",
+		"a.example:8443": "a.example", "127.0.0.1:80": "127.0.0.1", "127.0.0.1": "127.0.0.1"} {
+		if got := HostName(key); got != name {
+			t.Errorf("HostName(%s) = %s, want %s", key, got, name)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = HostName("a.example") }); n != 0 {
+		t.Errorf("HostName of a name without port allocates %v times", n)
 	}
 }
 
