@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -38,9 +37,8 @@ type platformSchool struct {
 	p   *platform
 	rec *registry.Record
 
-	// removed is set for a record removed, before it is retired: its
-	// metric series go once its last request is out.
-	removed atomic.Bool
+	// (School.Removed is set for a record removed, before it is
+	// retired: its metric series go once its last request is out.)
 
 	// prep guards build: concurrent builds are one at a time already,
 	// but the usage API prepares without building.
@@ -132,7 +130,7 @@ func (e *platformSchool) LetGo(b *builtSchool) {
 		e.p.ctx.Slogger().Error("letting go of a school", "issuer", e.rec.Issuer, "error", err)
 	}
 	b.releaseNext()
-	if e.removed.Load() {
+	if e.Removed.Load() {
 		e.p.forgetMetrics(e.rec.Issuer)
 	}
 }
@@ -238,7 +236,7 @@ func (e *platformSchool) EndFailure(f *failedSite, rebuilt bool) {
 // and its metric series if its record was removed.
 func (e *platformSchool) retire(removed bool) {
 	if removed {
-		e.removed.Store(true)
+		e.Removed.Store(true)
 		e.p.forgetMetrics(e.rec.Issuer)
 	}
 	e.Retire()

@@ -70,6 +70,12 @@ type School[B, F any] struct {
 	// retired is set once the record changed or was removed, or the
 	// platform ended: nothing is built for it any more.
 	retired atomic.Bool
+	// Removed is the adapter's own: set when the record was removed,
+	// not replaced, before the school is retired. The platform does not
+	// read it. It lies here, beside retired, where it costs nothing: a
+	// field of the adapter's would take an idle school's allocation at
+	// 100,000 schools from 96 bytes to 112.
+	Removed atomic.Bool
 	// mu makes one build at a time: concurrent first requests wait for
 	// it and share what it built.
 	mu sync.Mutex

@@ -34,9 +34,14 @@ type Table[S Entry] struct {
 	// is its own name is found in https, and most are, so that a table of
 	// 100,000 schools keeps no third trie of them.
 	names trie[int]
-	// schools are every record's school, disabled ones too, by issuer;
-	// disabled counts those disabled, for the health check.
-	schools  trie[S]
+	// apart are the schools not found at their issuer's own host key in
+	// https or http, by issuer: the disabled ones, and any whose host
+	// another school holds (a change on its way). Every other school is
+	// found there (School), so that a table of 100,000 enabled schools
+	// keeps no second trie of them by issuer. n counts the schools,
+	// disabled ones too; disabled those disabled, for the health check.
+	apart    trie[S]
+	n        int
 	disabled int
 	// edit owns the nodes this table made since it was cloned, which its
 	// further changes write in place; nil once the table is cloned, so
@@ -76,40 +81,109 @@ func (t *Table[S]) Lookup(host string, https bool) S {
 // School is the school of issuer, disabled or not; the zero S if the
 // registry has no record of it.
 func (t *Table[S]) School(issuer string) S {
-	e, _ := t.schools.get(issuer)
-	return e
+	if e, ok := t.apart.get(issuer); ok {
+		return e
+	}
+	var zero S
+	key, tls, ok := ownKey(issuer)
+	if !ok {
+		return zero
+	}
+	if e, _ := t.hostsOf(tls).get(key); e != zero && e.Record().Issuer == issuer {
+		return e
+	}
+	return zero
+}
+
+// hostKeys are rec.HostKeys() in buf's array while they fit, so that
+// adding 100,000 schools makes no garbage of them.
+func hostKeys(rec *registry.Record, buf *[4]string) []string {
+	key, _, _ := ownKey(rec.Issuer)
+	return append(append(buf[:0], key), rec.Hosts...)
+}
+
+// ownKey is the host key of issuer (HostKeys' first) and whether it is
+// https; ok is false for a string that names no scheme.
+func ownKey(issuer string) (key string, tls, ok bool) {
+	scheme, host, ok := strings.Cut(issuer, "://")
+	if !ok {
+		return "", false, false
+	}
+	tls = scheme == "https"
+	if key = registry.HostKey(host, tls); key != host {
+		return key, tls, true
+	}
+	return host, tls, true
 }
 
 // Schools are every record's school by issuer, in no order.
-func (t *Table[S]) Schools() iter.Seq2[string, S] { return t.schools.all() }
+func (t *Table[S]) Schools() iter.Seq2[string, S] {
+	return func(yield func(string, S) bool) {
+		for issuer, e := range t.apart.all() {
+			if !yield(issuer, e) {
+				return
+			}
+		}
+		for _, hosts := range []*trie[S]{&t.https, &t.http} {
+			for key, e := range hosts.all() {
+				issuer := e.Record().Issuer
+				if own, _, _ := ownKey(issuer); own != key {
+					continue // an alias
+				}
+				if _, apart := t.apart.get(issuer); apart {
+					continue
+				}
+				if !yield(issuer, e) {
+					return
+				}
+			}
+		}
+	}
+}
 
 // Len is the number of records, disabled ones too; Disabled those
 // disabled.
-func (t *Table[S]) Len() int      { return t.schools.n }
+func (t *Table[S]) Len() int      { return t.n }
 func (t *Table[S]) Disabled() int { return t.disabled }
 
 // Add makes e's record the school of its issuer and, unless disabled, of
 // its hosts. The caller replaces the serving table with the one it
 // builds.
 func (t *Table[S]) Add(e S) {
+	var zero S
 	rec := e.Record()
-	if old, ok := t.schools.get(rec.Issuer); ok && old.Record().Disabled {
+	if old := t.School(rec.Issuer); old == zero {
+		t.n++
+	} else if old.Record().Disabled {
 		t.disabled--
 	}
-	t.schools.set(rec.Issuer, e, t.edit)
 	if rec.Disabled {
+		t.apart.set(rec.Issuer, e, t.edit)
 		t.disabled++
 		return
 	}
+	if _, ok := t.apart.get(rec.Issuer); ok {
+		t.apart.del(rec.Issuer, t.edit)
+	}
 	tls := strings.HasPrefix(rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)
-	for _, key := range rec.HostKeys() {
+	var keys [4]string
+	for _, key := range hostKeys(rec, &keys) {
 		// The registry gives a host to one record; a host still held
-		// here by another is one whose change is on its way.
-		if _, held := hosts.get(key); !held && tls {
+		// here by another is one whose change is on its way. If it is
+		// the other's own, that school is kept apart meanwhile.
+		held, _ := hosts.get(key)
+		if held == zero && tls {
 			if name := HostName(key); name != key {
 				n, _ := t.names.get(name)
 				t.names.set(name, n+1, t.edit)
+			}
+		}
+		if held != zero && held != e {
+			if other := held.Record().Issuer; other != rec.Issuer {
+				if own, _, _ := ownKey(other); own == key && t.School(other) == held {
+					t.apart.set(other, held, t.edit)
+				}
 			}
 		}
 		hosts.set(key, e, t.edit)
@@ -119,15 +193,19 @@ func (t *Table[S]) Add(e S) {
 // Remove takes e out of t: its issuer and the hosts it still holds.
 func (t *Table[S]) Remove(e S) {
 	rec := e.Record()
-	if cur, _ := t.schools.get(rec.Issuer); cur == e {
-		t.schools.del(rec.Issuer, t.edit)
+	if t.School(rec.Issuer) == e {
+		t.n--
 		if rec.Disabled {
 			t.disabled--
+		}
+		if _, ok := t.apart.get(rec.Issuer); ok {
+			t.apart.del(rec.Issuer, t.edit)
 		}
 	}
 	tls := strings.HasPrefix(rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)
-	for _, key := range rec.HostKeys() {
+	var keys [4]string
+	for _, key := range hostKeys(rec, &keys) {
 		if cur, _ := hosts.get(key); cur != e {
 			continue
 		}
@@ -175,6 +253,11 @@ func (t *Table[S]) HTTPOn(host string) (S, bool) {
 // HostName is a host key without its port, an IPv6 address without its
 // brackets: the name TLS asks a certificate for.
 func HostName(key string) string {
+	if !strings.ContainsAny(key, ":[") {
+		// A name without port or brackets, as most keys are: the parse
+		// below would allocate its error (no port) at each school's Add.
+		return key
+	}
 	if host, _, err := net.SplitHostPort(key); err == nil {
 		return host
 	}

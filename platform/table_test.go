@@ -1,6 +1,9 @@
 package platform
 
 import (
+	"maps"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/schoolgate/schoolgate/registry"
@@ -75,7 +78,110 @@ func TestTable(t *testing.T) {
 	if tb.Lookup("www.a.example", true) != a || !tb.AllowsCertificate("www.a.example") {
 		t.Error("the serving table changed with its clone")
 	}
-	if HostName("[::1]:8443") != "::1" || HostName("a.example") != "a.example" {
-		t.Error("HostName")
+	for key, name := range map[string]string{"[::1]:8443": "::1", "[::1]": "::1", "a.example": "a.example",
+		"a.example:8443": "a.example", "127.0.0.1:80": "127.0.0.1", "127.0.0.1": "127.0.0.1"} {
+		if got := HostName(key); got != name {
+			t.Errorf("HostName(%s) = %s, want %s", key, got, name)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = HostName("a.example") }); n != 0 {
+		t.Errorf("HostName of a name without port allocates %v times", n)
+	}
+}
+
+// A table holds what maps of schools by issuer and by host would through
+// any sequence of Adds and Removes, aliases taking other schools' own
+// hosts among them; and an enabled school that holds its own host is
+// kept by host alone (no trie of the schools by issuer).
+func TestTableMatchesMaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	issuers := []string{"https://a.example", "https://b.example", "http://c.example:8080", "https://d.example:8443"}
+	aliases := []string{"a.example", "b.example", "x.example", "d.example:8443", "c.example:8080"}
+	tb := NewTable[*recSchool](0)
+	bySchool := map[string]*recSchool{}
+	byHost := map[bool]map[string]*recSchool{true: {}, false: {}}
+	var made []*recSchool
+	for step := range 5000 {
+		if step%7 == 0 {
+			tb = tb.Clone()
+		}
+		if len(made) > 0 && rng.IntN(3) == 0 {
+			e := made[rng.IntN(len(made))]
+			tb.Remove(e)
+			if bySchool[e.rec.Issuer] == e {
+				delete(bySchool, e.rec.Issuer)
+			}
+			hosts := byHost[strings.HasPrefix(e.rec.Issuer, "https://")]
+			for _, k := range e.rec.HostKeys() {
+				if hosts[k] == e {
+					delete(hosts, k)
+				}
+			}
+		} else {
+			issuer := issuers[rng.IntN(len(issuers))]
+			e := &recSchool{registry.Record{Issuer: issuer, Disabled: rng.IntN(4) == 0}}
+			own := e.rec.HostKeys()[0]
+			for _, h := range aliases {
+				if h != own && rng.IntN(4) == 0 {
+					e.rec.Hosts = append(e.rec.Hosts, h)
+				}
+			}
+			made = append(made, e)
+			tb.Add(e)
+			bySchool[issuer] = e
+			if !e.rec.Disabled {
+				hosts := byHost[strings.HasPrefix(issuer, "https://")]
+				for _, k := range e.rec.HostKeys() {
+					hosts[k] = e
+				}
+			}
+		}
+		disabled := 0
+		for _, issuer := range issuers {
+			want := bySchool[issuer]
+			if got := tb.School(issuer); got != want {
+				t.Fatalf("step %d: School(%s) = %v, want %v", step, issuer, got, want)
+			}
+			if want != nil && want.rec.Disabled {
+				disabled++
+			}
+		}
+		got := map[string]*recSchool{}
+		for issuer, e := range tb.Schools() {
+			if _, twice := got[issuer]; twice {
+				t.Fatalf("step %d: Schools yields %s twice", step, issuer)
+			}
+			got[issuer] = e
+		}
+		if !maps.Equal(got, bySchool) || tb.Len() != len(bySchool) || tb.Disabled() != disabled {
+			t.Fatalf("step %d: Schools %v (Len %d, Disabled %d), want %v (%d disabled)", step, got, tb.Len(), tb.Disabled(), bySchool, disabled)
+		}
+		for _, tls := range []bool{true, false} {
+			for _, h := range aliases {
+				if got, want := tb.Lookup(h, tls), byHost[tls][h]; got != want {
+					t.Fatalf("step %d: Lookup(%s, %v) = %v, want %v", step, h, tls, got, want)
+				}
+			}
+		}
+	}
+	// Enabled schools on their own hosts: none kept apart.
+	tb = NewTable[*recSchool](0)
+	for _, issuer := range issuers {
+		tb.Add(&recSchool{registry.Record{Issuer: issuer}})
+	}
+	if tb.apart.n != 0 || tb.Len() != len(issuers) {
+		t.Errorf("%d of %d enabled schools kept apart by issuer", tb.apart.n, tb.Len())
+	}
+}
+
+// Adding a school to a table that owns its nodes makes no garbage of
+// its host keys: 100,000 are added at a start.
+func TestTableAddAllocatesNothingOfItsKeys(t *testing.T) {
+	tb := NewTable[*recSchool](0)
+	e := &recSchool{registry.Record{Issuer: "https://a.example", Hosts: []string{"www.a.example"}}}
+	tb.Add(e)
+	// Added again: its keys held already, the nodes written in place.
+	if n := testing.AllocsPerRun(100, func() { tb.Add(e) }); n != 0 {
+		t.Errorf("an Add allocates %v times", n)
 	}
 }

@@ -143,9 +143,10 @@ func openDir(dir string, validate Validator, logger *slog.Logger, snapshot bool)
 		return nil, fmt.Errorf("registry: %s is not a directory", abs)
 	}
 	d := &Dir{dir: abs, validate: validate, log: logger, files: map[string]*dirFile{},
-		conflicts: map[string]string{}, claimants: newHostClaims(0), dirty: map[string]bool{}, records: map[string]*Record{},
+		conflicts: map[string]string{}, dirty: map[string]bool{}, records: map[string]*Record{},
 		watchers: map[int]func(Change){}, pollEvery: pollEvery, snapshot: snapshot, saved: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	d.claimants = newHostClaims(&d.files)
 	// Watching starts before the first reading, so that nothing written
 	// between the two goes unnoticed until the poll.
 	w, err := fsnotify.NewWatcher()

@@ -3,25 +3,58 @@ package registry
 import (
 	"iter"
 	"slices"
+	"strings"
 )
 
 // hostClaims are the files (by name) whose records claim each host key.
-// Nearly every host is claimed by one file, its school's: that one is
-// kept as a string, and only a host two files or more claim gets a
-// list. 100,000 hosts so cost a map of strings, not one of slices and
-// 100,000 slices of one name.
+// Nearly every host is claimed by one file, its school's, named after
+// it (fileName: school.example.json claims school.example): such a
+// claim, a file's own, is not kept at all but found in the files
+// themselves, so that 100,000 schools keep no map of 100,000 claims.
+// Of the others, a host one file claims keeps that name as a string,
+// and only a host two files or more claim gets a list.
 type hostClaims struct {
-	one  map[string]string   // host key → the one file claiming it
-	more map[string][]string // host key → the files claiming it, two or more
+	one  map[string]string   // host key → the one other file claiming it
+	more map[string][]string // host key → the other files claiming it, two or more
+	// files are the Dir's files (d.files, replaced whole by loadFiles),
+	// where a host's own file is found.
+	files *map[string]*dirFile
 }
 
-func newHostClaims(size int) hostClaims {
-	return hostClaims{one: make(map[string]string, size), more: map[string][]string{}}
+func newHostClaims(files *map[string]*dirFile) hostClaims {
+	return hostClaims{one: map[string]string{}, more: map[string][]string{}, files: files}
+}
+
+// ownFile reports whether name is h's own file: fileName(h) + ".json".
+func ownFile(h, name string) bool {
+	base, ok := strings.CutSuffix(name, ".json")
+	return ok && base == fileName(h)
+}
+
+// own is h's own file if it exists and its record claims h (its name
+// built in buf, so that a count allocates nothing).
+func (c *hostClaims) own(h string, buf []byte) ([]byte, bool) {
+	buf = append(append(buf[:0], fileName(h)...), ".json"...)
+	f := (*c.files)[string(buf)]
+	return buf, f != nil && !f.skipped() && f.rec.claims(h)
+}
+
+// claims reports whether h is one of r's HostKeys, without making them.
+func (r *Record) claims(h string) bool {
+	if slices.Contains(r.Hosts, h) {
+		return true
+	}
+	scheme, host, _ := strings.Cut(r.Issuer, "://")
+	return host == h || HostKey(host, scheme == "https") == h
 }
 
 // of are the files claiming h.
 func (c *hostClaims) of(h string) iter.Seq[string] {
 	return func(yield func(string) bool) {
+		var buf [64]byte
+		if name, ok := c.own(h, buf[:0]); ok && !yield(string(name)) {
+			return
+		}
 		if name, ok := c.one[h]; ok {
 			yield(name)
 			return
@@ -36,14 +69,23 @@ func (c *hostClaims) of(h string) iter.Seq[string] {
 
 // count is the number of files claiming h.
 func (c *hostClaims) count(h string) int {
-	if _, ok := c.one[h]; ok {
-		return 1
+	var buf [64]byte
+	n := 0
+	if _, ok := c.own(h, buf[:0]); ok {
+		n = 1
 	}
-	return len(c.more[h])
+	if _, ok := c.one[h]; ok {
+		return n + 1
+	}
+	return n + len(c.more[h])
 }
 
-// add notes that the file name claims h.
+// add notes that the file name claims h; its own file's claim is found
+// in the files.
 func (c *hostClaims) add(h, name string) {
+	if ownFile(h, name) {
+		return
+	}
 	if first, ok := c.one[h]; ok {
 		delete(c.one, h)
 		c.more[h] = []string{first, name}
@@ -58,6 +100,9 @@ func (c *hostClaims) add(h, name string) {
 
 // remove notes that the file name claims h no more.
 func (c *hostClaims) remove(h, name string) {
+	if ownFile(h, name) {
+		return
+	}
 	if first, ok := c.one[h]; ok {
 		if first == name {
 			delete(c.one, h)

@@ -153,7 +153,9 @@ func TestDirClaimsDecidedByGroup(t *testing.T) {
 	*registry.PollEvery, *registry.PollOnly = time.Hour, true
 	dir := t.TempDir()
 	d, _ := openDir(t, dir, nil)
-	hosts := []string{"h0.example", "h1.example", "h2.example", "h3.example", "h4.example", "h5.example"}
+	// Two of the hosts are other files' own (a file named after its
+	// issuer's host claims it without a note of the claim).
+	hosts := []string{"h0.example", "h1.example", "h2.example", "h3.example", "h4.example", "h5.example", "s5.example", "s7.example"}
 	seed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for step := range 300 {
 		i := (step*7 + step/3) % 12

@@ -317,24 +317,28 @@ func (d *Dir) loadSnapshot() bool {
 // served as it is. The caller holds d.scan.
 func (d *Dir) loadFiles(files []snapshotEntry) {
 	d.files = make(map[string]*dirFile, len(files))
-	d.claimants = newHostClaims(len(files))
-	keys := make([][]string, len(files))
-	for i, e := range files {
+	d.claimants = newHostClaims(&d.files)
+	// The keys of each file in buf's array while they fit: no garbage
+	// of 100,000 lists of keys.
+	var buf [4]string
+	keys := func(r *Record) []string {
+		return append(append(buf[:0], r.issuerKey()), r.Hosts...)
+	}
+	for _, e := range files {
 		d.files[e.name] = e.f
-		keys[i] = e.f.rec.HostKeys()
-		for _, h := range keys[i] {
+		for _, h := range keys(&e.f.rec) {
 			d.claimants.add(h, e.name)
 		}
 	}
 	d.mu.Lock()
 	d.records = make(map[string]*Record, len(files))
-	for i, e := range files {
+	for _, e := range files {
 		alone := true
-		for _, h := range keys[i] {
+		for _, h := range keys(&e.f.rec) {
 			alone = alone && d.claimants.count(h) == 1
 		}
 		if !alone {
-			for _, h := range keys[i] {
+			for _, h := range keys(&e.f.rec) {
 				d.dirty[h] = true
 			}
 			continue
