@@ -276,7 +276,23 @@ func (s *stack) startCaddy() error {
 		return err
 	}
 	s.caddy = cmd
-	return waitUp(s.gateway+"/.well-known/oauth-authorization-server", 200)
+	if err := waitUp(s.gateway+"/.well-known/oauth-authorization-server", 200); err != nil {
+		return fmt.Errorf("%w; Caddy's log ends: %s", err, logTail(logf.Name(), 2048))
+	}
+	return nil
+}
+
+// logTail is the last n bytes of a log, for an error that would
+// otherwise lose it with the bench's directory.
+func logTail(name string, n int64) string {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err.Error()
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return string(b)
 }
 
 // restartCaddy stops Caddy gracefully and starts it on the same data;
