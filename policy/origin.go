@@ -52,6 +52,12 @@ func NormalizeOrigin(raw string) (string, bool) {
 // scheme, so that equal hosts compare equal as strings.
 func CanonicalHost(hostport, scheme string) string {
 	hostport = strings.ToLower(hostport)
+	if !strings.ContainsAny(hostport, ":[]") {
+		// A name without a port is its own spelling: returned without
+		// the parse, whose errors for the missing port allocated on
+		// every call (a platform's host table asks once a school).
+		return hostport
+	}
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""

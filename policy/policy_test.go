@@ -79,10 +79,18 @@ func TestCanonicalHostAndLoopback(t *testing.T) {
 		{"school.example:8443", "https", "school.example:8443"},
 		{"[::1]:443", "https", "[::1]"},
 		{"[::1]", "http", "[::1]"},
+		{"::1", "http", "[::1]"},
+		{"School.Example", "https", "school.example"},
+		{"school.example", "http", "school.example"},
 	} {
 		if got := CanonicalHost(tt.hostport, tt.scheme); got != tt.want {
 			t.Errorf("CanonicalHost(%q, %s) = %q, want %q", tt.hostport, tt.scheme, got, tt.want)
 		}
+	}
+	// A name in its spelling, without a port, allocates nothing: a
+	// platform's host table asks once a school.
+	if n := testing.AllocsPerRun(100, func() { _ = CanonicalHost("school.example", "https") }); n != 0 {
+		t.Errorf("CanonicalHost of a name in its spelling allocates %v times", n)
 	}
 	for host, want := range map[string]bool{"localhost": true, "LOCALHOST:1": true, "127.0.0.2": true, "[::1]:9": true,
 		"::1": true, "localhost.evil": false, "10.0.0.1": false, "example.com:80": false} {

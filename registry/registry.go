@@ -110,9 +110,6 @@ func validHost(key string) bool {
 // default (443 with tls, else 80). A Host header and a record's hosts
 // meet in it.
 func HostKey(hostport string, tls bool) string {
-	if canonicalName(hostport) {
-		return hostport
-	}
 	scheme := "http"
 	if tls {
 		scheme = "https"
@@ -131,23 +128,6 @@ func HostKey(hostport string, tls bool) string {
 		host += ":" + port
 	}
 	return policy.CanonicalHost(host, scheme)
-}
-
-// canonicalName reports whether hostport is a host name in its one
-// spelling already, without a port: lower-case ASCII, no trailing dot.
-// HostKey returns such a name as it is, allocating nothing: the host
-// tables of 100,000 schools ask for it at each school's Add, and the
-// general spelling's parse allocated its errors (no port, no number).
-func canonicalName(hostport string) bool {
-	if hostport == "" || hostport[len(hostport)-1] == '.' {
-		return false
-	}
-	for i := 0; i < len(hostport); i++ {
-		if c := hostport[i]; c == ':' || c == '[' || c == ']' || c >= 0x80 || 'A' <= c && c <= 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // Validator checks a record's configuration with the school_gateway

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
-
-	"github.com/schoolgate/schoolgate/policy"
 )
 
 // The issuer's host key is a part of the issuer's string, not a copy, when
@@ -62,12 +60,6 @@ func TestHostKey(t *testing.T) {
 	} {
 		if got := HostKey(tt.in, tt.tls); got != tt.want {
 			t.Errorf("HostKey(%q, %v) = %q, want %q", tt.in, tt.tls, got, tt.want)
-		}
-		// The shortcut for a name in its spelling answers as the parse.
-		if canonicalName(tt.in) {
-			if slow := policy.CanonicalHost(tt.in, "https"); slow != tt.in {
-				t.Errorf("%q is taken as its own key, the parse makes it %q", tt.in, slow)
-			}
 		}
 	}
 	// A name in its one spelling, as a checked record's issuer has it,
