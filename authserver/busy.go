@@ -24,7 +24,7 @@ func (s *Server) WriteBusy(w http.ResponseWriter, r *http.Request, status int, r
 		return
 	}
 	if rt.cors {
-		setCORS(w)
+		setCORS(w, false)
 	}
 	secs := RetryAfterSeconds(retryAfter)
 	w.Header().Set("Cache-Control", "no-store")

@@ -185,7 +185,7 @@ func Endpoints() []Endpoint { return slices.Clone(endpoints) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := routeFor(r.URL.Path)
 	if rt.cors {
-		setCORS(w)
+		setCORS(w, r.Method == http.MethodOptions)
 		if r.Method == http.MethodOptions {
 			w.WriteHeader(http.StatusNoContent)
 			return

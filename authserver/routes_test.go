@@ -169,3 +169,53 @@ func TestDiscoveryAnswersSized(t *testing.T) {
 		}
 	}
 }
+
+// A browser reads the methods, headers and lifetime it may use from a
+// preflight's answer only; every other answer carries just the origin and
+// the exposed headers. A discovery document's answer keeps within seven
+// headers of its own: with the Server header Caddy adds they are the eight
+// a Go map holds in one group, and net/http clones the map when the header
+// is written. A ninth (the three preflight headers on every answer, once
+// Content-Length was set) made that clone and every lookup in it dearer:
+// 0.89–0.96× the discovery throughput of the build before, through Caddy.
+func TestCORSPreflightOnly(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(f.srv)
+	defer srv.Close()
+	preflightOnly := []string{"Access-Control-Allow-Methods", "Access-Control-Allow-Headers", "Access-Control-Max-Age"}
+	for _, path := range []string{sitepath.ASMetadata, sitepath.OIDCConfig, sitepath.JWKS} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Retry-After") {
+			t.Errorf("%s: not readable by a browser: %v", path, resp.Header)
+		}
+		for _, k := range preflightOnly {
+			if v, ok := resp.Header[k]; ok {
+				t.Errorf("%s: %s %q outside a preflight", path, k, v)
+			}
+		}
+		own := len(resp.Header)
+		if _, ok := resp.Header["Date"]; ok {
+			own-- // net/http's, written from its own buffer
+		}
+		if own > 7 {
+			t.Errorf("%s: %d headers of the handler's own, want at most 7: %v", path, own, resp.Header)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodOptions, srv.URL+sitepath.Token, nil)
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Max-Age") != "600" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "DPoP") {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
