@@ -85,7 +85,7 @@ func (t *Table[S]) School(issuer string) S {
 		return e
 	}
 	var zero S
-	key, tls, ok := ownKey(issuer)
+	key, tls, ok := registry.IssuerKey(issuer)
 	if !ok {
 		return zero
 	}
@@ -98,22 +98,8 @@ func (t *Table[S]) School(issuer string) S {
 // hostKeys are rec.HostKeys() in buf's array while they fit, so that
 // adding 100,000 schools makes no garbage of them.
 func hostKeys(rec *registry.Record, buf *[4]string) []string {
-	key, _, _ := ownKey(rec.Issuer)
+	key, _, _ := registry.IssuerKey(rec.Issuer)
 	return append(append(buf[:0], key), rec.Hosts...)
-}
-
-// ownKey is the host key of issuer (HostKeys' first) and whether it is
-// https; ok is false for a string that names no scheme.
-func ownKey(issuer string) (key string, tls, ok bool) {
-	scheme, host, ok := strings.Cut(issuer, "://")
-	if !ok {
-		return "", false, false
-	}
-	tls = scheme == "https"
-	if key = registry.HostKey(host, tls); key != host {
-		return key, tls, true
-	}
-	return host, tls, true
 }
 
 // Schools are every record's school by issuer, in no order.
@@ -127,7 +113,7 @@ func (t *Table[S]) Schools() iter.Seq2[string, S] {
 		for _, hosts := range []*trie[S]{&t.https, &t.http} {
 			for key, e := range hosts.all() {
 				issuer := e.Record().Issuer
-				if own, _, _ := ownKey(issuer); own != key {
+				if own, _, _ := registry.IssuerKey(issuer); own != key {
 					continue // an alias
 				}
 				if _, apart := t.apart.get(issuer); apart {
@@ -181,7 +167,7 @@ func (t *Table[S]) Add(e S) {
 		}
 		if held != zero && held != e {
 			if other := held.Record().Issuer; other != rec.Issuer {
-				if own, _, _ := ownKey(other); own == key && t.School(other) == held {
+				if own, _, _ := registry.IssuerKey(other); own == key && t.School(other) == held {
 					t.apart.set(other, held, t.edit)
 				}
 			}

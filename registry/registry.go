@@ -59,11 +59,25 @@ func (r *Record) HostKeys() []string {
 
 // issuerKey is HostKeys' first: the issuer's host key.
 func (r *Record) issuerKey() string {
-	scheme, host, _ := strings.Cut(r.Issuer, "://")
-	if key := HostKey(host, scheme == "https"); key != host {
-		return key
+	key, _, _ := IssuerKey(r.Issuer)
+	return key
+}
+
+// IssuerKey is the host key of an issuer (a record's HostKeys' first) and
+// whether it is https; ok is false for a string that names no scheme. The
+// key is the issuer's own host, a part of its string, when the two are
+// spelled alike, so that a table keeping the keys of many schools keeps
+// no second copy of them.
+func IssuerKey(issuer string) (key string, tls, ok bool) {
+	scheme, host, ok := strings.Cut(issuer, "://")
+	if !ok {
+		return "", false, false
 	}
-	return host
+	tls = scheme == "https"
+	if key = HostKey(host, tls); key != host {
+		return key, tls, true
+	}
+	return host, tls, true
 }
 
 // Check puts the record's issuer and hosts in their one spelling and

@@ -109,3 +109,32 @@ func TestHostTakenError(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// IssuerKey is a record's first host key, for the platform's table as for
+// HostKeys; spelled as its issuer's host, it is that part of the issuer's
+// string, not a copy.
+func TestIssuerKey(t *testing.T) {
+	for _, c := range []struct {
+		issuer, key string
+		tls, ok     bool
+	}{
+		{"https://a.example", "a.example", true, true},
+		{"http://a.example:8080", "a.example:8080", false, true},
+		{"https://A.Example", "a.example", true, true},
+		{"https://a.example:443", "a.example", true, true},
+		{"a.example", "", false, false},
+	} {
+		key, tls, ok := IssuerKey(c.issuer)
+		if key != c.key || tls != c.tls || ok != c.ok {
+			t.Errorf("IssuerKey(%q) = %q, %v, %v; want %q, %v, %v", c.issuer, key, tls, ok, c.key, c.tls, c.ok)
+		}
+		if r := (&Record{Issuer: c.issuer}); c.ok && r.HostKeys()[0] != key {
+			t.Errorf("%q: HostKeys()[0] %q, IssuerKey %q", c.issuer, r.HostKeys()[0], key)
+		}
+	}
+	issuer := "http://a.example:8080"
+	key, _, _ := IssuerKey(issuer)
+	if unsafe.StringData(key) != unsafe.StringData(issuer[len("http://"):]) {
+		t.Error("the key of an issuer spelled alike is a copy")
+	}
+}
