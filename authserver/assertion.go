@@ -58,9 +58,18 @@ func (s *Server) IdentityAssertion(t *policy.Token, audience string) (string, er
 // expires or AssertionTTL has passed, whichever comes first.
 func (s *Server) signAssertion(t *policy.Token, audience string) (string, time.Time, error) {
 	now := s.cfg.Now()
-	exp := now.Add(AssertionTTL)
-	if t.ExpiresAt.Before(exp) {
-		exp = t.ExpiresAt
+	exp := now.Add(AssertionTTL).Unix()
+	if end := t.ExpiresAt; end.Before(now.Add(AssertionTTL)) {
+		// The gateway accepts the token until its very instant, and exp
+		// is whole seconds: rounded down, a request let through in the
+		// token's last fraction of a second would carry an assertion
+		// already expired, which the legacy server refuses (and each
+		// such request would sign anew, the cache being past). So the
+		// assertion names the second the token's life ends in.
+		exp = end.Unix()
+		if end.Nanosecond() != 0 {
+			exp++
+		}
 	}
 	roles := t.Roles
 	if roles == nil {
@@ -69,7 +78,7 @@ func (s *Server) signAssertion(t *policy.Token, audience string) (string, time.T
 	claims := assertionClaims{
 		Issuer: s.cfg.Issuer, Audience: audience, Subject: t.Subject, Email: t.Email, Name: t.Name,
 		OrgID: t.OrgID, Roles: roles, Scope: strings.Join(t.Scopes, " "), ClientID: t.ClientID,
-		TokenAudience: t.Audience, IssuedAt: now.Unix(), Expires: exp.Unix(),
+		TokenAudience: t.Audience, IssuedAt: now.Unix(), Expires: exp,
 	}
 	if t.JKT != "" {
 		claims.Cnf = &confirmation{JKT: t.JKT}
@@ -84,5 +93,5 @@ func (s *Server) signAssertion(t *policy.Token, audience string) (string, time.T
 	}
 	// Cached only while the verifier would still accept it: exp is whole
 	// seconds, so the cache ends at the second exp names.
-	return string(jwt), time.Unix(exp.Unix(), 0), nil
+	return string(jwt), time.Unix(exp, 0), nil
 }

@@ -152,6 +152,25 @@ func TestIdentityAssertionExpiry(t *testing.T) {
 	}
 }
 
+// A token whose life ends in the middle of a second: the assertion names
+// the second it ends in, so that a request the gateway lets through in the
+// token's last fraction of a second carries an assertion the legacy
+// server still accepts (rounded down, it had expired already).
+func TestIdentityAssertionCoversTheTokensLastFraction(t *testing.T) {
+	f := newFixture(t)
+	end := f.clock.Now().Truncate(time.Second).Add(90*time.Second + 700*time.Millisecond)
+	tok := &policy.Token{Subject: "member-1", Audience: store.AudienceMember, ExpiresAt: end}
+	f.clock.Advance(end.Add(-100 * time.Millisecond).Sub(f.clock.Now())) // the token's last 100 ms
+	a, err := f.srv.IdentityAssertion(tok, legacyAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := verifyWithJWKS(t, f, a, legacyAudience) // at the clock's now
+	if exp := int64(claims["exp"].(float64)); exp != end.Unix()+1 {
+		t.Errorf("exp %d, want %d: the second the token's life ends in", exp, end.Unix()+1)
+	}
+}
+
 // One signature per validated token: requests that share a cached token
 // share its assertion, and a new validation (after a purge or the cache's
 // 5 s) signs anew. ES256 signatures are randomized, so an equal string is
