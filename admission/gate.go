@@ -6,7 +6,7 @@
 // and gives it back when the gateway's own work for it is done, before
 // the legacy server is asked; it gives it back too while it waits on I/O
 // (Slot.Pause: the store's commits and queries, calls to the legacy
-// server). While the gate sees one school only, nothing is counted: a
+// server, the fetch of a client's metadata document). While the gate sees one school only, nothing is counted: a
 // lone school has the whole instance, at the cost of a clock reading.
 // Once a second school is asked, the instance is shared:
 //

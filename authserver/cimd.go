@@ -207,38 +207,55 @@ func (m *metadataResolver) hostAllowed(host string) bool {
 }
 
 func (m *metadataResolver) fetch(ctx context.Context, u *url.URL) (*metadataDoc, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	body, header, err := m.download(ctx, u)
 	if err != nil {
-		return nil, 0, metaErr(ReasonMetadataURL, "the client_id is not a valid URL")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := m.client.Do(req)
-	if err != nil {
-		if errors.Is(err, errBlockedAddress) {
-			return nil, 0, metaErr(ReasonMetadataFetch, "the metadata document's host resolves to an address this school does not fetch from")
-		}
-		return nil, 0, metaErr(ReasonMetadataFetch, "the metadata document could not be fetched: %s", fetchFailure(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, 0, metaErr(ReasonMetadataStatus, "fetching the metadata document answered HTTP %d", resp.StatusCode)
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-		return nil, 0, metaErr(ReasonMetadataContent, "the metadata document must be served as application/json")
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataDocBytes+1))
-	if err != nil {
-		return nil, 0, metaErr(ReasonMetadataFetch, "the metadata document could not be read")
-	}
-	if len(body) > maxMetadataDocBytes {
-		return nil, 0, metaErr(ReasonMetadataSize, "the metadata document is larger than %d bytes", maxMetadataDocBytes)
+		return nil, 0, err
 	}
 	doc, err := parseMetadataDoc(body, u)
 	if err != nil {
 		return nil, 0, err
 	}
-	return doc, documentTTL(resp.Header.Get("Cache-Control")), nil
+	return doc, documentTTL(header.Get("Cache-Control")), nil
+}
+
+// download reads the document's bytes from the client's host. The
+// request's slot of the instance (store.Waiter) is given back meanwhile:
+// the host may take the fetch's whole timeout to answer, and a slot held
+// that long is a processor's share kept from every school, so that a few
+// requests naming a slow host would hold the instance.
+func (m *metadataResolver) download(ctx context.Context, u *url.URL) ([]byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, nil, metaErr(ReasonMetadataURL, "the client_id is not a valid URL")
+	}
+	req.Header.Set("Accept", "application/json")
+	if w := store.WaiterOf(ctx); w != nil {
+		w.Pause()
+		defer w.Resume() // after the body is closed: nothing held then
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		if errors.Is(err, errBlockedAddress) {
+			return nil, nil, metaErr(ReasonMetadataFetch, "the metadata document's host resolves to an address this school does not fetch from")
+		}
+		return nil, nil, metaErr(ReasonMetadataFetch, "the metadata document could not be fetched: %s", fetchFailure(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, metaErr(ReasonMetadataStatus, "fetching the metadata document answered HTTP %d", resp.StatusCode)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return nil, nil, metaErr(ReasonMetadataContent, "the metadata document must be served as application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataDocBytes+1))
+	if err != nil {
+		return nil, nil, metaErr(ReasonMetadataFetch, "the metadata document could not be read")
+	}
+	if len(body) > maxMetadataDocBytes {
+		return nil, nil, metaErr(ReasonMetadataSize, "the metadata document is larger than %d bytes", maxMetadataDocBytes)
+	}
+	return body, resp.Header, nil
 }
 
 // fetchFailure names a network failure without echoing internals.

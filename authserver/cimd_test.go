@@ -25,12 +25,17 @@ type docServer struct {
 	docs  map[string]string // path -> body ("%s" is the document URL)
 	hits  atomic.Int64
 	ctype string
+	// onRequest, when set, runs as each request arrives.
+	onRequest func()
 }
 
 func newDocServer(t *testing.T) *docServer {
 	d := &docServer{docs: map[string]string{}, ctype: "application/json"}
 	d.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.hits.Add(1)
+		if d.onRequest != nil {
+			d.onRequest()
+		}
 		switch r.URL.Path {
 		case "/redirect":
 			http.Redirect(w, r, "/client.json", http.StatusFound)
@@ -282,5 +287,38 @@ func TestMetadataRejectionDetailApart(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<code id="detail">invalid_client_metadata: [^<]*HTTP 404[^<]*</code>`).MatchString(body) {
 		t.Errorf("the English detail is not apart:\n%s", body)
+	}
+}
+
+// pauseCounter is a request's slot (store.Waiter) that counts its pauses.
+type pauseCounter struct{ paused, pauses, resumes atomic.Int64 }
+
+func (w *pauseCounter) Pause()               { w.paused.Add(1); w.pauses.Add(1) }
+func (w *pauseCounter) Resume()              { w.paused.Add(-1); w.resumes.Add(1) }
+func (w *pauseCounter) Charge(time.Duration) {}
+
+// A request gives its slot of the instance back while the school fetches
+// its client's metadata document, found or not, and takes it again once
+// the fetch is over: a client_id naming a slow host holds no processor's
+// share meanwhile.
+func TestMetadataFetchPausesTheSlot(t *testing.T) {
+	f := newFixture(t)
+	d := newDocServer(t)
+	d.docs["/client.json"] = `{"client_id":"%s","client_name":"Doc Agent","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"none"}`
+	f.useMetadata(d, MetadataDocumentsConfig{AllowPrivateNetworks: true})
+	for _, c := range []struct {
+		path  string
+		found bool
+	}{{"/client.json", true}, {"/missing.json", false}} {
+		w := &pauseCounter{}
+		var during atomic.Int64
+		d.onRequest = func() { during.Store(w.paused.Load()) }
+		_, _, err := f.srv.metadata.resolve(store.WithWaiter(context.Background(), w), d.URL+c.path)
+		if (err == nil) != c.found {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if during.Load() != 1 || w.pauses.Load() != 1 || w.resumes.Load() != 1 || w.paused.Load() != 0 {
+			t.Errorf("%s: paused %d during the fetch, %d pauses and %d resumes", c.path, during.Load(), w.pauses.Load(), w.resumes.Load())
+		}
 	}
 }
