@@ -95,13 +95,6 @@ func (t *Table[S]) School(issuer string) S {
 	return zero
 }
 
-// hostKeys are rec.HostKeys() in buf's array while they fit, so that
-// adding 100,000 schools makes no garbage of them.
-func hostKeys(rec *registry.Record, buf *[4]string) []string {
-	key, _, _ := registry.IssuerKey(rec.Issuer)
-	return append(append(buf[:0], key), rec.Hosts...)
-}
-
 // Schools are every record's school by issuer, in no order.
 func (t *Table[S]) Schools() iter.Seq2[string, S] {
 	return func(yield func(string, S) bool) {
@@ -153,8 +146,8 @@ func (t *Table[S]) Add(e S) {
 	}
 	tls := strings.HasPrefix(rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)
-	var keys [4]string
-	for _, key := range hostKeys(rec, &keys) {
+	var keys [4]string // adding 100,000 schools makes no garbage of their keys
+	for _, key := range rec.AppendHostKeys(keys[:0]) {
 		// The registry gives a host to one record; a host still held
 		// here by another is one whose change is on its way. If it is
 		// the other's own, that school is kept apart meanwhile.
@@ -191,7 +184,7 @@ func (t *Table[S]) Remove(e S) {
 	tls := strings.HasPrefix(rec.Issuer, "https://")
 	hosts := t.hostsOf(tls)
 	var keys [4]string
-	for _, key := range hostKeys(rec, &keys) {
+	for _, key := range rec.AppendHostKeys(keys[:0]) {
 		if cur, _ := hosts.get(key); cur != e {
 			continue
 		}

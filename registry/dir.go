@@ -205,7 +205,7 @@ func (d *Dir) DataDir(issuer string) string {
 		return ""
 	}
 	r := Record{Issuer: origin}
-	return filepath.Join(d.dir, fileName(r.HostKeys()[0]))
+	return filepath.Join(d.dir, fileName(r.issuerKey()))
 }
 
 // List implements Registry.

@@ -41,11 +41,7 @@ func (c *hostClaims) own(h string, buf []byte) ([]byte, bool) {
 
 // claims reports whether h is one of r's HostKeys, without making them.
 func (r *Record) claims(h string) bool {
-	if slices.Contains(r.Hosts, h) {
-		return true
-	}
-	scheme, host, _ := strings.Cut(r.Issuer, "://")
-	return host == h || HostKey(host, scheme == "https") == h
+	return r.issuerKey() == h || slices.Contains(r.Hosts, h)
 }
 
 // of are the files claiming h.

@@ -146,7 +146,7 @@ func (d *Dir) load(name string, st fileStat) (Record, error) {
 	if err := r.Check(); err != nil {
 		return Record{}, err
 	}
-	if want := fileName(r.HostKeys()[0]) + ".json"; name != want {
+	if want := fileName(r.issuerKey()) + ".json"; name != want {
 		return Record{}, fmt.Errorf("the file of %s must be named %s", r.Issuer, want)
 	}
 	if d.validate != nil {

@@ -321,9 +321,7 @@ func (d *Dir) loadFiles(files []snapshotEntry) {
 	// The keys of each file in buf's array while they fit: no garbage
 	// of 100,000 lists of keys.
 	var buf [4]string
-	keys := func(r *Record) []string {
-		return append(append(buf[:0], r.issuerKey()), r.Hosts...)
-	}
+	keys := func(r *Record) []string { return r.AppendHostKeys(buf[:0]) }
 	for _, e := range files {
 		d.files[e.name] = e.f
 		for _, h := range keys(&e.f.rec) {

@@ -42,7 +42,7 @@ func (d *Dir) put(ctx context.Context, r Record, version *int64) (Record, error)
 			return Record{}, err
 		}
 	}
-	name := fileName(r.HostKeys()[0]) + ".json"
+	name := fileName(r.issuerKey()) + ".json"
 	var stored Record
 	err := d.write(name, true, func() error {
 		f := d.files[name]
@@ -112,7 +112,7 @@ func (d *Dir) remove(ctx context.Context, issuer string, version *int64) error {
 		return ErrNotFound
 	}
 	gone := Record{Issuer: key}
-	return d.write(fileName(gone.HostKeys()[0])+".json", false, func() error {
+	return d.write(fileName(gone.issuerKey())+".json", false, func() error {
 		d.mu.Lock()
 		r, ok := d.records[key]
 		d.mu.Unlock()
@@ -124,7 +124,7 @@ func (d *Dir) remove(ctx context.Context, issuer string, version *int64) error {
 				return err
 			}
 		}
-		name := fileName(r.HostKeys()[0]) + ".json"
+		name := fileName(r.issuerKey()) + ".json"
 		if err := os.Remove(filepath.Join(d.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("registry: %w", err)
 		}
