@@ -58,8 +58,9 @@ func (s *Server) IdentityAssertion(t *policy.Token, audience string) (string, er
 // expires or AssertionTTL has passed, whichever comes first.
 func (s *Server) signAssertion(t *policy.Token, audience string) (string, time.Time, error) {
 	now := s.cfg.Now()
-	exp := now.Add(AssertionTTL).Unix()
-	if end := t.ExpiresAt; end.Before(now.Add(AssertionTTL)) {
+	limit := now.Add(AssertionTTL)
+	exp := limit.Unix()
+	if end := t.ExpiresAt; end.Before(limit) {
 		// The gateway accepts the token until its very instant, and exp
 		// is whole seconds: rounded down, a request let through in the
 		// token's last fraction of a second would carry an assertion
